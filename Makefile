@@ -1,0 +1,177 @@
+# squashcache: one non-recursive Makefile.
+#
+#   make                 build/libsquashcache.a, build/squashcached, build/mountctl
+#   make check           install missing packages (as root), build, run every test
+#   make demo            the main job on a generated sample dataset
+#   make DEBUG=1 ...     -O0 -g3
+#   make SANITIZE=address,undefined check   sanitizer build in build-san/
+#   make fuzz            libFuzzer targets (clang), see tests/fuzz/
+#   make bench           the full benchmark (long), results in bench/results/
+#   make install PREFIX=/usr/local
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+CC ?= cc
+PKG_CONFIG ?= pkg-config
+PYTHON ?= /usr/bin/python3
+
+ifneq ($(SANITIZE),)
+BUILD ?= build-san
+SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+else
+BUILD ?= build
+SAN_FLAGS :=
+endif
+
+ifeq ($(DEBUG),1)
+OPT := -O0 -g3
+else
+OPT := -O2 -g
+endif
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wformat=2 -Wno-format-nonliteral -Wpointer-arith -Wvla
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+
+CPPFLAGS += -D_GNU_SOURCE -Ilib
+CFLAGS ?=
+ALL_CFLAGS := -std=c11 $(OPT) $(WARN) $(SAN_FLAGS) -pthread -MMD -MP $(CFLAGS)
+LDFLAGS += $(SAN_FLAGS) -pthread
+
+LIB_LIBS := -llz4 -lzstd -lz -llzma -llzo2 -lm
+FUSE_CFLAGS = $(shell $(PKG_CONFIG) --cflags fuse3 2>/dev/null)
+FUSE_LIBS = $(shell $(PKG_CONFIG) --libs fuse3 2>/dev/null || echo -lfuse3)
+CHECK_CFLAGS = $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
+CHECK_LIBS = $(shell $(PKG_CONFIG) --libs check 2>/dev/null || echo -lcheck)
+
+LIB_SRCS := $(sort $(wildcard lib/*/*.c))
+DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
+MOUNTCTL_SRCS := $(sort $(wildcard mountctl/*.c))
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_COMMON := $(sort $(filter-out tests/unit/test_%.c,$(wildcard tests/unit/*.c)))
+TOOL_SRCS := $(sort $(wildcard tests/tools/*.c))
+BENCH_SRCS := $(sort $(wildcard bench/*.c))
+
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(BUILD)/%.o)
+MOUNTCTL_OBJS := $(MOUNTCTL_SRCS:%.c=$(BUILD)/%.o)
+UNIT_COMMON_OBJS := $(UNIT_COMMON:%.c=$(BUILD)/%.o)
+UNIT_BINS := $(UNIT_SRCS:%.c=$(BUILD)/%)
+TOOL_BINS := $(TOOL_SRCS:%.c=$(BUILD)/%)
+BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
+
+LIB := $(BUILD)/libsquashcache.a
+DAEMON := $(BUILD)/squashcached
+MOUNTCTL := $(BUILD)/mountctl
+
+.PHONY: all check check-unit check-integration check-tsan deps deps-check \
+	deps-demo tests fuzz fuzz-run format format-check lint install \
+	uninstall clean demo bench soak
+
+all: $(LIB) $(DAEMON) $(MOUNTCTL)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/daemon/%.o: daemon/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(FUSE_CFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/bench/%.o: bench/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(FUSE_CFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/unit/%.o: tests/unit/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Itests/unit $(CHECK_CFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+
+$(LIB): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(DAEMON): $(DAEMON_OBJS) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJS) $(LIB) $(FUSE_LIBS) $(LIB_LIBS)
+
+$(MOUNTCTL): $(MOUNTCTL_OBJS) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(MOUNTCTL_OBJS) $(LIB) $(LIB_LIBS)
+
+$(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(UNIT_COMMON_OBJS) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $< $(UNIT_COMMON_OBJS) $(LIB) $(CHECK_LIBS) $(LIB_LIBS)
+
+$(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LIB_LIBS)
+
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(FUSE_LIBS) $(LIB_LIBS)
+
+tests: all $(UNIT_BINS) $(TOOL_BINS)
+
+# Packages: `make check` and `make demo` install what is missing when run
+# as root and print the apt-get line otherwise.
+deps:
+	@sh tests/deps.sh build
+deps-check:
+	@sh tests/deps.sh check
+deps-demo:
+	@sh tests/deps.sh demo
+
+check: deps-check
+	@$(MAKE) --no-print-directory tests
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh tests/run.sh all
+
+check-unit: tests
+	@BUILD=$(BUILD) sh tests/run.sh unit
+
+check-integration: tests
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh tests/run.sh integration
+
+# ThreadSanitizer over the concurrent tests (cache, prefetch, many readers).
+check-tsan: deps-check
+	@$(MAKE) --no-print-directory SANITIZE=thread BUILD=build-tsan tests
+	@BUILD=build-tsan PYTHON=$(PYTHON) SQC_TSAN=1 sh tests/run.sh tsan
+
+demo: deps-demo
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh tests/demo.sh
+
+bench: deps-check
+	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(TOOL_BINS)
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh
+
+soak: tests
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) SQC_SOAK_SECONDS=600 sh tests/run.sh soak
+
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+fuzz:
+	@$(MAKE) --no-print-directory -f tests/fuzz/fuzz.mk FUZZ_SRCS="$(FUZZ_SRCS)" LIB_SRCS="$(LIB_SRCS)" LIB_LIBS="$(LIB_LIBS)"
+
+C_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find lib daemon mountctl tests bench -name '*.[ch]')
+format:
+	clang-format -i $(C_FILES)
+format-check:
+	clang-format --dry-run -Werror $(C_FILES)
+
+# Module boundaries (HOUSE_STYLE.md section 1).
+lint:
+	@sh tests/lint.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/squashcache
+	install -m 0755 $(DAEMON) $(MOUNTCTL) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 $(LIB) $(DESTDIR)$(PREFIX)/lib/
+	for h in lib/*/*.h; do d=$(DESTDIR)$(PREFIX)/include/squashcache/$$(dirname $${h#lib/}); \
+		install -d $$d; install -m 0644 $$h $$d/; done
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/squashcached $(DESTDIR)$(PREFIX)/bin/mountctl \
+		$(DESTDIR)$(PREFIX)/lib/libsquashcache.a
+	rm -rf $(DESTDIR)$(PREFIX)/include/squashcache
+
+clean:
+	rm -rf build build-san build-tsan build-fuzz
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements the daemon's side of the control protocol (ctl.h):
+ * a thread that accepts connections on the control socket, checks who is
+ * asking, and answers ping, stats and umount.
+ *
+ * The stats object:
+ *   version, pid, uid, image, mountpoint, compressor, block_size, inodes,
+ *   uptime_s, ready,
+ *   stage:  {state, budget, planned, staged, percent, seconds, mb_per_s,
+ *            in_ram}
+ *   cache:  {data, meta, bmap: {budget, bytes, peak, entries, hits, misses,
+ *            waits, evictions, bypass, errors}}
+ *   image:  {bytes, reads, read_bytes, read_errors, decompressions,
+ *            decompressed_bytes, corrupt}
+ *   fuse:   {lookup, getattr, readlink, open, read, opendir, readdir,
+ *            readdirplus, statfs, getxattr, listxattr, write, bytes_served,
+ *            eio, readaheads, no_open}
+ *   prefetch: {workers, queued, done, dropped, errors}
+ *   process: {rss_bytes, cpu_user_s, cpu_sys_s, threads}
+ */
+#define LOG_MOD "ctl"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "util/err.h"
+#include "util/log.h"
+
+static const char *const stage_names[] = {
+	[IMG_STAGE_IDLE] = "idle",
+	[IMG_STAGE_RUNNING] = "running",
+	[IMG_STAGE_DONE] = "done",
+	[IMG_STAGE_OFF] = "off",
+};
+
+static void cache_json(struct ctl_buf *b, const char *name,
+		       const struct cache_stats *c, bool last)
+{
+	ctl_buf_printf(
+		b,
+		"\"%s\":{\"budget\":%llu,\"bytes\":%llu,\"peak\":%llu,"
+		"\"entries\":%llu,\"hits\":%llu,\"misses\":%llu,"
+		"\"waits\":%llu,\"evictions\":%llu,\"bypass\":%llu,"
+		"\"errors\":%llu}%s",
+		name, (unsigned long long)c->budget,
+		(unsigned long long)c->bytes, (unsigned long long)c->peak_bytes,
+		(unsigned long long)c->entries, (unsigned long long)c->hits,
+		(unsigned long long)c->misses, (unsigned long long)c->waits,
+		(unsigned long long)c->evictions, (unsigned long long)c->bypass,
+		(unsigned long long)c->fill_errors, last ? "" : ",");
+}
+
+static void process_stats(uint64_t *rss, double *user, double *sys,
+			  unsigned int *threads)
+{
+	struct rusage ru;
+	unsigned long pages = 0, resident = 0;
+	char line[256];
+	FILE *f;
+
+	*rss = 0;
+	*threads = 0;
+	f = fopen("/proc/self/statm", "re");
+	if (f) {
+		if (fscanf(f, "%lu %lu", &pages, &resident) == 2)
+			*rss = (uint64_t)resident *
+			       (uint64_t)sysconf(_SC_PAGESIZE);
+		fclose(f);
+	}
+	f = fopen("/proc/self/status", "re");
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "Threads: %u", threads) == 1)
+				break;
+		fclose(f);
+	}
+	getrusage(RUSAGE_SELF, &ru);
+	*user = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+	*sys = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
+{
+	const struct img_super *sb = img_get_super(d->img);
+	struct pf_stats pfs = { 0 };
+	struct img_stats st;
+	struct timespec now;
+	double up, user, sys, secs, pct;
+	unsigned int threads;
+	uint64_t rss;
+
+	img_get_stats(d->img, &st);
+	if (d->pf)
+		pf_get_stats(d->pf, &pfs);
+	process_stats(&rss, &user, &sys, &threads);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	up = (double)(now.tv_sec - d->started.tv_sec) +
+	     (double)(now.tv_nsec - d->started.tv_nsec) / 1e9;
+	secs = pfs.stage_seconds;
+	pct = st.stage_planned ? 100.0 * (double)st.staged_bytes /
+					 (double)st.stage_planned :
+				 (st.stage_state == IMG_STAGE_OFF ? 0 : 100);
+
+	ctl_buf_printf(b, "{\"ok\":true,\"version\":%d,\"pid\":%d,\"uid\":%u,",
+		       CTL_VERSION, (int)getpid(), (unsigned int)getuid());
+	ctl_buf_printf(b, "\"image\":");
+	ctl_buf_json_str(b, d->o.image_abs);
+	ctl_buf_printf(b, ",\"mountpoint\":");
+	ctl_buf_json_str(b, d->o.canonical);
+	ctl_buf_printf(b,
+		       ",\"compressor\":\"%s\",\"block_size\":%u,"
+		       "\"inodes\":%u,\"uptime_s\":%.3f,",
+		       img_compressor(d->img), sb->block_size, sb->inode_count,
+		       up);
+	ctl_buf_printf(b,
+		       "\"stage\":{\"state\":\"%s\",\"budget\":%llu,"
+		       "\"planned\":%llu,\"staged\":%llu,\"percent\":%.1f,"
+		       "\"seconds\":%.3f,\"mb_per_s\":%.1f,\"in_ram\":%s},",
+		       stage_names[st.stage_state],
+		       (unsigned long long)st.stage_budget,
+		       (unsigned long long)st.stage_planned,
+		       (unsigned long long)st.staged_bytes, pct, secs,
+		       secs > 0 ? (double)st.staged_bytes / 1e6 / secs : 0.0,
+		       st.in_ram ? "true" : "false");
+	ctl_buf_printf(b, "\"cache\":{");
+	cache_json(b, "data", &st.data, false);
+	cache_json(b, "meta", &st.meta, false);
+	cache_json(b, "bmap", &st.bmap, true);
+	ctl_buf_printf(b,
+		       "},\"image_io\":{\"bytes\":%llu,\"reads\":%llu,"
+		       "\"read_bytes\":%llu,\"read_errors\":%llu,"
+		       "\"decompressions\":%llu,\"decompressed_bytes\":%llu,"
+		       "\"corrupt\":%llu},",
+		       (unsigned long long)st.image_bytes,
+		       (unsigned long long)st.src_reads,
+		       (unsigned long long)st.src_bytes,
+		       (unsigned long long)st.src_errors,
+		       (unsigned long long)st.decompressions,
+		       (unsigned long long)st.decompressed_bytes,
+		       (unsigned long long)st.corrupt);
+	ctl_buf_printf(
+		b,
+		"\"fuse\":{\"lookup\":%llu,\"getattr\":%llu,\"readlink\":%llu,"
+		"\"open\":%llu,\"read\":%llu,\"opendir\":%llu,\"readdir\":%llu,"
+		"\"readdirplus\":%llu,\"statfs\":%llu,\"getxattr\":%llu,"
+		"\"listxattr\":%llu,\"write\":%llu,\"bytes_served\":%llu,"
+		"\"eio\":%llu,\"readaheads\":%llu,\"no_open\":%s},",
+		(unsigned long long)d->ops[SQCD_OP_LOOKUP],
+		(unsigned long long)d->ops[SQCD_OP_GETATTR],
+		(unsigned long long)d->ops[SQCD_OP_READLINK],
+		(unsigned long long)d->ops[SQCD_OP_OPEN],
+		(unsigned long long)d->ops[SQCD_OP_READ],
+		(unsigned long long)d->ops[SQCD_OP_OPENDIR],
+		(unsigned long long)d->ops[SQCD_OP_READDIR],
+		(unsigned long long)d->ops[SQCD_OP_READDIRPLUS],
+		(unsigned long long)d->ops[SQCD_OP_STATFS],
+		(unsigned long long)d->ops[SQCD_OP_GETXATTR],
+		(unsigned long long)d->ops[SQCD_OP_LISTXATTR],
+		(unsigned long long)d->ops[SQCD_OP_WRITE],
+		(unsigned long long)d->bytes_served, (unsigned long long)d->eio,
+		(unsigned long long)d->readaheads,
+		d->no_open ? "true" : "false");
+	ctl_buf_printf(b,
+		       "\"prefetch\":{\"workers\":%u,\"queued\":%llu,"
+		       "\"done\":%llu,\"dropped\":%llu,\"errors\":%llu},",
+		       pfs.workers, (unsigned long long)pfs.queued,
+		       (unsigned long long)pfs.done,
+		       (unsigned long long)pfs.dropped,
+		       (unsigned long long)pfs.errors);
+	ctl_buf_printf(b,
+		       "\"process\":{\"rss_bytes\":%llu,\"cpu_user_s\":%.3f,"
+		       "\"cpu_sys_s\":%.3f,\"threads\":%u}}",
+		       (unsigned long long)rss, user, sys, threads);
+}
+
+static void serve(struct sqcd *d, int c)
+{
+	struct ctl_buf b = { 0 };
+	char cmd[64];
+	size_t n = 0;
+	ssize_t r;
+	uid_t uid;
+	pid_t pid;
+	bool umount = false;
+
+	if (ctl_peer(c, &uid, &pid) || (uid != getuid() && uid != 0)) {
+		ctl_buf_printf(
+			&b, "{\"ok\":false,\"error\":\"permission denied\"}\n");
+		goto out_send;
+	}
+	/* One short line; a client that stalls is dropped after 2 s. */
+	while (n < sizeof(cmd) - 1) {
+		struct pollfd p = { .fd = c, .events = POLLIN };
+
+		if (poll(&p, 1, 2000) <= 0)
+			goto out_close;
+		r = recv(c, cmd + n, sizeof(cmd) - 1 - n, 0);
+		if (r <= 0)
+			goto out_close;
+		n += (size_t)r;
+		if (memchr(cmd, '\n', n))
+			break;
+	}
+	cmd[n] = '\0';
+	cmd[strcspn(cmd, "\r\n")] = '\0';
+	if (!strcmp(cmd, "ping")) {
+		ctl_buf_printf(&b, "{\"ok\":true,\"pid\":%d}\n", (int)getpid());
+	} else if (!strcmp(cmd, "stats")) {
+		sqcd_stats_json(d, &b);
+		ctl_buf_printf(&b, "\n");
+	} else if (!strcmp(cmd, "umount")) {
+		ctl_buf_printf(&b, "{\"ok\":true}\n");
+		umount = true;
+	} else {
+		ctl_buf_printf(
+			&b, "{\"ok\":false,\"error\":\"unknown command\"}\n");
+	}
+out_send:
+	if (!b.oom && b.len)
+		send(c, b.p, b.len, MSG_NOSIGNAL);
+out_close:
+	close(c);
+	ctl_buf_release(&b);
+	if (umount) {
+		log_info("unmount requested by pid %d", (int)pid);
+		/* The session's signal handler unmounts cleanly. */
+		kill(getpid(), SIGTERM);
+	}
+}
+
+static void *ctl_main(void *arg)
+{
+	struct sqcd *d = arg;
+	int c;
+
+	for (;;) {
+		c = accept4(d->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			break; /* the socket was shut down */
+		}
+		serve(d, c);
+	}
+	return NULL;
+}
+
+int sqcd_ctl_start(struct sqcd *d)
+{
+	int err;
+
+	if (d->ctl_fd < 0) {
+		err = ctl_listen(d->o.ctl_addr, &d->ctl_fd);
+		if (err) {
+			d->ctl_fd = -1;
+			return err;
+		}
+	}
+	err = -pthread_create(&d->ctl_thread, NULL, ctl_main, d);
+	if (err) {
+		close(d->ctl_fd);
+		d->ctl_fd = -1;
+		return err;
+	}
+	d->ctl_running = true;
+	return 0;
+}
+
+void sqcd_ctl_stop(struct sqcd *d)
+{
+	if (d->ctl_fd >= 0)
+		shutdown(d->ctl_fd, SHUT_RDWR);
+	if (d->ctl_running)
+		pthread_join(d->ctl_thread, NULL);
+	if (d->ctl_fd >= 0) {
+		close(d->ctl_fd);
+		if (d->o.ctl_addr[0] != '@')
+			unlink(d->o.ctl_addr);
+	}
+	d->ctl_fd = -1;
+	d->ctl_running = false;
+}

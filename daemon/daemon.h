@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * This file declares what the daemon's files share: the running daemon's
+ * state, its options, and the entry points of ops.c and ctl_srv.c.
+ */
+#ifndef SQC_DAEMON_DAEMON_H
+#define SQC_DAEMON_DAEMON_H
+
+#define FUSE_USE_VERSION 314
+
+#include <fuse_lowlevel.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <time.h>
+
+#include "ctl/ctl.h"
+#include "image/image.h"
+#include "prefetch/prefetch.h"
+
+/* The image never changes: let the kernel keep what it learns. */
+#define SQCD_TIMEOUT (365.0 * 86400.0)
+
+struct sqcd_opts {
+	const char *image; /* IMAGE argument */
+	const char *mountpoint; /* MOUNTPOINT argument */
+	char canonical[PATH_MAX]; /* mountpoint, canonical */
+	char image_abs[PATH_MAX]; /* image, absolute */
+	char ctl_addr[CTL_PATH_MAX]; /* control socket address */
+	const char *logfile; /* log=FILE, or NULL */
+	bool foreground; /* -f */
+	bool debug; /* -d / -o debug */
+	bool allow_other; /* -o allow_other */
+	bool direct_io; /* -o direct_io: no page cache for file data */
+	unsigned int threads; /* -o threads=N: FUSE workers at most */
+	unsigned int readahead; /* -o readahead=N: blocks decoded ahead */
+	unsigned int workers; /* -o workers=N: prefetch threads */
+	struct img_opts img; /* ram=, cache=, meta=, stage= */
+};
+
+enum sqcd_op {
+	SQCD_OP_LOOKUP,
+	SQCD_OP_GETATTR,
+	SQCD_OP_READLINK,
+	SQCD_OP_OPEN,
+	SQCD_OP_READ,
+	SQCD_OP_OPENDIR,
+	SQCD_OP_READDIR,
+	SQCD_OP_READDIRPLUS,
+	SQCD_OP_STATFS,
+	SQCD_OP_GETXATTR,
+	SQCD_OP_LISTXATTR,
+	SQCD_OP_WRITE, /* anything that would write: EROFS */
+	SQCD_OP__COUNT
+};
+
+struct sqcd {
+	struct sqcd_opts o; /* set before the session starts */
+	struct img *img; /* the image */
+	struct pf *pf; /* stager and readahead; NULL until started */
+	struct fuse_session *se; /* the FUSE session */
+	uint64_t root_ref; /* root directory's inode reference */
+	bool no_open; /* the kernel skips open for files */
+	bool no_opendir; /* and for directories */
+	struct timespec started; /* CLOCK_MONOTONIC at start */
+	_Atomic uint64_t ops[SQCD_OP__COUNT]; /* requests per kind */
+	_Atomic uint64_t bytes_served; /* file bytes replied */
+	_Atomic uint64_t eio; /* EIO replies (corruption, I/O) */
+	_Atomic uint64_t readaheads; /* readahead jobs queued */
+	int ctl_fd; /* listening control socket, or -1 */
+	pthread_t ctl_thread; /* serves it */
+	bool ctl_running; /* ctl_thread was started */
+};
+
+extern const struct fuse_lowlevel_ops sqcd_ops;
+
+/**
+ * sqcd_ctl_start() - Serve the control socket from a thread.
+ * @d: daemon; d->ctl_fd is the listening socket, or -1 to create it
+ *
+ * Return: 0; -EADDRINUSE if another daemon answers on the address; -errno.
+ * Context: main thread, before the session loop.
+ */
+int sqcd_ctl_start(struct sqcd *d);
+
+/**
+ * sqcd_ctl_stop() - Stop serving the control socket.
+ * @d: daemon
+ *
+ * Context: main thread, after the session loop.
+ */
+void sqcd_ctl_stop(struct sqcd *d);
+
+/**
+ * sqcd_stats_json() - Describe the daemon's state as one JSON object.
+ * @d: daemon
+ * @b: buffer to append to
+ *
+ * Context: any thread.
+ */
+void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b);
+
+#endif /* SQC_DAEMON_DAEMON_H */

@@ -1,0 +1,688 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements squashcached's start and stop: arguments, checks
+ * that turn every usual mistake into a clear message before anything is
+ * mounted, the FUSE session, detaching, readiness, and a clean unmount on
+ * SIGTERM/SIGINT.
+ *
+ * Detaching.  Everything that can fail for a reason the user can fix
+ * (options, mountpoint, image, /dev/fuse, the control address, the mount
+ * itself) happens in the first process, which still has the terminal.
+ * It then forks; the child starts a new session, points its stdio at
+ * /dev/null (slurmd and systemd wait for a hook's stdout to close), starts
+ * its threads and the FUSE loop, and stat()s the mountpoint from a helper
+ * thread.  Only when that stat has been answered through the loop does the
+ * child tell the parent, which then exits 0.  So when `squashcached IMG
+ * MNT` returns 0, the mount answers.
+ */
+#define LOG_MOD "squashcached"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/size.h"
+
+#ifndef SQC_VERSION
+#define SQC_VERSION "0.1"
+#endif
+
+#define READY_TIMEOUT_S 60 /* the parent gives up waiting after this */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: squashcached [-f] [-d] [-o OPTION[,OPTION...]] IMAGE MOUNTPOINT\n"
+		"\n"
+		"Mount a SquashFS image read-only and serve it from RAM.\n"
+		"Without -f it detaches, and returns only once the mount answers.\n"
+		"Unmount with: fusermount3 -u MOUNTPOINT (or mountctl umount).\n"
+		"\n"
+		"  -f                 stay in the foreground, log to stderr\n"
+		"  -d                 debug log (implies -f)\n"
+		"  -h, --help         this text\n"
+		"  -V, --version      print the version\n"
+		"\n"
+		"options (-o):\n"
+		"  ram=SIZE           RAM for staging the compressed image (default: half\n"
+		"                     of memory; SIZE like 8G, 512M or 25%%)\n"
+		"  stage=MODE         auto (default: full unless the image is on tmpfs),\n"
+		"                     full, meta (metadata only) or none\n"
+		"  cache=SIZE         decompressed data cache (default 256M)\n"
+		"  meta=SIZE          decoded metadata cache (default 64M)\n"
+		"  direct_io          do not keep file data in the page cache (for\n"
+		"                     datasets near the size of RAM: no double caching)\n"
+		"  allow_other        let other users read the mount (needs\n"
+		"                     user_allow_other in /etc/fuse.conf unless root)\n"
+		"  threads=N          FUSE worker threads (default 16)\n"
+		"  workers=N          readahead threads (default: one per core)\n"
+		"  readahead=N        blocks decoded ahead of sequential reads (default 4)\n"
+		"  ctl=PATH           control socket path (default: abstract, from the\n"
+		"                     mountpoint; mountctl finds it)\n"
+		"  log=FILE           append the log to FILE once detached (default:\n"
+		"                     syslog)\n"
+		"  debug              same as -d\n");
+}
+
+static int parse_size_opt(const char *key, const char *val, uint64_t *out)
+{
+	int err = size_parse(val, size_ram_total(), out);
+
+	if (err)
+		fprintf(stderr,
+			"squashcached: bad size '%s' for -o %s (use e.g. 512M, 8G or 25%%)\n",
+			val, key);
+	return err;
+}
+
+static int parse_uint_opt(const char *key, const char *val, unsigned int max,
+			  unsigned int *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(val, &end, 10);
+	if (errno || end == val || *end || v > max) {
+		fprintf(stderr,
+			"squashcached: bad value '%s' for -o %s (0 .. %u)\n",
+			val, key, max);
+		return -EINVAL;
+	}
+	*out = (unsigned int)v;
+	return 0;
+}
+
+static int parse_one(struct sqcd_opts *o, char *opt)
+{
+	char *val = strchr(opt, '=');
+
+	if (val)
+		*val++ = '\0';
+	if (!strcmp(opt, "ram") && val)
+		return parse_size_opt(opt, val, &o->img.ram);
+	if (!strcmp(opt, "cache") && val)
+		return parse_size_opt(opt, val, &o->img.data_cache);
+	if (!strcmp(opt, "meta") && val)
+		return parse_size_opt(opt, val, &o->img.meta_cache);
+	if (!strcmp(opt, "stage") && val) {
+		if (!strcmp(val, "auto"))
+			o->img.stage = IMG_STAGE_AUTO;
+		else if (!strcmp(val, "full"))
+			o->img.stage = IMG_STAGE_FULL;
+		else if (!strcmp(val, "meta"))
+			o->img.stage = IMG_STAGE_META;
+		else if (!strcmp(val, "none"))
+			o->img.stage = IMG_STAGE_NONE;
+		else {
+			fprintf(stderr,
+				"squashcached: bad value '%s' for -o stage (auto, full, meta or none)\n",
+				val);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (!strcmp(opt, "threads") && val)
+		return parse_uint_opt(opt, val, 1024, &o->threads);
+	if (!strcmp(opt, "workers") && val)
+		return parse_uint_opt(opt, val, 64, &o->workers);
+	if (!strcmp(opt, "readahead") && val)
+		return parse_uint_opt(opt, val, 256, &o->readahead);
+	if (!strcmp(opt, "ctl") && val && *val) {
+		if (strlen(val) >= sizeof(o->ctl_addr)) {
+			fprintf(stderr,
+				"squashcached: -o ctl path is too long\n");
+			return -EINVAL;
+		}
+		strcpy(o->ctl_addr, val);
+		return 0;
+	}
+	if (!strcmp(opt, "log") && val && *val) {
+		o->logfile = val;
+		return 0;
+	}
+	if (!val && !strcmp(opt, "direct_io")) {
+		o->direct_io = true;
+		return 0;
+	}
+	if (!val && !strcmp(opt, "allow_other")) {
+		o->allow_other = true;
+		return 0;
+	}
+	if (!val && !strcmp(opt, "debug")) {
+		o->debug = true;
+		o->foreground = true;
+		return 0;
+	}
+	/* Always on; accepted so that fstab-style option lists work. */
+	if (!val &&
+	    (!strcmp(opt, "ro") || !strcmp(opt, "default_permissions") ||
+	     !strcmp(opt, "nodev") || !strcmp(opt, "nosuid")))
+		return 0;
+	if (!val && !strcmp(opt, "rw")) {
+		fprintf(stderr,
+			"squashcached: -o rw: SquashFS images are read-only\n");
+		return -EINVAL;
+	}
+	fprintf(stderr,
+		"squashcached: unknown option '%s'; see squashcached --help\n",
+		opt);
+	return -EINVAL;
+}
+
+static int parse_opts(struct sqcd_opts *o, char *list)
+{
+	char *p = list, *start = list, *out = list;
+	int err;
+
+	/* Split at commas; "\," is a literal comma. */
+	for (;; p++) {
+		if (*p == '\\' && p[1]) {
+			*out++ = *++p;
+			continue;
+		}
+		if (*p == ',' || !*p) {
+			bool end = !*p;
+
+			*out = '\0';
+			if (*start) {
+				err = parse_one(o, start);
+				if (err)
+					return err;
+			}
+			if (end)
+				return 0;
+			start = out = p + 1;
+			continue;
+		}
+		*out++ = *p;
+	}
+}
+
+/* Is @path a mount point in this namespace? */
+static bool is_mountpoint(const char *path)
+{
+	char line[4096 + 256], mnt[4096];
+	bool found = false;
+	FILE *f;
+
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *src, *dst;
+
+		/* id parent major:minor root MOUNTPOINT ... */
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
+			continue;
+		/* Undo the kernel's octal escapes (\040 for space). */
+		for (src = dst = mnt; *src; dst++) {
+			if (src[0] == '\\' && src[1] >= '0' && src[1] <= '7' &&
+			    src[2] && src[3]) {
+				*dst = (char)((src[1] - '0') * 64 +
+					      (src[2] - '0') * 8 +
+					      (src[3] - '0'));
+				src += 4;
+			} else {
+				*dst = *src++;
+			}
+		}
+		*dst = '\0';
+		found = !strcmp(mnt, path);
+	}
+	fclose(f);
+	return found;
+}
+
+static int check_mountpoint(struct sqcd_opts *o)
+{
+	struct stat st;
+	int err;
+
+	err = ctl_canonical_mountpoint(o->mountpoint, o->canonical,
+				       sizeof(o->canonical));
+	if (err) {
+		fprintf(stderr,
+			"squashcached: mountpoint '%s': cannot resolve its directory: %s\n",
+			o->mountpoint, err_str(err));
+		return err;
+	}
+	if (stat(o->canonical, &st)) {
+		err = -errno;
+		if (err == -ENOENT)
+			fprintf(stderr,
+				"squashcached: mountpoint '%s' does not exist; create it first (mkdir -m 0700 '%s')\n",
+				o->mountpoint, o->mountpoint);
+		else if (err == -ENOTCONN)
+			fprintf(stderr,
+				"squashcached: '%s' is a stale FUSE mount whose daemon is gone; clear it with: fusermount3 -u '%s'\n",
+				o->mountpoint, o->canonical);
+		else
+			fprintf(stderr,
+				"squashcached: cannot use mountpoint '%s': %s\n",
+				o->mountpoint, err_str(err));
+		return err;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr,
+			"squashcached: mountpoint '%s' is not a directory\n",
+			o->mountpoint);
+		return -ENOTDIR;
+	}
+	if (is_mountpoint(o->canonical)) {
+		fprintf(stderr,
+			"squashcached: '%s' is already a mount point; unmount it first (fusermount3 -u '%s')\n",
+			o->mountpoint, o->canonical);
+		return -EBUSY;
+	}
+	if (getuid() != 0 && access(o->canonical, W_OK)) {
+		fprintf(stderr,
+			"squashcached: cannot mount on '%s': you need write permission on it (mount on a directory you own)\n",
+			o->mountpoint);
+		return -EACCES;
+	}
+	return 0;
+}
+
+static void explain_fuse_failure(void)
+{
+	struct stat st;
+
+	if (stat("/dev/fuse", &st)) {
+		fprintf(stderr,
+			"squashcached: /dev/fuse is missing: load the fuse module (modprobe fuse) or, in a container, pass the device in\n");
+		return;
+	}
+	if (access("/dev/fuse", R_OK | W_OK))
+		fprintf(stderr,
+			"squashcached: /dev/fuse is not accessible to uid %u (mode %04o); Debian's default is 0666: chmod 0666 /dev/fuse\n",
+			(unsigned int)getuid(), st.st_mode & 07777);
+	else if (getuid() != 0 && access("/bin/fusermount3", X_OK) &&
+		 access("/usr/bin/fusermount3", X_OK))
+		fprintf(stderr,
+			"squashcached: fusermount3 is missing: install the fuse3 package\n");
+}
+
+static void route_fuse_log(enum fuse_log_level level, const char *fmt,
+			   va_list ap)
+{
+	log_vmsg((int)level, "libfuse", fmt, ap);
+}
+
+/* Tell systemd (Type=notify) how we are, if it is listening. */
+static void sd_notify_msg(const char *msg)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	socklen_t len;
+	int s;
+
+	if (!path || !*path || strlen(path) >= sizeof(sa.sun_path))
+		return;
+	memcpy(sa.sun_path, path, strlen(path));
+	if (path[0] == '@')
+		sa.sun_path[0] = '\0';
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+			  strlen(path));
+	s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return;
+	sendto(s, msg, strlen(msg), MSG_NOSIGNAL, (struct sockaddr *)&sa, len);
+	close(s);
+}
+
+struct ready {
+	struct sqcd *d;
+	int fd; /* pipe to the waiting parent, or -1 */
+};
+
+static void tell_parent(int fd, const char *msg)
+{
+	if (fd < 0)
+		return;
+	if (write(fd, msg, strlen(msg)) < 0)
+		log_warn("cannot report to the starting process: %s",
+			 err_str(errno));
+	close(fd);
+}
+
+/* Runs beside the FUSE loop: the mount answers once this stat returns. */
+static void *ready_main(void *arg)
+{
+	struct ready *r = arg;
+	struct sqcd *d = r->d;
+	char msg[PATH_MAX + 128];
+	struct stat st;
+
+	if (stat(d->o.canonical, &st)) {
+		snprintf(msg, sizeof(msg),
+			 "ERR the mount at '%s' does not answer: %s\n",
+			 d->o.canonical, err_str(errno));
+		tell_parent(r->fd, msg);
+		free(r);
+		return NULL;
+	}
+	tell_parent(r->fd, "OK\n");
+	sd_notify_msg("READY=1\nSTATUS=serving");
+	log_info("mounted '%s' (%s) on '%s', control socket %s", d->o.image_abs,
+		 img_compressor(d->img), d->o.canonical, d->o.ctl_addr);
+	free(r);
+	return NULL;
+}
+
+/* Parent side of the detach: wait for "OK" or an error line. */
+static int wait_for_child(int fd, pid_t child)
+{
+	char buf[600];
+	size_t n = 0;
+	ssize_t r;
+	int status;
+
+	alarm(READY_TIMEOUT_S);
+	while (n < sizeof(buf) - 1) {
+		r = read(fd, buf + n, sizeof(buf) - 1 - n);
+		if (r < 0 && errno == EINTR) {
+			fprintf(stderr,
+				"squashcached: the mount did not answer within %d s; stopping it\n",
+				READY_TIMEOUT_S);
+			kill(child, SIGTERM);
+			return 1;
+		}
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	if (!strncmp(buf, "OK", 2))
+		return 0;
+	if (!strncmp(buf, "ERR ", 4)) {
+		fprintf(stderr, "squashcached: %s", buf + 4);
+		return 1;
+	}
+	if (waitpid(child, &status, WNOHANG) == child && WIFSIGNALED(status))
+		fprintf(stderr,
+			"squashcached: the daemon died (signal %d) before the mount was ready\n",
+			WTERMSIG(status));
+	else
+		fprintf(stderr,
+			"squashcached: the daemon exited before the mount was ready (see its log: syslog, or -o log=FILE)\n");
+	return 1;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+static int detach(int *ready_fd)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };
+	int p[2], nul;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC)) {
+		perror("squashcached: pipe");
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		perror("squashcached: fork");
+		return -1;
+	}
+	if (pid > 0) {
+		close(p[1]);
+		sigaction(SIGALRM, &sa, NULL);
+		exit(wait_for_child(p[0], pid));
+	}
+	close(p[0]);
+	*ready_fd = p[1];
+	if (setsid() < 0)
+		return -1;
+	if (chdir("/"))
+		return -1;
+	nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (nul < 0)
+		return -1;
+	dup2(nul, STDIN_FILENO);
+	dup2(nul, STDOUT_FILENO);
+	dup2(nul, STDERR_FILENO);
+	close(nul);
+	return 0;
+}
+
+static int open_logfile(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		fprintf(stderr, "squashcached: cannot open log file '%s': %s\n",
+			path, err_str(errno));
+		return -1;
+	}
+	return fd;
+}
+
+static char *fuse_mount_opts(const struct sqcd *d)
+{
+	struct ctl_buf b = { 0 };
+
+	ctl_buf_printf(&b,
+		       "ro,default_permissions,subtype=squashcache,fsname=");
+	for (const char *p = d->o.image_abs; *p; p++) {
+		if (*p == ',' || *p == '\\')
+			ctl_buf_printf(&b, "\\");
+		ctl_buf_printf(&b, "%c", *p);
+	}
+	if (d->o.allow_other)
+		ctl_buf_printf(&b, ",allow_other");
+	if (b.oom) {
+		ctl_buf_release(&b);
+		return NULL;
+	}
+	return b.p;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sqcd *d;
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_loop_config *cfg = NULL;
+	struct ready *ready;
+	pthread_t ready_thread;
+	char *mopts;
+	int c, err, log_fd = -1, ready_fd = -1, ret = 1;
+
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		fprintf(stderr, "squashcached: out of memory\n");
+		return 1;
+	}
+	d->ctl_fd = -1;
+	img_opts_default(&d->o.img);
+	d->o.threads = 16;
+	d->o.readahead = 4;
+	while ((c = getopt_long(argc, argv, "+fdo:hV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			d->o.foreground = true;
+			break;
+		case 'd':
+			d->o.debug = true;
+			d->o.foreground = true;
+			break;
+		case 'o':
+			if (parse_opts(&d->o, optarg))
+				return 2;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("squashcached %s (libfuse %s)\n", SQC_VERSION,
+			       fuse_pkgversion());
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (argc - optind != 2) {
+		fprintf(stderr,
+			"squashcached: expected IMAGE and MOUNTPOINT\n");
+		usage(stderr);
+		return 2;
+	}
+	d->o.image = argv[optind];
+	d->o.mountpoint = argv[optind + 1];
+	log_set_level(d->o.debug ? LOG_DEBUG : LOG_INFO);
+	fuse_set_log_func(route_fuse_log);
+
+	if (check_mountpoint(&d->o))
+		return 1;
+	if (!realpath(d->o.image, d->o.image_abs)) {
+		err = -errno;
+		if (err == -ENOENT)
+			fprintf(stderr,
+				"squashcached: image '%s' does not exist\n",
+				d->o.image);
+		else
+			fprintf(stderr,
+				"squashcached: cannot open image '%s': %s\n",
+				d->o.image, err_str(err));
+		return 1;
+	}
+	err = img_open(d->o.image_abs, &d->o.img, &d->img);
+	if (err) {
+		fprintf(stderr, "squashcached: cannot mount '%s': %s\n",
+			d->o.image,
+			err == -EMEDIUMTYPE ? "not a SquashFS image" :
+					      err_str(err));
+		return 1;
+	}
+	d->root_ref = img_get_super(d->img)->root_ref;
+	if (!d->o.ctl_addr[0])
+		ctl_default_address(d->o.canonical, d->o.ctl_addr,
+				    sizeof(d->o.ctl_addr));
+	err = ctl_listen(d->o.ctl_addr, &d->ctl_fd);
+	if (err) {
+		fprintf(stderr,
+			"squashcached: cannot listen on control socket %s: %s%s\n",
+			d->o.ctl_addr, err_str(err),
+			err == -EADDRINUSE ?
+				" (another squashcached still serves this mountpoint; stop it first)" :
+				"");
+		goto out_img;
+	}
+	if (d->o.logfile && !d->o.foreground) {
+		log_fd = open_logfile(d->o.logfile);
+		if (log_fd < 0)
+			goto out_img;
+	}
+
+	mopts = fuse_mount_opts(d);
+	if (!mopts || fuse_opt_add_arg(&args, argv[0]) ||
+	    fuse_opt_add_arg(&args, "-o") || fuse_opt_add_arg(&args, mopts) ||
+	    (d->o.debug && fuse_opt_add_arg(&args, "-d"))) {
+		fprintf(stderr, "squashcached: out of memory\n");
+		goto out_img;
+	}
+	free(mopts);
+	d->se = fuse_session_new(&args, &sqcd_ops, sizeof(sqcd_ops), d);
+	if (!d->se)
+		goto out_args;
+	if (fuse_set_signal_handlers(d->se))
+		goto out_session;
+	if (fuse_session_mount(d->se, d->o.canonical)) {
+		explain_fuse_failure();
+		goto out_signals;
+	}
+
+	if (!d->o.foreground) {
+		if (detach(&ready_fd))
+			goto out_unmount;
+		if (log_fd >= 0)
+			dup2(log_fd, STDERR_FILENO);
+		else
+			log_set_sink(LOG_SINK_SYSLOG);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &d->started);
+	err = pf_new(d->img,
+		     &(struct pf_opts){ .workers = d->o.workers,
+					.queue_max = 256,
+					.stage = true },
+		     &d->pf);
+	if (!err)
+		err = sqcd_ctl_start(d);
+	if (err) {
+		char msg[256];
+
+		snprintf(msg, sizeof(msg), "ERR cannot start threads: %s\n",
+			 err_str(err));
+		tell_parent(ready_fd, msg);
+		goto out_unmount;
+	}
+	ready = malloc(sizeof(*ready));
+	if (ready) {
+		ready->d = d;
+		ready->fd = ready_fd;
+		if (pthread_create(&ready_thread, NULL, ready_main, ready)) {
+			free(ready);
+			ready = NULL;
+		} else {
+			pthread_detach(ready_thread);
+		}
+	}
+	if (!ready) {
+		tell_parent(ready_fd, "ERR cannot start threads\n");
+		goto out_unmount;
+	}
+
+	cfg = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_clone_fd(cfg, 0);
+	fuse_loop_cfg_set_max_threads(cfg, d->o.threads ? d->o.threads : 16);
+	fuse_loop_cfg_set_idle_threads(cfg, d->o.threads ? d->o.threads : 16);
+	err = fuse_session_loop_mt(d->se, cfg);
+	sd_notify_msg("STOPPING=1");
+	if (err && err != -ENODEV)
+		log_err("session loop ended: %s", err_str(err));
+	log_info("unmounting '%s'", d->o.canonical);
+	ret = 0;
+
+out_unmount:
+	fuse_session_unmount(d->se);
+out_signals:
+	fuse_remove_signal_handlers(d->se);
+out_session:
+	pf_free(d->pf);
+	d->pf = NULL;
+	sqcd_ctl_stop(d);
+	fuse_session_destroy(d->se);
+out_args:
+	fuse_opt_free_args(&args);
+	if (cfg)
+		fuse_loop_cfg_destroy(cfg);
+out_img:
+	if (d->ctl_fd >= 0)
+		sqcd_ctl_stop(d);
+	img_close(d->img);
+	free(d);
+	return ret;
+}

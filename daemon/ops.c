@@ -1,0 +1,684 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements the FUSE low-level operations: glue between the
+ * kernel's requests and lib/image.  Each operation is a thin wrapper that
+ * calls do_<op>() (0 or -errno) and then makes exactly one fuse_reply_*()
+ * call; -EFSCORRUPTED becomes EIO here.
+ *
+ * Node ids are derived from inode references, with no table: the root is
+ * FUSE_ROOT_ID and any other inode is its reference + 2, so forget needs
+ * no bookkeeping and any thread can serve any node.  Everything is
+ * immutable, so entries and attributes are given long timeouts, files and
+ * directories are opened without a round trip where the kernel allows it
+ * (it then keeps their page cache and caches listings), and readdirplus
+ * fills the dentry cache while listing.
+ */
+#define LOG_MOD "fuse"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include "daemon.h"
+#include "util/err.h"
+#include "util/log.h"
+
+#define READ_SPANS_MAX 260 /* 1 MiB of 4 KiB blocks, plus the ends */
+
+static struct sqcd *req_daemon(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static void count(struct sqcd *d, enum sqcd_op op)
+{
+	atomic_fetch_add_explicit(&d->ops[op], 1, memory_order_relaxed);
+}
+
+/* Map an error for the kernel; corruption and I/O failures are EIO. */
+static int reply_errno(struct sqcd *d, int err)
+{
+	if (err == -EFSCORRUPTED || err == -EIO) {
+		atomic_fetch_add_explicit(&d->eio, 1, memory_order_relaxed);
+		return EIO;
+	}
+	return -err;
+}
+
+static fuse_ino_t ref_to_node(const struct sqcd *d, uint64_t ref)
+{
+	return ref == d->root_ref ? FUSE_ROOT_ID : (fuse_ino_t)(ref + 2);
+}
+
+static uint64_t node_to_ref(const struct sqcd *d, fuse_ino_t node)
+{
+	return node == FUSE_ROOT_ID ? d->root_ref : (uint64_t)node - 2;
+}
+
+static int get_inode(struct sqcd *d, fuse_ino_t node, struct img_inode *ino)
+{
+	return img_inode_get(d->img, node_to_ref(d, node), ino);
+}
+
+static void fill_stat(const struct sqcd *d, const struct img_inode *ino,
+		      struct stat *st)
+{
+	const struct img_super *sb = img_get_super(d->img);
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino->ino;
+	st->st_mode = ino->mode;
+	st->st_nlink = ino->nlink;
+	st->st_uid = ino->uid;
+	st->st_gid = ino->gid;
+	st->st_size = (off_t)ino->size;
+	st->st_blksize = sb->block_size;
+	if (ino->type == IMG_REG)
+		st->st_blocks =
+			(blkcnt_t)((ino->size -
+				    MIN(ino->size, ino->file.sparse) + 511) /
+				   512);
+	/* Squashfs stores one time; the kernel shows it as all three. */
+	st->st_mtim.tv_sec = ino->mtime;
+	st->st_atim.tv_sec = ino->mtime;
+	st->st_ctim.tv_sec = ino->mtime;
+	if (ino->type == IMG_BLKDEV || ino->type == IMG_CHRDEV)
+		st->st_rdev = ino->rdev; /* same encoding as Linux's dev_t */
+}
+
+static void fill_entry(const struct sqcd *d, const struct img_inode *ino,
+		       struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = ref_to_node(d, ino->ref);
+	e->generation = 1;
+	e->attr_timeout = SQCD_TIMEOUT;
+	e->entry_timeout = SQCD_TIMEOUT;
+	fill_stat(d, ino, &e->attr);
+}
+
+/* init: ask for every cache the kernel offers. */
+static void sqcd_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct sqcd *d = userdata;
+
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	conn->want &= ~(unsigned int)FUSE_CAP_READDIRPLUS_AUTO;
+	conn->want &= ~(unsigned int)FUSE_CAP_AUTO_INVAL_DATA;
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	if (conn->capable & FUSE_CAP_ASYNC_READ)
+		conn->want |= FUSE_CAP_ASYNC_READ;
+	d->no_open = !d->o.direct_io &&
+		     (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT);
+	d->no_opendir = conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
+	/* Large requests: the kernel derives max_pages from max_write. */
+	conn->max_write = 1u << 20;
+	conn->max_read = 0;
+	conn->max_readahead = conn->max_readahead ? conn->max_readahead :
+						    1u << 20;
+	conn->time_gran = 1000000000;
+	log_debug("init: proto %u.%u, no_open %d, no_opendir %d, readahead %u",
+		  conn->proto_major, conn->proto_minor, d->no_open,
+		  d->no_opendir, conn->max_readahead);
+}
+
+static int do_lookup(struct sqcd *d, fuse_ino_t parent, const char *name,
+		     struct fuse_entry_param *e)
+{
+	struct img_inode dir, ino;
+	struct img_dirent de;
+	int err;
+
+	err = get_inode(d, parent, &dir);
+	if (err)
+		return err;
+	err = img_dir_lookup(d->img, &dir, name, strlen(name), &de);
+	if (err)
+		return err;
+	err = img_inode_get(d->img, de.ref, &ino);
+	if (err)
+		return err;
+	fill_entry(d, &ino, e);
+	return 0;
+}
+
+/*
+ * Valid replies: fuse_reply_entry (an entry, or a negative one with
+ * ino 0 that the kernel caches), fuse_reply_err.
+ */
+static void sqcd_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct sqcd *d = req_daemon(req);
+	struct fuse_entry_param e;
+	int err;
+
+	count(d, SQCD_OP_LOOKUP);
+	err = do_lookup(d, parent, name, &e);
+	if (err == -ENOENT) {
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = SQCD_TIMEOUT;
+		return (void)fuse_reply_entry(req, &e);
+	}
+	if (err)
+		return (void)fuse_reply_err(req, reply_errno(d, err));
+	fuse_reply_entry(req, &e);
+}
+
+/* Valid replies: fuse_reply_none. */
+static void sqcd_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	(void)ino;
+	(void)nlookup;
+	fuse_reply_none(req);
+}
+
+/* Valid replies: fuse_reply_none. */
+static void sqcd_forget_multi(fuse_req_t req, size_t count_,
+			      struct fuse_forget_data *forgets)
+{
+	(void)count_;
+	(void)forgets;
+	fuse_reply_none(req);
+}
+
+/* Valid replies: fuse_reply_attr, fuse_reply_err. */
+static void sqcd_getattr(fuse_req_t req, fuse_ino_t node,
+			 struct fuse_file_info *fi)
+{
+	struct sqcd *d = req_daemon(req);
+	struct img_inode ino;
+	struct stat st;
+	int err;
+
+	(void)fi;
+	count(d, SQCD_OP_GETATTR);
+	err = get_inode(d, node, &ino);
+	if (err)
+		return (void)fuse_reply_err(req, reply_errno(d, err));
+	fill_stat(d, &ino, &st);
+	fuse_reply_attr(req, &st, SQCD_TIMEOUT);
+}
+
+/* Valid replies: fuse_reply_readlink, fuse_reply_err. */
+static void sqcd_readlink(fuse_req_t req, fuse_ino_t node)
+{
+	struct sqcd *d = req_daemon(req);
+	char target[IMG_SYMLINK_MAX + 1];
+	struct img_inode ino;
+	int err;
+
+	count(d, SQCD_OP_READLINK);
+	err = get_inode(d, node, &ino);
+	if (!err)
+		err = img_readlink(d->img, &ino, target, sizeof(target));
+	if (err)
+		return (void)fuse_reply_err(req, reply_errno(d, err));
+	fuse_reply_readlink(req, target);
+}
+
+/*
+ * Valid replies: fuse_reply_open, fuse_reply_err (ENOSYS asks the kernel
+ * to stop sending open at all; it then keeps the page cache).
+ */
+static void sqcd_open(fuse_req_t req, fuse_ino_t node,
+		      struct fuse_file_info *fi)
+{
+	struct sqcd *d = req_daemon(req);
+
+	(void)node;
+	count(d, SQCD_OP_OPEN);
+	if ((fi->flags & O_ACCMODE) != O_RDONLY)
+		return (void)fuse_reply_err(req, EROFS);
+	if (d->no_open)
+		return (void)fuse_reply_err(req, ENOSYS);
+	if (d->o.direct_io) {
+		fi->direct_io = 1;
+	} else {
+		fi->keep_cache = 1;
+		fi->noflush = 1;
+	}
+	fuse_reply_open(req, fi);
+}
+
+/* Valid replies: fuse_reply_err (0). */
+static void sqcd_release(fuse_req_t req, fuse_ino_t node,
+			 struct fuse_file_info *fi)
+{
+	(void)node;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
+static void read_ahead(struct sqcd *d, const struct img_inode *ino,
+		       uint64_t end)
+{
+	const struct img_super *sb = img_get_super(d->img);
+	uint64_t next = DIV_ROUND_UP(end, (uint64_t)sb->block_size);
+
+	if (!d->pf || !d->o.readahead || next >= ino->file.nblocks ||
+	    end >= ino->size)
+		return;
+	if (!pf_readahead(d->pf, ino, (uint32_t)next, d->o.readahead))
+		atomic_fetch_add_explicit(&d->readaheads, 1,
+					  memory_order_relaxed);
+}
+
+/* Valid replies: fuse_reply_data, fuse_reply_err. */
+static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
+		      struct fuse_file_info *fi)
+{
+	struct sqcd *d = req_daemon(req);
+	struct img_span spans[READ_SPANS_MAX];
+	struct {
+		struct fuse_bufvec v;
+		struct fuse_buf more[READ_SPANS_MAX - 1];
+	} bv;
+	struct img_inode ino;
+	unsigned int n = 0;
+	size_t total = 0;
+	int err;
+
+	(void)fi;
+	count(d, SQCD_OP_READ);
+	if (off < 0)
+		return (void)fuse_reply_err(req, EINVAL);
+	err = get_inode(d, node, &ino);
+	if (!err)
+		err = img_file_spans(d->img, &ino, (uint64_t)off, size, spans,
+				     READ_SPANS_MAX, &n);
+	if (err)
+		return (void)fuse_reply_err(req, reply_errno(d, err));
+	memset(&bv, 0, sizeof(bv));
+	bv.v.count = n ? n : 1;
+	for (unsigned int i = 0; i < n; i++) {
+		bv.v.buf[i].mem = (void *)spans[i].data;
+		bv.v.buf[i].size = spans[i].len;
+		total += spans[i].len;
+	}
+	read_ahead(d, &ino, (uint64_t)off + total);
+	fuse_reply_data(req, &bv.v, FUSE_BUF_NO_SPLICE);
+	img_spans_put(d->img, spans, n);
+	atomic_fetch_add_explicit(&d->bytes_served, total,
+				  memory_order_relaxed);
+}
+
+/*
+ * Valid replies: fuse_reply_open, fuse_reply_err (ENOSYS: the kernel
+ * stops sending opendir and caches listings).
+ */
+static void sqcd_opendir(fuse_req_t req, fuse_ino_t node,
+			 struct fuse_file_info *fi)
+{
+	struct sqcd *d = req_daemon(req);
+
+	(void)node;
+	count(d, SQCD_OP_OPENDIR);
+	if (d->no_opendir)
+		return (void)fuse_reply_err(req, ENOSYS);
+	fi->cache_readdir = 1;
+	fi->keep_cache = 1;
+	fuse_reply_open(req, fi);
+}
+
+/* Valid replies: fuse_reply_err (0). */
+static void sqcd_releasedir(fuse_req_t req, fuse_ino_t node,
+			    struct fuse_file_info *fi)
+{
+	(void)node;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
+/*
+ * Directory offsets: 1 and 2 follow "." and ".."; anything else is an
+ * image cookie (a listing offset, at least 12) plus 2.
+ */
+static int do_readdir(struct sqcd *d, fuse_req_t req, fuse_ino_t node,
+		      size_t size, off_t off, bool plus, char *buf,
+		      size_t *used)
+{
+	struct img_inode dir, child;
+	struct fuse_entry_param e;
+	struct img_dir_iter it;
+	struct img_dirent de;
+	uint64_t cookie;
+	size_t n, pos = 0;
+	int err;
+
+	err = get_inode(d, node, &dir);
+	if (err)
+		return err;
+	if (dir.type != IMG_DIR)
+		return -ENOTDIR;
+	memset(&e, 0, sizeof(e));
+	for (int dot = (int)off; dot < 2; dot++) {
+		const struct img_super *sb = img_get_super(d->img);
+		uint32_t parent = dir.dir.parent;
+
+		e.attr.st_mode = S_IFDIR;
+		if (dot == 0)
+			e.attr.st_ino = dir.ino;
+		else
+			e.attr.st_ino = parent > sb->inode_count ? dir.ino :
+								   parent;
+		if (plus)
+			n = fuse_add_direntry_plus(req, buf + pos, size - pos,
+						   dot ? ".." : ".", &e,
+						   dot + 1);
+		else
+			n = fuse_add_direntry(req, buf + pos, size - pos,
+					      dot ? ".." : ".", &e.attr,
+					      dot + 1);
+		if (n > size - pos)
+			goto out;
+		pos += n;
+	}
+	cookie = off > 2 ? (uint64_t)off - 2 : 0;
+	err = img_dir_open(d->img, &dir, cookie, &it);
+	if (err)
+		return err;
+	while ((err = img_dir_next(&it, &de)) == 1) {
+		if (plus) {
+			err = img_inode_get(d->img, de.ref, &child);
+			if (err)
+				return err;
+			fill_entry(d, &child, &e);
+			n = fuse_add_direntry_plus(req, buf + pos, size - pos,
+						   de.name, &e,
+						   (off_t)(de.next + 2));
+		} else {
+			memset(&e.attr, 0, sizeof(e.attr));
+			e.attr.st_ino = de.ino;
+			e.attr.st_mode = (de.type == IMG_DIR	 ? S_IFDIR :
+					  de.type == IMG_REG	 ? S_IFREG :
+					  de.type == IMG_SYMLINK ? S_IFLNK :
+					  de.type == IMG_BLKDEV	 ? S_IFBLK :
+					  de.type == IMG_CHRDEV	 ? S_IFCHR :
+					  de.type == IMG_FIFO	 ? S_IFIFO :
+								   S_IFSOCK);
+			n = fuse_add_direntry(req, buf + pos, size - pos,
+					      de.name, &e.attr,
+					      (off_t)(de.next + 2));
+		}
+		if (n > size - pos)
+			break;
+		pos += n;
+	}
+	if (err < 0 && pos == 0)
+		return err;
+out:
+	*used = pos;
+	return 0;
+}
+
+static void readdir_common(fuse_req_t req, fuse_ino_t node, size_t size,
+			   off_t off, bool plus)
+{
+	struct sqcd *d = req_daemon(req);
+	size_t used = 0;
+	char *buf;
+	int err;
+
+	count(d, plus ? SQCD_OP_READDIRPLUS : SQCD_OP_READDIR);
+	size = MIN(size, (size_t)1 << 20);
+	buf = malloc(size);
+	if (!buf)
+		return (void)fuse_reply_err(req, ENOMEM);
+	err = do_readdir(d, req, node, size, off, plus, buf, &used);
+	if (err)
+		fuse_reply_err(req, reply_errno(d, err));
+	else
+		fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+/* Valid replies: fuse_reply_buf, fuse_reply_err. */
+static void sqcd_readdir(fuse_req_t req, fuse_ino_t node, size_t size,
+			 off_t off, struct fuse_file_info *fi)
+{
+	(void)fi;
+	readdir_common(req, node, size, off, false);
+}
+
+/* Valid replies: fuse_reply_buf, fuse_reply_err. */
+static void sqcd_readdirplus(fuse_req_t req, fuse_ino_t node, size_t size,
+			     off_t off, struct fuse_file_info *fi)
+{
+	(void)fi;
+	readdir_common(req, node, size, off, true);
+}
+
+/* Valid replies: fuse_reply_statfs. */
+static void sqcd_statfs(fuse_req_t req, fuse_ino_t node)
+{
+	struct sqcd *d = req_daemon(req);
+	const struct img_super *sb = img_get_super(d->img);
+	struct statvfs st;
+
+	(void)node;
+	count(d, SQCD_OP_STATFS);
+	memset(&st, 0, sizeof(st));
+	st.f_bsize = sb->block_size;
+	st.f_frsize = sb->block_size;
+	st.f_blocks = DIV_ROUND_UP(sb->bytes_used, (uint64_t)sb->block_size);
+	st.f_files = sb->inode_count;
+	st.f_namemax = IMG_NAME_MAX;
+	st.f_flag = ST_RDONLY;
+	fuse_reply_statfs(req, &st);
+}
+
+/* Valid replies: fuse_reply_buf, fuse_reply_xattr, fuse_reply_err. */
+static void sqcd_getxattr(fuse_req_t req, fuse_ino_t node, const char *name,
+			  size_t size)
+{
+	struct sqcd *d = req_daemon(req);
+	struct img_inode ino;
+	size_t len = 0;
+	char *buf = NULL;
+	int err;
+
+	count(d, SQCD_OP_GETXATTR);
+	if (!img_has_xattrs(d->img))
+		return (void)fuse_reply_err(req, ENODATA);
+	if (size) {
+		buf = malloc(size);
+		if (!buf)
+			return (void)fuse_reply_err(req, ENOMEM);
+	}
+	err = get_inode(d, node, &ino);
+	if (!err)
+		err = img_xattr_get(d->img, &ino, name, buf, size, &len);
+	if (err)
+		fuse_reply_err(req, reply_errno(d, err));
+	else if (size)
+		fuse_reply_buf(req, buf, len);
+	else
+		fuse_reply_xattr(req, len);
+	free(buf);
+}
+
+/* Hide trusted.* from callers without privilege, as the kernel does. */
+static size_t filter_trusted(char *list, size_t len)
+{
+	size_t in = 0, out = 0, n;
+
+	while (in < len) {
+		n = strnlen(list + in, len - in) + 1;
+		if (strncmp(list + in, "trusted.", 8)) {
+			memmove(list + out, list + in, n);
+			out += n;
+		}
+		in += n;
+	}
+	return out;
+}
+
+/* Valid replies: fuse_reply_buf, fuse_reply_xattr, fuse_reply_err. */
+static void sqcd_listxattr(fuse_req_t req, fuse_ino_t node, size_t size)
+{
+	struct sqcd *d = req_daemon(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct img_inode ino;
+	size_t len = 0, cap;
+	char *buf = NULL;
+	int err;
+
+	count(d, SQCD_OP_LISTXATTR);
+	if (!img_has_xattrs(d->img)) {
+		if (size)
+			return (void)fuse_reply_buf(req, NULL, 0);
+		return (void)fuse_reply_xattr(req, 0);
+	}
+	err = get_inode(d, node, &ino);
+	if (!err)
+		err = img_xattr_list(d->img, &ino, NULL, 0, &len);
+	if (err)
+		return (void)fuse_reply_err(req, reply_errno(d, err));
+	cap = len;
+	buf = malloc(cap + 1);
+	if (!buf)
+		return (void)fuse_reply_err(req, ENOMEM);
+	err = img_xattr_list(d->img, &ino, buf, cap + 1, &len);
+	if (err) {
+		free(buf);
+		return (void)fuse_reply_err(req, reply_errno(d, err));
+	}
+	if (ctx->uid != 0)
+		len = filter_trusted(buf, len);
+	if (!size)
+		fuse_reply_xattr(req, len);
+	else if (size < len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, buf, len);
+	free(buf);
+}
+
+/* Anything that would change the image.  Valid replies: fuse_reply_err. */
+static void erofs(fuse_req_t req)
+{
+	count(req_daemon(req), SQCD_OP_WRITE);
+	fuse_reply_err(req, EROFS);
+}
+
+static void sqcd_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+			 int to_set, struct fuse_file_info *fi)
+{
+	(void)ino, (void)attr, (void)to_set, (void)fi;
+	erofs(req);
+}
+
+static void sqcd_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		       mode_t mode, dev_t rdev)
+{
+	(void)parent, (void)name, (void)mode, (void)rdev;
+	erofs(req);
+}
+
+static void sqcd_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		       mode_t mode)
+{
+	(void)parent, (void)name, (void)mode;
+	erofs(req);
+}
+
+static void sqcd_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	(void)parent, (void)name;
+	erofs(req);
+}
+
+static void sqcd_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+			 const char *name)
+{
+	(void)link, (void)parent, (void)name;
+	erofs(req);
+}
+
+static void sqcd_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+			fuse_ino_t newparent, const char *newname,
+			unsigned int flags)
+{
+	(void)parent, (void)name, (void)newparent, (void)newname, (void)flags;
+	erofs(req);
+}
+
+static void sqcd_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		      const char *newname)
+{
+	(void)ino, (void)newparent, (void)newname;
+	erofs(req);
+}
+
+static void sqcd_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		       size_t size, off_t off, struct fuse_file_info *fi)
+{
+	(void)ino, (void)buf, (void)size, (void)off, (void)fi;
+	erofs(req);
+}
+
+static void sqcd_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+			mode_t mode, struct fuse_file_info *fi)
+{
+	(void)parent, (void)name, (void)mode, (void)fi;
+	erofs(req);
+}
+
+static void sqcd_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			  const char *value, size_t size, int flags)
+{
+	(void)ino, (void)name, (void)value, (void)size, (void)flags;
+	erofs(req);
+}
+
+static void sqcd_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	(void)ino, (void)name;
+	erofs(req);
+}
+
+static void sqcd_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
+			   off_t offset, off_t length,
+			   struct fuse_file_info *fi)
+{
+	(void)ino, (void)mode, (void)offset, (void)length, (void)fi;
+	erofs(req);
+}
+
+const struct fuse_lowlevel_ops sqcd_ops = {
+	.init = sqcd_init,
+	.lookup = sqcd_lookup,
+	.forget = sqcd_forget,
+	.forget_multi = sqcd_forget_multi,
+	.getattr = sqcd_getattr,
+	.readlink = sqcd_readlink,
+	.open = sqcd_open,
+	.read = sqcd_read,
+	.release = sqcd_release,
+	.opendir = sqcd_opendir,
+	.readdir = sqcd_readdir,
+	.readdirplus = sqcd_readdirplus,
+	.releasedir = sqcd_releasedir,
+	.statfs = sqcd_statfs,
+	.getxattr = sqcd_getxattr,
+	.listxattr = sqcd_listxattr,
+	.setattr = sqcd_setattr,
+	.mknod = sqcd_mknod,
+	.mkdir = sqcd_mkdir,
+	.unlink = sqcd_unlink,
+	.rmdir = sqcd_unlink,
+	.symlink = sqcd_symlink,
+	.rename = sqcd_rename,
+	.link = sqcd_link,
+	.write = sqcd_write,
+	.create = sqcd_create,
+	.setxattr = sqcd_setxattr,
+	.removexattr = sqcd_removexattr,
+	.fallocate = sqcd_fallocate,
+};

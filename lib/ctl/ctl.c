@@ -1,0 +1,510 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements both ends of the control protocol declared in
+ * ctl.h: addresses, the socket calls, reply building and a small JSON
+ * scanner for reading replies.
+ */
+#define LOG_MOD "ctl"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl/ctl.h"
+#include "util/compiler.h"
+
+int ctl_canonical_mountpoint(const char *path, char *buf, size_t cap)
+{
+	char *copy, *slash, *base, *dir;
+	char real[PATH_MAX];
+	int n, err = 0;
+
+	copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	/* Drop trailing slashes, but keep "/" itself. */
+	for (n = (int)strlen(copy); n > 1 && copy[n - 1] == '/'; n--)
+		copy[n - 1] = '\0';
+	slash = strrchr(copy, '/');
+	if (!slash) {
+		dir = ".";
+		base = copy;
+	} else if (slash == copy) {
+		dir = "/";
+		base = slash + 1;
+	} else {
+		*slash = '\0';
+		dir = copy;
+		base = slash + 1;
+	}
+	if (!realpath(dir, real)) {
+		err = -errno;
+		goto out;
+	}
+	if (!*base || !strcmp(base, "."))
+		n = snprintf(buf, cap, "%s", real);
+	else
+		n = snprintf(buf, cap, "%s%s%s", real,
+			     strcmp(real, "/") ? "/" : "", base);
+	if (n < 0 || (size_t)n >= cap)
+		err = -ENAMETOOLONG;
+out:
+	free(copy);
+	return err;
+}
+
+int ctl_default_address(const char *canonical, char *buf, size_t cap)
+{
+	uint64_t h = 1469598103934665603ull;
+	int n;
+
+	for (const char *p = canonical; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	n = snprintf(buf, cap, "@squashcache-%016llx", (unsigned long long)h);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+static int make_addr(const char *addr, struct sockaddr_un *sa, socklen_t *len)
+{
+	size_t n = strlen(addr);
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (n == 0 || n >= sizeof(sa->sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa->sun_path, addr, n);
+	if (addr[0] == '@') {
+		sa->sun_path[0] = '\0';
+		*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+	} else {
+		*len = (socklen_t)sizeof(*sa);
+	}
+	return 0;
+}
+
+int ctl_listen(const char *addr, int *fd)
+{
+	struct sockaddr_un sa;
+	struct stat st;
+	socklen_t len;
+	int s, err;
+
+	err = make_addr(addr, &sa, &len);
+	if (err)
+		return err;
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	if (addr[0] != '@' && !lstat(addr, &st) && S_ISSOCK(st.st_mode)) {
+		/* Stale if nobody answers on it. */
+		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, len) &&
+		    errno == ECONNREFUSED)
+			unlink(addr);
+		if (probe >= 0)
+			close(probe);
+	}
+	if (bind(s, (struct sockaddr *)&sa, len) || listen(s, 16)) {
+		err = -errno;
+		close(s);
+		return err;
+	}
+	if (addr[0] != '@')
+		chmod(addr, 0600);
+	*fd = s;
+	return 0;
+}
+
+int ctl_peer(int fd, uid_t *uid, pid_t *pid)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len))
+		return -errno;
+	*uid = cr.uid;
+	*pid = cr.pid;
+	return 0;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait for @events on @fd until @deadline (ms, monotonic). */
+static int wait_fd(int fd, short events, long long deadline)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	long long left;
+	int n;
+
+	for (;;) {
+		left = deadline - now_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		n = poll(&p, 1, (int)MIN(left, (long long)INT_MAX));
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+int ctl_request(const char *addr, const char *cmd, uid_t want_uid, char **reply,
+		int timeout_ms)
+{
+	long long deadline = now_ms() + timeout_ms;
+	struct sockaddr_un sa;
+	struct ctl_buf b = { 0 };
+	char chunk[4096];
+	socklen_t len;
+	uid_t uid = 0;
+	pid_t pid;
+	ssize_t n;
+	int s, err;
+
+	*reply = NULL;
+	err = make_addr(addr, &sa, &len);
+	if (err)
+		return err;
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	if (connect(s, (struct sockaddr *)&sa, len)) {
+		err = -errno;
+		goto out_close;
+	}
+	err = ctl_peer(s, &uid, &pid);
+	if (err)
+		goto out_close;
+	if (want_uid != (uid_t)-1 && uid != want_uid && uid != 0) {
+		err = -EPERM;
+		goto out_close;
+	}
+	ctl_buf_printf(&b, "%s\n", cmd);
+	if (b.oom) {
+		err = -ENOMEM;
+		goto out_close;
+	}
+	if (send(s, b.p, b.len, MSG_NOSIGNAL) != (ssize_t)b.len) {
+		err = -errno ? -errno : -EPROTO;
+		goto out_close;
+	}
+	b.len = 0;
+	for (;;) {
+		err = wait_fd(s, POLLIN, deadline);
+		if (err)
+			goto out_close;
+		n = recv(s, chunk, sizeof(chunk), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = -errno;
+			goto out_close;
+		}
+		if (n == 0)
+			break;
+		ctl_buf_printf(&b, "%.*s", (int)n, chunk);
+		if (b.oom || b.len > CTL_REPLY_MAX) {
+			err = -EPROTO;
+			goto out_close;
+		}
+	}
+	while (b.len && (b.p[b.len - 1] == '\n' || b.p[b.len - 1] == '\r'))
+		b.p[--b.len] = '\0';
+	if (!b.len || b.p[0] != '{') {
+		err = -EPROTO;
+		goto out_close;
+	}
+	*reply = b.p;
+	b.p = NULL;
+out_close:
+	close(s);
+	ctl_buf_release(&b);
+	return err;
+}
+
+void ctl_buf_printf(struct ctl_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	size_t want;
+	int n;
+
+	if (b->oom)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0,
+		      fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		b->oom = true;
+		return;
+	}
+	want = b->len + (size_t)n + 1;
+	if (want > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		char *p;
+
+		while (cap < want)
+			cap *= 2;
+		p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+		va_start(ap, fmt);
+		vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+		va_end(ap);
+	}
+	b->len += (size_t)n;
+}
+
+void ctl_buf_json_str(struct ctl_buf *b, const char *s)
+{
+	ctl_buf_printf(b, "\"");
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			ctl_buf_printf(b, "\\%c", *p);
+		else if (*p < 0x20 || *p >= 0x7f)
+			ctl_buf_printf(b, "\\u%04x", *p);
+		else
+			ctl_buf_printf(b, "%c", *p);
+	}
+	ctl_buf_printf(b, "\"");
+}
+
+void ctl_buf_release(struct ctl_buf *b)
+{
+	free(b->p);
+	memset(b, 0, sizeof(*b));
+}
+
+/* JSON scanning.  Each skip_* returns the position after the value, or
+ * NULL if the text is malformed. */
+static const char *skip_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	return p;
+}
+
+static const char *skip_string(const char *p)
+{
+	if (*p++ != '"')
+		return NULL;
+	while (*p && *p != '"') {
+		if (*p == '\\') {
+			p++;
+			if (!*p)
+				return NULL;
+		}
+		p++;
+	}
+	return *p == '"' ? p + 1 : NULL;
+}
+
+static const char *skip_value(const char *p, int depth);
+
+static const char *skip_container(const char *p, int depth, char close,
+				  bool keys)
+{
+	p = skip_ws(p + 1);
+	if (*p == close)
+		return p + 1;
+	for (;;) {
+		if (keys) {
+			p = skip_string(p);
+			if (!p)
+				return NULL;
+			p = skip_ws(p);
+			if (*p++ != ':')
+				return NULL;
+		}
+		p = skip_value(skip_ws(p), depth + 1);
+		if (!p)
+			return NULL;
+		p = skip_ws(p);
+		if (*p == close)
+			return p + 1;
+		if (*p++ != ',')
+			return NULL;
+		p = skip_ws(p);
+	}
+}
+
+static const char *skip_value(const char *p, int depth)
+{
+	if (depth > 32)
+		return NULL;
+	switch (*p) {
+	case '{':
+		return skip_container(p, depth, '}', true);
+	case '[':
+		return skip_container(p, depth, ']', false);
+	case '"':
+		return skip_string(p);
+	case 't':
+		return strncmp(p, "true", 4) ? NULL : p + 4;
+	case 'f':
+		return strncmp(p, "false", 5) ? NULL : p + 5;
+	case 'n':
+		return strncmp(p, "null", 4) ? NULL : p + 4;
+	default:
+		if (*p != '-' && (*p < '0' || *p > '9'))
+			return NULL;
+		p++;
+		while ((*p >= '0' && *p <= '9') || *p == '.' || *p == 'e' ||
+		       *p == 'E' || *p == '+' || *p == '-')
+			p++;
+		return p;
+	}
+}
+
+int ctl_json_get(const char *json, const char *path, const char **out,
+		 size_t *len)
+{
+	const char *p = skip_ws(json);
+	const char *seg = path, *dot, *key, *end;
+	size_t seglen;
+
+	for (;;) {
+		if (*p != '{')
+			return -ENOENT;
+		dot = strchr(seg, '.');
+		seglen = dot ? (size_t)(dot - seg) : strlen(seg);
+		p = skip_ws(p + 1);
+		for (;;) {
+			if (*p == '}')
+				return -ENOENT;
+			key = p;
+			end = skip_string(p);
+			if (!end)
+				return -EPROTO;
+			p = skip_ws(end);
+			if (*p++ != ':')
+				return -EPROTO;
+			p = skip_ws(p);
+			if ((size_t)(end - key - 2) == seglen &&
+			    !memcmp(key + 1, seg, seglen))
+				break;
+			p = skip_value(p, 0);
+			if (!p)
+				return -EPROTO;
+			p = skip_ws(p);
+			if (*p == ',')
+				p = skip_ws(p + 1);
+			else if (*p != '}')
+				return -EPROTO;
+		}
+		if (!dot) {
+			end = skip_value(p, 0);
+			if (!end)
+				return -EPROTO;
+			*out = p;
+			*len = (size_t)(end - p);
+			return 0;
+		}
+		seg = dot + 1;
+	}
+}
+
+int ctl_json_u64(const char *json, const char *path, uint64_t *out)
+{
+	const char *v;
+	char *end;
+	size_t len;
+	int err;
+
+	err = ctl_json_get(json, path, &v, &len);
+	if (err)
+		return err;
+	if (*v < '0' || *v > '9')
+		return -EPROTO;
+	errno = 0;
+	*out = strtoull(v, &end, 10);
+	if (errno || end != v + len)
+		return -EPROTO;
+	return 0;
+}
+
+int ctl_json_double(const char *json, const char *path, double *out)
+{
+	const char *v;
+	char *end;
+	size_t len;
+	int err;
+
+	err = ctl_json_get(json, path, &v, &len);
+	if (err)
+		return err;
+	if (*v != '-' && (*v < '0' || *v > '9'))
+		return -EPROTO;
+	*out = strtod(v, &end);
+	if (end != v + len)
+		return -EPROTO;
+	return 0;
+}
+
+int ctl_json_str(const char *json, const char *path, char *buf, size_t cap)
+{
+	const char *v, *end;
+	size_t len, n = 0;
+	int err;
+
+	err = ctl_json_get(json, path, &v, &len);
+	if (err)
+		return err;
+	if (*v != '"')
+		return -EPROTO;
+	end = v + len - 1;
+	for (const char *p = v + 1; p < end; p++) {
+		char c = *p;
+
+		if (c == '\\') {
+			p++;
+			switch (*p) {
+			case 'n':
+				c = '\n';
+				break;
+			case 't':
+				c = '\t';
+				break;
+			case 'u': {
+				unsigned int u;
+
+				if (end - p < 5 ||
+				    sscanf(p + 1, "%4x", &u) != 1)
+					return -EPROTO;
+				c = (char)(u & 0xff);
+				p += 4;
+				break;
+			}
+			default:
+				c = *p;
+			}
+		}
+		if (n + 1 >= cap)
+			return -ERANGE;
+		buf[n++] = c;
+	}
+	if (!cap)
+		return -ERANGE;
+	buf[n] = '\0';
+	return 0;
+}

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * This file declares the wire protocol between squashcached and the
+ * programs that watch or steer it (mountctl, the Slurm hooks, the
+ * benchmark): one definition, used by both sides.
+ *
+ * Transport: a Unix stream socket.  By default it lives in the abstract
+ * namespace under a name derived from the canonical mount path, so nothing
+ * is written to the filesystem and a mount can be found from its path
+ * alone; "-o ctl=PATH" puts it at a filesystem path instead.  The server
+ * answers only its own uid and root (SO_PEERCRED); a client checks that
+ * the server runs as the uid the mount belongs to.
+ *
+ * Exchange: the client sends one command line ("stats\n"), the server
+ * answers with one JSON object on one line and closes.  Commands:
+ *
+ *   ping     {"ok":true,"pid":N}
+ *   stats    {"ok":true, ...}: see daemon/ctl_srv.c for the fields
+ *   umount   {"ok":true}, then the daemon unmounts and exits
+ *
+ * An unknown command gets {"ok":false,"error":"..."}.
+ */
+#ifndef SQC_CTL_CTL_H
+#define SQC_CTL_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CTL_VERSION 1 /* bumped when a field changes meaning */
+#define CTL_PATH_MAX 108 /* sun_path */
+#define CTL_REPLY_MAX (64 * 1024) /* largest reply accepted */
+#define CTL_FSTYPE "fuse.squashcache" /* type in /proc/self/mounts */
+
+/**
+ * ctl_canonical_mountpoint() - Canonical form of a mount path.
+ * @path: the path as the user gave it
+ * @buf: destination
+ * @cap: its capacity (PATH_MAX is enough)
+ *
+ * Resolves the parent directory with realpath() and appends the last
+ * component, so it works on a mounted path that the caller cannot stat
+ * (another user's FUSE mount) and on a stale one.
+ *
+ * Return: 0; -errno from realpath(); -ENAMETOOLONG.
+ * Context: any thread.
+ */
+int ctl_canonical_mountpoint(const char *path, char *buf, size_t cap);
+
+/**
+ * ctl_default_address() - The control socket address for a mount path.
+ * @canonical: the canonical mount path
+ * @buf: destination, at least CTL_PATH_MAX bytes
+ * @cap: its capacity
+ *
+ * The address is "@squashcache-<hash>" where '@' stands for the abstract
+ * namespace's leading NUL.
+ *
+ * Return: 0; -ENAMETOOLONG.  Context: any thread; cannot fail otherwise.
+ */
+int ctl_default_address(const char *canonical, char *buf, size_t cap);
+
+/**
+ * ctl_listen() - Create the server socket.
+ * @addr: "@name" (abstract) or a filesystem path
+ * @fd: set to the listening socket
+ *
+ * A filesystem path is unlinked first if it is a stale socket; the socket
+ * is made 0600.
+ *
+ * Return: 0; -EADDRINUSE if another server holds the address; -errno.
+ * Ownership: the caller closes @fd (and unlinks a filesystem path).
+ */
+int ctl_listen(const char *addr, int *fd);
+
+/**
+ * ctl_peer() - Credentials of the process at the other end of @fd.
+ * @fd: a connected Unix socket
+ * @uid: set to its uid
+ * @pid: set to its pid
+ *
+ * Return: 0 or -errno.  Context: any thread.
+ */
+int ctl_peer(int fd, uid_t *uid, pid_t *pid);
+
+/**
+ * ctl_request() - Send one command and read the reply.
+ * @addr: server address
+ * @cmd: the command, without newline
+ * @want_uid: uid the server must run as, or (uid_t)-1 for any
+ * @reply: set to the reply, NUL-terminated, without trailing newline
+ * @timeout_ms: give up after this long
+ *
+ * Return: 0; -ECONNREFUSED or -ENOENT if no daemon listens; -EPERM if the
+ * server runs as another uid; -ETIMEDOUT; -EPROTO for a malformed reply.
+ * Ownership: the caller frees *@reply.
+ * Context: any thread.
+ */
+int ctl_request(const char *addr, const char *cmd, uid_t want_uid, char **reply,
+		int timeout_ms);
+
+/* A growing string for building replies. */
+struct ctl_buf {
+	char *p; /* NUL-terminated contents */
+	size_t len; /* bytes used, without the NUL */
+	size_t cap; /* bytes allocated */
+	bool oom; /* an append failed; contents are incomplete */
+};
+
+/**
+ * ctl_buf_printf() - Append formatted text.
+ * @b: buffer (zero-initialised before the first call)
+ * @fmt: printf format
+ *
+ * Context: any thread; on allocation failure sets b->oom.
+ */
+void ctl_buf_printf(struct ctl_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/**
+ * ctl_buf_json_str() - Append a JSON string literal, escaped.
+ * @b: buffer
+ * @s: the string (bytes that are not UTF-8 are escaped as \u00XX)
+ */
+void ctl_buf_json_str(struct ctl_buf *b, const char *s);
+
+/**
+ * ctl_buf_release() - Free a buffer's memory.
+ * @b: buffer
+ */
+void ctl_buf_release(struct ctl_buf *b);
+
+/**
+ * ctl_json_get() - Find a value in a JSON object by dotted path.
+ * @json: the text of one JSON object
+ * @path: "stage.staged_bytes"
+ * @out: set to the start of the value
+ * @len: set to its length in bytes
+ *
+ * A small scanner for the replies of this protocol, not a general parser:
+ * it handles objects, arrays, strings with escapes, numbers, true, false
+ * and null, and rejects anything else.
+ *
+ * Return: 0; -ENOENT; -EPROTO if the text is not well formed.
+ * Context: any thread.
+ */
+int ctl_json_get(const char *json, const char *path, const char **out,
+		 size_t *len);
+
+/**
+ * ctl_json_u64() - ctl_json_get() for a non-negative integer.
+ * @json: JSON text
+ * @path: dotted path
+ * @out: the number
+ *
+ * Return: 0; -ENOENT; -EPROTO if the value is not such a number.
+ */
+int ctl_json_u64(const char *json, const char *path, uint64_t *out);
+
+/**
+ * ctl_json_double() - ctl_json_get() for any number.
+ * @json: JSON text
+ * @path: dotted path
+ * @out: the number
+ *
+ * Return: 0; -ENOENT; -EPROTO.
+ */
+int ctl_json_double(const char *json, const char *path, double *out);
+
+/**
+ * ctl_json_str() - ctl_json_get() for a string, unescaped into @buf.
+ * @json: JSON text
+ * @path: dotted path
+ * @buf: destination, NUL-terminated
+ * @cap: its capacity
+ *
+ * Return: 0; -ENOENT; -EPROTO; -ERANGE if @cap is too small.
+ */
+int ctl_json_str(const char *json, const char *path, char *buf, size_t cap);
+
+#endif /* SQC_CTL_CTL_H */

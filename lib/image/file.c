@@ -1,0 +1,513 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements reading regular files: locating data blocks from the
+ * block size list, filling the data cache with decompressed data and
+ * fragment blocks, and mapping a byte range to spans of cached bytes.
+ *
+ * Block locations.  Block i of a file starts at blocks_start plus the
+ * stored sizes of blocks 0..i-1.  Small files (up to IMG_BMAP_STRIDE
+ * blocks) read their list straight from the metadata cache.  Larger files
+ * get a block map in the bmap cache: for every IMG_BMAP_STRIDE-th block,
+ * its position in the image and the position of its size word in the inode
+ * table, so that any block is found by summing fewer than IMG_BMAP_STRIDE
+ * words.  Building the map walks the list once and checks every word.
+ *
+ * Sizes.  Every data block decodes to exactly block_size bytes, except the
+ * last one of a file without a fragment, which decodes to the rest of the
+ * file; anything else is corruption.  A fragment block decodes to at most
+ * block_size bytes and must hold the file's tail where the inode says.
+ */
+#define LOG_MOD "image"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "image/image_i.h"
+#include "util/ckd.h"
+#include "util/log.h"
+
+/* Never written: serves sparse blocks (untouched .bss pages cost no RAM). */
+static uint8_t zero_block[SQFS_BLOCK_MAX];
+
+/* Where a block is, and what it decodes to. */
+struct blk_loc {
+	uint64_t pos; /* byte offset in the image */
+	uint32_t word; /* size word: stored length | uncompressed bit */
+	uint32_t len; /* decoded length */
+};
+
+struct bmap_point {
+	uint64_t pos; /* image offset of block k * STRIDE */
+	uint64_t list_block; /* metadata block of its size word */
+	uint32_t list_off; /* offset of the word in that block */
+	uint32_t pad;
+};
+
+static uint32_t block_len(const struct img *img, const struct img_inode *f,
+			  uint32_t i)
+{
+	uint64_t start = (uint64_t)i << img->sb.block_log;
+
+	if (f->file.frag == IMG_NO_FRAGMENT && i == f->file.nblocks - 1)
+		return (uint32_t)(f->size - start);
+	return img->sb.block_size;
+}
+
+static int check_word(struct img *img, const struct img_inode *f, uint32_t i,
+		      uint32_t word)
+{
+	uint32_t stored = word & SQFS_BLOCK_LEN_MASK;
+
+	if (word & ~(SQFS_BLOCK_LEN_MASK | SQFS_BLOCK_UNCOMPRESSED) ||
+	    stored > img->sb.block_size ||
+	    (word & SQFS_BLOCK_UNCOMPRESSED && stored == 0))
+		return IMG_CORRUPT(img,
+				   "file inode %u block %u has size word %#x",
+				   f->ino, i, word);
+	return 0;
+}
+
+/* Decode size words [first, first + n) of @f, starting at list position
+ * (*@block, *@off) and image offset *@pos for block @first; all three are
+ * advanced past the words read. */
+static int walk_list(struct img *img, const struct img_inode *f,
+		     uint64_t *block, uint32_t *off, uint64_t *pos,
+		     uint32_t first, uint32_t n, struct blk_loc *out)
+{
+	const struct img_region rg = img__inode_region(img);
+	uint8_t raw[4 * IMG_BMAP_STRIDE];
+	uint32_t done = 0, k, chunk, word;
+	int err;
+
+	while (done < n) {
+		chunk = MIN(n - done, (uint32_t)IMG_BMAP_STRIDE);
+		err = img__meta_read(img, &rg, block, off, raw, 4 * chunk);
+		if (err)
+			return err;
+		for (k = 0; k < chunk; k++) {
+			uint32_t i = first + done + k;
+
+			word = le32_get(raw + 4 * k);
+			err = check_word(img, f, i, word);
+			if (err)
+				return err;
+			if (out) {
+				out[done + k].pos = *pos;
+				out[done + k].word = word;
+				out[done + k].len = block_len(img, f, i);
+			}
+			if (ckd_add(pos, *pos, word & SQFS_BLOCK_LEN_MASK) ||
+			    *pos > img->sb.inode_table)
+				return IMG_CORRUPT(
+					img,
+					"file inode %u block %u runs past the data area",
+					f->ino, i);
+		}
+		done += chunk;
+	}
+	return 0;
+}
+
+struct bmap_fill {
+	struct img *img;
+	const struct img_inode *f;
+};
+
+static int bmap_fill(void *arg, uint64_t key, void *buf, size_t cap,
+		     size_t *len)
+{
+	struct bmap_fill *a = arg;
+	const struct img_inode *f = a->f;
+	struct bmap_point *pt = buf;
+	uint32_t npts = DIV_ROUND_UP(f->file.nblocks, IMG_BMAP_STRIDE);
+	uint64_t block = f->file.list_block;
+	uint32_t off = f->file.list_off;
+	uint64_t pos = f->file.blocks_start;
+	uint32_t i = 0, chunk;
+	int err;
+
+	(void)key;
+	if (cap < (size_t)npts * sizeof(*pt))
+		return -ENOMEM;
+	for (uint32_t p = 0; p < npts; p++) {
+		pt[p].pos = pos;
+		pt[p].list_block = block;
+		pt[p].list_off = off;
+		pt[p].pad = 0;
+		chunk = MIN(f->file.nblocks - i, (uint32_t)IMG_BMAP_STRIDE);
+		err = walk_list(a->img, f, &block, &off, &pos, i, chunk, NULL);
+		if (err)
+			return err;
+		i += chunk;
+	}
+	*len = (size_t)npts * sizeof(*pt);
+	return 0;
+}
+
+/* Locate blocks [first, first + n) of @f. */
+static int locate(struct img *img, const struct img_inode *f, uint32_t first,
+		  uint32_t n, struct blk_loc *out)
+{
+	struct bmap_fill arg = { img, f };
+	const struct bmap_point *pt;
+	struct cache_entry *e;
+	uint32_t base, p;
+	uint64_t block, pos;
+	uint32_t off;
+	size_t cap;
+	int err;
+
+	if (f->file.nblocks <= IMG_BMAP_STRIDE) {
+		base = 0;
+		block = f->file.list_block;
+		off = f->file.list_off;
+		pos = f->file.blocks_start;
+	} else {
+		cap = (size_t)DIV_ROUND_UP(f->file.nblocks, IMG_BMAP_STRIDE) *
+		      sizeof(*pt);
+		err = cache_get(img->bmap, f->ref, cap, bmap_fill, &arg, &e);
+		if (err)
+			return err;
+		p = first / IMG_BMAP_STRIDE;
+		pt = cache_entry_data(e);
+		if (cache_entry_size(e) < (size_t)(p + 1) * sizeof(*pt)) {
+			cache_put(img->bmap, e);
+			return IMG_CORRUPT(
+				img,
+				"block map of inode %u does not match its inode",
+				f->ino);
+		}
+		base = p * IMG_BMAP_STRIDE;
+		block = pt[p].list_block;
+		off = pt[p].list_off;
+		pos = pt[p].pos;
+		cache_put(img->bmap, e);
+	}
+	/* From the checkpoint, skip to @first, then decode the n wanted. */
+	err = walk_list(img, f, &block, &off, &pos, base, first - base, NULL);
+	if (err)
+		return err;
+	return walk_list(img, f, &block, &off, &pos, first, n, out);
+}
+
+struct data_fill {
+	struct img *img;
+	uint32_t word; /* size word */
+	uint32_t want; /* exact decoded length, or 0 for a fragment */
+};
+
+static int data_fill(void *arg, uint64_t pos, void *buf, size_t cap,
+		     size_t *len)
+{
+	struct data_fill *a = arg;
+	struct img *img = a->img;
+	uint32_t stored = a->word & SQFS_BLOCK_LEN_MASK;
+	const void *src;
+	void *scratch;
+	size_t got;
+	int err;
+
+	if (a->word & SQFS_BLOCK_UNCOMPRESSED) {
+		if (stored > cap)
+			return IMG_CORRUPT(
+				img,
+				"uncompressed block at %llu is larger than a block",
+				(unsigned long long)pos);
+		err = img__read(img, pos, buf, stored);
+		if (err)
+			return err;
+		got = stored;
+	} else {
+		scratch = img__scratch();
+		if (!scratch)
+			return -ENOMEM;
+		err = img__src(img, pos, stored, scratch, IMG_SCRATCH_SIZE,
+			       &src);
+		if (err)
+			return err;
+		err = dec_decompress(img->codec, src, stored, buf, cap, &got);
+		if (err == -EFSCORRUPTED)
+			return IMG_CORRUPT(
+				img,
+				"data block at %llu (%u bytes) does not decompress",
+				(unsigned long long)pos, stored);
+		if (err)
+			return err;
+		atomic_fetch_add_explicit(&img->decompressions, 1,
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&img->decompressed_bytes, got,
+					  memory_order_relaxed);
+	}
+	if (a->want ? got != a->want : got == 0)
+		return IMG_CORRUPT(
+			img, "block at %llu decodes to %zu bytes, expected %u",
+			(unsigned long long)pos, got, a->want);
+	*len = got;
+	return 0;
+}
+
+/* Get the bytes of one data block as a span (pinned, staged or zeros). */
+static int block_span(struct img *img, const struct blk_loc *b,
+		      struct img_span *sp)
+{
+	struct data_fill arg = { img, b->word, b->len };
+	struct cache_entry *e;
+	const void *p;
+	uint32_t stored = b->word & SQFS_BLOCK_LEN_MASK;
+	int err;
+
+	sp->pin = NULL;
+	sp->len = b->len;
+	if (b->word == 0) { /* sparse */
+		sp->data = zero_block;
+		return 0;
+	}
+	if (b->word & SQFS_BLOCK_UNCOMPRESSED) {
+		if (stored != b->len)
+			return IMG_CORRUPT(
+				img,
+				"uncompressed block at %llu has %u bytes, expected %u",
+				(unsigned long long)b->pos, stored, b->len);
+		p = img__staged_ptr(img, b->pos, stored);
+		if (p) {
+			sp->data = p;
+			return 0;
+		}
+	}
+	err = cache_get(img->data, b->pos, img->sb.block_size, data_fill, &arg,
+			&e);
+	if (err)
+		return err;
+	if (cache_entry_size(e) != b->len) {
+		cache_put(img->data, e);
+		return IMG_CORRUPT(
+			img,
+			"block at %llu is shared by files that disagree on its size",
+			(unsigned long long)b->pos);
+	}
+	sp->data = cache_entry_data(e);
+	sp->pin = e;
+	return 0;
+}
+
+static int frag_loc(struct img *img, const struct img_inode *f,
+		    struct blk_loc *out)
+{
+	struct sqfs_disk_frag d;
+	uint64_t end;
+	int err;
+
+	err = img__table_get(img, &img->frags, f->file.frag, &d);
+	if (err)
+		return err;
+	out->pos = le64_dec(d.start);
+	out->word = le32_dec(d.size);
+	out->len = 0;
+	if (out->word == 0 ||
+	    out->word & ~(SQFS_BLOCK_LEN_MASK | SQFS_BLOCK_UNCOMPRESSED) ||
+	    (out->word & SQFS_BLOCK_LEN_MASK) > img->sb.block_size ||
+	    (out->word & SQFS_BLOCK_LEN_MASK) == 0 ||
+	    out->pos < img->data_start ||
+	    ckd_add(&end, out->pos, out->word & SQFS_BLOCK_LEN_MASK) ||
+	    end > img->sb.inode_table)
+		return IMG_CORRUPT(
+			img, "fragment %u has position %llu and size word %#x",
+			f->file.frag, (unsigned long long)out->pos, out->word);
+	return 0;
+}
+
+/* The file's tail, from its fragment block. */
+static int tail_span(struct img *img, const struct img_inode *f,
+		     struct img_span *sp)
+{
+	uint32_t tail = (uint32_t)(f->size & (img->sb.block_size - 1));
+	struct data_fill arg = { img, 0, 0 };
+	struct cache_entry *e;
+	struct blk_loc b;
+	int err;
+
+	err = frag_loc(img, f, &b);
+	if (err)
+		return err;
+	arg.word = b.word;
+	err = cache_get(img->data, b.pos, img->sb.block_size, data_fill, &arg,
+			&e);
+	if (err)
+		return err;
+	if ((uint64_t)f->file.frag_off + tail > cache_entry_size(e)) {
+		cache_put(img->data, e);
+		return IMG_CORRUPT(
+			img,
+			"fragment %u (%zu bytes) does not hold the tail of inode %u (%u bytes at %u)",
+			f->file.frag, cache_entry_size(e), f->ino, tail,
+			f->file.frag_off);
+	}
+	sp->data = (const uint8_t *)cache_entry_data(e) + f->file.frag_off;
+	sp->len = tail;
+	sp->pin = e;
+	return 0;
+}
+
+void img_spans_put(struct img *img, struct img_span *spans, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		cache_put(img->data, spans[i].pin);
+		spans[i].pin = NULL;
+	}
+}
+
+#define LOCATE_MAX (4 * IMG_BMAP_STRIDE)
+
+int img_file_spans(struct img *img, const struct img_inode *f, uint64_t off,
+		   size_t len, struct img_span *spans, unsigned int max,
+		   unsigned int *n)
+{
+	struct blk_loc locs[LOCATE_MAX];
+	uint64_t end, blk_start;
+	uint32_t first, last, nb, i, skip;
+	unsigned int k = 0;
+	int err = 0;
+
+	*n = 0;
+	if (f->type != IMG_REG)
+		return -EINVAL;
+	if (off >= f->size || len == 0 || max == 0)
+		return 0;
+	end = off + MIN((uint64_t)len, f->size - off);
+	first = (uint32_t)(off >> img->sb.block_log);
+	last = (uint32_t)((end - 1) >> img->sb.block_log);
+	/* Data blocks in [first, last] that exist (the tail is not one). */
+	nb = 0;
+	if (first < f->file.nblocks) {
+		nb = MIN(last, f->file.nblocks - 1) - first + 1;
+		nb = MIN(nb, (uint32_t)MIN((unsigned int)LOCATE_MAX, max));
+		err = locate(img, f, first, nb, locs);
+		if (err)
+			return err;
+	}
+	for (i = 0; i < nb; i++) {
+		err = block_span(img, &locs[i], &spans[k]);
+		if (err)
+			goto out_unpin;
+		k++;
+	}
+	if (last >= f->file.nblocks && first + nb >= f->file.nblocks &&
+	    k < max) {
+		/* The range reaches the tail in the fragment. */
+		err = tail_span(img, f, &spans[k]);
+		if (err)
+			goto out_unpin;
+		k++;
+	}
+	/* Trim the first and last spans to the range. */
+	if (k) {
+		blk_start = (uint64_t)first << img->sb.block_log;
+		skip = (uint32_t)(off - blk_start);
+		if (skip > spans[0].len) {
+			err = IMG_CORRUPT(img, "inode %u maps short blocks",
+					  f->ino);
+			goto out_unpin;
+		}
+		spans[0].data = (const uint8_t *)spans[0].data + skip;
+		spans[0].len -= skip;
+		{
+			uint64_t total = 0;
+
+			for (i = 0; i < k; i++)
+				total += spans[i].len;
+			if (total > end - off) {
+				uint64_t over = total - (end - off);
+
+				if (over > spans[k - 1].len) {
+					err = IMG_CORRUPT(
+						img,
+						"inode %u maps short blocks",
+						f->ino);
+					goto out_unpin;
+				}
+				spans[k - 1].len -= (size_t)over;
+			}
+		}
+	}
+	*n = k;
+	return 0;
+
+out_unpin:
+	img_spans_put(img, spans, k);
+	return err;
+}
+
+int img_file_read(struct img *img, const struct img_inode *f, uint64_t off,
+		  void *buf, size_t len, size_t *got)
+{
+	struct img_span spans[16];
+	unsigned int n;
+	size_t done = 0;
+	int err;
+
+	*got = 0;
+	while (done < len) {
+		err = img_file_spans(img, f, off + done, len - done, spans,
+				     ARRAY_SIZE(spans), &n);
+		if (err)
+			return err;
+		if (n == 0)
+			break;
+		for (unsigned int i = 0; i < n; i++) {
+			memcpy((uint8_t *)buf + done, spans[i].data,
+			       spans[i].len);
+			done += spans[i].len;
+		}
+		img_spans_put(img, spans, n);
+	}
+	*got = done;
+	return 0;
+}
+
+int img_file_prefetch(struct img *img, const struct img_inode *f,
+		      uint32_t first, uint32_t count)
+{
+	struct blk_loc locs[LOCATE_MAX];
+	struct data_fill arg;
+	uint32_t nb, i;
+	int err;
+
+	if (f->type != IMG_REG)
+		return -EINVAL;
+	while (count && first < f->file.nblocks) {
+		nb = MIN(count, f->file.nblocks - first);
+		nb = MIN(nb, (uint32_t)LOCATE_MAX);
+		err = locate(img, f, first, nb, locs);
+		if (err)
+			return err;
+		for (i = 0; i < nb; i++) {
+			if (locs[i].word == 0)
+				continue;
+			if (locs[i].word & SQFS_BLOCK_UNCOMPRESSED &&
+			    img__staged_ptr(img, locs[i].pos, locs[i].len))
+				continue;
+			arg = (struct data_fill){ img, locs[i].word,
+						  locs[i].len };
+			err = cache_prefill(img->data, locs[i].pos,
+					    img->sb.block_size, data_fill,
+					    &arg);
+			if (err && err != -EEXIST && err != -ENOSPC)
+				return err;
+		}
+		first += nb;
+		count -= nb;
+	}
+	if (count && f->file.frag != IMG_NO_FRAGMENT) {
+		struct blk_loc b;
+
+		err = frag_loc(img, f, &b);
+		if (err)
+			return err;
+		arg = (struct data_fill){ img, b.word, 0 };
+		err = cache_prefill(img->data, b.pos, img->sb.block_size,
+				    data_fill, &arg);
+		if (err && err != -EEXIST && err != -ENOSPC)
+			return err;
+	}
+	return 0;
+}

@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * This file declares libsquashcache's SquashFS 4.0 reader.
+ *
+ * An image is opened once and then shared by any number of threads: every
+ * call below is safe to make concurrently.  Decoded metadata blocks, data
+ * and fragment blocks and the block maps of large files are kept in caches
+ * with byte budgets (cache.h).  The compressed image itself can be staged
+ * into RAM (img_stage_next()), so that once staged no read touches the
+ * storage the image sits on.
+ *
+ * Validation happens at three depths: img_open() checks the superblock and
+ * every table's placement and length; each inode, directory block, fragment
+ * entry and xattr is checked when decoded; img_check() walks everything.
+ * Corruption is reported as -EFSCORRUPTED and logged once per image and
+ * place in the code.  Names from the image are never trusted: entries
+ * named "", ".", ".." or containing '/' or NUL are corruption.
+ */
+#ifndef SQC_IMAGE_IMAGE_H
+#define SQC_IMAGE_IMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cache/cache.h"
+
+#define IMG_NAME_MAX 256 /* longest entry name, bytes */
+#define IMG_SYMLINK_MAX 4095 /* longest symlink target accepted, bytes */
+#define IMG_NO_XATTR 0xffffffffu /* img_inode.xattr when there is none */
+#define IMG_NO_FRAGMENT 0xffffffffu /* img_file.frag when there is none */
+
+struct img; /* opaque, shared by all threads */
+
+enum img_stage_mode {
+	IMG_STAGE_AUTO, /* full, unless the image already sits in RAM (tmpfs) */
+	IMG_STAGE_FULL, /* metadata first, then data, up to the RAM budget */
+	IMG_STAGE_META, /* only the metadata tables */
+	IMG_STAGE_NONE, /* read everything on demand */
+};
+
+struct img_opts {
+	uint64_t meta_cache; /* bytes for decoded metadata blocks and maps */
+	uint64_t data_cache; /* bytes for decompressed data/fragment blocks */
+	uint64_t ram; /* bytes of the compressed image to stage in RAM */
+	enum img_stage_mode stage; /* what to stage */
+};
+
+/* The decoded, validated superblock. */
+struct img_super {
+	uint32_t inode_count; /* number of inodes */
+	uint32_t mkfs_time; /* seconds since the epoch */
+	uint32_t block_size; /* data block size, bytes, 4 KiB .. 1 MiB */
+	uint32_t frag_count; /* entries in the fragment table */
+	uint16_t compression; /* enum dec_id */
+	uint16_t block_log; /* log2(block_size) */
+	uint16_t flags; /* SQFS_FLAG_* */
+	uint16_t id_count; /* entries in the uid/gid table */
+	uint64_t root_ref; /* inode reference of the root directory */
+	uint64_t bytes_used; /* bytes of the image that are the filesystem */
+	uint64_t id_table; /* byte offset of the id table's index */
+	uint64_t xattr_table; /* of the xattr id table header, or ~0 */
+	uint64_t inode_table; /* of the inode table's first block */
+	uint64_t dir_table; /* of the directory table's first block */
+	uint64_t frag_table; /* of the fragment table's index */
+	uint64_t export_table; /* of the export table's index, or ~0 */
+};
+
+enum img_type {
+	IMG_DIR = 1,
+	IMG_REG = 2,
+	IMG_SYMLINK = 3,
+	IMG_BLKDEV = 4,
+	IMG_CHRDEV = 5,
+	IMG_FIFO = 6,
+	IMG_SOCKET = 7,
+};
+
+/* A regular file's data layout. */
+struct img_file {
+	uint64_t blocks_start; /* byte offset of the first data block */
+	uint64_t sparse; /* bytes of sparse blocks (extended inodes only) */
+	uint32_t nblocks; /* full data blocks (plus a partial last one
+			     when there is no fragment) */
+	uint32_t frag; /* fragment index, or IMG_NO_FRAGMENT */
+	uint32_t frag_off; /* offset of the tail in the fragment block */
+	uint64_t list_block; /* metadata block holding the block size list */
+	uint32_t list_off; /* offset of the list in that block's bytes */
+};
+
+/* A directory's listing. */
+struct img_dirinfo {
+	uint64_t block; /* metadata block where the listing starts */
+	uint32_t off; /* offset in that block's bytes */
+	uint32_t listing; /* listing length in bytes */
+	uint32_t parent; /* inode number of the parent directory */
+	uint32_t idx_count; /* entries in the directory index */
+	uint64_t idx_block; /* metadata block of the index */
+	uint32_t idx_off; /* offset of the index in that block */
+};
+
+/* One decoded, validated inode. */
+struct img_inode {
+	uint64_t ref; /* inode reference: block << 16 | offset */
+	uint32_t ino; /* inode number, 1 .. inode_count */
+	uint32_t mode; /* st_mode: S_IF* type bits | permission bits */
+	uint32_t uid; /* owner, from the id table */
+	uint32_t gid; /* group, from the id table */
+	uint32_t mtime; /* seconds since the epoch */
+	uint32_t nlink; /* link count */
+	uint32_t xattr; /* xattr id, or IMG_NO_XATTR */
+	uint8_t type; /* enum img_type */
+	bool extended; /* stored as an extended inode */
+	uint64_t size; /* st_size: file bytes, listing bytes + 3 for a
+			  directory (as the kernel shows it), target
+			  length for a symlink, 0 otherwise */
+	union {
+		struct img_file file; /* IMG_REG */
+		struct img_dirinfo dir; /* IMG_DIR */
+		struct { /* IMG_SYMLINK */
+			uint64_t block; /* metadata block of the target */
+			uint32_t off; /* offset in that block */
+		} symlink;
+		uint32_t rdev; /* IMG_BLKDEV, IMG_CHRDEV: raw device */
+	};
+};
+
+/* One directory entry. */
+struct img_dirent {
+	uint64_t ref; /* inode reference of the entry */
+	uint32_t ino; /* its inode number */
+	uint8_t type; /* enum img_type, as the entry states it */
+	uint16_t name_len; /* 1 .. IMG_NAME_MAX */
+	char name[IMG_NAME_MAX + 1]; /* NUL-terminated */
+	uint64_t next; /* cookie that resumes after this entry */
+};
+
+/* Directory iterator; caller's storage, fields private to lib/image. */
+struct img_dir_iter {
+	struct img *img;
+	uint64_t block; /* metadata block of the next byte */
+	uint32_t off; /* offset in it */
+	uint32_t pos; /* listing bytes consumed */
+	uint32_t listing; /* listing length */
+	uint32_t hdr_left; /* entries left under the current header */
+	uint32_t hdr_start; /* current header: inode table block */
+	uint32_t hdr_ino; /* current header: base inode number */
+	uint32_t skip_to; /* entries before this listing offset are skipped */
+};
+
+/* One piece of a file read: bytes to send, and what keeps them alive. */
+struct img_span {
+	const void *data; /* the bytes */
+	size_t len; /* their count */
+	struct cache_entry *pin; /* released by img_spans_put(), or NULL */
+};
+
+enum img_stage_state {
+	IMG_STAGE_IDLE, /* not started */
+	IMG_STAGE_RUNNING, /* streaming */
+	IMG_STAGE_DONE, /* everything planned is in RAM */
+	IMG_STAGE_OFF, /* staging disabled or impossible */
+};
+
+struct img_stats {
+	struct cache_stats meta; /* decoded metadata blocks */
+	struct cache_stats data; /* decompressed data and fragment blocks */
+	struct cache_stats bmap; /* block maps of large files */
+	uint64_t image_bytes; /* bytes_used */
+	uint64_t stage_budget; /* RAM allowed for staging */
+	uint64_t stage_planned; /* bytes the stager will bring in */
+	uint64_t staged_bytes; /* bytes in RAM now */
+	enum img_stage_state stage_state; /* where staging stands */
+	bool in_ram; /* the image file itself is on tmpfs/ramfs */
+	uint64_t src_reads; /* pread calls on the image file */
+	uint64_t src_bytes; /* bytes they returned */
+	uint64_t src_errors; /* failed or short reads */
+	uint64_t decompressions; /* blocks decompressed (data + meta) */
+	uint64_t decompressed_bytes; /* bytes they produced */
+	uint64_t corrupt; /* corruption events (each logged once) */
+};
+
+/**
+ * img_opts_default() - Fill @o with default budgets.
+ * @o: options to fill
+ *
+ * Defaults: 64 MiB metadata, 256 MiB data cache, staging AUTO with a RAM
+ * budget of half the machine's memory.
+ * Context: any thread; cannot fail.
+ */
+void img_opts_default(struct img_opts *o);
+
+/**
+ * img_open() - Open and validate an image.
+ * @path: the image file
+ * @opts: budgets, or NULL for img_opts_default()
+ * @out: set to the image on success
+ *
+ * Checks the superblock, compressor and options, and the placement and
+ * length of every table, and reads the id, fragment, export and xattr id
+ * indexes.  The reason for a failure is logged.
+ *
+ * Return: 0; -ENOENT, -EACCES, ... from open(2); -EMEDIUMTYPE if the file
+ * is not SquashFS 4.0; -ENOTSUP for an unsupported compressor or option;
+ * -EFSCORRUPTED; -ENOMEM.
+ * Ownership: the caller frees with img_close().
+ * Context: any thread.
+ */
+int img_open(const char *path, const struct img_opts *opts, struct img **out);
+
+/**
+ * img_close() - Release an image.
+ * @img: image, may be NULL
+ *
+ * Context: no other thread may use @img any more.
+ */
+void img_close(struct img *img);
+
+/**
+ * img_get_super() - The decoded superblock.
+ * @img: image
+ *
+ * Return: pointer valid until img_close().  Context: any thread.
+ */
+const struct img_super *img_get_super(const struct img *img);
+
+/**
+ * img_compressor() - Name of the image's compressor ("zstd").
+ * @img: image
+ *
+ * Return: static string.  Context: any thread; cannot fail.
+ */
+const char *img_compressor(const struct img *img);
+
+/**
+ * img_path() - The path the image was opened with.
+ * @img: image
+ *
+ * Return: string valid until img_close().  Context: any thread.
+ */
+const char *img_path(const struct img *img);
+
+/**
+ * img_inode_get() - Decode and validate the inode at @ref.
+ * @img: image
+ * @ref: inode reference (from the superblock or a directory entry)
+ * @out: filled in
+ *
+ * Return: 0; -EFSCORRUPTED; -EIO if the image could not be read; -ENOMEM.
+ * Context: any thread.
+ */
+int img_inode_get(struct img *img, uint64_t ref, struct img_inode *out);
+
+/**
+ * img_dir_open() - Start iterating over a directory.
+ * @img: image
+ * @dir: a directory inode
+ * @cookie: 0 for the start, or an img_dirent.next from an earlier pass
+ * @it: iterator to set up
+ *
+ * Return: 0; -ENOTDIR; -EFSCORRUPTED; -EIO.
+ * Context: any thread; @it belongs to the caller's thread.
+ */
+int img_dir_open(struct img *img, const struct img_inode *dir, uint64_t cookie,
+		 struct img_dir_iter *it);
+
+/**
+ * img_dir_next() - Read the next entry.
+ * @it: iterator from img_dir_open()
+ * @out: filled in when one is returned
+ *
+ * Return: 1 with an entry, 0 at the end, or a negative errno
+ * (-EFSCORRUPTED for a bad header, name or entry; the rest of the listing
+ * is then unreadable).
+ * Context: the iterator's thread.
+ */
+int img_dir_next(struct img_dir_iter *it, struct img_dirent *out);
+
+/**
+ * img_dir_lookup() - Find an entry by name.
+ * @img: image
+ * @dir: a directory inode
+ * @name: the name, not necessarily NUL-terminated
+ * @len: its length
+ * @out: filled in when found
+ *
+ * Uses the directory index, so a directory of 100,000 entries costs one
+ * metadata block of scanning, not the whole listing.
+ *
+ * Return: 0; -ENOENT; -ENAMETOOLONG; -ENOTDIR; -EFSCORRUPTED; -EIO.
+ * Context: any thread.
+ */
+int img_dir_lookup(struct img *img, const struct img_inode *dir,
+		   const char *name, size_t len, struct img_dirent *out);
+
+/**
+ * img_readlink() - Read a symlink's target.
+ * @img: image
+ * @ino: a symlink inode
+ * @buf: where to write the target, NUL-terminated
+ * @cap: capacity of @buf; at least ino->size + 1 for the whole target
+ *
+ * Return: 0; -EINVAL if not a symlink; -ERANGE if @cap is too small;
+ * -EFSCORRUPTED; -EIO.
+ * Context: any thread.
+ */
+int img_readlink(struct img *img, const struct img_inode *ino, char *buf,
+		 size_t cap);
+
+/**
+ * img_file_spans() - Map a byte range of a regular file to cached bytes.
+ * @img: image
+ * @ino: a regular file inode
+ * @off: file offset
+ * @len: bytes wanted; the range is clipped at end of file
+ * @spans: array to fill, one span per block touched
+ * @max: its capacity
+ * @n: set to the number of spans filled
+ *
+ * Sparse blocks map to a shared zero buffer.  Stops early, with fewer bytes
+ * than asked, when @max spans are used.
+ *
+ * Return: 0 (the spans' lengths add up to the bytes mapped, possibly 0 at
+ * or past end of file); -EINVAL if not a regular file; -EFSCORRUPTED;
+ * -EIO; -ENOMEM.  On error no span is left pinned.
+ * Ownership: the caller releases the spans with img_spans_put().
+ * Context: any thread.
+ */
+int img_file_spans(struct img *img, const struct img_inode *ino, uint64_t off,
+		   size_t len, struct img_span *spans, unsigned int max,
+		   unsigned int *n);
+
+/**
+ * img_spans_put() - Release spans from img_file_spans().
+ * @img: image
+ * @spans: the spans
+ * @n: how many
+ *
+ * Context: any thread; cannot fail.
+ */
+void img_spans_put(struct img *img, struct img_span *spans, unsigned int n);
+
+/**
+ * img_file_read() - Copy a byte range of a regular file.
+ * @img: image
+ * @ino: a regular file inode
+ * @off: file offset
+ * @buf: destination
+ * @len: bytes wanted
+ * @got: set to the bytes copied (short only at end of file)
+ *
+ * Return: 0; errors as img_file_spans().
+ * Context: any thread.
+ */
+int img_file_read(struct img *img, const struct img_inode *ino, uint64_t off,
+		  void *buf, size_t len, size_t *got);
+
+/**
+ * img_file_prefetch() - Decompress blocks of a file into the data cache.
+ * @img: image
+ * @ino: a regular file inode
+ * @first: first block index
+ * @count: number of blocks (clipped at the end; the tail's fragment
+ *         counts as one block)
+ *
+ * Blocks already cached or being filled are skipped without waiting.
+ *
+ * Return: 0; or the first error met.
+ * Context: any thread (prefetch workers).
+ */
+int img_file_prefetch(struct img *img, const struct img_inode *ino,
+		      uint32_t first, uint32_t count);
+
+/**
+ * img_xattr_list() - List an inode's xattr names ("user.a\0trusted.b\0").
+ * @img: image
+ * @ino: inode
+ * @buf: destination, or NULL with @cap 0 to ask for the size
+ * @cap: its capacity
+ * @len: set to the bytes the whole list needs
+ *
+ * Return: 0; -ERANGE if @cap is non-zero and too small; -EFSCORRUPTED;
+ * -EIO.
+ * Context: any thread.
+ */
+int img_xattr_list(struct img *img, const struct img_inode *ino, char *buf,
+		   size_t cap, size_t *len);
+
+/**
+ * img_xattr_get() - Read one xattr value.
+ * @img: image
+ * @ino: inode
+ * @name: full name with its prefix ("user.comment")
+ * @buf: destination, or NULL with @cap 0 to ask for the size
+ * @cap: its capacity
+ * @len: set to the value's length
+ *
+ * Return: 0; -ENODATA if absent; -ERANGE if @cap is non-zero and too small;
+ * -EFSCORRUPTED; -EIO.
+ * Context: any thread.
+ */
+int img_xattr_get(struct img *img, const struct img_inode *ino,
+		  const char *name, void *buf, size_t cap, size_t *len);
+
+/**
+ * img_has_xattrs() - Tell whether the image stores any xattrs.
+ * @img: image
+ *
+ * Return: true if it has an xattr table.  Context: any thread.
+ */
+bool img_has_xattrs(const struct img *img);
+
+/**
+ * img_ino_to_ref() - Find an inode reference by inode number.
+ * @img: image
+ * @ino: inode number
+ * @ref: set to its reference
+ *
+ * Return: 0; -ENOTSUP if the image has no export table; -ENOENT if @ino is
+ * out of range; -EFSCORRUPTED; -EIO.
+ * Context: any thread.
+ */
+int img_ino_to_ref(struct img *img, uint32_t ino, uint64_t *ref);
+
+/**
+ * img_stage_next() - Bring the next chunk of the staging plan into RAM.
+ * @img: image
+ *
+ * The plan is the metadata tables first, then the data from the start of
+ * the image, up to the RAM budget.  Each call reads one chunk with one
+ * large sequential read.  A failed read is logged and the chunk skipped
+ * (reads of it then go to the file and fail or succeed on their own).
+ *
+ * Return: 1 if a chunk was handled, 0 when the plan is complete.
+ * Context: one stager thread at a time; readers may run meanwhile.
+ */
+int img_stage_next(struct img *img);
+
+/**
+ * img_stage_state() - Where staging stands.
+ * @img: image
+ *
+ * Return: the state.  Context: any thread.
+ */
+enum img_stage_state img_stage_state(const struct img *img);
+
+/**
+ * img_get_stats() - Snapshot the image's counters and cache stats.
+ * @img: image
+ * @out: filled in
+ *
+ * Context: any thread.
+ */
+void img_get_stats(struct img *img, struct img_stats *out);
+
+/**
+ * img_check_changed() - Notice whether the image file changed under us.
+ * @img: image
+ *
+ * Compares the file's size, mtime and ctime with those seen at open.  Once
+ * a change is seen, reads that would go to the file fail with -EIO (bytes
+ * already staged keep being served) and the change is logged once.
+ *
+ * Return: true if the file changed.  Context: any thread (the stager calls
+ * it about once a second).
+ */
+bool img_check_changed(struct img *img);
+
+/* What img_check() found. */
+struct img_check_report {
+	uint64_t inodes; /* inodes decoded */
+	uint64_t dirs; /* directories listed */
+	uint64_t files; /* regular files read in full */
+	uint64_t file_bytes; /* bytes read from them */
+	uint64_t symlinks; /* symlinks read */
+	uint64_t xattrs; /* xattr values read */
+	uint64_t errors; /* problems found */
+};
+
+/**
+ * img_check() - Walk and read everything in the image.
+ * @img: image
+ * @rep: counters, filled in
+ * @max_errors: stop after this many problems (0 = no limit)
+ *
+ * Lists every directory from the root, rejecting loops and entries whose
+ * type disagrees with their inode; decodes every inode; reads every file,
+ * symlink and xattr; and compares link counts with the entries found.
+ * Each problem is logged.  This is `mountctl check` and the fuzz target.
+ *
+ * Return: 0 if the image is sound; -EFSCORRUPTED if problems were found;
+ * -EIO; -ENOMEM.
+ * Context: any thread.
+ */
+int img_check(struct img *img, struct img_check_report *rep,
+	      uint64_t max_errors);
+
+#endif /* SQC_IMAGE_IMAGE_H */

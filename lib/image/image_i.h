@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * This file declares what the files of lib/image share with each other and
+ * nobody else: struct img, the bounded reader, the metadata reader and the
+ * corruption reporting macro.
+ *
+ * Regions.  Every metadata read names the region its blocks must lie in
+ * (the inode table, the directory table, one table's blocks), so a
+ * reference that points into the wrong table is caught the moment it is
+ * followed, as the kernel does with its "next_table" checks.
+ */
+#ifndef SQC_IMAGE_IMAGE_I_H
+#define SQC_IMAGE_IMAGE_I_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cache/cache.h"
+#include "decompress/decompress.h"
+#include "image/image.h"
+#include "image/sqfs_fmt.h"
+#include "util/compiler.h"
+#include "util/err.h"
+
+/* Staging works in chunks of this many bytes (one pread each). */
+#define IMG_CHUNK_SHIFT 21
+#define IMG_CHUNK_SIZE (1u << IMG_CHUNK_SHIFT)
+#define IMG_STAGE_BATCH 4 /* chunks per staging read: 8 MiB */
+
+/* Files with more blocks than this get a block map in the bmap cache. */
+#define IMG_BMAP_STRIDE 64u
+
+/* Where a run of metadata blocks may lie: [start, end) in the image. */
+struct img_region {
+	uint64_t start; /* first byte of the region's first block */
+	uint64_t end; /* no block may extend past this */
+};
+
+/* One table of fixed-size entries stored in metadata blocks, with an index
+ * of block positions (id, fragment, export and xattr id tables). */
+struct img_table {
+	uint64_t *blocks; /* positions of its metadata blocks */
+	uint32_t nblocks; /* number of blocks */
+	uint64_t count; /* number of entries */
+	uint32_t entry_size; /* bytes per entry */
+	uint64_t index_start; /* where the index array begins */
+};
+
+struct img_stage {
+	uint8_t *mem; /* anonymous mapping of bytes_used, or NULL */
+	size_t map_len; /* its length */
+	uint32_t nchunks; /* chunks covering bytes_used */
+	_Atomic uint8_t *ready; /* per chunk: 1 once its bytes are in mem */
+	uint32_t *plan; /* chunk indexes in staging order */
+	uint32_t plan_len; /* entries in plan */
+	uint32_t plan_pos; /* next plan entry; stager thread only */
+	uint64_t budget; /* bytes allowed */
+	uint64_t planned; /* bytes the plan brings in */
+	_Atomic uint64_t staged; /* bytes brought in so far */
+	_Atomic int state; /* enum img_stage_state */
+};
+
+struct img {
+	char *path; /* as given to img_open() */
+	int fd; /* the image file, read-only */
+	uint64_t file_size; /* at open */
+	struct timespec mtime; /* at open, to notice changes */
+	atomic_bool changed; /* the file changed under us */
+	bool in_ram; /* the file lives on tmpfs/ramfs */
+
+	struct img_super sb; /* decoded superblock */
+	const struct dec_codec *codec; /* the image's compressor */
+	uint64_t data_start; /* first byte after super + options */
+	uint64_t dir_end; /* end of the directory table */
+	uint64_t inode_count_max; /* bound derived from the table sizes */
+
+	uint32_t *ids; /* the whole id table, decoded */
+	struct img_table frags; /* fragment table */
+	struct img_table exports; /* export table (count 0 if none) */
+	struct img_table xattr_ids; /* xattr id table (count 0 if none) */
+	struct img_region xattr_kv; /* key/value blocks */
+
+	struct cache *meta; /* decoded metadata blocks, key = position */
+	struct cache *data; /* data/fragment blocks, key = position */
+	struct cache *bmap; /* block maps, key = inode reference */
+
+	struct img_stage stage; /* the staged copy of the image */
+
+	/* Counters; relaxed atomics. */
+	_Atomic uint64_t src_reads;
+	_Atomic uint64_t src_bytes;
+	_Atomic uint64_t src_errors;
+	_Atomic uint64_t decompressions;
+	_Atomic uint64_t decompressed_bytes;
+	_Atomic uint64_t corrupt;
+
+	/* Places in the code that have already logged; see IMG_CORRUPT. */
+	_Atomic uint64_t logged[64];
+};
+
+/**
+ * IMG_CORRUPT() - Report corruption and produce -EFSCORRUPTED.
+ * @img: the image
+ * @...: printf format and arguments describing what is wrong
+ *
+ * The message is logged once per image and place in the code (module,
+ * function and line); later hits are only counted.
+ */
+#define IMG_CORRUPT(img, ...) \
+	img__corrupt((img), __FILE__, __func__, __LINE__, __VA_ARGS__)
+
+int img__corrupt(struct img *img, const char *file, const char *func, int line,
+		 const char *fmt, ...) __printf(5, 6);
+
+/**
+ * img__log_once() - Log an error once per image and place.
+ * @img: image
+ * @file: __FILE__
+ * @line: __LINE__
+ *
+ * Return: true if the caller should log now.  Context: any thread.
+ */
+bool img__log_once(struct img *img, const char *file, int line);
+
+/* read.c: the one bounded reader, and staging. */
+
+/**
+ * img__src() - Get @len image bytes at @off, from RAM or the file.
+ * @img: image
+ * @off: byte offset
+ * @len: byte count, at most @cap
+ * @scratch: buffer of @cap bytes used when the bytes are not staged
+ * @cap: its capacity
+ * @out: set to the bytes (in staged memory or @scratch)
+ *
+ * Return: 0; -EFSCORRUPTED if the range leaves bytes_used or exceeds @cap;
+ * -EIO if the file cannot be read.  Context: any thread.
+ */
+int img__src(struct img *img, uint64_t off, size_t len, void *scratch,
+	     size_t cap, const void **out);
+
+/**
+ * img__read() - Copy @len image bytes at @off into @dst.
+ * @img: image
+ * @off: byte offset
+ * @dst: destination of @len bytes
+ * @len: byte count
+ *
+ * Return: as img__src().  Context: any thread.
+ */
+int img__read(struct img *img, uint64_t off, void *dst, size_t len);
+
+/**
+ * img__staged_ptr() - Point at staged bytes without copying.
+ * @img: image
+ * @off: byte offset
+ * @len: byte count
+ *
+ * Return: pointer if every byte of the range is staged, else NULL.
+ * Context: any thread.
+ */
+const void *img__staged_ptr(struct img *img, uint64_t off, size_t len);
+
+/**
+ * img__scratch() - This thread's buffer for compressed bytes.
+ *
+ * Return: a buffer of IMG_SCRATCH_SIZE bytes, or NULL (ENOMEM).
+ * Context: the calling thread; freed when it exits.
+ */
+void *img__scratch(void);
+#define IMG_SCRATCH_SIZE (SQFS_BLOCK_MAX + 64)
+
+int img__stage_init(struct img *img, const struct img_opts *o);
+void img__stage_release(struct img *img);
+
+/* meta.c: metadata blocks. */
+
+/**
+ * img__meta_read() - Read metadata bytes at a position and advance it.
+ * @img: image
+ * @rg: region the blocks must lie in
+ * @block: position of the current metadata block; updated
+ * @off: offset in its decoded bytes; updated
+ * @dst: destination, or NULL to skip the bytes
+ * @len: bytes to read
+ *
+ * Return: 0; -EFSCORRUPTED; -EIO; -ENOMEM.  Context: any thread.
+ */
+int img__meta_read(struct img *img, const struct img_region *rg,
+		   uint64_t *block, uint32_t *off, void *dst, size_t len);
+
+/**
+ * img__table_get() - Read entry @idx of a table into @dst.
+ * @img: image
+ * @t: the table
+ * @idx: entry index, checked against t->count
+ * @dst: destination of t->entry_size bytes
+ *
+ * Return: 0; -EFSCORRUPTED if @idx is out of range or a block is bad;
+ * -EIO.  Context: any thread.
+ */
+int img__table_get(struct img *img, const struct img_table *t, uint64_t idx,
+		   void *dst);
+
+/**
+ * img__table_load() - Read and check a table's index at open.
+ * @img: image
+ * @t: table to fill; count and entry_size already set
+ * @start: byte offset of the index
+ * @next: the index and all blocks must end at or before this
+ * @what: table name for messages
+ *
+ * Return: 0; -EFSCORRUPTED; -EIO; -ENOMEM.
+ */
+int img__table_load(struct img *img, struct img_table *t, uint64_t start,
+		    uint64_t next, const char *what);
+void img__table_release(struct img_table *t);
+
+/* Regions of the image, from the superblock. */
+static inline struct img_region img__inode_region(const struct img *img)
+{
+	return (struct img_region){ img->sb.inode_table, img->sb.dir_table };
+}
+
+static inline struct img_region img__dir_region(const struct img *img)
+{
+	return (struct img_region){ img->sb.dir_table, img->dir_end };
+}
+
+/* xattr.c */
+int img__xattr_open(struct img *img);
+
+#endif /* SQC_IMAGE_IMAGE_I_H */

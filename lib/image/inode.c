@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements decoding inodes: every basic and extended type is
+ * read from the inode table, each field range-checked (ids against the id
+ * table, fragments against the fragment table, listing positions against
+ * the directory table, sizes against what the format allows) before the
+ * decoded struct img_inode is handed out.  Variable parts (block lists,
+ * directory indexes, symlink targets) are not read here; their positions
+ * are recorded for the code that needs them.
+ */
+#define LOG_MOD "image"
+
+#include <string.h>
+#include <sys/stat.h>
+
+#include "image/image_i.h"
+#include "util/ckd.h"
+#include "util/log.h"
+
+static const uint32_t type_mode[] = {
+	[IMG_DIR] = S_IFDIR,	 [IMG_REG] = S_IFREG,
+	[IMG_SYMLINK] = S_IFLNK, [IMG_BLKDEV] = S_IFBLK,
+	[IMG_CHRDEV] = S_IFCHR,	 [IMG_FIFO] = S_IFIFO,
+	[IMG_SOCKET] = S_IFSOCK,
+};
+
+static int check_xattr(struct img *img, struct img_inode *ino, uint32_t x)
+{
+	if (x != SQFS_INVALID_XATTR && x >= img->xattr_ids.count)
+		return IMG_CORRUPT(
+			img, "inode %u has xattr id %u, but the table has %llu",
+			ino->ino, x, (unsigned long long)img->xattr_ids.count);
+	ino->xattr = x;
+	return 0;
+}
+
+static int decode_dir(struct img *img, struct img_inode *ino, uint32_t start,
+		      uint32_t off, uint32_t size, uint32_t parent)
+{
+	uint64_t block;
+
+	if (size < 3)
+		return IMG_CORRUPT(img, "directory inode %u has size %u",
+				   ino->ino, size);
+	if (ckd_add(&block, img->sb.dir_table, (uint64_t)start) ||
+	    block >= img->dir_end || off >= SQFS_META_SIZE)
+		return IMG_CORRUPT(
+			img,
+			"directory inode %u points outside the directory table (%u:%u)",
+			ino->ino, start, off);
+	if (parent == 0 || parent > img->sb.inode_count + 1)
+		return IMG_CORRUPT(img, "directory inode %u has parent %u",
+				   ino->ino, parent);
+	ino->size = size;
+	ino->dir.block = block;
+	ino->dir.off = off;
+	ino->dir.listing = size - 3;
+	ino->dir.parent = parent;
+	return 0;
+}
+
+static int decode_file(struct img *img, struct img_inode *ino, uint64_t start,
+		       uint64_t size, uint32_t frag, uint32_t frag_off)
+{
+	const uint32_t bs = img->sb.block_size;
+	uint64_t nblocks, tail;
+
+	if (frag == SQFS_INVALID_FRAG) {
+		nblocks = DIV_ROUND_UP(size, (uint64_t)bs);
+		tail = 0;
+	} else {
+		nblocks = size >> img->sb.block_log;
+		tail = size & (bs - 1);
+		if (frag >= img->sb.frag_count)
+			return IMG_CORRUPT(
+				img,
+				"file inode %u has fragment %u, but the table has %u",
+				ino->ino, frag, img->sb.frag_count);
+		if (frag_off >= bs || tail > bs - frag_off)
+			return IMG_CORRUPT(
+				img,
+				"file inode %u has a tail of %llu bytes at %u in its fragment",
+				ino->ino, (unsigned long long)tail, frag_off);
+	}
+	if (nblocks > UINT32_MAX)
+		return IMG_CORRUPT(img,
+				   "file inode %u is too large (%llu bytes)",
+				   ino->ino, (unsigned long long)size);
+	if (nblocks &&
+	    (start < img->data_start || start >= img->sb.inode_table))
+		return IMG_CORRUPT(
+			img,
+			"file inode %u has data at %llu, outside the data area",
+			ino->ino, (unsigned long long)start);
+	ino->size = size;
+	ino->file.blocks_start = start;
+	ino->file.nblocks = (uint32_t)nblocks;
+	ino->file.frag = frag;
+	ino->file.frag_off = frag_off;
+	return 0;
+}
+
+int img_inode_get(struct img *img, uint64_t ref, struct img_inode *out)
+{
+	const struct img_region rg = img__inode_region(img);
+	struct sqfs_disk_inode_hdr h;
+	uint64_t block;
+	uint32_t off, t, uid, gid;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	out->ref = ref;
+	out->xattr = IMG_NO_XATTR;
+	if (ckd_add(&block, img->sb.inode_table, ref >> 16) ||
+	    block >= img->sb.dir_table || (ref & 0xffff) >= SQFS_META_SIZE)
+		return IMG_CORRUPT(
+			img,
+			"inode reference %llx points outside the inode table",
+			(unsigned long long)ref);
+	off = (uint32_t)(ref & 0xffff);
+	err = img__meta_read(img, &rg, &block, &off, &h, sizeof(h));
+	if (err)
+		return err;
+	t = le16_dec(h.type);
+	uid = le16_dec(h.uid);
+	gid = le16_dec(h.gid);
+	out->ino = le32_dec(h.ino);
+	out->mtime = le32_dec(h.mtime);
+	if (t < SQFS_DIR_TYPE || t > SQFS_LSOCKET_TYPE)
+		return IMG_CORRUPT(img, "inode at %llx has unknown type %u",
+				   (unsigned long long)ref, t);
+	if (out->ino == 0 || out->ino > img->sb.inode_count)
+		return IMG_CORRUPT(img,
+				   "inode at %llx has number %u (image has %u)",
+				   (unsigned long long)ref, out->ino,
+				   img->sb.inode_count);
+	if (uid >= img->sb.id_count || gid >= img->sb.id_count)
+		return IMG_CORRUPT(
+			img, "inode %u has id indexes %u/%u (table has %u)",
+			out->ino, uid, gid, img->sb.id_count);
+	out->uid = img->ids[uid];
+	out->gid = img->ids[gid];
+	out->extended = t > SQFS_SOCKET_TYPE;
+	out->type = (uint8_t)(out->extended ? t - SQFS_TYPE_EXT_DELTA : t);
+	out->mode = type_mode[out->type] | (le16_dec(h.mode) & 07777);
+
+	/* The rest of the inode, by type.  Each struct starts with the
+	 * header just read, so read only what follows it. */
+#define READ_REST(d)                                                        \
+	img__meta_read(img, &rg, &block, &off, (uint8_t *)&(d) + sizeof(h), \
+		       sizeof(d) - sizeof(h))
+
+	switch (t) {
+	case SQFS_DIR_TYPE: {
+		struct sqfs_disk_dir d;
+
+		err = READ_REST(d);
+		if (err)
+			return err;
+		out->nlink = le32_dec(d.nlink);
+		return decode_dir(img, out, le32_dec(d.start_block),
+				  le16_dec(d.offset), le16_dec(d.size),
+				  le32_dec(d.parent));
+	}
+	case SQFS_LDIR_TYPE: {
+		struct sqfs_disk_ldir d;
+
+		err = READ_REST(d);
+		if (err)
+			return err;
+		out->nlink = le32_dec(d.nlink);
+		err = check_xattr(img, out, le32_dec(d.xattr));
+		if (err)
+			return err;
+		out->dir.idx_count = le16_dec(d.idx_count);
+		out->dir.idx_block = block;
+		out->dir.idx_off = off;
+		return decode_dir(img, out, le32_dec(d.start_block),
+				  le16_dec(d.offset), le32_dec(d.size),
+				  le32_dec(d.parent));
+	}
+	case SQFS_REG_TYPE: {
+		struct sqfs_disk_reg d;
+
+		err = READ_REST(d);
+		if (err)
+			return err;
+		out->nlink = 1;
+		out->file.list_block = block;
+		out->file.list_off = off;
+		return decode_file(img, out, le32_dec(d.blocks_start),
+				   le32_dec(d.size), le32_dec(d.frag),
+				   le32_dec(d.frag_off));
+	}
+	case SQFS_LREG_TYPE: {
+		struct sqfs_disk_lreg d;
+		uint64_t size;
+
+		err = READ_REST(d);
+		if (err)
+			return err;
+		out->nlink = le32_dec(d.nlink);
+		err = check_xattr(img, out, le32_dec(d.xattr));
+		if (err)
+			return err;
+		size = le64_dec(d.size);
+		out->file.sparse = le64_dec(d.sparse);
+		if (size > INT64_MAX)
+			return IMG_CORRUPT(img, "file inode %u has size %llu",
+					   out->ino, (unsigned long long)size);
+		out->file.list_block = block;
+		out->file.list_off = off;
+		return decode_file(img, out, le64_dec(d.blocks_start), size,
+				   le32_dec(d.frag), le32_dec(d.frag_off));
+	}
+	case SQFS_SYMLINK_TYPE:
+	case SQFS_LSYMLINK_TYPE: {
+		struct sqfs_disk_symlink d;
+		struct le32 xa; /* extended symlinks: after the target */
+
+		err = READ_REST(d);
+		if (err)
+			return err;
+		out->nlink = le32_dec(d.nlink);
+		out->size = le32_dec(d.size);
+		if (out->size == 0 || out->size > IMG_SYMLINK_MAX)
+			return IMG_CORRUPT(
+				img,
+				"symlink inode %u has a target of %llu bytes",
+				out->ino, (unsigned long long)out->size);
+		out->symlink.block = block;
+		out->symlink.off = off;
+		if (t == SQFS_LSYMLINK_TYPE) {
+			err = img__meta_read(img, &rg, &block, &off, NULL,
+					     (size_t)out->size);
+			if (!err)
+				err = img__meta_read(img, &rg, &block, &off,
+						     &xa, sizeof(xa));
+			if (!err)
+				err = check_xattr(img, out, le32_dec(xa));
+		}
+		return err;
+	}
+	case SQFS_BLKDEV_TYPE:
+	case SQFS_CHRDEV_TYPE: {
+		struct sqfs_disk_dev d;
+
+		err = READ_REST(d);
+		if (err)
+			return err;
+		out->nlink = le32_dec(d.nlink);
+		out->rdev = le32_dec(d.rdev);
+		return 0;
+	}
+	case SQFS_LBLKDEV_TYPE:
+	case SQFS_LCHRDEV_TYPE: {
+		struct sqfs_disk_ldev d;
+
+		err = READ_REST(d);
+		if (err)
+			return err;
+		out->nlink = le32_dec(d.nlink);
+		out->rdev = le32_dec(d.rdev);
+		return check_xattr(img, out, le32_dec(d.xattr));
+	}
+	case SQFS_FIFO_TYPE:
+	case SQFS_SOCKET_TYPE: {
+		struct sqfs_disk_ipc d;
+
+		err = READ_REST(d);
+		if (err)
+			return err;
+		out->nlink = le32_dec(d.nlink);
+		return 0;
+	}
+	default: { /* SQFS_LFIFO_TYPE, SQFS_LSOCKET_TYPE */
+		struct sqfs_disk_lipc d;
+
+		err = READ_REST(d);
+		if (err)
+			return err;
+		out->nlink = le32_dec(d.nlink);
+		return check_xattr(img, out, le32_dec(d.xattr));
+	}
+	}
+#undef READ_REST
+}
+
+int img_readlink(struct img *img, const struct img_inode *ino, char *buf,
+		 size_t cap)
+{
+	const struct img_region rg = img__inode_region(img);
+	uint64_t block;
+	uint32_t off;
+	int err;
+
+	if (ino->type != IMG_SYMLINK)
+		return -EINVAL;
+	if (cap < ino->size + 1)
+		return -ERANGE;
+	block = ino->symlink.block;
+	off = ino->symlink.off;
+	err = img__meta_read(img, &rg, &block, &off, buf, (size_t)ino->size);
+	if (err)
+		return err;
+	buf[ino->size] = '\0';
+	if (memchr(buf, '\0', (size_t)ino->size))
+		return IMG_CORRUPT(img,
+				   "symlink inode %u has a NUL in its target",
+				   ino->ino);
+	return 0;
+}
+
+int img_ino_to_ref(struct img *img, uint32_t ino, uint64_t *ref)
+{
+	uint8_t raw[8];
+	int err;
+
+	if (!img->exports.count)
+		return -ENOTSUP;
+	if (ino == 0 || ino > img->sb.inode_count)
+		return -ENOENT;
+	err = img__table_get(img, &img->exports, ino - 1, raw);
+	if (err)
+		return err;
+	*ref = le64_get(raw);
+	return 0;
+}

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements the prefetcher declared in prefetch.h: the stager
+ * thread and the readahead worker pool with its bounded job queue.
+ */
+#define LOG_MOD "prefetch"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "prefetch/prefetch.h"
+#include "util/compiler.h"
+#include "util/log.h"
+#include "util/size.h"
+
+#define PF_MAX_WORKERS 64
+#define PF_WATCH_MS 1000 /* how often the stager looks at the image file */
+
+struct pf_job {
+	struct pf_job *next; /* queue link; protected by pf->lock */
+	struct img_inode ino; /* the file */
+	uint32_t first; /* first block */
+	uint32_t count; /* blocks */
+};
+
+struct pf {
+	struct img *img; /* the image; not owned */
+	pthread_mutex_t lock; /* protects everything below */
+	pthread_cond_t work; /* a job arrived or stopping */
+	pthread_cond_t staged; /* staging finished or stopping */
+	struct pf_job *head, *tail; /* the queue */
+	unsigned int queued_now; /* jobs in the queue */
+	unsigned int queue_max; /* the most allowed */
+	bool stopping; /* pf_free() was called */
+	bool stage_done; /* the stager has finished its plan */
+	pthread_t workers[PF_MAX_WORKERS];
+	unsigned int nworkers; /* threads started */
+	pthread_t stager;
+	bool stager_started;
+	struct timespec stage_start; /* when staging began */
+	double stage_seconds; /* set when staging ends */
+	uint64_t queued, done, dropped, errors; /* counters */
+};
+
+static double since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) +
+	       (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void *stager_main(void *arg)
+{
+	struct pf *pf = arg;
+	struct timespec last, deadline;
+	bool done = false;
+
+	clock_gettime(CLOCK_MONOTONIC, &last);
+	for (;;) {
+		pthread_mutex_lock(&pf->lock);
+		if (pf->stopping) {
+			pthread_mutex_unlock(&pf->lock);
+			break;
+		}
+		if (done) {
+			/* Only watch the file from now on. */
+			clock_gettime(CLOCK_REALTIME, &deadline);
+			deadline.tv_sec += PF_WATCH_MS / 1000;
+			pthread_cond_timedwait(&pf->work, &pf->lock, &deadline);
+			pthread_mutex_unlock(&pf->lock);
+			img_check_changed(pf->img);
+			continue;
+		}
+		pthread_mutex_unlock(&pf->lock);
+
+		if (img_stage_next(pf->img) == 0) {
+			done = true;
+			pthread_mutex_lock(&pf->lock);
+			pf->stage_done = true;
+			pf->stage_seconds = since(&pf->stage_start);
+			pthread_cond_broadcast(&pf->staged);
+			pthread_mutex_unlock(&pf->lock);
+			if (img_stage_state(pf->img) == IMG_STAGE_DONE) {
+				struct img_stats st;
+				char a[32];
+
+				img_get_stats(pf->img, &st);
+				log_info("staged %s of '%s' into RAM in %.1f s",
+					 size_format(st.staged_bytes, a,
+						     sizeof(a)),
+					 img_path(pf->img), pf->stage_seconds);
+			}
+		}
+		if (since(&last) * 1000 >= PF_WATCH_MS) {
+			img_check_changed(pf->img);
+			clock_gettime(CLOCK_MONOTONIC, &last);
+		}
+	}
+	return NULL;
+}
+
+static void *worker_main(void *arg)
+{
+	struct pf *pf = arg;
+	struct pf_job *job;
+	int err;
+
+	pthread_mutex_lock(&pf->lock);
+	for (;;) {
+		while (!pf->head && !pf->stopping)
+			pthread_cond_wait(&pf->work, &pf->lock);
+		if (pf->stopping)
+			break;
+		job = pf->head;
+		pf->head = job->next;
+		if (!pf->head)
+			pf->tail = NULL;
+		pf->queued_now--;
+		pthread_mutex_unlock(&pf->lock);
+
+		err = img_file_prefetch(pf->img, &job->ino, job->first,
+					job->count);
+		free(job);
+
+		pthread_mutex_lock(&pf->lock);
+		pf->done++;
+		if (err)
+			pf->errors++;
+	}
+	pthread_mutex_unlock(&pf->lock);
+	return NULL;
+}
+
+int pf_new(struct img *img, const struct pf_opts *opts, struct pf **out)
+{
+	struct pf_opts def = { 0, 256, true };
+	unsigned int n;
+	long cpus;
+	struct pf *pf;
+	int err;
+
+	if (!opts)
+		opts = &def;
+	pf = calloc(1, sizeof(*pf));
+	if (!pf)
+		return -ENOMEM;
+	pf->img = img;
+	pf->queue_max = opts->queue_max ? opts->queue_max : 256;
+	pthread_mutex_init(&pf->lock, NULL);
+	pthread_cond_init(&pf->work, NULL);
+	pthread_cond_init(&pf->staged, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &pf->stage_start);
+
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	n = opts->workers ? opts->workers : (unsigned int)MAX(cpus, 1L);
+	n = MIN(n, (unsigned int)PF_MAX_WORKERS);
+	for (; pf->nworkers < n; pf->nworkers++) {
+		err = -pthread_create(&pf->workers[pf->nworkers], NULL,
+				      worker_main, pf);
+		if (err)
+			goto out_free;
+	}
+	if (opts->stage && img_stage_state(img) != IMG_STAGE_OFF) {
+		err = -pthread_create(&pf->stager, NULL, stager_main, pf);
+		if (err)
+			goto out_free;
+		pf->stager_started = true;
+	} else {
+		pf->stage_done = true;
+	}
+	*out = pf;
+	return 0;
+
+out_free:
+	pf_free(pf);
+	return err;
+}
+
+void pf_free(struct pf *pf)
+{
+	struct pf_job *job;
+
+	if (!pf)
+		return;
+	pthread_mutex_lock(&pf->lock);
+	pf->stopping = true;
+	pthread_cond_broadcast(&pf->work);
+	pthread_cond_broadcast(&pf->staged);
+	pthread_mutex_unlock(&pf->lock);
+	for (unsigned int i = 0; i < pf->nworkers; i++)
+		pthread_join(pf->workers[i], NULL);
+	if (pf->stager_started)
+		pthread_join(pf->stager, NULL);
+	while ((job = pf->head)) {
+		pf->head = job->next;
+		free(job);
+	}
+	pthread_cond_destroy(&pf->staged);
+	pthread_cond_destroy(&pf->work);
+	pthread_mutex_destroy(&pf->lock);
+	free(pf);
+}
+
+int pf_readahead(struct pf *pf, const struct img_inode *ino, uint32_t first,
+		 uint32_t count)
+{
+	struct pf_job *job;
+
+	pthread_mutex_lock(&pf->lock);
+	if (pf->queued_now >= pf->queue_max || pf->stopping) {
+		pf->dropped++;
+		pthread_mutex_unlock(&pf->lock);
+		return -EAGAIN;
+	}
+	pthread_mutex_unlock(&pf->lock);
+	job = malloc(sizeof(*job));
+	if (!job)
+		return -ENOMEM;
+	job->next = NULL;
+	job->ino = *ino;
+	job->first = first;
+	job->count = count;
+	pthread_mutex_lock(&pf->lock);
+	if (pf->tail)
+		pf->tail->next = job;
+	else
+		pf->head = job;
+	pf->tail = job;
+	pf->queued_now++;
+	pf->queued++;
+	pthread_cond_signal(&pf->work);
+	pthread_mutex_unlock(&pf->lock);
+	return 0;
+}
+
+void pf_get_stats(struct pf *pf, struct pf_stats *out)
+{
+	pthread_mutex_lock(&pf->lock);
+	out->queued = pf->queued;
+	out->done = pf->done;
+	out->dropped = pf->dropped;
+	out->errors = pf->errors;
+	out->workers = pf->nworkers;
+	out->stage_seconds = pf->stage_done ? pf->stage_seconds :
+					      since(&pf->stage_start);
+	pthread_mutex_unlock(&pf->lock);
+}
+
+int pf_wait_staged(struct pf *pf, int timeout_ms)
+{
+	struct timespec deadline;
+	int err = 0;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	if (timeout_ms >= 0) {
+		deadline.tv_sec += timeout_ms / 1000;
+		deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+		if (deadline.tv_nsec >= 1000000000) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000;
+		}
+	}
+	pthread_mutex_lock(&pf->lock);
+	while (!pf->stage_done && !pf->stopping && !err) {
+		if (timeout_ms < 0)
+			pthread_cond_wait(&pf->staged, &pf->lock);
+		else
+			err = -pthread_cond_timedwait(&pf->staged, &pf->lock,
+						      &deadline);
+	}
+	pthread_mutex_unlock(&pf->lock);
+	return err == -ETIMEDOUT ? -ETIMEDOUT : 0;
+}

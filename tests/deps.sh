@@ -1,0 +1,46 @@
+#!/bin/sh
+# Install the Debian packages a make target needs.
+#
+#   sh tests/deps.sh build|check|demo|bench|fuzz|slurm
+#
+# As root, missing packages are installed with apt-get.  Otherwise the
+# exact apt-get line is printed and the script fails, so that nothing
+# starts half-equipped.
+set -eu
+
+build="gcc make pkg-config libc6-dev fuse3 libfuse3-dev liblz4-dev libzstd-dev zlib1g-dev liblzma-dev liblzo2-dev"
+run="squashfs-tools util-linux procps attr"
+python="python3 python3-pil python3-torchvision"
+
+case "${1:-build}" in
+build) want="$build" ;;
+check) want="$build $run $python check psmisc clang clang-format" ;;
+demo) want="$build $run $python" ;;
+bench) want="$build $run $python check squashfuse erofs-utils time" ;;
+fuzz) want="$build clang libclang-rt-14-dev" ;;
+slurm) want="slurmd slurmctld slurm-client munge libslurm-dev" ;;
+*) echo "usage: $0 build|check|demo|bench|fuzz|slurm" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $want; do
+    if ! dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+        missing="$missing $p"
+    fi
+done
+[ -z "$missing" ] && exit 0
+
+line="apt-get install -y --no-install-recommends$missing"
+if [ "$(id -u)" -ne 0 ]; then
+    echo "squashcache: missing Debian packages:$missing" >&2
+    echo "squashcache: install them with:" >&2
+    echo "    sudo apt-get update && sudo $line" >&2
+    exit 1
+fi
+echo "squashcache: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+# An old or empty package index is the usual reason an install fails.
+apt-get update -qq || true
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null ||
+    { apt-get update && apt-get install -y --no-install-recommends $missing; }
