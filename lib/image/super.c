@@ -224,7 +224,7 @@ static int read_comp_opts(struct img *img)
 
 	img->data_start = pos;
 	if (!(img->sb.flags & SQFS_FLAG_COMP_OPTS))
-		return dec_check_options(img->codec, NULL, 0);
+		return 0; /* the codec's defaults */
 	err = img__read(img, pos, hdr, sizeof(hdr));
 	if (err)
 		return err;
