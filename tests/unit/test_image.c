@@ -1,0 +1,758 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements the unit tests of lib/image against real images:
+ * main() builds a source tree and packs it with mksquashfs under several
+ * compressors and options, and every test compares what the reader returns
+ * with the source tree itself (lstat, file bytes, xattrs, link targets).
+ */
+/* TSAN: yes */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "image/image.h"
+#include "util/compiler.h"
+#include "util/err.h"
+
+static char workdir[PATH_MAX / 4]; /* short: paths are built from it */
+static char srcdir[PATH_MAX / 4 + 8];
+
+struct variant {
+	const char *name;
+	const char *args;
+};
+
+/* Every compressor, and the options that change the layout. */
+static const struct variant variants[] = {
+	{ "zstd-4k", "-comp zstd -b 4K" },
+	{ "gzip", "-comp gzip" },
+	{ "lz4-raw", "-comp lz4 -noI -noD -noF -noX" },
+	{ "xz-nofrag", "-comp xz -no-fragments" },
+	{ "lzo-always", "-comp lzo -always-use-fragments -b 64K" },
+	{ "lz4hc-1m", "-comp lz4 -Xhc -b 1M" },
+};
+#define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
+
+static void image_path(unsigned int v, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "%s/%s.sqfs", workdir, variants[v].name);
+}
+
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sh(const char *fmt, ...)
+{
+	char cmd[8192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (system(cmd) != 0) {
+		fprintf(stderr, "fixture command failed: %s\n", cmd);
+		exit(1);
+	}
+}
+
+static void write_random(const char *path, size_t size, unsigned int seed)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		exit(1);
+	srand(seed);
+	for (size_t i = 0; i < size; i++)
+		fputc(seed & 1 ? rand() & 0xff : (int)('a' + i % 23), f);
+	fclose(f);
+}
+
+static void build_fixture(void)
+{
+	char p[PATH_MAX + 64];
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(workdir, sizeof(workdir), "%s/sqc-test-image.XXXXXX",
+		 tmp ? tmp : "/tmp");
+	if (!mkdtemp(workdir))
+		exit(1);
+	snprintf(srcdir, sizeof(srcdir), "%s/src", workdir);
+	sh("mkdir -p '%s/d1/d2/d3' '%s/big' '%s/empty'", srcdir, srcdir,
+	   srcdir);
+	snprintf(p, sizeof(p), "%s/rand1m", srcdir);
+	write_random(p, 1 << 20, 7);
+	snprintf(p, sizeof(p), "%s/text300k", srcdir);
+	write_random(p, 300000, 8);
+	snprintf(p, sizeof(p), "%s/d1/small", srcdir);
+	write_random(p, 1000, 9);
+	snprintf(p, sizeof(p), "%s/d1/d2/edge4096", srcdir);
+	write_random(p, 4096, 11);
+	sh("cd '%s' && : > zero && truncate -s 3M sparse && "
+	   "printf tail >> sparse && ln d1/small d1/d2/hard && "
+	   "ln d1/small hard2 && ln -s d1/small rel && "
+	   "ln -s /etc/nonexistent/target abs && mknod chr c 300 70000 && "
+	   "mknod blk b 8 1 && mkfifo fifo && chmod 4751 rand1m && "
+	   "chown 1000:100000 text300k && touch -d @1234567 d1/small && "
+	   "setfattr -n user.small -v hello d1/small && "
+	   "setfattr -n trusted.t -v 0x00ff00 rand1m && "
+	   "v=$(head -c 3000 /dev/zero | tr '\\\\0' q) && "
+	   "setfattr -n user.big -v \"$v\" text300k && "
+	   "setfattr -n user.big -v \"$v\" rand1m && "
+	   "setfattr -n security.s -v sec d1",
+	   srcdir);
+	/* A directory large enough to need an index. */
+	sh("cd '%s/big' && i=0; while [ $i -lt 3000 ]; do "
+	   ": > entry-$i-with-a-longer-name; i=$((i+1)); done",
+	   srcdir);
+	for (unsigned int v = 0; v < NVARIANTS; v++) {
+		image_path(v, p, sizeof(p));
+		sh("mksquashfs '%s' '%s' %s -noappend -no-progress -quiet "
+		   ">/dev/null",
+		   srcdir, p, variants[v].args);
+	}
+}
+
+static struct img *open_variant(unsigned int v, enum img_stage_mode stage,
+				uint64_t ram)
+{
+	struct img_opts o;
+	struct img *img;
+	char p[PATH_MAX];
+	int err;
+
+	img_opts_default(&o);
+	o.stage = stage;
+	o.ram = ram;
+	image_path(v, p, sizeof(p));
+	err = img_open(p, &o, &img);
+	ck_assert_msg(err == 0, "img_open(%s): %s", p, err_str(err));
+	return img;
+}
+
+static void root_inode(struct img *img, struct img_inode *root)
+{
+	ck_assert_int_eq(img_inode_get(img, img_get_super(img)->root_ref, root),
+			 0);
+	ck_assert_int_eq(root->type, IMG_DIR);
+}
+
+/* Resolve a path inside the image by lookups from the root. */
+static int resolve(struct img *img, const char *path, struct img_inode *out)
+{
+	char buf[PATH_MAX], *save, *part;
+	struct img_dirent de;
+	int err;
+
+	root_inode(img, out);
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (part = strtok_r(buf, "/", &save); part;
+	     part = strtok_r(NULL, "/", &save)) {
+		err = img_dir_lookup(img, out, part, strlen(part), &de);
+		if (err)
+			return err;
+		err = img_inode_get(img, de.ref, out);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void compare_file(struct img *img, const struct img_inode *ino,
+			 const char *src, unsigned int seed)
+{
+	size_t size = (size_t)ino->size, got;
+	uint8_t *want = malloc(size + 1), *have = malloc(size + 1);
+	FILE *f = fopen(src, "r");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fread(want, 1, size, f), size);
+	fclose(f);
+	/* Whole, then random pieces (crossing blocks and the tail). */
+	ck_assert_int_eq(img_file_read(img, ino, 0, have, size + 1, &got), 0);
+	ck_assert_uint_eq(got, size);
+	ck_assert(memcmp(want, have, size) == 0);
+	srand(seed);
+	for (int i = 0; i < 200 && size; i++) {
+		size_t off = (size_t)rand() % size;
+		size_t len = (size_t)rand() % (size - off + 1);
+
+		ck_assert_int_eq(img_file_read(img, ino, off, have, len, &got),
+				 0);
+		ck_assert_uint_eq(got, len);
+		ck_assert_msg(memcmp(want + off, have, len) == 0,
+			      "%s: bytes differ at %zu+%zu", src, off, len);
+	}
+	/* Past the end: nothing. */
+	ck_assert_int_eq(img_file_read(img, ino, size + 10, have, 5, &got), 0);
+	ck_assert_uint_eq(got, 0);
+	free(want);
+	free(have);
+}
+
+static void compare_xattrs(struct img *img, const struct img_inode *ino,
+			   const char *src, bool expect)
+{
+	char names[4096], value[8192], want[8192];
+	size_t len, vlen;
+	ssize_t slen, n;
+
+	ck_assert_int_eq(img_xattr_list(img, ino, NULL, 0, &len), 0);
+	slen = llistxattr(src, NULL, 0);
+	if (!expect) {
+		ck_assert_uint_eq(len, 0);
+		return;
+	}
+	ck_assert_int_ge(slen, 0);
+	ck_assert_uint_eq(len, (size_t)slen);
+	ck_assert_int_eq(img_xattr_list(img, ino, names, sizeof(names), &len),
+			 0);
+	for (size_t p = 0; p < len; p += strlen(names + p) + 1) {
+		n = lgetxattr(src, names + p, want, sizeof(want));
+		ck_assert_int_ge(n, 0);
+		ck_assert_int_eq(img_xattr_get(img, ino, names + p, value,
+					       sizeof(value), &vlen),
+				 0);
+		ck_assert_uint_eq(vlen, (size_t)n);
+		ck_assert(memcmp(value, want, vlen) == 0);
+		/* Size query and too small a buffer. */
+		ck_assert_int_eq(
+			img_xattr_get(img, ino, names + p, NULL, 0, &vlen), 0);
+		ck_assert_uint_eq(vlen, (size_t)n);
+		if (n > 1)
+			ck_assert_int_eq(img_xattr_get(img, ino, names + p,
+						       value, 1, &vlen),
+					 -ERANGE);
+	}
+	ck_assert_int_eq(img_xattr_get(img, ino, "user.absent", value,
+				       sizeof(value), &vlen),
+			 -ENODATA);
+	if (len > 1)
+		ck_assert_int_eq(img_xattr_list(img, ino, names, 1, &len),
+				 -ERANGE);
+}
+
+/* Compare one inode with its source path. */
+static void compare_entry(struct img *img, const struct img_inode *ino,
+			  const char *src, bool xattrs)
+{
+	char target[PATH_MAX], got[IMG_SYMLINK_MAX + 1];
+	struct stat st;
+	ssize_t n;
+
+	ck_assert_int_eq(lstat(src, &st), 0);
+	ck_assert_uint_eq(ino->mode, st.st_mode);
+	ck_assert_uint_eq(ino->uid, st.st_uid);
+	ck_assert_uint_eq(ino->gid, st.st_gid);
+	ck_assert_uint_eq(ino->mtime, (uint32_t)st.st_mtime);
+	if (!S_ISDIR(st.st_mode)) {
+		ck_assert_uint_eq(ino->nlink, st.st_nlink);
+		ck_assert_uint_eq(ino->size,
+				  S_ISREG(st.st_mode) || S_ISLNK(st.st_mode) ?
+					  (uint64_t)st.st_size :
+					  0);
+	}
+	if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+		ck_assert_uint_eq(major(ino->rdev), major(st.st_rdev));
+		ck_assert_uint_eq(minor(ino->rdev), minor(st.st_rdev));
+	}
+	if (S_ISLNK(st.st_mode)) {
+		n = readlink(src, target, sizeof(target) - 1);
+		ck_assert_int_gt(n, 0);
+		target[n] = '\0';
+		ck_assert_int_eq(img_readlink(img, ino, got, sizeof(got)), 0);
+		ck_assert_str_eq(got, target);
+		ck_assert_int_eq(img_readlink(img, ino, got, (size_t)n),
+				 -ERANGE);
+	}
+	if (S_ISREG(st.st_mode))
+		compare_file(img, ino, src, (unsigned int)st.st_ino);
+	if (!S_ISLNK(st.st_mode))
+		compare_xattrs(img, ino, src, xattrs);
+}
+
+/* Walk the whole image, comparing with the source; returns entries. */
+static unsigned int walk(struct img *img, const struct img_inode *dir,
+			 const char *src, bool xattrs)
+{
+	struct img_dir_iter it;
+	struct img_dirent de;
+	struct img_inode ino;
+	unsigned int n = 0;
+	char sub[PATH_MAX];
+	int err;
+
+	ck_assert_int_eq(img_dir_open(img, dir, 0, &it), 0);
+	while ((err = img_dir_next(&it, &de)) == 1) {
+		snprintf(sub, sizeof(sub), "%s/%s", src, de.name);
+		ck_assert_int_eq(img_inode_get(img, de.ref, &ino), 0);
+		ck_assert_uint_eq(ino.ino, de.ino);
+		ck_assert_uint_eq(ino.type, de.type);
+		compare_entry(img, &ino, sub, xattrs);
+		n++;
+		if (ino.type == IMG_DIR)
+			n += walk(img, &ino, sub, xattrs);
+	}
+	ck_assert_int_eq(err, 0);
+	return n;
+}
+
+static unsigned int count_tree(const char *path)
+{
+	char sub[PATH_MAX];
+	struct dirent *d;
+	unsigned int n = 0;
+	DIR *dp = opendir(path);
+
+	while (dp && (d = readdir(dp))) {
+		if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
+			continue;
+		n++;
+		if (d->d_type == DT_DIR) {
+			snprintf(sub, sizeof(sub), "%s/%s", path, d->d_name);
+			n += count_tree(sub);
+		}
+	}
+	if (dp)
+		closedir(dp);
+	return n;
+}
+
+START_TEST(test_whole_tree)
+{
+	struct img_inode root;
+	struct img *img = open_variant((unsigned int)_i, IMG_STAGE_NONE, 0);
+
+	root_inode(img, &root);
+	compare_entry(img, &root, srcdir, true);
+	ck_assert_uint_eq(walk(img, &root, srcdir, true), count_tree(srcdir));
+	img_close(img);
+}
+END_TEST
+
+START_TEST(test_check_sound)
+{
+	struct img *img = open_variant((unsigned int)_i, IMG_STAGE_NONE, 0);
+	struct img_check_report rep;
+
+	ck_assert_int_eq(img_check(img, &rep, 0), 0);
+	ck_assert_uint_eq(rep.errors, 0);
+	ck_assert_uint_eq(rep.inodes, img_get_super(img)->inode_count);
+	ck_assert_uint_ge(rep.files, 3000);
+	ck_assert_uint_eq(rep.symlinks, 2);
+	img_close(img);
+}
+END_TEST
+
+START_TEST(test_lookup)
+{
+	struct img *img = open_variant((unsigned int)_i, IMG_STAGE_NONE, 0);
+	struct img_inode ino, big;
+	struct img_dirent de;
+	char name[64];
+
+	ck_assert_int_eq(resolve(img, "d1/d2/hard", &ino), 0);
+	ck_assert_uint_eq(ino.nlink, 3);
+	ck_assert_int_eq(resolve(img, "d1/small", &big), 0);
+	ck_assert_uint_eq(ino.ref, big.ref); /* hard links share an inode */
+	ck_assert_int_eq(resolve(img, "d1/nope", &ino), -ENOENT);
+	ck_assert_int_eq(resolve(img, "rand1m/x", &ino), -ENOTDIR);
+	ck_assert_int_eq(resolve(img, "big", &big), 0);
+	for (int i = 0; i < 3000; i += 7) {
+		snprintf(name, sizeof(name), "entry-%d-with-a-longer-name", i);
+		ck_assert_int_eq(
+			img_dir_lookup(img, &big, name, strlen(name), &de), 0);
+		ck_assert_str_eq(de.name, name);
+	}
+	/* Absent names sorting before, between and after the entries. */
+	ck_assert_int_eq(img_dir_lookup(img, &big, "a", 1, &de), -ENOENT);
+	ck_assert_int_eq(img_dir_lookup(img, &big, "entry-5", 7, &de), -ENOENT);
+	ck_assert_int_eq(img_dir_lookup(img, &big, "zzz", 3, &de), -ENOENT);
+	memset(name, 'x', sizeof(name));
+	ck_assert_int_eq(img_dir_lookup(img, &big, name, 300, &de),
+			 -ENAMETOOLONG);
+	img_close(img);
+}
+END_TEST
+
+static uint64_t meta_gets(struct img *img)
+{
+	struct img_stats st;
+
+	img_get_stats(img, &st);
+	return st.meta.hits + st.meta.misses + st.meta.waits;
+}
+
+/* The directory index keeps a lookup from scanning the whole listing. */
+START_TEST(test_lookup_uses_index)
+{
+	struct img *img = open_variant((unsigned int)_i, IMG_STAGE_NONE, 0);
+	struct img_dir_iter it;
+	struct img_inode big;
+	struct img_dirent de;
+	uint64_t before, scan, look;
+	const char *last = "entry-999-with-a-longer-name";
+
+	ck_assert_int_eq(resolve(img, "big", &big), 0);
+	ck_assert_uint_gt(big.dir.idx_count, 1);
+	before = meta_gets(img);
+	ck_assert_int_eq(img_dir_open(img, &big, 0, &it), 0);
+	while (img_dir_next(&it, &de) == 1)
+		;
+	scan = meta_gets(img) - before;
+	before = meta_gets(img);
+	ck_assert_int_eq(img_dir_lookup(img, &big, last, strlen(last), &de), 0);
+	look = meta_gets(img) - before;
+	ck_assert_msg(look * 4 < scan,
+		      "lookup read %llu metadata pieces, a full scan %llu",
+		      (unsigned long long)look, (unsigned long long)scan);
+	img_close(img);
+}
+END_TEST
+
+START_TEST(test_readdir_resume)
+{
+	struct img *img = open_variant((unsigned int)_i, IMG_STAGE_NONE, 0);
+	static struct img_dirent all[3001];
+	struct img_dir_iter it;
+	struct img_inode big;
+	struct img_dirent de;
+	unsigned int n = 0, k, j;
+
+	ck_assert_int_eq(resolve(img, "big", &big), 0);
+	ck_assert_int_eq(img_dir_open(img, &big, 0, &it), 0);
+	while (n < 3001 && img_dir_next(&it, &all[n]) == 1)
+		n++;
+	ck_assert_uint_eq(n, 3000);
+	for (k = 0; k < n; k += 97) {
+		ck_assert_int_eq(img_dir_open(img, &big, all[k].next, &it), 0);
+		for (j = k + 1; j < n && j < k + 300; j++) {
+			ck_assert_int_eq(img_dir_next(&it, &de), 1);
+			ck_assert_str_eq(de.name, all[j].name);
+			ck_assert_uint_eq(de.next, all[j].next);
+		}
+	}
+	/* The cookie after the last entry is the end. */
+	ck_assert_int_eq(img_dir_open(img, &big, all[n - 1].next, &it), 0);
+	ck_assert_int_eq(img_dir_next(&it, &de), 0);
+	img_close(img);
+}
+END_TEST
+
+START_TEST(test_sparse_spans)
+{
+	struct img *img = open_variant((unsigned int)_i, IMG_STAGE_NONE, 0);
+	struct img_span sp[8];
+	struct img_inode ino;
+	unsigned int n;
+
+	ck_assert_int_eq(resolve(img, "sparse", &ino), 0);
+	ck_assert_uint_eq(ino.size, 3 * 1024 * 1024 + 4);
+	ck_assert_int_eq(img_file_spans(img, &ino, 1000, 5000, sp, 8, &n), 0);
+	ck_assert_uint_ge(n, 1);
+	for (unsigned int i = 0; i < n; i++) {
+		for (size_t b = 0; b < sp[i].len; b++)
+			ck_assert_uint_eq(((const uint8_t *)sp[i].data)[b], 0);
+	}
+	img_spans_put(img, sp, n);
+	/* max spans bounds the result; the bytes still add up. */
+	ck_assert_int_eq(img_file_spans(img, &ino, 0, 3 << 20, sp, 1, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_le(sp[0].len, img_get_super(img)->block_size);
+	img_spans_put(img, sp, n);
+	img_close(img);
+}
+END_TEST
+
+START_TEST(test_open_errors)
+{
+	char p[PATH_MAX + 32];
+	struct img *img = NULL;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/absent", workdir);
+	ck_assert_int_eq(img_open(p, NULL, &img), -ENOENT);
+	ck_assert_int_eq(img_open(workdir, NULL, &img), -EISDIR);
+	snprintf(p, sizeof(p), "%s/src/text300k", workdir);
+	ck_assert_int_eq(img_open(p, NULL, &img), -EMEDIUMTYPE);
+	snprintf(p, sizeof(p), "%s/empty-file", workdir);
+	f = fopen(p, "w");
+	fclose(f);
+	ck_assert_int_eq(img_open(p, NULL, &img), -EMEDIUMTYPE);
+	/* Truncated: bytes_used beyond the end of the file. */
+	sh("head -c 20000 '%s/gzip.sqfs' > '%s/trunc.sqfs'", workdir, workdir);
+	snprintf(p, sizeof(p), "%s/trunc.sqfs", workdir);
+	ck_assert_int_eq(img_open(p, NULL, &img), -EFSCORRUPTED);
+	/* Version 3 superblock. */
+	sh("cp '%s/gzip.sqfs' '%s/v3.sqfs' && printf '\\003' | dd of='%s/v3.sqfs' "
+	   "bs=1 seek=28 conv=notrunc status=none",
+	   workdir, workdir, workdir);
+	snprintf(p, sizeof(p), "%s/v3.sqfs", workdir);
+	ck_assert_int_eq(img_open(p, NULL, &img), -ENOTSUP);
+	/* Unknown compressor id. */
+	sh("cp '%s/gzip.sqfs' '%s/c9.sqfs' && printf '\\011' | dd of='%s/c9.sqfs' "
+	   "bs=1 seek=20 conv=notrunc status=none",
+	   workdir, workdir, workdir);
+	snprintf(p, sizeof(p), "%s/c9.sqfs", workdir);
+	ck_assert_int_eq(img_open(p, NULL, &img), -ENOTSUP);
+	ck_assert_ptr_null(img);
+}
+END_TEST
+
+START_TEST(test_stage_full)
+{
+	struct img *img =
+		open_variant((unsigned int)_i, IMG_STAGE_FULL, 1ull << 30);
+	struct img_stats st;
+	struct img_inode root;
+	int n = 0;
+
+	img_get_stats(img, &st);
+	ck_assert_int_eq(st.stage_state, IMG_STAGE_IDLE);
+	ck_assert_uint_eq(st.stage_planned, st.image_bytes);
+	while (img_stage_next(img) == 1)
+		n++;
+	ck_assert_int_gt(n, 0);
+	img_get_stats(img, &st);
+	ck_assert_int_eq(st.stage_state, IMG_STAGE_DONE);
+	ck_assert_uint_eq(st.staged_bytes, st.image_bytes);
+	/* From RAM now: the file is not read again. */
+	root_inode(img, &root);
+	img_get_stats(img, &st);
+	{
+		uint64_t reads = st.src_reads;
+
+		ck_assert_uint_eq(walk(img, &root, srcdir, true),
+				  count_tree(srcdir));
+		img_get_stats(img, &st);
+		ck_assert_uint_eq(st.src_reads, reads);
+	}
+	img_close(img);
+}
+END_TEST
+
+START_TEST(test_stage_budget)
+{
+	const uint64_t budget = 3u << 20;
+	struct img *img =
+		open_variant((unsigned int)_i, IMG_STAGE_FULL, budget);
+	struct img_stats st;
+	struct img_inode root;
+
+	while (img_stage_next(img) == 1)
+		;
+	img_get_stats(img, &st);
+	ck_assert_uint_le(st.stage_planned, budget);
+	ck_assert_uint_le(st.staged_bytes, budget);
+	ck_assert_uint_eq(st.staged_bytes, st.stage_planned);
+	root_inode(img, &root);
+	ck_assert_uint_eq(walk(img, &root, srcdir, true), count_tree(srcdir));
+	img_close(img);
+
+	/* Metadata only: whole chunks from the inode table to the end. */
+	img = open_variant((unsigned int)_i, IMG_STAGE_META, 1ull << 30);
+	img_get_stats(img, &st);
+	ck_assert_uint_ge(st.stage_planned,
+			  st.image_bytes - img_get_super(img)->inode_table);
+	ck_assert_uint_le(st.stage_planned, st.image_bytes);
+	while (img_stage_next(img) == 1)
+		;
+	img_get_stats(img, &st);
+	ck_assert_uint_eq(st.staged_bytes, st.stage_planned);
+	img_close(img);
+
+	img = open_variant((unsigned int)_i, IMG_STAGE_NONE, 1ull << 30);
+	img_get_stats(img, &st);
+	ck_assert_int_eq(st.stage_state, IMG_STAGE_OFF);
+	ck_assert_int_eq(img_stage_next(img), 0);
+	img_close(img);
+}
+END_TEST
+
+/* The image changes under a mount: staged bytes keep being served, the
+ * rest fails with EIO instead of returning bytes of another image. */
+START_TEST(test_changed)
+{
+	char p[PATH_MAX + 32], cmd[2 * PATH_MAX + 64];
+	struct img_inode ino;
+	struct img *img;
+	uint8_t buf[4096];
+	size_t got;
+
+	snprintf(p, sizeof(p), "%s/changing.sqfs", workdir);
+	snprintf(cmd, sizeof(cmd), "cp '%s/gzip.sqfs' '%s'", workdir, p);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(img_open(p, NULL, &img), 0);
+	ck_assert_int_eq(resolve(img, "rand1m", &ino), 0);
+	ck_assert(!img_check_changed(img));
+	snprintf(cmd, sizeof(cmd), "touch -d '2001-01-01' '%s'", p);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert(img_check_changed(img));
+	ck_assert_int_eq(
+		img_file_read(img, &ino, 600000, buf, sizeof(buf), &got), -EIO);
+	img_close(img);
+}
+END_TEST
+
+START_TEST(test_ino_to_ref)
+{
+	struct img *img = open_variant((unsigned int)_i, IMG_STAGE_NONE, 0);
+	struct img_inode ino, back;
+	uint64_t ref;
+
+	ck_assert_int_eq(resolve(img, "d1/d2/edge4096", &ino), 0);
+	ck_assert_int_eq(img_ino_to_ref(img, ino.ino, &ref), 0);
+	ck_assert_uint_eq(ref, ino.ref);
+	ck_assert_int_eq(img_inode_get(img, ref, &back), 0);
+	ck_assert_uint_eq(back.ino, ino.ino);
+	ck_assert_int_eq(img_ino_to_ref(img, 0, &ref), -ENOENT);
+	ck_assert_int_eq(
+		img_ino_to_ref(img, img_get_super(img)->inode_count + 1, &ref),
+		-ENOENT);
+	img_close(img);
+}
+END_TEST
+
+struct reader_arg {
+	struct img *img;
+	unsigned int seed;
+	int failures;
+};
+
+static void *reader(void *p)
+{
+	static const char *const files[] = { "rand1m", "text300k", "d1/small",
+					     "d1/d2/edge4096", "sparse" };
+	struct reader_arg *a = p;
+	uint8_t *want = malloc(1 << 20), *have = malloc(1 << 20);
+	char src[PATH_MAX + 32];
+	struct img_inode ino;
+	unsigned int seed = a->seed;
+	size_t got, n;
+	FILE *f;
+
+	for (int i = 0; i < 300; i++) {
+		const char *name = files[rand_r(&seed) % 5];
+		size_t off, len;
+
+		snprintf(src, sizeof(src), "%s/%s", srcdir, name);
+		if (resolve(a->img, name, &ino)) {
+			a->failures++;
+			continue;
+		}
+		if (ino.size == 0)
+			continue;
+		off = (size_t)rand_r(&seed) % (size_t)ino.size;
+		len = MIN((size_t)rand_r(&seed) % (256 << 10),
+			  (size_t)ino.size - off);
+		f = fopen(src, "r");
+		fseek(f, (long)off, SEEK_SET);
+		n = fread(want, 1, len, f);
+		fclose(f);
+		if (img_file_read(a->img, &ino, off, have, len, &got) ||
+		    got != n || memcmp(want, have, n))
+			a->failures++;
+	}
+	free(want);
+	free(have);
+	return NULL;
+}
+
+/* Readers in parallel on a small cache (evictions, shared fills). */
+START_TEST(test_concurrent_readers)
+{
+	struct img_opts o;
+	struct img *img;
+	char p[PATH_MAX];
+	pthread_t t[6];
+	struct reader_arg a[6];
+
+	img_opts_default(&o);
+	o.data_cache = 1 << 20;
+	o.meta_cache = 256 << 10;
+	o.stage = IMG_STAGE_NONE;
+	image_path((unsigned int)_i, p, sizeof(p));
+	ck_assert_int_eq(img_open(p, &o, &img), 0);
+	for (int i = 0; i < 6; i++) {
+		a[i] = (struct reader_arg){ img, (unsigned int)i * 7919u, 0 };
+		pthread_create(&t[i], NULL, reader, &a[i]);
+	}
+	for (int i = 0; i < 6; i++) {
+		pthread_join(t[i], NULL);
+		ck_assert_int_eq(a[i].failures, 0);
+	}
+	{
+		struct img_stats st;
+
+		img_get_stats(img, &st);
+		ck_assert_uint_le(st.data.peak_bytes, st.data.budget);
+		ck_assert_uint_le(st.meta.peak_bytes, st.meta.budget);
+	}
+	img_close(img);
+}
+END_TEST
+
+static Suite *image_suite(void)
+{
+	Suite *s = suite_create("image");
+	TCase *tc;
+
+	tc = tcase_create("tree");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_whole_tree, 0, NVARIANTS);
+	tcase_add_loop_test(tc, test_check_sound, 0, NVARIANTS);
+	tcase_add_loop_test(tc, test_lookup, 0, NVARIANTS);
+	tcase_add_loop_test(tc, test_lookup_uses_index, 0, NVARIANTS);
+	tcase_add_loop_test(tc, test_readdir_resume, 0, NVARIANTS);
+	tcase_add_loop_test(tc, test_sparse_spans, 0, NVARIANTS);
+	tcase_add_loop_test(tc, test_ino_to_ref, 0, NVARIANTS);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("open");
+	tcase_add_test(tc, test_open_errors);
+	tcase_add_test(tc, test_changed);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("stage");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_stage_full, 0, 2);
+	tcase_add_loop_test(tc, test_stage_budget, 0, 2);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("threads");
+	tcase_set_timeout(tc, 300);
+	tcase_add_loop_test(tc, test_concurrent_readers, 0, NVARIANTS);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr;
+	int failed;
+
+	if (getuid() != 0) {
+		printf("needs root (the fixture makes devices and trusted xattrs)\n");
+		return 77;
+	}
+	if (system("command -v mksquashfs >/dev/null && command -v setfattr >/dev/null")) {
+		printf("mksquashfs or setfattr missing: install squashfs-tools and attr\n");
+		return 77;
+	}
+	build_fixture();
+	sr = srunner_create(image_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	if (!getenv("SQC_KEEP"))
+		sh("rm -rf '%s'", workdir);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
