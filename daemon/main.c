@@ -608,6 +608,12 @@ int main(int argc, char **argv)
 	d->se = fuse_session_new(&args, &sqcd_ops, sizeof(sqcd_ops), d);
 	if (!d->se)
 		goto out_args;
+	/* libfuse only takes over signals left at their default; a shell
+	 * starting us in the background ignores SIGINT, yet SIGINT, SIGTERM
+	 * and SIGHUP must always unmount cleanly. */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
 	if (fuse_set_signal_handlers(d->se))
 		goto out_session;
 	if (fuse_session_mount(d->se, d->o.canonical)) {
@@ -661,9 +667,15 @@ int main(int argc, char **argv)
 	fuse_loop_cfg_set_idle_threads(cfg, d->o.threads ? d->o.threads : 16);
 	err = fuse_session_loop_mt(d->se, cfg);
 	sd_notify_msg("STOPPING=1");
-	if (err && err != -ENODEV)
-		log_err("session loop ended: %s", err_str(err));
-	log_info("unmounting '%s'", d->o.canonical);
+	/* libfuse reports the signal that stopped it as a positive number. */
+	if (err > 0)
+		log_info("unmounting '%s' on %s", d->o.canonical,
+			 strsignal(err));
+	else if (err && err != -ENODEV)
+		log_err("session loop ended: %s; unmounting '%s'", err_str(err),
+			d->o.canonical);
+	else
+		log_info("unmounting '%s'", d->o.canonical);
 	ret = 0;
 
 out_unmount:

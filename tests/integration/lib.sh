@@ -12,6 +12,7 @@
 #   sqc_umount MNT       unmount and wait for the daemon to exit
 #   kmount IMG MNT       kernel squashfs loop mount (root), registered
 #   mkimg SRC IMG [mksquashfs args...]          pack quietly, no progress
+#   at_exit 'COMMANDS'   run COMMANDS at exit, before the unmounts
 # shellcheck shell=sh
 
 set -eu
@@ -28,9 +29,18 @@ export SQUASHCACHED MOUNTCTL TOOLS PYTHON BUILD TOP
 T=$(mktemp -d "${SQC_TMPDIR:-/tmp}/sqc-test.XXXXXX")
 _mounts=""
 _pids=""
+_hooks=""
+
+at_exit() {
+    _hooks="$_hooks
+$1"
+}
 
 _cleanup() {
     rc=$?
+    if [ -n "$_hooks" ]; then
+        eval "$_hooks" || true
+    fi
     for m in $_mounts; do
         if grep -q " $m " /proc/self/mounts 2>/dev/null; then
             fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
