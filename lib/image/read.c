@@ -30,11 +30,12 @@
 
 static pthread_key_t scratch_key;
 static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static bool scratch_ok;
 
 static void scratch_key_init(void)
 {
-	if (pthread_key_create(&scratch_key, free))
-		abort(); /* only fails when the process is out of keys */
+	/* Fails only when the process is out of keys: then ENOMEM. */
+	scratch_ok = !pthread_key_create(&scratch_key, free);
 }
 
 void *img__scratch(void)
@@ -42,6 +43,8 @@ void *img__scratch(void)
 	void *p;
 
 	pthread_once(&scratch_once, scratch_key_init);
+	if (!scratch_ok)
+		return NULL;
 	p = pthread_getspecific(scratch_key);
 	if (p)
 		return p;

@@ -1,0 +1,66 @@
+#!/bin/sh
+# Enforce the module boundaries of HOUSE_STYLE.md section 1 by grepping
+# includes and calls.  Prints each violation; exits 1 if there is any.
+set -u
+cd "$(dirname "$0")/.." || exit 2
+bad=0
+
+violation() {
+    echo "lint: $*"
+    bad=1
+}
+
+# allowed MODULE DEPS...: files of lib/MODULE include only these modules.
+allowed() {
+    mod=$1
+    shift
+    for f in lib/"$mod"/*.[ch]; do
+        [ -f "$f" ] || continue
+        grep -o '#include "[a-z_]*/' "$f" | sed 's/#include "//; s|/$||' | sort -u |
+            while read -r dep; do
+                ok=0
+                for a in "$mod" "$@"; do
+                    [ "$dep" = "$a" ] && ok=1
+                done
+                [ $ok = 1 ] || echo "lint: $f includes $dep/ (lib/$mod may use: $mod $*)"
+            done
+    done
+}
+
+out=$(
+    allowed util
+    allowed decompress util
+    allowed cache util
+    allowed image util decompress cache
+    allowed prefetch util image cache
+    allowed ctl util
+)
+[ -n "$out" ] && { echo "$out"; bad=1; }
+
+# lib/ never touches FUSE, never exits, never prints but through log.h.
+for f in lib/*/*.[ch]; do
+    grep -n '#include <fuse' "$f" && violation "$f includes a FUSE header"
+    grep -nE '\b(exit|abort|_exit)\s*\(' "$f" && violation "$f calls exit/abort"
+    case "$f" in
+    lib/util/log.c) ;;
+    *) grep -nE '\b(printf|fprintf|puts|perror)\s*\(' "$f" | grep -v snprintf &&
+        violation "$f prints directly (use log.h)" ;;
+    esac
+done
+
+# On-disk structures stay inside lib/image.
+for f in $(grep -rl --include='*.[ch]' 'sqfs_fmt.h' lib daemon mountctl tests bench 2>/dev/null); do
+    case "$f" in
+    lib/image/*) ;;
+    *) violation "$f includes sqfs_fmt.h (only lib/image may)" ;;
+    esac
+done
+
+# The daemon is FUSE glue: no on-disk knowledge; mountctl never links FUSE.
+for f in mountctl/*.[ch]; do
+    [ -f "$f" ] || continue
+    grep -n '#include <fuse' "$f" && violation "$f includes a FUSE header"
+done
+
+[ $bad = 0 ] && echo "lint: module boundaries hold"
+exit $bad
