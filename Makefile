@@ -84,6 +84,10 @@ $(BUILD)/bench/%.o: bench/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(FUSE_CFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
+$(BUILD)/tests/tools/%.o: tests/tools/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(FUSE_CFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+
 $(BUILD)/tests/unit/%.o: tests/unit/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests/unit $(CHECK_CFLAGS) $(ALL_CFLAGS) -c -o $@ $<
@@ -103,7 +107,7 @@ $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(UNIT_COMMON_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $< $(UNIT_COMMON_OBJS) $(LIB) $(CHECK_LIBS) $(LIB_LIBS)
 
 $(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LIB_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(FUSE_LIBS) $(LIB_LIBS)
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(FUSE_LIBS) $(LIB_LIBS)

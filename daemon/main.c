@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -283,6 +284,15 @@ static int check_mountpoint(struct sqcd_opts *o)
 		return -ENOTDIR;
 	}
 	if (is_mountpoint(o->canonical)) {
+		struct statvfs sv;
+
+		/* stat() may answer from the kernel's cache; statfs asks. */
+		if (statvfs(o->canonical, &sv) && errno == ENOTCONN) {
+			fprintf(stderr,
+				"squashcached: '%s' is a stale FUSE mount whose daemon is gone; clear it with: fusermount3 -u '%s'\n",
+				o->mountpoint, o->canonical);
+			return -ENOTCONN;
+		}
 		fprintf(stderr,
 			"squashcached: '%s' is already a mount point; unmount it first (fusermount3 -u '%s')\n",
 			o->mountpoint, o->canonical);
@@ -582,6 +592,13 @@ int main(int argc, char **argv)
 		ctl_default_address(d->o.canonical, d->o.ctl_addr,
 				    sizeof(d->o.ctl_addr));
 	err = ctl_listen(d->o.ctl_addr, &d->ctl_fd);
+	/* The mountpoint is not mounted, so a daemon still holding the
+	 * address is on its way out: the kernel takes a second or two to
+	 * release a FUSE connection after an unmount. */
+	for (int i = 0; err == -EADDRINUSE && i < 50; i++) {
+		usleep(100 * 1000);
+		err = ctl_listen(d->o.ctl_addr, &d->ctl_fd);
+	}
 	if (err) {
 		fprintf(stderr,
 			"squashcached: cannot listen on control socket %s: %s%s\n",

@@ -275,10 +275,12 @@ static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 {
 	struct sqcd *d = req_daemon(req);
 	struct img_span spans[READ_SPANS_MAX];
-	struct {
-		struct fuse_bufvec v;
-		struct fuse_buf more[READ_SPANS_MAX - 1];
-	} bv;
+	/* A bufvec with READ_SPANS_MAX buffers; its buf[] is the object's
+	 * trailing array, so indexing past [0] is well defined. */
+	_Alignas(struct fuse_bufvec) char
+		storage[sizeof(struct fuse_bufvec) +
+			(READ_SPANS_MAX - 1) * sizeof(struct fuse_buf)];
+	struct fuse_bufvec *bv = (struct fuse_bufvec *)storage;
 	struct img_inode ino;
 	unsigned int n = 0;
 	size_t total = 0;
@@ -294,15 +296,17 @@ static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 				     READ_SPANS_MAX, &n);
 	if (err)
 		return (void)fuse_reply_err(req, reply_errno(d, err));
-	memset(&bv, 0, sizeof(bv));
-	bv.v.count = n ? n : 1;
+	memset(storage, 0, sizeof(storage));
+	bv->count = n ? n : 1;
 	for (unsigned int i = 0; i < n; i++) {
-		bv.v.buf[i].mem = (void *)spans[i].data;
-		bv.v.buf[i].size = spans[i].len;
+		bv->buf[i].mem = (void *)spans[i].data;
+		bv->buf[i].size = spans[i].len;
 		total += spans[i].len;
 	}
+	log_debug("read %zu at %lld: %u spans, %zu bytes", size, (long long)off,
+		  n, total);
 	read_ahead(d, &ino, (uint64_t)off + total);
-	fuse_reply_data(req, &bv.v, FUSE_BUF_NO_SPLICE);
+	fuse_reply_data(req, bv, FUSE_BUF_NO_SPLICE);
 	img_spans_put(d->img, spans, n);
 	atomic_fetch_add_explicit(&d->bytes_served, total,
 				  memory_order_relaxed);

@@ -166,7 +166,8 @@ int pf_new(struct img *img, const struct pf_opts *opts, struct pf **out)
 		if (err)
 			goto out_free;
 	}
-	if (opts->stage && img_stage_state(img) != IMG_STAGE_OFF) {
+	if (opts->stage) {
+		/* Also watches the image file when there is nothing to stage. */
 		err = -pthread_create(&pf->stager, NULL, stager_main, pf);
 		if (err)
 			goto out_free;

@@ -26,7 +26,7 @@ struct pf; /* opaque */
 struct pf_opts {
 	unsigned int workers; /* readahead threads; 0 = one per core */
 	unsigned int queue_max; /* jobs waiting at most; more are dropped */
-	bool stage; /* run the stager */
+	bool stage; /* run the stager, which also watches the file */
 };
 
 struct pf_stats {
