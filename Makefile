@@ -56,7 +56,8 @@ BENCH_SRCS := $(sort $(wildcard bench/*.c))
 
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(BUILD)/%.o)
-MOUNTCTL_OBJS := $(MOUNTCTL_SRCS:%.c=$(BUILD)/%.o)
+# Objects apart from the binary of the same name.
+MOUNTCTL_OBJS := $(MOUNTCTL_SRCS:mountctl/%.c=$(BUILD)/mountctl-obj/%.o)
 UNIT_COMMON_OBJS := $(UNIT_COMMON:%.c=$(BUILD)/%.o)
 UNIT_BINS := $(UNIT_SRCS:%.c=$(BUILD)/%)
 TOOL_BINS := $(TOOL_SRCS:%.c=$(BUILD)/%)
@@ -79,6 +80,10 @@ $(BUILD)/%.o: %.c
 $(BUILD)/daemon/%.o: daemon/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(FUSE_CFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/mountctl-obj/%.o: mountctl/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
 $(BUILD)/bench/%.o: bench/%.c
 	@mkdir -p $(@D)

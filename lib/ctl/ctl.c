@@ -275,16 +275,49 @@ void ctl_buf_printf(struct ctl_buf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
+/* Length of the well-formed UTF-8 sequence of 2..4 bytes at @p, or 0. */
+static size_t utf8_len(const unsigned char *p)
+{
+	uint32_t c;
+	size_t n;
+
+	if (*p >= 0xc2 && *p <= 0xdf)
+		n = 2;
+	else if (*p >= 0xe0 && *p <= 0xef)
+		n = 3;
+	else if (*p >= 0xf0 && *p <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	c = *p & (0x7f >> n);
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80) /* also stops at the NUL */
+			return 0;
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	if ((n == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff))) ||
+	    (n == 4 && (c < 0x10000 || c > 0x10ffff)))
+		return 0;
+	return n;
+}
+
 void ctl_buf_json_str(struct ctl_buf *b, const char *s)
 {
+	size_t n;
+
 	ctl_buf_printf(b, "\"");
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
+		if (*p == '"' || *p == '\\') {
 			ctl_buf_printf(b, "\\%c", *p);
-		else if (*p < 0x20 || *p >= 0x7f)
+		} else if (*p >= 0x80 && (n = utf8_len(p))) {
+			/* UTF-8 goes through as is: JSON text is UTF-8. */
+			ctl_buf_printf(b, "%.*s", (int)n, (const char *)p);
+			p += n - 1;
+		} else if (*p < 0x20 || *p >= 0x7f) {
 			ctl_buf_printf(b, "\\u%04x", *p);
-		else
+		} else {
 			ctl_buf_printf(b, "%c", *p);
+		}
 	}
 	ctl_buf_printf(b, "\"");
 }

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * This file declares what mountctl's files share: the table of verbs
+ * (one cmd_<verb>.c each), exit codes, the mount table and daemon lookup
+ * of mounts.c, and the formatting helpers of report.c.
+ *
+ * mountctl finds a mount's daemon from the mount path alone: the path is
+ * made canonical with ctl_canonical_mountpoint(), looked up in
+ * /proc/self/mountinfo (fstype CTL_FSTYPE, source = the image, owner in
+ * the user_id= option) and the daemon is asked at ctl_default_address().
+ * A mount made with "-o ctl=PATH" cannot be found this way.
+ *
+ * mountctl is single-threaded: every function here runs on the main
+ * thread, and the ones that print write to stderr.
+ */
+#ifndef SQC_MOUNTCTL_MOUNTCTL_H
+#define SQC_MOUNTCTL_MOUNTCTL_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "util/compiler.h"
+
+#ifndef SQC_VERSION
+#define SQC_VERSION "0.1"
+#endif
+
+/* Exit codes shared by every verb (a verb documents what 1 means). */
+#define MC_EXIT_OK 0 /* done */
+#define MC_EXIT_FAIL 1 /* the operation failed or the answer is "no" */
+#define MC_EXIT_USAGE 2 /* bad arguments, or cannot even start */
+
+#define MC_CTL_TIMEOUT_MS 3000 /* one control request */
+#define MC_UMOUNT_TIMEOUT_S 10.0 /* umount: mount gone and daemon exited */
+#define MC_POLL_MS 50 /* how often waits look again */
+
+/* One verb: mountctl NAME ARGS. */
+struct mc_cmd {
+	const char *name; /* "mount" */
+	const char *args; /* "[-o OPTS] IMAGE MOUNTPOINT" */
+	const char *summary; /* one line for mountctl --help */
+	const char *help; /* the rest of mountctl NAME --help */
+	int (*run)(int argc, char **argv); /* argv[0] is "mountctl NAME" */
+};
+
+extern const struct mc_cmd mc_cmd_mount;
+extern const struct mc_cmd mc_cmd_umount;
+extern const struct mc_cmd mc_cmd_status;
+extern const struct mc_cmd mc_cmd_wait;
+extern const struct mc_cmd mc_cmd_check;
+
+/**
+ * mc_usage() - Print a verb's usage line and help text.
+ * @c: the verb
+ * @f: stdout for --help, stderr after a usage error
+ *
+ * Return: nothing; cannot fail.
+ */
+void mc_usage(const struct mc_cmd *c, FILE *f);
+
+/**
+ * mc_bad_usage() - Report a usage error and print the verb's usage.
+ * @c: the verb
+ * @fmt: what was wrong, printf format, no newline
+ *
+ * Return: MC_EXIT_USAGE.  Context: prints to stderr.
+ */
+int mc_bad_usage(const struct mc_cmd *c, const char *fmt, ...) __printf(2, 3);
+
+/**
+ * mc_err() - Print "mountctl: <message>" on stderr.
+ * @fmt: printf format, no newline
+ *
+ * Return: nothing; cannot fail.
+ */
+void mc_err(const char *fmt, ...) __printf(1, 2);
+
+/**
+ * mc_parse_seconds() - Parse a duration option ("10", "2.5").
+ * @s: the text
+ * @out: seconds, >= 0
+ *
+ * Return: 0; -EINVAL if @s is not a non-negative number.
+ */
+int mc_parse_seconds(const char *s, double *out);
+
+/* A mount as /proc/self/mountinfo shows it. */
+struct mc_mount {
+	char path[PATH_MAX]; /* mount point, unescaped */
+	char source[PATH_MAX]; /* source: the image path for squashcache */
+	char fstype[64]; /* "fuse.squashcache" */
+	uid_t uid; /* user_id= option, or (uid_t)-1 if absent */
+	bool is_sqc; /* fstype is CTL_FSTYPE */
+};
+
+/**
+ * mc_mount_find() - Look a path up in the mount table.
+ * @path: canonical mount path
+ * @out: the top-most mount at @path, when found
+ *
+ * Return: 0; -ENOENT if nothing is mounted there; -errno if the table
+ * cannot be read.
+ */
+int mc_mount_find(const char *path, struct mc_mount *out);
+
+/**
+ * mc_mount_list() - Every squashcache mount in the mount table.
+ * @out: set to an array, in mount order
+ * @n: set to its length
+ *
+ * Return: 0 or -errno.  Ownership: the caller frees *@out.
+ */
+int mc_mount_list(struct mc_mount **out, size_t *n);
+
+/**
+ * mc_resolve() - Canonical path of a MOUNTPOINT argument and its mount.
+ * @arg: the path as the user gave it
+ * @path: destination for the canonical path, PATH_MAX bytes
+ * @m: filled with the mount at it, when there is one
+ *
+ * Return: 0 if a squashcache mount is there; -ENOENT if nothing is
+ * mounted there; -EMEDIUMTYPE if something else is (@m says what);
+ * -errno if the path cannot be resolved.
+ */
+int mc_resolve(const char *arg, char *path, struct mc_mount *m);
+
+/**
+ * mc_request() - Send one command to the daemon of a mount.
+ * @m: the mount
+ * @cmd: "ping", "stats", "umount"
+ * @reply: set to the reply (an object whose "ok" is true)
+ *
+ * A reply {"ok":false,"error":"permission denied"} gives -EACCES, any
+ * other refusal -EBADMSG.
+ *
+ * Return: 0; -ECONNREFUSED or -ENOENT if no daemon listens (stale
+ * mount); -ETIMEDOUT; -EPERM or -EACCES; -EPROTO; -errno.
+ * Ownership: the caller frees *@reply.
+ */
+int mc_request(const struct mc_mount *m, const char *cmd, char **reply);
+
+/**
+ * mc_explain() - Say why a daemon could not be asked.
+ * @m: the mount
+ * @err: what mc_request() returned
+ * @hint: add what to do about it
+ * @buf: destination
+ * @cap: its capacity
+ *
+ * Return: @buf ("no daemon answers for '/x' (stale mount?)").
+ */
+const char *mc_explain(const struct mc_mount *m, int err, bool hint, char *buf,
+		       size_t cap);
+
+/**
+ * mc_is_stale() - Does @err from mc_request() mean the daemon is gone?
+ * @err: the error
+ *
+ * Return: true for "nobody listens on the control address".
+ */
+bool mc_is_stale(int err);
+
+/**
+ * mc_is_running() - Is process @pid still running (not a zombie)?
+ * @pid: process id
+ *
+ * Return: true while it runs.
+ */
+bool mc_is_running(pid_t pid);
+
+/**
+ * mc_now() - Monotonic time in seconds.
+ *
+ * Return: seconds since an arbitrary start; cannot fail.
+ */
+double mc_now(void);
+
+/**
+ * mc_sleep_ms() - Sleep for @ms milliseconds, even if signals arrive.
+ * @ms: milliseconds
+ *
+ * Return: nothing; cannot fail.
+ */
+void mc_sleep_ms(int ms);
+
+/**
+ * mc_unmount() - Unmount a squashcache mount and wait for its daemon.
+ * @m: the mount, from the mount table
+ * @lazy: detach even if busy when the daemon must be bypassed
+ * @timeout: seconds to wait for the mount and the daemon to be gone
+ *
+ * Asks the daemon to unmount (control command "umount"); if it does not
+ * answer, unmounts with umount2() (root) or fusermount3 -u.  A stale
+ * mount is always detached lazily.  Messages go to stderr.
+ *
+ * Return: 0; -errno.
+ */
+int mc_unmount(const struct mc_mount *m, bool lazy, double timeout);
+
+/**
+ * mc_stage_line() - Describe staging from a stats reply, in one line.
+ * @stats: the daemon's stats object
+ * @buf: destination
+ * @cap: its capacity
+ *
+ * "[#######.....]  63% 1.2/1.9 GiB 850 MB/s", "staging off", ...
+ *
+ * Return: @buf.
+ */
+const char *mc_stage_line(const char *stats, char *buf, size_t cap);
+
+/**
+ * mc_is_staged() - Is there nothing more to stage?
+ * @stats: the daemon's stats object
+ *
+ * Return: true if stage.state is "done" or "off", or the image is in RAM.
+ */
+bool mc_is_staged(const char *stats);
+
+/**
+ * mc_fmt_duration() - Print seconds for people ("3m 12s").
+ * @s: seconds
+ * @buf: destination
+ * @cap: its capacity
+ *
+ * Return: @buf.
+ */
+const char *mc_fmt_duration(double s, char *buf, size_t cap);
+
+/**
+ * mc_json_u64() - ctl_json_u64() that gives 0 for a missing field.
+ * @json: JSON object
+ * @path: dotted path
+ *
+ * Return: the number, or 0.
+ */
+uint64_t mc_json_u64(const char *json, const char *path);
+
+/**
+ * mc_json_double() - ctl_json_double() that gives 0 for a missing field.
+ * @json: JSON object
+ * @path: dotted path
+ *
+ * Return: the number, or 0.
+ */
+double mc_json_double(const char *json, const char *path);
+
+/**
+ * mc_json_is_true() - Is the field at @path the literal true?
+ * @json: JSON object
+ * @path: dotted path
+ *
+ * Return: true if so.
+ */
+bool mc_json_is_true(const char *json, const char *path);
+
+#endif /* SQC_MOUNTCTL_MOUNTCTL_H */

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements how mountctl finds mounts and their daemons: the
+ * mount table (/proc/self/mountinfo), the control requests through
+ * lib/ctl, what their errors mean to a user, and the small process and
+ * clock helpers the waiting verbs share.
+ *
+ * The mount table, not stat(), tells whether a path is mounted: stat() on
+ * a FUSE mount whose daemon hangs would hang too, and on a stale one it
+ * fails with ENOTCONN.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl/ctl.h"
+#include "mountctl.h"
+#include "util/err.h"
+
+/* Undo the kernel's octal escapes ("\040" for a space) into @dst. */
+static int unescape(const char *src, size_t len, char *dst, size_t cap)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = src[i];
+
+		if (c == '\\' && i + 3 < len && src[i + 1] >= '0' &&
+		    src[i + 1] <= '3' && src[i + 2] >= '0' &&
+		    src[i + 2] <= '7' && src[i + 3] >= '0' &&
+		    src[i + 3] <= '7') {
+			c = (char)((src[i + 1] - '0') * 64 +
+				   (src[i + 2] - '0') * 8 + (src[i + 3] - '0'));
+			i += 3;
+		}
+		if (n + 1 >= cap)
+			return -ENAMETOOLONG;
+		dst[n++] = c;
+	}
+	dst[n] = '\0';
+	return 0;
+}
+
+/* The user_id= value in a comma-separated option list. */
+static uid_t opt_uid(const char *opts, size_t len)
+{
+	const char *p = opts, *end = opts + len;
+
+	while (p < end) {
+		const char *comma = memchr(p, ',', (size_t)(end - p));
+		size_t n = comma ? (size_t)(comma - p) : (size_t)(end - p);
+
+		if (n > 8 && !memcmp(p, "user_id=", 8)) {
+			char num[24];
+
+			if (n - 8 >= sizeof(num))
+				break;
+			memcpy(num, p + 8, n - 8);
+			num[n - 8] = '\0';
+			return (uid_t)strtoul(num, NULL, 10);
+		}
+		p += n + 1;
+	}
+	return (uid_t)-1;
+}
+
+/*
+ * Parse one mountinfo line:
+ *   id parent major:minor root MOUNTPOINT opts [optional...] - TYPE SOURCE
+ *   SUPEROPTS
+ * Return: 0, or -EINVAL for a line of another shape.
+ */
+static int parse_line(char *line, struct mc_mount *m)
+{
+	char *f[64];
+	size_t lens[64];
+	int n = 0, dash = -1;
+	char *p = line;
+
+	while (*p && n < (int)ARRAY_SIZE(f)) {
+		while (*p == ' ')
+			p++;
+		if (!*p || *p == '\n')
+			break;
+		f[n] = p;
+		while (*p && *p != ' ' && *p != '\n')
+			p++;
+		lens[n] = (size_t)(p - f[n]);
+		if (dash < 0 && n >= 6 && lens[n] == 1 && f[n][0] == '-')
+			dash = n;
+		n++;
+	}
+	if (dash < 0 || n < dash + 3)
+		return -EINVAL;
+	if (unescape(f[4], lens[4], m->path, sizeof(m->path)) ||
+	    unescape(f[dash + 1], lens[dash + 1], m->fstype,
+		     sizeof(m->fstype)) ||
+	    unescape(f[dash + 2], lens[dash + 2], m->source, sizeof(m->source)))
+		return -EINVAL;
+	m->uid = n > dash + 3 ? opt_uid(f[dash + 3], lens[dash + 3]) :
+				(uid_t)-1;
+	m->is_sqc = !strcmp(m->fstype, CTL_FSTYPE);
+	return 0;
+}
+
+/* Call @fn for each mount; stops early when it returns non-zero. */
+static int scan(int (*fn)(const struct mc_mount *m, void *arg), void *arg)
+{
+	struct mc_mount *m;
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+	int err = 0;
+
+	m = malloc(sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f) {
+		err = -errno;
+		goto out_free;
+	}
+	while (getline(&line, &cap, f) > 0) {
+		if (parse_line(line, m))
+			continue;
+		err = fn(m, arg);
+		if (err)
+			break;
+	}
+	if (err > 0)
+		err = 0;
+	fclose(f);
+	free(line);
+out_free:
+	free(m);
+	return err;
+}
+
+struct find_arg {
+	const char *path;
+	struct mc_mount *out;
+	bool found;
+};
+
+static int find_one(const struct mc_mount *m, void *arg)
+{
+	struct find_arg *a = arg;
+
+	/* Keep going: the last match is the top of a stack of mounts. */
+	if (!strcmp(m->path, a->path)) {
+		*a->out = *m;
+		a->found = true;
+	}
+	return 0;
+}
+
+int mc_mount_find(const char *path, struct mc_mount *out)
+{
+	struct find_arg a = { .path = path, .out = out };
+	int err;
+
+	err = scan(find_one, &a);
+	if (err)
+		return err;
+	return a.found ? 0 : -ENOENT;
+}
+
+struct list_arg {
+	struct mc_mount *v;
+	size_t n;
+	size_t cap;
+};
+
+static int list_one(const struct mc_mount *m, void *arg)
+{
+	struct list_arg *a = arg;
+
+	if (!m->is_sqc)
+		return 0;
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 4;
+		struct mc_mount *v = reallocarray(a->v, cap, sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		a->v = v;
+		a->cap = cap;
+	}
+	a->v[a->n++] = *m;
+	return 0;
+}
+
+int mc_mount_list(struct mc_mount **out, size_t *n)
+{
+	struct list_arg a = { 0 };
+	int err;
+
+	err = scan(list_one, &a);
+	if (err) {
+		free(a.v);
+		return err;
+	}
+	*out = a.v;
+	*n = a.n;
+	return 0;
+}
+
+int mc_resolve(const char *arg, char *path, struct mc_mount *m)
+{
+	int err;
+
+	err = ctl_canonical_mountpoint(arg, path, PATH_MAX);
+	if (err)
+		return err;
+	err = mc_mount_find(path, m);
+	if (err)
+		return err;
+	return m->is_sqc ? 0 : -EMEDIUMTYPE;
+}
+
+int mc_request(const struct mc_mount *m, const char *cmd, char **reply)
+{
+	char addr[CTL_PATH_MAX], why[64];
+	int err;
+
+	*reply = NULL;
+	err = ctl_default_address(m->path, addr, sizeof(addr));
+	if (err)
+		return err;
+	err = ctl_request(addr, cmd, m->uid, reply, MC_CTL_TIMEOUT_MS);
+	if (err)
+		return err;
+	if (mc_json_is_true(*reply, "ok"))
+		return 0;
+	err = -EBADMSG;
+	if (!ctl_json_str(*reply, "error", why, sizeof(why)) &&
+	    !strcmp(why, "permission denied"))
+		err = -EACCES;
+	free(*reply);
+	*reply = NULL;
+	return err;
+}
+
+bool mc_is_stale(int err)
+{
+	return err == -ECONNREFUSED || err == -ENOENT;
+}
+
+const char *mc_explain(const struct mc_mount *m, int err, bool hint, char *buf,
+		       size_t cap)
+{
+	if (mc_is_stale(err))
+		snprintf(buf, cap,
+			 "no daemon answers for '%s' (stale mount?)%s%s",
+			 m->path, hint ? ": run mountctl umount " : "",
+			 hint ? m->path : "");
+	else if (err == -ETIMEDOUT)
+		snprintf(
+			buf, cap,
+			"the daemon for '%s' does not answer within %d s (busy or hung?)%s%s",
+			m->path, MC_CTL_TIMEOUT_MS / 1000,
+			hint ? ": try again, or run mountctl umount " : "",
+			hint ? m->path : "");
+	else if (err == -EACCES)
+		snprintf(
+			buf, cap,
+			"the daemon for '%s' answers only its owner (uid %u) and root",
+			m->path, (unsigned int)m->uid);
+	else if (err == -EPERM)
+		snprintf(
+			buf, cap,
+			"the control socket of '%s' is held by a process of another user than the mount's owner (uid %u)",
+			m->path, (unsigned int)m->uid);
+	else if (err == -EPROTO || err == -EBADMSG)
+		snprintf(
+			buf, cap,
+			"the daemon for '%s' %s (is it another squashcache version?)",
+			m->path,
+			err == -EPROTO ? "sent a reply mountctl cannot read" :
+					 "refused the request");
+	else
+		snprintf(buf, cap, "cannot reach the daemon for '%s': %s",
+			 m->path, err_str(err));
+	return buf;
+}
+
+bool mc_is_running(pid_t pid)
+{
+	char path[64], buf[512], *paren;
+	ssize_t n;
+	int fd;
+
+	if (pid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno != ENOENT && errno != ESRCH;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "pid (comm) S ...": a zombie has exited, it waits to be reaped. */
+	paren = strrchr(buf, ')');
+	if (!paren || paren[1] != ' ')
+		return true;
+	return paren[2] != 'Z' && paren[2] != 'X';
+}
+
+double mc_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void mc_sleep_ms(int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000,
+			       .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
