@@ -269,18 +269,13 @@ static void read_ahead(struct sqcd *d, const struct img_inode *ino,
 					  memory_order_relaxed);
 }
 
-/* Valid replies: fuse_reply_data, fuse_reply_err. */
+/* Valid replies: fuse_reply_iov, fuse_reply_err. */
 static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 		      struct fuse_file_info *fi)
 {
 	struct sqcd *d = req_daemon(req);
 	struct img_span spans[READ_SPANS_MAX];
-	/* A bufvec with READ_SPANS_MAX buffers; its buf[] is the object's
-	 * trailing array, so indexing past [0] is well defined. */
-	_Alignas(struct fuse_bufvec) char
-		storage[sizeof(struct fuse_bufvec) +
-			(READ_SPANS_MAX - 1) * sizeof(struct fuse_buf)];
-	struct fuse_bufvec *bv = (struct fuse_bufvec *)storage;
+	struct iovec iov[READ_SPANS_MAX];
 	struct img_inode ino;
 	unsigned int n = 0;
 	size_t total = 0;
@@ -296,17 +291,14 @@ static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 				     READ_SPANS_MAX, &n);
 	if (err)
 		return (void)fuse_reply_err(req, reply_errno(d, err));
-	memset(storage, 0, sizeof(storage));
-	bv->count = n ? n : 1;
 	for (unsigned int i = 0; i < n; i++) {
-		bv->buf[i].mem = (void *)spans[i].data;
-		bv->buf[i].size = spans[i].len;
+		iov[i].iov_base = (void *)spans[i].data;
+		iov[i].iov_len = spans[i].len;
 		total += spans[i].len;
 	}
-	log_debug("read %zu at %lld: %u spans, %zu bytes", size, (long long)off,
-		  n, total);
 	read_ahead(d, &ino, (uint64_t)off + total);
-	fuse_reply_data(req, bv, FUSE_BUF_NO_SPLICE);
+	/* Straight from the cached blocks to the kernel: no copy here. */
+	fuse_reply_iov(req, iov, (int)n);
 	img_spans_put(d->img, spans, n);
 	atomic_fetch_add_explicit(&d->bytes_served, total,
 				  memory_order_relaxed);

@@ -145,7 +145,9 @@ sqc_umount() {
     fusermount3 -u "$mnt" 2>/dev/null || umount "$mnt"
     if [ -n "$pid" ]; then
         i=0
-        while kill -0 "$pid" 2>/dev/null; do
+        # A zombie has exited; init may reap it late.
+        while kill -0 "$pid" 2>/dev/null &&
+            [ "$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null)" != Z ]; do
             i=$((i + 1))
             [ $i -lt 500 ] || fail "daemon $pid still running 10 s after unmount"
             sleep 0.02
