@@ -11,7 +11,7 @@
  *            in_ram}
  *   cache:  {data, meta, bmap: {budget, bytes, peak, entries, hits, misses,
  *            waits, evictions, bypass, errors}}
- *   image:  {bytes, reads, read_bytes, read_errors, decompressions,
+ *   image_io: {bytes, reads, read_bytes, read_errors, decompressions,
  *            decompressed_bytes, corrupt}
  *   fuse:   {lookup, getattr, readlink, open, read, opendir, readdir,
  *            readdirplus, statfs, getxattr, listxattr, write, bytes_served,

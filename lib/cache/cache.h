@@ -34,13 +34,13 @@ struct cache_stats {
 	uint64_t budget; /* bytes allowed */
 	uint64_t bytes; /* bytes held now, data plus bookkeeping */
 	uint64_t peak_bytes; /* the most ever held at once */
-	uint64_t entries; /* entries held now */
+	uint64_t entries; /* entries held now, remembered errors included */
 	uint64_t hits; /* lookups served from a VALID entry */
-	uint64_t misses; /* lookups that ran a fill */
+	uint64_t misses; /* lookups that ran a fill (not cache_prefill()) */
 	uint64_t waits; /* lookups that waited for another thread's fill */
 	uint64_t evictions; /* entries dropped to make room */
-	uint64_t bypass; /* fills not kept: budget full of pinned entries */
-	uint64_t fill_errors; /* fills that failed */
+	uint64_t bypass; /* fills not kept: no room could be made */
+	uint64_t fill_errors; /* fills that failed, prefills included */
 };
 
 /**
@@ -53,7 +53,8 @@ struct cache_stats {
  *
  * Return: 0, or a negative errno that becomes cache_get()'s result.
  * Context: called without any cache lock held, in the thread that called
- * cache_get() or cache_prefill().
+ * cache_get() or cache_prefill(); it may use the cache, but must not get
+ * @key itself (it would wait for its own fill).
  */
 typedef int cache_fill_fn(void *arg, uint64_t key, void *buf, size_t cap,
 			  size_t *len);
@@ -88,7 +89,9 @@ void cache_free(struct cache *c);
  * @out: set to the pinned entry on success
  *
  * Return: 0; or the negative errno of the fill (this thread's or the one it
- * waited for), or a remembered -EFSCORRUPTED; -ENOMEM.
+ * waited for), or a remembered -EFSCORRUPTED; -ENOMEM.  A fill that cannot
+ * be given room (budget 0, @cap larger than the cache can hold, everything
+ * pinned or being filled) still succeeds, as a bypass entry.
  * Ownership: on success the caller must cache_put() the entry exactly once.
  * Context: any thread; may sleep waiting for another thread's fill.
  */
@@ -106,8 +109,10 @@ int cache_get(struct cache *c, uint64_t key, size_t cap, cache_fill_fn *fill,
  * Does nothing if the entry is present or being filled (it never waits),
  * or if it could only be held by evicting entries that were hit.
  *
- * Return: 0 if filled now; -EEXIST if present or pending; -ENOSPC if it
- * was not worth the room; or the fill's error.
+ * Return: 0 if filled now; -EEXIST if present (remembered errors too) or
+ * pending; -ENOSPC if room could only be made by evicting entries that
+ * were hit, or not at all; -ENOMEM; or the fill's error (-EFSCORRUPTED is
+ * remembered as for cache_get()).
  * Context: any thread (prefetch workers).
  */
 int cache_prefill(struct cache *c, uint64_t key, size_t cap,
@@ -127,7 +132,8 @@ bool cache_contains(struct cache *c, uint64_t key);
  * cache_entry_data() - The bytes of a pinned entry.
  * @e: entry pinned by cache_get()
  *
- * Return: pointer valid until cache_put().  Context: any thread.
+ * Return: pointer valid until cache_put(), not NULL even for 0 bytes.
+ * Context: any thread; cannot fail.
  */
 const void *cache_entry_data(const struct cache_entry *e);
 

@@ -518,6 +518,15 @@ int ctl_json_str(const char *json, const char *path, char *buf, size_t cap)
 			case 't':
 				c = '\t';
 				break;
+			case 'r':
+				c = '\r';
+				break;
+			case 'b':
+				c = '\b';
+				break;
+			case 'f':
+				c = '\f';
+				break;
 			case 'u': {
 				unsigned int u;
 

@@ -224,6 +224,63 @@ int img_dir_next(struct img_dir_iter *it, struct img_dirent *out)
 	}
 }
 
+int img__dir_check_index(struct img *img, const struct img_inode *dir)
+{
+	struct img_dir_iter it, at;
+	struct img_dirent de;
+	struct dir_index x;
+	uint64_t block;
+	uint32_t off, prev = 0;
+	int err;
+
+	if (dir->type != IMG_DIR || !dir->dir.idx_count)
+		return 0;
+	err = img_dir_open(img, dir, 0, &it);
+	if (err)
+		return err;
+	block = dir->dir.idx_block;
+	off = dir->dir.idx_off;
+	for (uint32_t i = 0; i < dir->dir.idx_count; i++) {
+		err = index_next(img, dir, &block, &off, &x);
+		if (err)
+			return err;
+		if (i && x.index <= prev)
+			return IMG_CORRUPT(
+				img,
+				"directory inode %u has an index out of order",
+				dir->ino);
+		prev = x.index;
+		/* Walk the listing to the header this entry names; it must
+		 * be where iter_seek() would jump, and start with the name. */
+		while (it.pos < x.index) {
+			err = img_dir_next(&it, &de);
+			if (err <= 0)
+				return err ? err :
+					     IMG_CORRUPT(
+						     img,
+						     "directory inode %u has an index entry past its listing",
+						     dir->ino);
+		}
+		at.img = img;
+		iter_seek(&at, dir, &x);
+		if (it.pos != x.index || it.hdr_left || it.block != at.block ||
+		    it.off != at.off)
+			return IMG_CORRUPT(
+				img,
+				"directory inode %u has an index entry that is not at a header",
+				dir->ino);
+		err = img_dir_next(&it, &de);
+		if (err <= 0 || de.name_len != x.name_len ||
+		    memcmp(de.name, x.name, x.name_len))
+			return err < 0 ? err :
+					 IMG_CORRUPT(
+						 img,
+						 "directory inode %u has an index name that is not its header's first name",
+						 dir->ino);
+	}
+	return 0;
+}
+
 int img_dir_lookup(struct img *img, const struct img_inode *dir,
 		   const char *name, size_t len, struct img_dirent *out)
 {

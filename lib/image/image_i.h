@@ -230,6 +230,22 @@ static inline struct img_region img__dir_region(const struct img *img)
 	return (struct img_region){ img->sb.dir_table, img->dir_end };
 }
 
+/* dir.c */
+
+/**
+ * img__dir_check_index() - Check a directory's index against its listing.
+ * @img: image
+ * @dir: directory inode
+ *
+ * Each index entry must point at a header of the listing, in order, where
+ * a lookup would jump, and carry that header's first name; otherwise
+ * lookups and resumed listings would go astray on an image whose listing
+ * alone looks sound.  Used by img_check().
+ *
+ * Return: 0; -EFSCORRUPTED; -EIO; -ENOMEM.  Context: any thread.
+ */
+int img__dir_check_index(struct img *img, const struct img_inode *dir);
+
 /* xattr.c */
 int img__xattr_open(struct img *img);
 

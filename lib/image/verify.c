@@ -175,6 +175,9 @@ static void list_dir(struct walk *w, uint64_t ref)
 	}
 	snprintf(path, sizeof(path), "directory inode %u", dir.ino);
 	w->rep->dirs++;
+	err = img__dir_check_index(w->img, &dir);
+	if (err)
+		problem(w, err, "directory index", path);
 	err = img_dir_open(w->img, &dir, 0, &it);
 	while (!err && !too_many(w) && (err = img_dir_next(&it, &de)) == 1) {
 		int c = memcmp(prev, de.name, MIN(prev_len, de.name_len));
