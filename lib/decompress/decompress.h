@@ -72,7 +72,8 @@ bool dec_is_supported(const struct dec_codec *c);
  * malformed.  lzma defines no options block, so any block is -ENOTSUP.
  *
  * Return: 0; -EFSCORRUPTED if the block is malformed; -ENOTSUP if it asks
- * for something this reader cannot do, or @c is unsupported.
+ * for something this reader cannot do, or @c is unsupported; -EINVAL if
+ * @opts is NULL with a non-zero @len.
  * Context: any thread.
  */
 int dec_check_options(const struct dec_codec *c, const void *opts, size_t len);
