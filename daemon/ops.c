@@ -422,6 +422,8 @@ static void readdir_common(fuse_req_t req, fuse_ino_t node, size_t size,
 	int err;
 
 	count(d, plus ? SQCD_OP_READDIRPLUS : SQCD_OP_READDIR);
+	log_debug("readdir%s %zu at %lld", plus ? "plus" : "", size,
+		  (long long)off);
 	size = MIN(size, (size_t)1 << 20);
 	buf = malloc(size);
 	if (!buf)
