@@ -1,0 +1,97 @@
+#!/bin/sh
+# End to end with PyTorch: torchvision's ImageFolder and DataLoader read
+# a tree of real images through a squashcache mount and must get exactly
+# what they get from the source tree (tests/py/imagefolder_check.py):
+# the same samples, labels and tensors in order with 2 workers, then 3
+# shuffled epochs with 4 workers that see every sample once per epoch
+# with the source's bytes.  The daemon's own statistics must show that
+# it served the bytes, with no EIO and no corrupt block.
+#
+# Runs with Debian's python3-torchvision ($PYTHON, /usr/bin/python3);
+# skips only if that cannot import torchvision.
+# TIMEOUT: 300
+# shellcheck source=tests/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+need_fuse
+need_cmd mksquashfs
+PY="$TOP/tests/py"
+export PYTHONDONTWRITEBYTECODE=1
+
+if ! "$PYTHON" -c 'import torchvision' >"$T/import.log" 2>&1; then
+    skip "$PYTHON cannot import torchvision: $(tail -n 1 "$T/import.log")"
+fi
+
+note "generate 5 classes x 40 images (JPEG, PNG, grayscale, CMYK, odd sizes)"
+"$PYTHON" "$PY/sqc_dataset.py" --profile test --classes 5 --per-class 40 \
+    --seed 70 --manifest "$T/manifest.json" "$T/src"
+
+note "pack with mksquashfs -comp zstd"
+mkimg "$T/src" "$T/img.sqfs" -comp zstd -no-xattrs -all-root
+
+note "mount"
+sqc_mount "$T/img.sqfs" "$T/mnt" -o "ctl=$T/ctl.sock,log=$T/daemon.log"
+
+note "ImageFolder + DataLoader: mount vs source"
+"$PYTHON" "$PY/imagefolder_check.py" --src "$T/src" --mnt "$T/mnt" \
+    --manifest "$T/manifest.json" --epochs 3 --workers 4 ||
+    fail "torchvision saw different data through the mount"
+
+note "daemon statistics"
+"$PYTHON" "$PY/sqc_stats.py" --ctl "$T/ctl.sock" --json "$T/mnt" \
+    >"$T/stats.json" || fail "no statistics from the daemon"
+# The value at a dotted path of a JSON file.
+jget() {
+    "$PYTHON" -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    v = v[k]
+print(v)' "$1" "$2" || fail "no '$2' in $1"
+}
+served=$(jget "$T/stats.json" fuse.bytes_served)
+eio=$(jget "$T/stats.json" fuse.eio)
+corrupt=$(jget "$T/stats.json" image_io.corrupt)
+rderr=$(jget "$T/stats.json" image_io.read_errors)
+want=$(jget "$T/manifest.json" bytes)
+echo "served $served bytes (the images hold $want), eio $eio, corrupt $corrupt, read errors $rderr"
+[ "$served" -gt 0 ] || fail "fuse.bytes_served is 0"
+# Every image was read in full through the mount at least once.
+[ "$served" -ge "$want" ] || fail "served $served bytes, less than the $want in the images"
+[ "$eio" -eq 0 ] || fail "the daemon answered $eio requests with EIO"
+[ "$corrupt" -eq 0 ] || fail "the daemon found $corrupt corrupt blocks in a valid image"
+[ "$rderr" -eq 0 ] || fail "the daemon had $rderr errors reading the image"
+
+note "unmount"
+sqc_umount "$T/mnt"
+
+# Again with no page cache and tiny caches: every read of every epoch
+# reaches the daemon from 4 workers at once, and blocks are evicted and
+# decoded again all the time.
+note "mount with -o direct_io,stage=none,cache=1M,meta=1M"
+sqc_mount "$T/img.sqfs" "$T/mnt2" \
+    -o "direct_io,stage=none,cache=1M,meta=1M,ctl=$T/ctl2.sock,log=$T/daemon2.log"
+"$PYTHON" "$PY/imagefolder_check.py" --src "$T/src" --mnt "$T/mnt2" \
+    --manifest "$T/manifest.json" --epochs 3 --workers 4 ||
+    fail "torchvision saw different data through the direct_io mount"
+"$PYTHON" "$PY/sqc_stats.py" --ctl "$T/ctl2.sock" --json "$T/mnt2" \
+    >"$T/stats2.json" || fail "no statistics from the daemon"
+served=$(jget "$T/stats2.json" fuse.bytes_served)
+eio=$(jget "$T/stats2.json" fuse.eio)
+corrupt=$(jget "$T/stats2.json" image_io.corrupt)
+evict=$(jget "$T/stats2.json" cache.data.evictions)
+echo "served $served bytes, eio $eio, corrupt $corrupt, data cache evictions $evict"
+# One pass comparing, then 3 epochs that each read every file in full.
+[ "$served" -ge $((4 * want)) ] ||
+    fail "served $served bytes: direct_io reads did not all reach the daemon"
+[ "$eio" -eq 0 ] || fail "the daemon answered $eio requests with EIO"
+[ "$corrupt" -eq 0 ] || fail "the daemon found $corrupt corrupt blocks in a valid image"
+sqc_umount "$T/mnt2"
+
+# A sanitizer build (make SANITIZE=...) reports into the daemon's log.
+for l in "$T/daemon.log" "$T/daemon2.log"; do
+    if grep -qE 'ERROR: (Address|Leak|Thread)Sanitizer|runtime error:|WARNING: ThreadSanitizer' "$l"; then
+        cat "$l"
+        fail "the daemon's log has a sanitizer report"
+    fi
+done
+echo "ok"
