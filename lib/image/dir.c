@@ -17,6 +17,7 @@
  */
 #define LOG_MOD "image"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "image/image_i.h"
@@ -53,13 +54,14 @@ static bool name_is_valid(const char *name, size_t len)
 /* Read index entry @i of @dir's index; entries are read in order, so the
  * caller passes the position reached by the previous call. */
 static int index_next(struct img *img, const struct img_inode *dir,
-		      uint64_t *block, uint32_t *off, struct dir_index *out)
+		      struct img_meta_buf *mb, uint64_t *block, uint32_t *off,
+		      struct dir_index *out)
 {
 	const struct img_region rg = img__inode_region(img);
 	struct sqfs_disk_dir_index d;
 	int err;
 
-	err = img__meta_read(img, &rg, block, off, &d, sizeof(d));
+	err = img__meta_buf_read(img, &rg, mb, block, off, &d, sizeof(d));
 	if (err)
 		return err;
 	out->index = le32_dec(d.index);
@@ -69,7 +71,8 @@ static int index_next(struct img *img, const struct img_inode *dir,
 		return IMG_CORRUPT(
 			img, "directory inode %u has an index name of %u bytes",
 			dir->ino, out->name_len);
-	err = img__meta_read(img, &rg, block, off, out->name, out->name_len);
+	err = img__meta_buf_read(img, &rg, mb, block, off, out->name,
+				 out->name_len);
 	if (err)
 		return err;
 	out->name[out->name_len] = '\0';
@@ -95,14 +98,17 @@ static void iter_seek(struct img_dir_iter *it, const struct img_inode *dir,
 int img_dir_open(struct img *img, const struct img_inode *dir, uint64_t cookie,
 		 struct img_dir_iter *it)
 {
+	struct img_meta_buf mb; /* .held set below; data needs no zeroing */
 	struct dir_index x, prev;
 	uint64_t block;
 	uint32_t off;
 	int err;
 
+	mb.held = UINT64_MAX;
 	if (dir->type != IMG_DIR)
 		return -ENOTDIR;
-	memset(it, 0, sizeof(*it));
+	memset(it, 0, offsetof(struct img_dir_iter, mb));
+	it->mb.held = UINT64_MAX;
 	it->img = img;
 	it->block = dir->dir.block;
 	it->off = dir->dir.off;
@@ -118,7 +124,7 @@ int img_dir_open(struct img *img, const struct img_inode *dir, uint64_t cookie,
 	off = dir->dir.idx_off;
 	prev.index = 0;
 	for (uint32_t i = 0; i < dir->dir.idx_count; i++) {
-		err = index_next(img, dir, &block, &off, &x);
+		err = index_next(img, dir, &mb, &block, &off, &x);
 		if (err)
 			return err;
 		if (i && x.index <= prev.index)
@@ -152,8 +158,8 @@ int img_dir_next(struct img_dir_iter *it, struct img_dirent *out)
 				return IMG_CORRUPT(
 					img,
 					"directory listing ends inside a header");
-			err = img__meta_read(img, &rg, &it->block, &it->off, &h,
-					     sizeof(h));
+			err = img__meta_buf_read(img, &rg, &it->mb, &it->block,
+						 &it->off, &h, sizeof(h));
 			if (err)
 				return err;
 			it->pos += sizeof(h);
@@ -174,8 +180,8 @@ int img_dir_next(struct img_dir_iter *it, struct img_dirent *out)
 		if (it->listing - it->pos < sizeof(e))
 			return IMG_CORRUPT(
 				img, "directory listing ends inside an entry");
-		err = img__meta_read(img, &rg, &it->block, &it->off, &e,
-				     sizeof(e));
+		err = img__meta_buf_read(img, &rg, &it->mb, &it->block,
+					 &it->off, &e, sizeof(e));
 		if (err)
 			return err;
 		it->pos += sizeof(e);
@@ -186,8 +192,8 @@ int img_dir_next(struct img_dir_iter *it, struct img_dirent *out)
 				img,
 				"directory entry name of %u bytes does not fit",
 				out->name_len);
-		err = img__meta_read(img, &rg, &it->block, &it->off, out->name,
-				     out->name_len);
+		err = img__meta_buf_read(img, &rg, &it->mb, &it->block,
+					 &it->off, out->name, out->name_len);
 		if (err)
 			return err;
 		it->pos += out->name_len;
@@ -226,6 +232,7 @@ int img_dir_next(struct img_dir_iter *it, struct img_dirent *out)
 
 int img__dir_check_index(struct img *img, const struct img_inode *dir)
 {
+	struct img_meta_buf mb; /* .held set below; data needs no zeroing */
 	struct img_dir_iter it, at;
 	struct img_dirent de;
 	struct dir_index x;
@@ -233,6 +240,7 @@ int img__dir_check_index(struct img *img, const struct img_inode *dir)
 	uint32_t off, prev = 0;
 	int err;
 
+	mb.held = UINT64_MAX;
 	if (dir->type != IMG_DIR || !dir->dir.idx_count)
 		return 0;
 	err = img_dir_open(img, dir, 0, &it);
@@ -241,7 +249,7 @@ int img__dir_check_index(struct img *img, const struct img_inode *dir)
 	block = dir->dir.idx_block;
 	off = dir->dir.idx_off;
 	for (uint32_t i = 0; i < dir->dir.idx_count; i++) {
-		err = index_next(img, dir, &block, &off, &x);
+		err = index_next(img, dir, &mb, &block, &off, &x);
 		if (err)
 			return err;
 		if (i && x.index <= prev)
@@ -272,11 +280,12 @@ int img__dir_check_index(struct img *img, const struct img_inode *dir)
 		err = img_dir_next(&it, &de);
 		if (err <= 0 || de.name_len != x.name_len ||
 		    memcmp(de.name, x.name, x.name_len))
-			return err < 0 ? err :
-					 IMG_CORRUPT(
-						 img,
-						 "directory inode %u has an index name that is not its header's first name",
-						 dir->ino);
+			return err < 0 ?
+				       err :
+				       IMG_CORRUPT(
+					       img,
+					       "directory inode %u has an index name that is not its header's first name",
+					       dir->ino);
 	}
 	return 0;
 }
@@ -284,12 +293,14 @@ int img__dir_check_index(struct img *img, const struct img_inode *dir)
 int img_dir_lookup(struct img *img, const struct img_inode *dir,
 		   const char *name, size_t len, struct img_dirent *out)
 {
+	struct img_meta_buf mb; /* .held set below; data needs no zeroing */
 	struct img_dir_iter it;
 	struct dir_index x;
 	uint64_t block;
 	uint32_t off;
 	int err, c;
 
+	mb.held = UINT64_MAX;
 	if (dir->type != IMG_DIR)
 		return -ENOTDIR;
 	if (len > SQFS_NAME_LEN)
@@ -301,7 +312,7 @@ int img_dir_lookup(struct img *img, const struct img_inode *dir,
 	block = dir->dir.idx_block;
 	off = dir->dir.idx_off;
 	for (uint32_t i = 0; i < dir->dir.idx_count; i++) {
-		err = index_next(img, dir, &block, &off, &x);
+		err = index_next(img, dir, &mb, &block, &off, &x);
 		if (err)
 			return err;
 		if (name_cmp(x.name, x.name_len, name, len) > 0)

@@ -329,6 +329,24 @@ static int tail_span(struct img *img, const struct img_inode *f,
 	err = frag_loc(img, f, &b);
 	if (err)
 		return err;
+	if (b.word & SQFS_BLOCK_UNCOMPRESSED) {
+		uint32_t stored = b.word & SQFS_BLOCK_LEN_MASK;
+		const uint8_t *p = img__staged_ptr(img, b.pos, stored);
+
+		/* Stored as is and in RAM: no copy into the data cache. */
+		if (p) {
+			if ((uint64_t)f->file.frag_off + tail > stored)
+				return IMG_CORRUPT(
+					img,
+					"fragment %u (%u bytes) does not hold the tail of inode %u (%u bytes at %u)",
+					f->file.frag, stored, f->ino, tail,
+					f->file.frag_off);
+			sp->data = p + f->file.frag_off;
+			sp->len = tail;
+			sp->pin = NULL;
+			return 0;
+		}
+	}
 	arg.word = b.word;
 	err = cache_get(img->data, b.pos, img->sb.block_size, data_fill, &arg,
 			&e);

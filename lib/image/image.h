@@ -135,6 +135,17 @@ struct img_dirent {
 	uint64_t next; /* cookie that resumes after this entry */
 };
 
+/* A copy of one decoded metadata block, so that a run of small reads
+ * from it (directory entries) costs one cache lookup, not one each.
+ * Fields private to lib/image. */
+struct img_meta_buf {
+	uint64_t held; /* position of the block copied, or UINT64_MAX */
+	uint64_t next; /* position of the block after it */
+	uint32_t len; /* its decoded length */
+	uint8_t data[8192]; /* its decoded bytes (SquashFS metadata blocks
+			       decode to at most 8 KiB) */
+};
+
 /* Directory iterator; caller's storage, fields private to lib/image. */
 struct img_dir_iter {
 	struct img *img;
@@ -146,6 +157,7 @@ struct img_dir_iter {
 	uint32_t hdr_start; /* current header: inode table block */
 	uint32_t hdr_ino; /* current header: base inode number */
 	uint32_t skip_to; /* entries before this listing offset are skipped */
+	struct img_meta_buf mb; /* the listing block being read */
 };
 
 /* One piece of a file read: bytes to send, and what keeps them alive. */

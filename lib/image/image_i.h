@@ -193,6 +193,22 @@ int img__meta_read(struct img *img, const struct img_region *rg,
 		   uint64_t *block, uint32_t *off, void *dst, size_t len);
 
 /**
+ * img__meta_buf_read() - img__meta_read() through a block copy.
+ * @img: image
+ * @rg: region the blocks must lie in
+ * @mb: the copy; refilled when the position leaves its block
+ * @block: position of the current metadata block; updated
+ * @off: offset in its decoded bytes; updated
+ * @dst: destination, or NULL to skip the bytes
+ * @len: bytes to read
+ *
+ * Return: as img__meta_read().  Context: the thread that owns @mb.
+ */
+int img__meta_buf_read(struct img *img, const struct img_region *rg,
+		       struct img_meta_buf *mb, uint64_t *block, uint32_t *off,
+		       void *dst, size_t len);
+
+/**
  * img__table_get() - Read entry @idx of a table into @dst.
  * @img: image
  * @t: the table
@@ -248,5 +264,21 @@ int img__dir_check_index(struct img *img, const struct img_inode *dir);
 
 /* xattr.c */
 int img__xattr_open(struct img *img);
+
+/**
+ * img__xattr_check() - Read every key and value of an inode's xattrs once.
+ * @img: image
+ * @ino: inode
+ * @buf: scratch for the values, @cap bytes (values up to 64 KiB)
+ * @cap: its capacity
+ * @values: set to the number of values read
+ *
+ * One pass, where a lookup of each listed name would cost a pass each.
+ * Used by img_check().
+ *
+ * Return: 0; -EFSCORRUPTED; -EIO.  Context: any thread.
+ */
+int img__xattr_check(struct img *img, const struct img_inode *ino, void *buf,
+		     size_t cap, uint64_t *values);
 
 #endif /* SQC_IMAGE_IMAGE_I_H */

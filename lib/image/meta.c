@@ -138,6 +138,66 @@ int img__meta_read(struct img *img, const struct img_region *rg,
 	return 0;
 }
 
+int img__meta_buf_read(struct img *img, const struct img_region *rg,
+		       struct img_meta_buf *mb, uint64_t *block, uint32_t *off,
+		       void *dst, size_t len)
+{
+	struct meta_fill arg = { img };
+	struct cache_entry *e;
+	size_t n;
+	int err;
+
+	while (len) {
+		if (mb->held != *block) {
+			if (*block < rg->start || *block >= rg->end)
+				return IMG_CORRUPT(
+					img,
+					"metadata block at %llu is outside its table [%llu, %llu)",
+					(unsigned long long)*block,
+					(unsigned long long)rg->start,
+					(unsigned long long)rg->end);
+			err = cache_get(img->meta, *block, META_ENTRY_CAP,
+					meta_fill, &arg, &e);
+			if (err)
+				return err;
+			memcpy(&mb->next, cache_entry_data(e),
+			       sizeof(mb->next));
+			mb->len = (uint32_t)(cache_entry_size(e) -
+					     META_ENTRY_HDR);
+			memcpy(mb->data,
+			       (const uint8_t *)cache_entry_data(e) +
+				       META_ENTRY_HDR,
+			       mb->len);
+			cache_put(img->meta, e);
+			mb->held = UINT64_MAX;
+			if (mb->next > rg->end)
+				return IMG_CORRUPT(
+					img,
+					"metadata block at %llu runs past the end of its table (%llu)",
+					(unsigned long long)*block,
+					(unsigned long long)rg->end);
+			mb->held = *block;
+		}
+		if (*off >= mb->len)
+			return IMG_CORRUPT(
+				img,
+				"offset %u is past the end of metadata block %llu (%u bytes)",
+				*off, (unsigned long long)*block, mb->len);
+		n = MIN(len, mb->len - *off);
+		if (dst) {
+			memcpy(dst, mb->data + *off, n);
+			dst = (uint8_t *)dst + n;
+		}
+		len -= n;
+		*off += (uint32_t)n;
+		if (*off == mb->len) {
+			*block = mb->next;
+			*off = 0;
+		}
+	}
+	return 0;
+}
+
 int img__table_get(struct img *img, const struct img_table *t, uint64_t idx,
 		   void *dst)
 {

@@ -723,7 +723,7 @@ static Suite *image_suite(void)
 
 	tc = tcase_create("stage");
 	tcase_set_timeout(tc, 120);
-	tcase_add_loop_test(tc, test_stage_full, 0, 2);
+	tcase_add_loop_test(tc, test_stage_full, 0, NVARIANTS);
 	tcase_add_loop_test(tc, test_stage_budget, 0, 2);
 	suite_add_tcase(s, tc);
 
