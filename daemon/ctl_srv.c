@@ -8,7 +8,7 @@
  *   version, pid, uid, image, mountpoint, compressor, block_size, inodes,
  *   uptime_s, ready,
  *   stage:  {state, budget, planned, staged, percent, seconds, mb_per_s,
- *            in_ram}
+ *            on_tmpfs (the image file itself is on tmpfs or ramfs)}
  *   cache:  {data, meta, bmap: {budget, bytes, peak, entries, hits, misses,
  *            waits, evictions, bypass, errors}}
  *   image_io: {bytes, reads, read_bytes, read_errors, decompressions,
@@ -124,7 +124,7 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 	ctl_buf_printf(b,
 		       "\"stage\":{\"state\":\"%s\",\"budget\":%llu,"
 		       "\"planned\":%llu,\"staged\":%llu,\"percent\":%.1f,"
-		       "\"seconds\":%.3f,\"mb_per_s\":%.1f,\"in_ram\":%s},",
+		       "\"seconds\":%.3f,\"mb_per_s\":%.1f,\"on_tmpfs\":%s},",
 		       stage_names[st.stage_state],
 		       (unsigned long long)st.stage_budget,
 		       (unsigned long long)st.stage_planned,

@@ -96,8 +96,9 @@ static int run(int argc, char **argv)
 		printf(LABEL "sound (checked in %s)\n", "result",
 		       mc_fmt_duration(mc_now() - start, t, sizeof(t)));
 	else if (err == -EFSCORRUPTED)
-		printf(LABEL "corrupt: %llu problems (listed on stderr)\n",
-		       "result", (unsigned long long)rep.errors);
+		printf(LABEL "corrupt: %llu problem%s (listed on stderr)\n",
+		       "result", (unsigned long long)rep.errors,
+		       rep.errors == 1 ? "" : "s");
 	else
 		printf(LABEL "not checked in full: %s\n", "result",
 		       err_str(err));

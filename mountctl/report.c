@@ -80,7 +80,7 @@ bool mc_is_staged(const char *stats)
 {
 	char state[16];
 
-	if (mc_json_is_true(stats, "stage.in_ram"))
+	if (mc_json_is_true(stats, "stage.on_tmpfs"))
 		return true;
 	if (ctl_json_str(stats, "stage.state", state, sizeof(state)))
 		return false;
@@ -103,7 +103,7 @@ const char *mc_stage_line(const char *stats, char *buf, size_t cap)
 		snprintf(state, sizeof(state), "unknown");
 	if (!strcmp(state, "off")) {
 		snprintf(buf, cap, "%s",
-			 mc_json_is_true(stats, "stage.in_ram") ?
+			 mc_json_is_true(stats, "stage.on_tmpfs") ?
 				 "image already in RAM (tmpfs): not staged" :
 				 "staging off");
 		return buf;

@@ -96,7 +96,7 @@ def summary(st):
         "mountpoint   %s (daemon pid %s, up %.1f s)"
         % (st.get("mountpoint"), st.get("pid"), st.get("uptime_s", 0.0)),
     ]
-    if stage.get("in_ram"):
+    if stage.get("on_tmpfs"):
         lines.append("staging      %s: the image file is on tmpfs already"
                      % stage.get("state"))
     else:
