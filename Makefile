@@ -172,7 +172,8 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/squashcache
 	install -m 0755 $(DAEMON) $(MOUNTCTL) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 $(LIB) $(DESTDIR)$(PREFIX)/lib/
-	for h in lib/*/*.h; do d=$(DESTDIR)$(PREFIX)/include/squashcache/$$(dirname $${h#lib/}); \
+	for h in $(filter-out %_i.h lib/image/sqfs_fmt.h,$(wildcard lib/*/*.h)); do \
+		d=$(DESTDIR)$(PREFIX)/include/squashcache/$$(dirname $${h#lib/}); \
 		install -d $$d; install -m 0644 $$h $$d/; done
 
 uninstall:

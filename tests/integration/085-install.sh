@@ -1,0 +1,50 @@
+#!/bin/sh
+# make install PREFIX=...: the programs, the library and its public headers
+# (not the private ones), and an installed squashcached that mounts.
+# TIMEOUT: 120
+. "$(dirname "$0")/lib.sh"
+need_cmd mksquashfs
+
+make -C "$TOP" --no-print-directory BUILD="$BUILD" install PREFIX="$T/prefix" >"$T/install.log" 2>&1 ||
+    { cat "$T/install.log"; fail "make install failed"; }
+for f in bin/squashcached bin/mountctl lib/libsquashcache.a \
+    include/squashcache/image/image.h include/squashcache/cache/cache.h \
+    include/squashcache/ctl/ctl.h include/squashcache/util/log.h; do
+    [ -f "$T/prefix/$f" ] || fail "$f was not installed"
+done
+for f in image/image_i.h image/sqfs_fmt.h decompress/decompress_i.h; do
+    [ -e "$T/prefix/include/squashcache/$f" ] && fail "private header $f was installed"
+done
+"$T/prefix/bin/squashcached" --version | grep -q '^squashcached ' || fail "installed squashcached does not run"
+"$T/prefix/bin/mountctl" --version >/dev/null || fail "installed mountctl does not run"
+
+# A program built against the installed library and headers.
+cat >"$T/use.c" <<'C'
+#include <stdio.h>
+#include "image/image.h"
+int main(int argc, char **argv)
+{
+	struct img *img;
+
+	if (argc < 2 || img_open(argv[1], NULL, &img))
+		return 1;
+	printf("%s %u\n", img_compressor(img), img_get_super(img)->inode_count);
+	img_close(img);
+	return 0;
+}
+C
+cc -I"$T/prefix/include/squashcache" -o "$T/use" "$T/use.c" \
+    "$T/prefix/lib/libsquashcache.a" -llz4 -lzstd -lz -llzma -llzo2 -lpthread ||
+    fail "cannot build against the installed library"
+mkdir -p "$T/src"
+echo data >"$T/src/f"
+mkimg "$T/src" "$T/img.sqfs" -comp xz
+[ "$("$T/use" "$T/img.sqfs")" = "xz 2" ] || fail "the installed library misreads the image"
+
+if [ -c /dev/fuse ]; then
+    SQUASHCACHED="$T/prefix/bin/squashcached"
+    sqc_mount "$T/img.sqfs" "$T/m"
+    [ "$(cat "$T/m/f")" = data ] || fail "installed daemon serves wrong data"
+    sqc_umount "$T/m"
+fi
+echo "install checks passed"
