@@ -104,34 +104,34 @@ is_mounted() {
 }
 
 sqc_mount() {
-    img=$1
-    mnt=$2
+    _sm_img=$1
+    _sm_mnt=$2
     shift 2
-    mkdir -p "$mnt"
-    _mounts="$mnt $_mounts"
-    "$SQUASHCACHED" "$@" "$img" "$mnt" || return $?
-    is_mounted "$mnt" || fail "squashcached returned 0 but $mnt is not mounted"
+    mkdir -p "$_sm_mnt"
+    _mounts="$_sm_mnt $_mounts"
+    "$SQUASHCACHED" "$@" "$_sm_img" "$_sm_mnt" || return $?
+    is_mounted "$_sm_mnt" || fail "squashcached returned 0 but $_sm_mnt is not mounted"
 }
 
 # Run the daemon in the foreground (-f) in the background of this shell,
 # and wait until the mount answers.  Sets SQC_PID.
 sqc_mount_fg() {
-    img=$1
-    mnt=$2
+    _sf_img=$1
+    _sf_mnt=$2
     shift 2
-    mkdir -p "$mnt"
-    _mounts="$mnt $_mounts"
-    "$SQUASHCACHED" -f "$@" "$img" "$mnt" >"$T/daemon-fg.log" 2>&1 &
+    mkdir -p "$_sf_mnt"
+    _mounts="$_sf_mnt $_mounts"
+    "$SQUASHCACHED" -f "$@" "$_sf_img" "$_sf_mnt" >"$T/daemon-fg.log" 2>&1 &
     SQC_PID=$!
     _pids="$SQC_PID $_pids"
-    i=0
-    while ! is_mounted "$mnt"; do
+    _sf_i=0
+    while ! is_mounted "$_sf_mnt"; do
         kill -0 "$SQC_PID" 2>/dev/null || { cat "$T/daemon-fg.log" >&2; fail "squashcached -f exited"; }
-        i=$((i + 1))
-        [ $i -lt 500 ] || fail "mount did not appear within 10 s"
+        _sf_i=$((_sf_i + 1))
+        [ $_sf_i -lt 500 ] || fail "mount did not appear within 10 s"
         sleep 0.02
     done
-    stat "$mnt" >/dev/null
+    stat "$_sf_mnt" >/dev/null
 }
 
 # The pid of the daemon serving MNT (from its control socket or ps).
@@ -140,31 +140,41 @@ sqc_pid() {
 }
 
 sqc_umount() {
-    mnt=$1
-    pid=$(sqc_pid "$mnt" || true)
-    fusermount3 -u "$mnt" 2>/dev/null || umount "$mnt"
-    if [ -n "$pid" ]; then
-        i=0
+    _su_mnt=$1
+    _su_pid=$(sqc_pid "$_su_mnt" || true)
+    fusermount3 -u "$_su_mnt" 2>/dev/null || umount "$_su_mnt"
+    if [ -n "$_su_pid" ]; then
+        _su_i=0
         # A zombie has exited; init may reap it late.
-        while kill -0 "$pid" 2>/dev/null &&
-            [ "$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null)" != Z ]; do
-            i=$((i + 1))
-            [ $i -lt 500 ] || fail "daemon $pid still running 10 s after unmount"
+        while kill -0 "$_su_pid" 2>/dev/null &&
+            [ "$(cut -d' ' -f3 "/proc/$_su_pid/stat" 2>/dev/null)" != Z ]; do
+            _su_i=$((_su_i + 1))
+            [ $_su_i -lt 500 ] || fail "daemon $_su_pid still running 10 s after unmount"
             sleep 0.02
         done
     fi
-    ! is_mounted "$mnt" || fail "$mnt still mounted"
+    ! is_mounted "$_su_mnt" || fail "$_su_mnt still mounted"
 }
 
+# Loop devices are few (max_loop) and shared: retry while none is free.
 kmount() {
     mkdir -p "$2"
     _mounts="$2 $_mounts"
-    mount -t squashfs -o loop,ro "$1" "$2"
+    _km_i=0
+    until mount -t squashfs -o loop,ro "$1" "$2" 2>"$T/kmount.err"; do
+        _km_i=$((_km_i + 1))
+        if [ $_km_i -ge 100 ] || ! grep -qi "loop" "$T/kmount.err"; then
+            cat "$T/kmount.err" >&2
+            return 1
+        fi
+        sleep 0.1
+    done
 }
 
+# mksquashfs clamps every timestamp to SOURCE_DATE_EPOCH when it is set.
 mkimg() {
-    src=$1
-    img=$2
+    _mk_src=$1
+    _mk_img=$2
     shift 2
-    mksquashfs "$src" "$img" -noappend -no-progress -quiet "$@" >/dev/null
+    env -u SOURCE_DATE_EPOCH mksquashfs "$_mk_src" "$_mk_img" -noappend -no-progress -quiet "$@" >/dev/null
 }
