@@ -158,6 +158,11 @@ FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 fuzz:
 	@$(MAKE) --no-print-directory -f tests/fuzz/fuzz.mk FUZZ_SRCS="$(FUZZ_SRCS)" LIB_SRCS="$(LIB_SRCS)" LIB_LIBS="$(LIB_LIBS)"
 
+# Run every fuzz target for FUZZ_SECONDS (default 60) each.
+fuzz-run:
+	@sh tests/deps.sh fuzz
+	@$(MAKE) --no-print-directory -f tests/fuzz/fuzz.mk FUZZ_SRCS="$(FUZZ_SRCS)" LIB_SRCS="$(LIB_SRCS)" LIB_LIBS="$(LIB_LIBS)" run
+
 C_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find lib daemon mountctl tests bench -name '*.[ch]')
 format:
 	clang-format -i $(C_FILES)

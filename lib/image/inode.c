@@ -86,6 +86,16 @@ static int decode_file(struct img *img, struct img_inode *ino, uint64_t start,
 		return IMG_CORRUPT(img,
 				   "file inode %u is too large (%llu bytes)",
 				   ino->ino, (unsigned long long)size);
+	/* Its block list (4 bytes a block) must fit in what is left of the
+	 * inode table: stored blocks of at least 3 bytes, each decoding to at
+	 * most 8 KiB.  Without this a small image can claim 2^32 blocks and
+	 * make every read size a block map for them. */
+	if (nblocks * 4 + ino->file.list_off >
+	    (img->sb.dir_table - ino->file.list_block + 2) / 3 * SQFS_META_SIZE)
+		return IMG_CORRUPT(
+			img,
+			"file inode %u has %llu blocks, more than its inode table can list",
+			ino->ino, (unsigned long long)nblocks);
 	if (nblocks &&
 	    (start < img->data_start || start >= img->sb.inode_table))
 		return IMG_CORRUPT(

@@ -27,6 +27,8 @@ struct walk {
 	uint32_t *names; /* names found per inode number */
 	uint32_t *subdirs; /* subdirectories found per directory */
 	uint32_t *nlink; /* link count each inode states */
+	uint64_t *refs; /* inode reference each number was first met at */
+	uint8_t *xseen; /* bit per xattr id: checked already */
 	uint64_t *queue; /* directory inode refs to list */
 	size_t qhead, qlen, qcap;
 	int hard_err; /* -EIO or -ENOMEM: stop */
@@ -79,10 +81,16 @@ static void check_xattrs(struct walk *w, const struct img_inode *ino,
 {
 	char list[65536];
 	char *value;
-	size_t len, vlen;
+	uint64_t values;
+	size_t len;
 	int err;
 
 	if (ino->xattr == IMG_NO_XATTR)
+		return;
+	/* Inodes with the same xattrs share an id: check each id once, and
+	 * in one pass (a get per listed name would be quadratic). */
+	if (ino->xattr < w->img->xattr_ids.count &&
+	    test_and_set(w->xseen, ino->xattr))
 		return;
 	err = img_xattr_list(w->img, ino, list, sizeof(list), &len);
 	if (err) {
@@ -94,13 +102,11 @@ static void check_xattrs(struct walk *w, const struct img_inode *ino,
 		w->hard_err = -ENOMEM;
 		return;
 	}
-	for (size_t p = 0; p < len && !too_many(w); p += strlen(list + p) + 1) {
-		err = img_xattr_get(w->img, ino, list + p, value, 65536, &vlen);
-		if (err)
-			problem(w, err, "xattr value", path);
-		else
-			w->rep->xattrs++;
-	}
+	err = img__xattr_check(w->img, ino, value, 65536, &values);
+	if (err)
+		problem(w, err, "xattr value", path);
+	else
+		w->rep->xattrs += values;
 	free(value);
 }
 
@@ -199,6 +205,10 @@ static void list_dir(struct walk *w, uint64_t ref)
 			continue;
 		}
 		w->names[child.ino]++;
+		if (w->refs[child.ino] && w->refs[child.ino] != child.ref + 1)
+			problem(w, 0, "two inodes share an inode number",
+				de.name);
+		w->refs[child.ino] = child.ref + 1;
 		if (child.type == IMG_DIR) {
 			w->subdirs[dir.ino]++;
 			if (child.dir.parent != dir.ino)
@@ -235,7 +245,10 @@ int img_check(struct img *img, struct img_check_report *rep,
 	w.names = calloc(n, sizeof(*w.names));
 	w.subdirs = calloc(n, sizeof(*w.subdirs));
 	w.nlink = calloc(n, sizeof(*w.nlink));
-	if (!w.seen || !w.names || !w.subdirs || !w.nlink) {
+	w.refs = calloc(n, sizeof(*w.refs));
+	w.xseen = calloc(img->xattr_ids.count / 8 + 1, 1);
+	if (!w.seen || !w.names || !w.subdirs || !w.nlink || !w.refs ||
+	    !w.xseen) {
 		err = -ENOMEM;
 		goto out_free;
 	}
@@ -245,6 +258,7 @@ int img_check(struct img *img, struct img_check_report *rep,
 		goto out_done;
 	}
 	test_and_set(w.seen, root.ino);
+	w.refs[root.ino] = root.ref + 1;
 	w.names[root.ino]++;
 	w.nlink[root.ino] = root.nlink;
 	rep->inodes++;
@@ -271,6 +285,22 @@ int img_check(struct img *img, struct img_check_report *rep,
 				"link count does not match the names found",
 				what);
 		}
+		/* The export table (NFS handles) must agree with the tree. */
+		if (img->exports.count) {
+			uint64_t ref;
+
+			err = img_ino_to_ref(img, i, &ref);
+			if (!err && ref != w.refs[i] - 1)
+				err = IMG_CORRUPT(
+					img,
+					"export table maps inode %u to %llx, not %llx",
+					i, (unsigned long long)ref,
+					(unsigned long long)(w.refs[i] - 1));
+			if (err) {
+				snprintf(what, sizeof(what), "inode %u", i);
+				problem(&w, err, "export table", what);
+			}
+		}
 	}
 out_done:
 	err = w.hard_err ? w.hard_err : rep->errors ? -EFSCORRUPTED : 0;
@@ -279,6 +309,8 @@ out_free:
 	free(w.names);
 	free(w.subdirs);
 	free(w.nlink);
+	free(w.refs);
+	free(w.xseen);
 	free(w.queue);
 	return err;
 }

@@ -196,6 +196,29 @@ int img_xattr_list(struct img *img, const struct img_inode *ino, char *buf,
 	return 0;
 }
 
+int img__xattr_check(struct img *img, const struct img_inode *ino, void *buf,
+		     size_t cap, uint64_t *values)
+{
+	struct xattr_walk w;
+	struct xattr_key k;
+	size_t vlen;
+	int err;
+
+	*values = 0;
+	err = walk_start(img, ino, &w);
+	if (err)
+		return err;
+	for (; w.left; w.left--) {
+		err = read_key(img, &w, &k);
+		if (!err)
+			err = read_value(img, &w, &k, buf, cap, &vlen);
+		if (err)
+			return err;
+		(*values)++;
+	}
+	return 0;
+}
+
 int img_xattr_get(struct img *img, const struct img_inode *ino,
 		  const char *name, void *buf, size_t cap, size_t *len)
 {

@@ -1,0 +1,39 @@
+#!/bin/sh
+# Replay every input that ever crashed a fuzz target (tests/fuzz/regress/:
+# image-* through the image walk, decompress-* and index-* through their
+# targets) and the seed images of every compressor, with the normal build
+# (tests/tools/fuzz_replay shares the fuzz targets' code).  Each input runs
+# in its own child; a signal, a non-zero exit or a hang fails the test.
+# Then the same under valgrind (memcheck, errors and definite leaks fatal)
+# when valgrind is installed; SQC_VALGRIND=0 skips that half.
+# TIMEOUT: 300
+. "$(dirname "$0")/lib.sh"
+
+replay="$TOOLS/fuzz_replay"
+[ -x "$replay" ] || fail "$replay not built (make tests)"
+regress="$TOP/tests/fuzz/regress"
+n=$(ls "$regress" 2>/dev/null | wc -l)
+
+set -- "$regress"
+if command -v mksquashfs >/dev/null 2>&1; then
+    sh "$TOP/tests/images/mkimages.sh" "$T/seeds" >"$T/mkimages.log" 2>&1 ||
+        { cat "$T/mkimages.log"; fail "mkimages.sh failed"; }
+    set -- "$@" "$T/seeds"
+else
+    note "mksquashfs not installed: regress inputs only"
+fi
+
+note "replaying $n regress inputs and the seed images"
+"$replay" -q "$@" >"$T/replay.out" 2>&1 ||
+    { grep -Ev '^ok ' "$T/replay.out" | tail -n 30; fail "fuzz_replay failed"; }
+tail -n 1 "$T/replay.out"
+
+if [ "${SQC_VALGRIND:-1}" = 1 ] && command -v valgrind >/dev/null 2>&1; then
+    note "again under valgrind"
+    valgrind -q --error-exitcode=99 --leak-check=full \
+        --errors-for-leak-kinds=definite --show-leak-kinds=definite \
+        "$replay" -q "$@" >"$T/vg.out" 2>&1 ||
+        { grep -Ev '^ok ' "$T/vg.out" | tail -n 40; fail "fuzz_replay under valgrind failed"; }
+    tail -n 1 "$T/vg.out"
+fi
+exit 0
