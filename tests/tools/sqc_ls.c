@@ -146,7 +146,8 @@ static int cmp_name(const void *a, const void *b)
 		      ((const struct name *)b)->name);
 }
 
-static int walk(struct img *img, const char *path, const struct img_inode *dir)
+static int walk(struct img *img, const char *path, const struct img_inode *dir,
+		unsigned int depth)
 {
 	struct img_dir_iter it;
 	struct img_dirent de;
@@ -154,6 +155,9 @@ static int walk(struct img *img, const char *path, const struct img_inode *dir)
 	size_t n = 0, cap = 0;
 	int err;
 
+	/* A damaged image can hold a directory loop. */
+	if (depth > 4096)
+		return -ELOOP;
 	err = img_dir_open(img, dir, 0, &it);
 	while (!err && (err = img_dir_next(&it, &de)) == 1) {
 		if (n == cap) {
@@ -183,7 +187,7 @@ static int walk(struct img *img, const char *path, const struct img_inode *dir)
 		if (!err)
 			err = print_entry(img, sub, &ino);
 		if (!err && ino.type == IMG_DIR)
-			err = walk(img, sub, &ino);
+			err = walk(img, sub, &ino, depth + 1);
 		if (err)
 			fprintf(stderr, "sqc_ls: %s: %s\n", sub, err_str(err));
 		free(sub);
@@ -235,7 +239,7 @@ int main(int argc, char **argv)
 	if (!err)
 		err = print_entry(img, ".", &root);
 	if (!err)
-		err = walk(img, ".", &root);
+		err = walk(img, ".", &root, 0);
 	img_close(img);
 	return err ? 1 : 0;
 }
