@@ -156,7 +156,7 @@ static int walk(struct img *img, const char *path, const struct img_inode *dir,
 	int err;
 
 	/* A damaged image can hold a directory loop. */
-	if (depth > 4096)
+	if (depth > 256)
 		return -ELOOP;
 	err = img_dir_open(img, dir, 0, &it);
 	while (!err && (err = img_dir_next(&it, &de)) == 1) {
