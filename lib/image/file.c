@@ -246,18 +246,50 @@ static int data_fill(void *arg, uint64_t pos, void *buf, size_t cap,
 	return 0;
 }
 
-/* Get the bytes of one data block as a span (pinned, staged or zeros). */
-static int block_span(struct img *img, const struct blk_loc *b,
-		      struct img_span *sp)
+/*
+ * Bytes of a block stored uncompressed that is not in RAM are read
+ * straight from the image file into this thread's reply buffer, only the
+ * part a read wants, and never enter the data cache: a JPEG's block or a
+ * small file's tail in a fragment is wanted once, and caching 128 KiB to
+ * send 2 KiB would only evict blocks that are worth keeping.  The span
+ * stays valid until the thread's next img_file_spans().
+ */
+struct reply_buf {
+	uint8_t *p; /* this thread's buffer, IMG_REPLY_SIZE bytes */
+	size_t used; /* bytes handed out by this call */
+};
+
+static const uint8_t *read_direct(struct img *img, struct reply_buf *rb,
+				  uint64_t pos, uint32_t len, int *err)
+{
+	const uint8_t *p;
+
+	*err = 0;
+	if (!rb->p || len > IMG_REPLY_SIZE - rb->used)
+		return NULL; /* no room: go through the cache */
+	*err = img__read(img, pos, rb->p + rb->used, len);
+	if (*err)
+		return NULL;
+	p = rb->p + rb->used;
+	rb->used += len;
+	return p;
+}
+
+/* Get bytes [lo, hi) of one data block as a span. */
+static int block_span(struct img *img, const struct blk_loc *b, uint32_t lo,
+		      uint32_t hi, struct reply_buf *rb, struct img_span *sp)
 {
 	struct data_fill arg = { img, b->word, b->len };
 	struct cache_entry *e;
-	const void *p;
+	const uint8_t *p;
 	uint32_t stored = b->word & SQFS_BLOCK_LEN_MASK;
 	int err;
 
 	sp->pin = NULL;
-	sp->len = b->len;
+	sp->len = hi - lo;
+	if (hi > b->len)
+		return IMG_CORRUPT(img, "read past a block of %u bytes at %llu",
+				   b->len, (unsigned long long)b->pos);
 	if (b->word == 0) { /* sparse */
 		sp->data = zero_block;
 		return 0;
@@ -269,10 +301,16 @@ static int block_span(struct img *img, const struct blk_loc *b,
 				"uncompressed block at %llu has %u bytes, expected %u",
 				(unsigned long long)b->pos, stored, b->len);
 		p = img__staged_ptr(img, b->pos, stored);
+		if (!p)
+			p = read_direct(img, rb, b->pos + lo, hi - lo, &err);
+		else
+			p += lo;
 		if (p) {
 			sp->data = p;
 			return 0;
 		}
+		if (err)
+			return err;
 	}
 	err = cache_get(img->data, b->pos, img->sb.block_size, data_fill, &arg,
 			&e);
@@ -285,7 +323,7 @@ static int block_span(struct img *img, const struct blk_loc *b,
 			"block at %llu is shared by files that disagree on its size",
 			(unsigned long long)b->pos);
 	}
-	sp->data = cache_entry_data(e);
+	sp->data = (const uint8_t *)cache_entry_data(e) + lo;
 	sp->pin = e;
 	return 0;
 }
@@ -316,36 +354,45 @@ static int frag_loc(struct img *img, const struct img_inode *f,
 	return 0;
 }
 
-/* The file's tail, from its fragment block. */
-static int tail_span(struct img *img, const struct img_inode *f,
-		     struct img_span *sp)
+/* Bytes [lo, hi) of the file's tail, from its fragment block. */
+static int tail_span(struct img *img, const struct img_inode *f, uint32_t lo,
+		     uint32_t hi, struct reply_buf *rb, struct img_span *sp)
 {
 	uint32_t tail = (uint32_t)(f->size & (img->sb.block_size - 1));
 	struct data_fill arg = { img, 0, 0 };
 	struct cache_entry *e;
+	const uint8_t *p;
 	struct blk_loc b;
 	int err;
 
+	if (hi > tail)
+		return IMG_CORRUPT(img, "read past the tail of inode %u",
+				   f->ino);
 	err = frag_loc(img, f, &b);
 	if (err)
 		return err;
+	sp->len = hi - lo;
+	sp->pin = NULL;
 	if (b.word & SQFS_BLOCK_UNCOMPRESSED) {
 		uint32_t stored = b.word & SQFS_BLOCK_LEN_MASK;
-		const uint8_t *p = img__staged_ptr(img, b.pos, stored);
+		uint64_t at = b.pos + f->file.frag_off + lo;
 
-		/* Stored as is and in RAM: no copy into the data cache. */
+		if ((uint64_t)f->file.frag_off + tail > stored)
+			return IMG_CORRUPT(
+				img,
+				"fragment %u (%u bytes) does not hold the tail of inode %u (%u bytes at %u)",
+				f->file.frag, stored, f->ino, tail,
+				f->file.frag_off);
+		/* Stored as is: straight from RAM or from the file. */
+		p = img__staged_ptr(img, at, hi - lo);
+		if (!p)
+			p = read_direct(img, rb, at, hi - lo, &err);
 		if (p) {
-			if ((uint64_t)f->file.frag_off + tail > stored)
-				return IMG_CORRUPT(
-					img,
-					"fragment %u (%u bytes) does not hold the tail of inode %u (%u bytes at %u)",
-					f->file.frag, stored, f->ino, tail,
-					f->file.frag_off);
-			sp->data = p + f->file.frag_off;
-			sp->len = tail;
-			sp->pin = NULL;
+			sp->data = p;
 			return 0;
 		}
+		if (err)
+			return err;
 	}
 	arg.word = b.word;
 	err = cache_get(img->data, b.pos, img->sb.block_size, data_fill, &arg,
@@ -360,8 +407,7 @@ static int tail_span(struct img *img, const struct img_inode *f,
 			f->file.frag, cache_entry_size(e), f->ino, tail,
 			f->file.frag_off);
 	}
-	sp->data = (const uint8_t *)cache_entry_data(e) + f->file.frag_off;
-	sp->len = tail;
+	sp->data = (const uint8_t *)cache_entry_data(e) + f->file.frag_off + lo;
 	sp->pin = e;
 	return 0;
 }
@@ -380,9 +426,11 @@ int img_file_spans(struct img *img, const struct img_inode *f, uint64_t off,
 		   size_t len, struct img_span *spans, unsigned int max,
 		   unsigned int *n)
 {
+	const uint32_t bs = img->sb.block_size;
+	struct reply_buf rb = { img__reply_buf(), 0 };
 	struct blk_loc locs[LOCATE_MAX];
 	uint64_t end, blk_start;
-	uint32_t first, last, nb, i, skip;
+	uint32_t first, last, nb, i, lo, hi;
 	unsigned int k = 0;
 	int err = 0;
 
@@ -403,49 +451,22 @@ int img_file_spans(struct img *img, const struct img_inode *f, uint64_t off,
 		if (err)
 			return err;
 	}
-	for (i = 0; i < nb; i++) {
-		err = block_span(img, &locs[i], &spans[k]);
+	/* Each block gives the part of [off, end) that falls in it. */
+	for (i = 0; i <= nb && k < max; i++) {
+		uint32_t idx = first + i;
+
+		if (i == nb && (idx != f->file.nblocks || idx > last))
+			break; /* no tail in the range, or spans ran out */
+		blk_start = (uint64_t)idx << img->sb.block_log;
+		lo = (uint32_t)(MAX(off, blk_start) - blk_start);
+		hi = (uint32_t)(MIN(end, blk_start + bs) - blk_start);
+		if (i < nb)
+			err = block_span(img, &locs[i], lo, hi, &rb, &spans[k]);
+		else
+			err = tail_span(img, f, lo, hi, &rb, &spans[k]);
 		if (err)
 			goto out_unpin;
 		k++;
-	}
-	if (last >= f->file.nblocks && first + nb >= f->file.nblocks &&
-	    k < max) {
-		/* The range reaches the tail in the fragment. */
-		err = tail_span(img, f, &spans[k]);
-		if (err)
-			goto out_unpin;
-		k++;
-	}
-	/* Trim the first and last spans to the range. */
-	if (k) {
-		blk_start = (uint64_t)first << img->sb.block_log;
-		skip = (uint32_t)(off - blk_start);
-		if (skip > spans[0].len) {
-			err = IMG_CORRUPT(img, "inode %u maps short blocks",
-					  f->ino);
-			goto out_unpin;
-		}
-		spans[0].data = (const uint8_t *)spans[0].data + skip;
-		spans[0].len -= skip;
-		{
-			uint64_t total = 0;
-
-			for (i = 0; i < k; i++)
-				total += spans[i].len;
-			if (total > end - off) {
-				uint64_t over = total - (end - off);
-
-				if (over > spans[k - 1].len) {
-					err = IMG_CORRUPT(
-						img,
-						"inode %u maps short blocks",
-						f->ino);
-					goto out_unpin;
-				}
-				spans[k - 1].len -= (size_t)over;
-			}
-		}
 	}
 	*n = k;
 	return 0;

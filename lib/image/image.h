@@ -329,13 +329,16 @@ int img_readlink(struct img *img, const struct img_inode *ino, char *buf,
  * @max: its capacity
  * @n: set to the number of spans filled
  *
- * Sparse blocks map to a shared zero buffer.  Stops early, with fewer bytes
- * than asked, when @max spans are used.
+ * Sparse blocks map to a shared zero buffer; bytes stored uncompressed
+ * point into the staged image or, when not staged, into a buffer of the
+ * calling thread that holds only the bytes asked for.  Stops early, with
+ * fewer bytes than asked, when @max spans are used.
  *
  * Return: 0 (the spans' lengths add up to the bytes mapped, possibly 0 at
  * or past end of file); -EINVAL if not a regular file; -EFSCORRUPTED;
  * -EIO; -ENOMEM.  On error no span is left pinned.
- * Ownership: the caller releases the spans with img_spans_put().
+ * Ownership: the caller releases the spans with img_spans_put(); they
+ * stay valid until then and until this thread's next img_file_spans().
  * Context: any thread.
  */
 int img_file_spans(struct img *img, const struct img_inode *ino, uint64_t off,

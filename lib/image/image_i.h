@@ -173,6 +173,15 @@ const void *img__staged_ptr(struct img *img, uint64_t off, size_t len);
 void *img__scratch(void);
 #define IMG_SCRATCH_SIZE (SQFS_BLOCK_MAX + 64)
 
+/**
+ * img__reply_buf() - This thread's buffer for bytes read for a reply.
+ *
+ * Return: a buffer of IMG_REPLY_SIZE bytes, or NULL (ENOMEM).
+ * Context: the calling thread; freed when it exits.
+ */
+void *img__reply_buf(void);
+#define IMG_REPLY_SIZE (1u << 20) /* a FUSE read is at most 1 MiB */
+
 int img__stage_init(struct img *img, const struct img_opts *o);
 void img__stage_release(struct img *img);
 

@@ -28,32 +28,44 @@
 #include "util/ckd.h"
 #include "util/log.h"
 
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-static bool scratch_ok;
+/* Per-thread buffers, allocated on first use, freed at thread exit. */
+static pthread_key_t scratch_key, reply_key;
+static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
+static bool tls_ok;
 
-static void scratch_key_init(void)
+static void tls_init(void)
 {
 	/* Fails only when the process is out of keys: then ENOMEM. */
-	scratch_ok = !pthread_key_create(&scratch_key, free);
+	tls_ok = !pthread_key_create(&scratch_key, free) &&
+		 !pthread_key_create(&reply_key, free);
 }
 
-void *img__scratch(void)
+static void *tls_buf(pthread_key_t *key, size_t size)
 {
 	void *p;
 
-	pthread_once(&scratch_once, scratch_key_init);
-	if (!scratch_ok)
+	pthread_once(&tls_once, tls_init);
+	if (!tls_ok)
 		return NULL;
-	p = pthread_getspecific(scratch_key);
+	p = pthread_getspecific(*key);
 	if (p)
 		return p;
-	p = malloc(IMG_SCRATCH_SIZE);
-	if (p && pthread_setspecific(scratch_key, p)) {
+	p = malloc(size);
+	if (p && pthread_setspecific(*key, p)) {
 		free(p);
 		return NULL;
 	}
 	return p;
+}
+
+void *img__scratch(void)
+{
+	return tls_buf(&scratch_key, IMG_SCRATCH_SIZE);
+}
+
+void *img__reply_buf(void)
+{
+	return tls_buf(&reply_key, IMG_REPLY_SIZE);
 }
 
 static bool range_staged(struct img *img, uint64_t off, size_t len)
