@@ -15,7 +15,7 @@
  *            decompressed_bytes, corrupt}
  *   fuse:   {lookup, getattr, readlink, open, read, opendir, readdir,
  *            readdirplus, statfs, getxattr, listxattr, write, bytes_served,
- *            eio, readaheads, no_open}
+ *            eio, readaheads, spliced, no_open}
  *   prefetch: {workers, queued, done, dropped, errors}
  *   process: {rss_bytes, cpu_user_s, cpu_sys_s, threads}
  */
@@ -153,7 +153,8 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		"\"open\":%llu,\"read\":%llu,\"opendir\":%llu,\"readdir\":%llu,"
 		"\"readdirplus\":%llu,\"statfs\":%llu,\"getxattr\":%llu,"
 		"\"listxattr\":%llu,\"write\":%llu,\"bytes_served\":%llu,"
-		"\"eio\":%llu,\"readaheads\":%llu,\"no_open\":%s},",
+		"\"eio\":%llu,\"readaheads\":%llu,\"spliced\":%llu,"
+		"\"no_open\":%s},",
 		(unsigned long long)d->ops[SQCD_OP_LOOKUP],
 		(unsigned long long)d->ops[SQCD_OP_GETATTR],
 		(unsigned long long)d->ops[SQCD_OP_READLINK],
@@ -168,7 +169,7 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		(unsigned long long)d->ops[SQCD_OP_WRITE],
 		(unsigned long long)d->bytes_served, (unsigned long long)d->eio,
 		(unsigned long long)d->readaheads,
-		d->no_open ? "true" : "false");
+		(unsigned long long)d->spliced, d->no_open ? "true" : "false");
 	ctl_buf_printf(b,
 		       "\"prefetch\":{\"workers\":%u,\"queued\":%llu,"
 		       "\"done\":%llu,\"dropped\":%llu,\"errors\":%llu},",

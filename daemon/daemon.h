@@ -33,6 +33,7 @@ struct sqcd_opts {
 	bool debug; /* -d / -o debug */
 	bool allow_other; /* -o allow_other */
 	bool direct_io; /* -o direct_io: no page cache for file data */
+	bool no_splice; /* -o no_splice: never splice from the image */
 	unsigned int threads; /* -o threads=N: FUSE workers at most */
 	unsigned int readahead; /* -o readahead=N: blocks decoded ahead */
 	unsigned int workers; /* -o workers=N: prefetch threads */
@@ -63,17 +64,33 @@ struct sqcd {
 	uint64_t root_ref; /* root directory's inode reference */
 	bool no_open; /* the kernel skips open for files */
 	bool no_opendir; /* and for directories */
+	bool splice; /* replies may splice from the image file */
 	struct timespec started; /* CLOCK_MONOTONIC at start */
 	_Atomic uint64_t ops[SQCD_OP__COUNT]; /* requests per kind */
 	_Atomic uint64_t bytes_served; /* file bytes replied */
 	_Atomic uint64_t eio; /* EIO replies (corruption, I/O) */
 	_Atomic uint64_t readaheads; /* readahead jobs queued */
+	_Atomic uint64_t spliced; /* read replies spliced from the file */
 	int ctl_fd; /* listening control socket, or -1 */
 	pthread_t ctl_thread; /* serves it */
 	bool ctl_running; /* ctl_thread was started */
 };
 
 extern const struct fuse_lowlevel_ops sqcd_ops;
+
+/**
+ * sqcd_splice_reply() - Answer a read with image bytes, spliced.
+ * @req: the read request
+ * @spans: file ranges from img_file_map(), all with data == NULL
+ * @n: how many
+ * @total: their total length
+ *
+ * Return: 0 once replied; a negative errno if the bytes could not all be
+ * spliced (nothing was sent: the caller answers through memory).
+ * Context: a FUSE worker thread; uses a pipe of that thread.
+ */
+int sqcd_splice_reply(fuse_req_t req, const struct img_span *spans,
+		      unsigned int n, size_t total);
 
 /**
  * sqcd_ctl_start() - Serve the control socket from a thread.

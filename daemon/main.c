@@ -69,6 +69,8 @@ static void usage(FILE *f)
 		"                     datasets near the size of RAM: no double caching)\n"
 		"  allow_other        let other users read the mount (needs\n"
 		"                     user_allow_other in /etc/fuse.conf unless root)\n"
+		"  no_splice          copy raw bytes that are not staged through memory\n"
+		"                     instead of splicing them from the image file\n"
 		"  threads=N          FUSE worker threads (default 16)\n"
 		"  workers=N          readahead threads (default: one per core)\n"
 		"  readahead=N        blocks decoded ahead of sequential reads (default 4)\n"
@@ -154,6 +156,10 @@ static int parse_one(struct sqcd_opts *o, char *opt)
 	}
 	if (!strcmp(opt, "log") && val && *val) {
 		o->logfile = val;
+		return 0;
+	}
+	if (!val && !strcmp(opt, "no_splice")) {
+		o->no_splice = true;
 		return 0;
 	}
 	if (!val && !strcmp(opt, "direct_io")) {

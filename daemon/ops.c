@@ -117,6 +117,12 @@ static void sqcd_init(void *userdata, struct fuse_conn_info *conn)
 	d->no_open = !d->o.direct_io &&
 		     (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT);
 	d->no_opendir = conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
+	/* Raw bytes that are not staged go from the image's page cache to
+	 * the kernel by splice (see reply_spliced()). */
+	if (!d->o.no_splice && (conn->capable & FUSE_CAP_SPLICE_WRITE)) {
+		conn->want |= FUSE_CAP_SPLICE_WRITE;
+		d->splice = true;
+	}
 	/* Large requests: the kernel derives max_pages from max_write. */
 	conn->max_write = 1u << 20;
 	conn->max_read = 0;
@@ -269,7 +275,7 @@ static void read_ahead(struct sqcd *d, const struct img_inode *ino,
 					  memory_order_relaxed);
 }
 
-/* Valid replies: fuse_reply_iov, fuse_reply_err. */
+/* Valid replies: fuse_reply_iov, fuse_reply_data, fuse_reply_err. */
 static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 		      struct fuse_file_info *fi)
 {
@@ -277,7 +283,7 @@ static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 	struct img_span spans[READ_SPANS_MAX];
 	struct iovec iov[READ_SPANS_MAX];
 	struct img_inode ino;
-	unsigned int n = 0;
+	unsigned int n = 0, nfd = 0;
 	size_t total = 0;
 	int err;
 
@@ -286,19 +292,39 @@ static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 	if (off < 0)
 		return (void)fuse_reply_err(req, EINVAL);
 	err = get_inode(d, node, &ino);
-	if (!err)
+	if (!err && d->splice)
+		err = img_file_map(d->img, &ino, (uint64_t)off, size, spans,
+				   READ_SPANS_MAX, &n);
+	else if (!err)
 		err = img_file_spans(d->img, &ino, (uint64_t)off, size, spans,
 				     READ_SPANS_MAX, &n);
 	if (err)
 		return (void)fuse_reply_err(req, reply_errno(d, err));
 	for (unsigned int i = 0; i < n; i++) {
-		iov[i].iov_base = (void *)spans[i].data;
-		iov[i].iov_len = spans[i].len;
+		nfd += !spans[i].data;
 		total += spans[i].len;
 	}
 	read_ahead(d, &ino, (uint64_t)off + total);
-	/* Straight from the cached blocks to the kernel: no copy here. */
+	if (nfd && nfd == n && !sqcd_splice_reply(req, spans, n, total)) {
+		atomic_fetch_add_explicit(&d->spliced, 1, memory_order_relaxed);
+		goto out_put;
+	}
+	if (nfd) {
+		/* Some bytes in memory, some in the file, or the splice fell
+		 * short: answer from memory, where errors are reported. */
+		img_spans_put(d->img, spans, n);
+		err = img_file_spans(d->img, &ino, (uint64_t)off, size, spans,
+				     READ_SPANS_MAX, &n);
+		if (err)
+			return (void)fuse_reply_err(req, reply_errno(d, err));
+	}
+	/* Straight from the cached blocks to the kernel. */
+	for (unsigned int i = 0; i < n; i++) {
+		iov[i].iov_base = (void *)spans[i].data;
+		iov[i].iov_len = spans[i].len;
+	}
 	fuse_reply_iov(req, iov, (int)n);
+out_put:
 	img_spans_put(d->img, spans, n);
 	atomic_fetch_add_explicit(&d->bytes_served, total,
 				  memory_order_relaxed);

@@ -257,6 +257,7 @@ static int data_fill(void *arg, uint64_t pos, void *buf, size_t cap,
 struct reply_buf {
 	uint8_t *p; /* this thread's buffer, IMG_REPLY_SIZE bytes */
 	size_t used; /* bytes handed out by this call */
+	bool fd_ok; /* img_file_map(): hand out file ranges instead */
 };
 
 static const uint8_t *read_direct(struct img *img, struct reply_buf *rb,
@@ -273,6 +274,32 @@ static const uint8_t *read_direct(struct img *img, struct reply_buf *rb,
 	p = rb->p + rb->used;
 	rb->used += len;
 	return p;
+}
+
+/* Raw bytes not in RAM: a file range, or read into the reply buffer. */
+static int raw_span(struct img *img, struct reply_buf *rb, uint64_t pos,
+		    uint32_t len, struct img_span *sp)
+{
+	uint64_t end;
+	int err;
+
+	if (rb->fd_ok) {
+		if (ckd_add(&end, pos, len) || end > img->sb.bytes_used)
+			return IMG_CORRUPT(
+				img,
+				"read of %u bytes at %llu is past the end of the filesystem",
+				len, (unsigned long long)pos);
+		if (atomic_load_explicit(&img->changed, memory_order_relaxed))
+			return -EIO;
+		sp->data = NULL;
+		sp->fd = img->fd;
+		sp->fd_off = pos;
+		return 0;
+	}
+	sp->data = read_direct(img, rb, pos, len, &err);
+	if (err)
+		return err;
+	return sp->data ? 0 : -ENOBUFS; /* no room: use the cache */
 }
 
 /* Get bytes [lo, hi) of one data block as a span. */
@@ -301,15 +328,12 @@ static int block_span(struct img *img, const struct blk_loc *b, uint32_t lo,
 				"uncompressed block at %llu has %u bytes, expected %u",
 				(unsigned long long)b->pos, stored, b->len);
 		p = img__staged_ptr(img, b->pos, stored);
-		if (!p)
-			p = read_direct(img, rb, b->pos + lo, hi - lo, &err);
-		else
-			p += lo;
 		if (p) {
-			sp->data = p;
+			sp->data = p + lo;
 			return 0;
 		}
-		if (err)
+		err = raw_span(img, rb, b->pos + lo, hi - lo, sp);
+		if (err != -ENOBUFS)
 			return err;
 	}
 	err = cache_get(img->data, b->pos, img->sb.block_size, data_fill, &arg,
@@ -385,13 +409,12 @@ static int tail_span(struct img *img, const struct img_inode *f, uint32_t lo,
 				f->file.frag_off);
 		/* Stored as is: straight from RAM or from the file. */
 		p = img__staged_ptr(img, at, hi - lo);
-		if (!p)
-			p = read_direct(img, rb, at, hi - lo, &err);
 		if (p) {
 			sp->data = p;
 			return 0;
 		}
-		if (err)
+		err = raw_span(img, rb, at, hi - lo, sp);
+		if (err != -ENOBUFS)
 			return err;
 	}
 	arg.word = b.word;
@@ -422,12 +445,12 @@ void img_spans_put(struct img *img, struct img_span *spans, unsigned int n)
 
 #define LOCATE_MAX (4 * IMG_BMAP_STRIDE)
 
-int img_file_spans(struct img *img, const struct img_inode *f, uint64_t off,
-		   size_t len, struct img_span *spans, unsigned int max,
-		   unsigned int *n)
+static int map_range(struct img *img, const struct img_inode *f, uint64_t off,
+		     size_t len, struct img_span *spans, unsigned int max,
+		     unsigned int *n, bool fd_ok)
 {
 	const uint32_t bs = img->sb.block_size;
-	struct reply_buf rb = { img__reply_buf(), 0 };
+	struct reply_buf rb = { fd_ok ? NULL : img__reply_buf(), 0, fd_ok };
 	struct blk_loc locs[LOCATE_MAX];
 	uint64_t end, blk_start;
 	uint32_t first, last, nb, i, lo, hi;
@@ -460,6 +483,7 @@ int img_file_spans(struct img *img, const struct img_inode *f, uint64_t off,
 		blk_start = (uint64_t)idx << img->sb.block_log;
 		lo = (uint32_t)(MAX(off, blk_start) - blk_start);
 		hi = (uint32_t)(MIN(end, blk_start + bs) - blk_start);
+		spans[k].fd = -1;
 		if (i < nb)
 			err = block_span(img, &locs[i], lo, hi, &rb, &spans[k]);
 		else
@@ -474,6 +498,20 @@ int img_file_spans(struct img *img, const struct img_inode *f, uint64_t off,
 out_unpin:
 	img_spans_put(img, spans, k);
 	return err;
+}
+
+int img_file_spans(struct img *img, const struct img_inode *f, uint64_t off,
+		   size_t len, struct img_span *spans, unsigned int max,
+		   unsigned int *n)
+{
+	return map_range(img, f, off, len, spans, max, n, false);
+}
+
+int img_file_map(struct img *img, const struct img_inode *f, uint64_t off,
+		 size_t len, struct img_span *spans, unsigned int max,
+		 unsigned int *n)
+{
+	return map_range(img, f, off, len, spans, max, n, true);
 }
 
 int img_file_read(struct img *img, const struct img_inode *f, uint64_t off,

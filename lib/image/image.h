@@ -162,9 +162,11 @@ struct img_dir_iter {
 
 /* One piece of a file read: bytes to send, and what keeps them alive. */
 struct img_span {
-	const void *data; /* the bytes */
+	const void *data; /* the bytes; NULL for a file range (below) */
 	size_t len; /* their count */
 	struct cache_entry *pin; /* released by img_spans_put(), or NULL */
+	int fd; /* img_file_map() only: the image file, when data is NULL */
+	uint64_t fd_off; /* and the bytes' offset in it */
 };
 
 enum img_stage_state {
@@ -344,6 +346,29 @@ int img_readlink(struct img *img, const struct img_inode *ino, char *buf,
 int img_file_spans(struct img *img, const struct img_inode *ino, uint64_t off,
 		   size_t len, struct img_span *spans, unsigned int max,
 		   unsigned int *n);
+
+/**
+ * img_file_map() - img_file_spans(), leaving raw bytes in the file.
+ * @img: image
+ * @ino: a regular file inode
+ * @off: file offset
+ * @len: bytes wanted
+ * @spans: array to fill
+ * @max: its capacity
+ * @n: set to the number of spans filled
+ *
+ * Bytes stored uncompressed that are not staged come back as ranges of the
+ * image file (span.data NULL, span.fd and span.fd_off set) instead of
+ * being read, so that a caller can splice them to the kernel without a
+ * copy.  Everything else is as img_file_spans().
+ *
+ * Return: as img_file_spans().
+ * Ownership: the caller releases the spans with img_spans_put().
+ * Context: any thread.
+ */
+int img_file_map(struct img *img, const struct img_inode *ino, uint64_t off,
+		 size_t len, struct img_span *spans, unsigned int max,
+		 unsigned int *n);
 
 /**
  * img_spans_put() - Release spans from img_file_spans().
