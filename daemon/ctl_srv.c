@@ -16,6 +16,7 @@
  *   fuse:   {lookup, getattr, readlink, open, read, opendir, readdir,
  *            readdirplus, statfs, getxattr, listxattr, write, bytes_served,
  *            eio, readaheads, spliced, no_open}
+ *   warm:   {budget, files, bytes, dropped}  (page-cache warming)
  *   prefetch: {workers, queued, done, dropped, errors}
  *   process: {rss_bytes, cpu_user_s, cpu_sys_s, threads}
  */
@@ -170,6 +171,14 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		(unsigned long long)d->bytes_served, (unsigned long long)d->eio,
 		(unsigned long long)d->readaheads,
 		(unsigned long long)d->spliced, d->no_open ? "true" : "false");
+	ctl_buf_printf(
+		b,
+		"\"warm\":{\"budget\":%llu,\"files\":%llu,\"bytes\":%llu,"
+		"\"dropped\":%llu},",
+		(unsigned long long)(d->warm ? d->o.warm : 0),
+		(unsigned long long)d->warm_files,
+		(unsigned long long)d->warm_bytes,
+		(unsigned long long)d->warm_dropped);
 	ctl_buf_printf(b,
 		       "\"prefetch\":{\"workers\":%u,\"queued\":%llu,"
 		       "\"done\":%llu,\"dropped\":%llu,\"errors\":%llu},",

@@ -34,6 +34,7 @@ struct sqcd_opts {
 	bool allow_other; /* -o allow_other */
 	bool direct_io; /* -o direct_io: no page cache for file data */
 	bool no_splice; /* -o no_splice: never splice from the image */
+	uint64_t warm; /* -o warm=SIZE: page-cache warming budget */
 	unsigned int threads; /* -o threads=N: FUSE workers at most */
 	unsigned int readahead; /* -o readahead=N: blocks decoded ahead */
 	unsigned int workers; /* -o workers=N: prefetch threads */
@@ -71,12 +72,65 @@ struct sqcd {
 	_Atomic uint64_t eio; /* EIO replies (corruption, I/O) */
 	_Atomic uint64_t readaheads; /* readahead jobs queued */
 	_Atomic uint64_t spliced; /* read replies spliced from the file */
+	_Atomic uint64_t warm_files; /* files pushed into the page cache */
+	_Atomic uint64_t warm_bytes; /* bytes pushed */
+	_Atomic uint64_t warm_dropped; /* files not queued: queue full */
+	struct warm *warm; /* the warming thread, or NULL */
 	int ctl_fd; /* listening control socket, or -1 */
 	pthread_t ctl_thread; /* serves it */
 	bool ctl_running; /* ctl_thread was started */
 };
 
 extern const struct fuse_lowlevel_ops sqcd_ops;
+
+/**
+ * sqcd_warm_start() - Start pushing listed files into the page cache.
+ * @d: daemon, with its session and prefetcher set up
+ *
+ * Does nothing when d->o.warm is 0 or with direct_io.
+ *
+ * Return: 0; -ENOMEM; -errno from pthread_create().
+ * Context: main thread, before the session loop.
+ */
+int sqcd_warm_start(struct sqcd *d);
+
+/**
+ * sqcd_warm_stop() - Stop the warming thread.
+ * @d: daemon
+ *
+ * Context: main thread, after the session loop; cannot fail.
+ */
+void sqcd_warm_stop(struct sqcd *d);
+
+/**
+ * sqcd_warm_add() - Queue a file that the kernel has just been shown.
+ * @d: daemon
+ * @node: its node id, as given to the kernel
+ * @ref: its inode reference
+ *
+ * Context: FUSE workers; never blocks on the warming itself.
+ */
+void sqcd_warm_add(struct sqcd *d, fuse_ino_t node, uint64_t ref);
+
+/**
+ * sqcd_splice_fill() - Splice image bytes into this thread's pipe.
+ * @spans: file ranges from img_file_map(), all with data == NULL
+ * @n: how many
+ * @fd: set to the pipe's read end, holding every byte of @spans
+ *
+ * Return: 0; a negative errno if not every byte could be spliced (the
+ * pipe is then empty again).
+ * Ownership: the caller hands @fd to libfuse, then calls
+ * sqcd_splice_drain().  Context: any thread.
+ */
+int sqcd_splice_fill(const struct img_span *spans, unsigned int n, int *fd);
+
+/**
+ * sqcd_splice_drain() - Empty this thread's pipe of whatever is left.
+ *
+ * Context: the thread that filled it; cannot fail.
+ */
+void sqcd_splice_drain(void);
 
 /**
  * sqcd_splice_reply() - Answer a read with image bytes, spliced.

@@ -65,6 +65,8 @@ static void usage(FILE *f)
 		"                     full, meta (metadata only) or none\n"
 		"  cache=SIZE         decompressed data cache (default 256M)\n"
 		"  meta=SIZE          decoded metadata cache (default 64M)\n"
+		"  warm=SIZE          push listed files into the kernel's page cache in\n"
+		"                     the background, up to SIZE (default 25%%; 0 = off)\n"
 		"  direct_io          do not keep file data in the page cache (for\n"
 		"                     datasets near the size of RAM: no double caching)\n"
 		"  allow_other        let other users read the mount (needs\n"
@@ -122,6 +124,8 @@ static int parse_one(struct sqcd_opts *o, char *opt)
 		return parse_size_opt(opt, val, &o->img.data_cache);
 	if (!strcmp(opt, "meta") && val)
 		return parse_size_opt(opt, val, &o->img.meta_cache);
+	if (!strcmp(opt, "warm") && val)
+		return parse_size_opt(opt, val, &o->warm);
 	if (!strcmp(opt, "stage") && val) {
 		if (!strcmp(val, "auto"))
 			o->img.stage = IMG_STAGE_AUTO;
@@ -538,6 +542,7 @@ int main(int argc, char **argv)
 	d->ctl_fd = -1;
 	img_opts_default(&d->o.img);
 	d->o.threads = 16;
+	d->o.warm = size_ram_total() / 4;
 	d->o.readahead = 4;
 	while ((c = getopt_long(argc, argv, "+fdo:hV", longopts, NULL)) != -1) {
 		switch (c) {
@@ -664,6 +669,8 @@ int main(int argc, char **argv)
 		     &d->pf);
 	if (!err)
 		err = sqcd_ctl_start(d);
+	if (!err)
+		err = sqcd_warm_start(d);
 	if (err) {
 		char msg[256];
 
@@ -710,6 +717,7 @@ out_unmount:
 out_signals:
 	fuse_remove_signal_handlers(d->se);
 out_session:
+	sqcd_warm_stop(d);
 	pf_free(d->pf);
 	d->pf = NULL;
 	sqcd_ctl_stop(d);

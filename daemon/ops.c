@@ -414,6 +414,9 @@ static int do_readdir(struct sqcd *d, fuse_req_t req, fuse_ino_t node,
 			n = fuse_add_direntry_plus(req, buf + pos, size - pos,
 						   de.name, &e,
 						   (off_t)(de.next + 2));
+			/* The kernel now holds this inode: worth warming. */
+			if (n <= size - pos && child.type == IMG_REG)
+				sqcd_warm_add(d, e.ino, child.ref);
 		} else {
 			memset(&e.attr, 0, sizeof(e.attr));
 			e.attr.st_ino = de.ino;

@@ -89,10 +89,8 @@ static void drain(struct thread_pipe *tp)
 			break;
 }
 
-int sqcd_splice_reply(fuse_req_t req, const struct img_span *spans,
-		      unsigned int n, size_t total)
+int sqcd_splice_fill(const struct img_span *spans, unsigned int n, int *fd)
 {
-	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(total);
 	struct thread_pipe *tp = thread_pipe();
 	ssize_t r;
 
@@ -116,10 +114,31 @@ int sqcd_splice_reply(fuse_req_t req, const struct img_span *spans,
 			left -= (size_t)r;
 		}
 	}
+	*fd = tp->rd;
+	return 0;
+}
+
+void sqcd_splice_drain(void)
+{
+	struct thread_pipe *tp = thread_pipe();
+
+	if (tp)
+		drain(tp);
+}
+
+int sqcd_splice_reply(fuse_req_t req, const struct img_span *spans,
+		      unsigned int n, size_t total)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(total);
+	int err, fd;
+
+	err = sqcd_splice_fill(spans, n, &fd);
+	if (err)
+		return err;
 	bv.buf[0].flags = FUSE_BUF_IS_FD;
-	bv.buf[0].fd = tp->rd;
+	bv.buf[0].fd = fd;
 	fuse_reply_data(req, &bv, 0);
 	/* Nothing may be left for the next request on this thread. */
-	drain(tp);
+	sqcd_splice_drain();
 	return 0;
 }

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements page-cache warming: files that a directory listing
+ * has just shown the kernel are pushed into the kernel's page cache in the
+ * background (FUSE notify_store), so that the first epoch finds them there
+ * instead of sending a read for each.
+ *
+ * Why it works: a training job lists its dataset first (ImageFolder scans
+ * every class folder), and readdirplus makes the kernel instantiate an
+ * inode for every entry.  The kernel accepts stored data only for inodes it
+ * holds, which is exactly those.  Every file must be copied into the page
+ * cache once anyway; doing it here, in file order and without a request
+ * and a reply per file, takes the round trips out of the first epoch.
+ *
+ * Bounds: at most warm= bytes are pushed over the mount's life (the kernel
+ * may evict them like any page cache); nothing is pushed before staging is
+ * done, so warming never competes with demand reads for slow storage; the
+ * thread runs at a lower priority than the FUSE workers; the queue is a
+ * fixed ring and drops what does not fit.
+ */
+#define LOG_MOD "warm"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "util/err.h"
+#include "util/log.h"
+
+#define WARM_QUEUE 65536 /* files waiting at most */
+#define WARM_FILE_MAX (16u << 20) /* larger files are read on demand */
+#define WARM_CHUNK (1u << 20) /* bytes per notify_store */
+
+/* The kernel makes inodes from a readdirplus reply after it has been
+ * sent, in the lister's context: a push right away could find none. */
+#define WARM_DELAY_NS 20000000ll
+
+struct warm_item {
+	fuse_ino_t node; /* the kernel's node id */
+	uint64_t ref; /* the inode's reference */
+	long long queued; /* CLOCK_MONOTONIC ns when queued */
+	bool retried; /* pushed once already, found no inode */
+};
+
+struct warm {
+	struct sqcd *d; /* the daemon */
+	pthread_t thread; /* pushes */
+	pthread_mutex_t lock; /* protects everything below */
+	pthread_cond_t more; /* an item arrived, or stopping */
+	struct warm_item ring[WARM_QUEUE]; /* the queue */
+	unsigned int head, len; /* first item, items queued */
+	bool stop; /* sqcd_warm_stop() was called */
+	bool full; /* the byte budget is spent */
+};
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static void enqueue(struct warm *w, const struct warm_item *it);
+
+static int push_file(struct sqcd *d, const struct warm_item *it)
+{
+	struct img_span spans[64];
+	struct img_inode ino;
+	struct fuse_bufvec *bv;
+	uint64_t off = 0;
+	unsigned int n, nfd;
+	size_t total;
+	int err, fd;
+
+	err = img_inode_get(d->img, it->ref, &ino);
+	if (err || ino.type != IMG_REG || ino.size == 0 ||
+	    ino.size > WARM_FILE_MAX)
+		return err;
+	bv = malloc(sizeof(*bv) + 64 * sizeof(struct fuse_buf));
+	if (!bv)
+		return -ENOMEM;
+	while (off < ino.size) {
+		err = d->splice ? img_file_map(d->img, &ino, off, WARM_CHUNK,
+					       spans, 64, &n) :
+				  img_file_spans(d->img, &ino, off, WARM_CHUNK,
+						 spans, 64, &n);
+		if (err || !n)
+			break;
+		total = 0;
+		nfd = 0;
+		for (unsigned int i = 0; i < n; i++) {
+			total += spans[i].len;
+			nfd += !spans[i].data;
+		}
+		if (nfd && (nfd < n || sqcd_splice_fill(spans, n, &fd))) {
+			/* Mixed, or the splice fell short: from memory. */
+			img_spans_put(d->img, spans, n);
+			err = img_file_spans(d->img, &ino, off, WARM_CHUNK,
+					     spans, 64, &n);
+			if (err || !n)
+				break;
+			nfd = 0;
+		}
+		memset(bv, 0, sizeof(*bv) + 64 * sizeof(struct fuse_buf));
+		if (nfd) {
+			bv->count = 1;
+			bv->buf[0].size = total;
+			bv->buf[0].flags = FUSE_BUF_IS_FD;
+			bv->buf[0].fd = fd;
+		} else {
+			bv->count = n;
+			for (unsigned int i = 0; i < n; i++) {
+				bv->buf[i].mem = (void *)spans[i].data;
+				bv->buf[i].size = spans[i].len;
+			}
+		}
+		err = fuse_lowlevel_notify_store(d->se, it->node, (off_t)off,
+						 bv, 0);
+		if (nfd)
+			sqcd_splice_drain();
+		img_spans_put(d->img, spans, n);
+		if (err) {
+			/* -ENOENT: the kernel let the inode go. */
+			log_debug("cannot warm node %llu: %s",
+				  (unsigned long long)it->node, err_str(err));
+			break;
+		}
+		off += total;
+		atomic_fetch_add_explicit(&d->warm_bytes, total,
+					  memory_order_relaxed);
+	}
+	free(bv);
+	if (!err && off == ino.size)
+		atomic_fetch_add_explicit(&d->warm_files, 1,
+					  memory_order_relaxed);
+	return err;
+}
+
+static void *warm_main(void *arg)
+{
+	struct warm *w = arg;
+	struct sqcd *d = w->d;
+	struct warm_item it;
+	long long wait;
+
+	/* Readers first: this thread only uses what they leave. */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+	while (d->pf && pf_wait_staged(d->pf, 500) == -ETIMEDOUT) {
+		pthread_mutex_lock(&w->lock);
+		if (w->stop) {
+			pthread_mutex_unlock(&w->lock);
+			return NULL;
+		}
+		pthread_mutex_unlock(&w->lock);
+	}
+	for (;;) {
+		pthread_mutex_lock(&w->lock);
+		while (!w->len && !w->stop)
+			pthread_cond_wait(&w->more, &w->lock);
+		if (w->stop) {
+			pthread_mutex_unlock(&w->lock);
+			return NULL;
+		}
+		it = w->ring[w->head];
+		w->head = (w->head + 1) % WARM_QUEUE;
+		w->len--;
+		pthread_mutex_unlock(&w->lock);
+
+		wait = it.queued + WARM_DELAY_NS - now_ns();
+		if (wait > 0) {
+			struct timespec ts = { 0, (long)wait };
+
+			nanosleep(&ts, NULL);
+		}
+		if (atomic_load(&d->warm_bytes) >= d->o.warm) {
+			pthread_mutex_lock(&w->lock);
+			w->full = true;
+			w->len = 0;
+			pthread_mutex_unlock(&w->lock);
+			log_info(
+				"page-cache warming stopped at its budget of %llu bytes",
+				(unsigned long long)d->o.warm);
+			return NULL;
+		}
+		if (push_file(d, &it) == -ENOENT && !it.retried) {
+			/* The lister may not have made the inode yet. */
+			it.retried = true;
+			it.queued = now_ns();
+			pthread_mutex_lock(&w->lock);
+			enqueue(w, &it);
+			pthread_mutex_unlock(&w->lock);
+		}
+	}
+}
+
+int sqcd_warm_start(struct sqcd *d)
+{
+	struct warm *w;
+	int err;
+
+	if (!d->o.warm || d->o.direct_io)
+		return 0;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->d = d;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->more, NULL);
+	err = -pthread_create(&w->thread, NULL, warm_main, w);
+	if (err) {
+		free(w);
+		return err;
+	}
+	d->warm = w;
+	return 0;
+}
+
+void sqcd_warm_stop(struct sqcd *d)
+{
+	struct warm *w = d->warm;
+
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->stop = true;
+	pthread_cond_signal(&w->more);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->thread, NULL);
+	pthread_cond_destroy(&w->more);
+	pthread_mutex_destroy(&w->lock);
+	free(w);
+	d->warm = NULL;
+}
+
+/* Called with w->lock held. */
+static void enqueue(struct warm *w, const struct warm_item *it)
+{
+	if (w->full || w->stop || w->len == WARM_QUEUE) {
+		if (!w->full)
+			atomic_fetch_add_explicit(&w->d->warm_dropped, 1,
+						  memory_order_relaxed);
+		return;
+	}
+	w->ring[(w->head + w->len) % WARM_QUEUE] = *it;
+	if (!w->len++)
+		pthread_cond_signal(&w->more);
+}
+
+void sqcd_warm_add(struct sqcd *d, fuse_ino_t node, uint64_t ref)
+{
+	struct warm_item it = { node, ref, now_ns(), false };
+	struct warm *w = d->warm;
+
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	enqueue(w, &it);
+	pthread_mutex_unlock(&w->lock);
+}

@@ -1,0 +1,77 @@
+#!/bin/sh
+# Page-cache warming: once a directory listing has shown the kernel its
+# files, the daemon pushes their bytes into the page cache, so reading them
+# afterwards sends no read request at all, and the bytes are right.  The
+# warm= budget bounds it, and warm=0 turns it off.
+# TIMEOUT: 120
+. "$(dirname "$0")/lib.sh"
+need_fuse
+need_cmd mksquashfs
+
+mkdir -p "$T/src"
+for d in a b c; do
+    mkdir "$T/src/$d"
+    i=0
+    while [ $i -lt 30 ]; do
+        head -c $((1000 + i * 4099)) /dev/urandom >"$T/src/$d/f$i"
+        i=$((i + 1))
+    done
+done
+mkimg "$T/src" "$T/img.sqfs" -comp zstd -b 64K
+total=$(cat "$T"/src/*/* | wc -c)
+
+stat_of() {
+    "$MOUNTCTL" status --json "$1" | "$PYTHON" -c 'import json, sys
+v = json.load(sys.stdin)[0]
+for k in sys.argv[1].split("."):
+    v = v[k]
+print(v)' "$2"
+}
+
+# mount_and_list OPTIONS: mount, list every directory (as ImageFolder does).
+mount_and_list() {
+    sqc_mount "$T/img.sqfs" "$T/m" -o "$1"
+    for d in a b c; do
+        ls -l "$T/m/$d" >/dev/null
+    done
+}
+
+note "warming on: every listed file ends up in the page cache"
+mount_and_list "log=$T/d1.log"
+i=0
+while [ "$(stat_of "$T/m" warm.files)" -lt 90 ]; do
+    i=$((i + 1))
+    [ $i -lt 200 ] || fail "only $(stat_of "$T/m" warm.files) of 90 files warmed after 10 s"
+    sleep 0.05
+done
+[ "$(stat_of "$T/m" warm.bytes)" -eq "$total" ] || fail "warmed $(stat_of "$T/m" warm.bytes) bytes, the files hold $total"
+reads0=$(stat_of "$T/m" fuse.read)
+for d in a b c; do
+    for f in "$T/src/$d"/*; do
+        cmp -s "$f" "$T/m/$d/${f##*/}" || fail "$d/${f##*/} differs after warming"
+    done
+done
+reads1=$(stat_of "$T/m" fuse.read)
+[ "$reads1" -eq "$reads0" ] || fail "reading warmed files sent $((reads1 - reads0)) read requests"
+note "90 files, $total bytes warmed; reading them sent no request"
+sqc_umount "$T/m"
+
+note "warm=0: reads go to the daemon"
+mount_and_list "warm=0"
+sleep 0.5
+[ "$(stat_of "$T/m" warm.bytes)" -eq 0 ] || fail "warm=0 warmed anyway"
+cat "$T"/m/*/* >/dev/null
+[ "$(stat_of "$T/m" fuse.read)" -gt 0 ] || fail "no read requests without warming"
+sqc_umount "$T/m"
+
+note "a budget: warming stops once it is spent"
+mount_and_list "warm=100K,log=$T/d3.log"
+sleep 1
+warmed=$(stat_of "$T/m" warm.bytes)
+# The budget is checked before each file; the largest file is < 125 KB.
+[ "$warmed" -gt 0 ] && [ "$warmed" -le $((100 * 1024 + 125000)) ] ||
+    fail "warm=100K pushed $warmed bytes"
+grep -q "warming stopped at its budget" "$T/d3.log" || fail "the budget's end was not logged"
+cmp -s "$T/src/c/f29" "$T/m/c/f29" || fail "a file not warmed reads wrong"
+sqc_umount "$T/m"
+echo "warming checks passed"
