@@ -130,7 +130,7 @@ deps-demo:
 
 check: deps-check
 	@$(MAKE) --no-print-directory tests
-	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh tests/run.sh all
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) SQC_SANITIZE=$(SANITIZE) sh tests/run.sh all
 
 check-unit: tests
 	@BUILD=$(BUILD) sh tests/run.sh unit
@@ -141,7 +141,7 @@ check-integration: tests
 # ThreadSanitizer over the concurrent tests (cache, prefetch, many readers).
 check-tsan: deps-check
 	@$(MAKE) --no-print-directory SANITIZE=thread BUILD=build-tsan tests
-	@BUILD=build-tsan PYTHON=$(PYTHON) SQC_TSAN=1 sh tests/run.sh tsan
+	@BUILD=build-tsan PYTHON=$(PYTHON) SQC_TSAN=1 SQC_SANITIZE=thread sh tests/run.sh tsan
 
 demo: deps-demo
 	@$(MAKE) --no-print-directory all

@@ -558,10 +558,10 @@ int img_file_prefetch(struct img *img, const struct img_inode *f,
 		if (err)
 			return err;
 		for (i = 0; i < nb; i++) {
-			if (locs[i].word == 0)
-				continue;
-			if (locs[i].word & SQFS_BLOCK_UNCOMPRESSED &&
-			    img__staged_ptr(img, locs[i].pos, locs[i].len))
+			/* Sparse and raw blocks are never decoded: reads
+			 * take raw bytes from RAM or the file directly. */
+			if (locs[i].word == 0 ||
+			    locs[i].word & SQFS_BLOCK_UNCOMPRESSED)
 				continue;
 			arg = (struct data_fill){ img, locs[i].word,
 						  locs[i].len };
@@ -580,6 +580,8 @@ int img_file_prefetch(struct img *img, const struct img_inode *f,
 		err = frag_loc(img, f, &b);
 		if (err)
 			return err;
+		if (b.word & SQFS_BLOCK_UNCOMPRESSED)
+			return 0;
 		arg = (struct data_fill){ img, b.word, 0 };
 		err = cache_prefill(img->data, b.pos, img->sb.block_size,
 				    data_fill, &arg);

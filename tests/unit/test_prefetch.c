@@ -139,12 +139,11 @@ int main(void)
 	if (!mkdtemp(workdir))
 		return 1;
 	snprintf(image, sizeof(image), "%s/img.sqfs", workdir);
-	snprintf(
-		cmd, sizeof(cmd),
-		"mkdir -p '%s/src' && head -c 3000000 /dev/urandom > '%s/src/big' "
-		"&& mksquashfs '%s/src' '%s' -comp lz4 -b 64K -noappend "
-		"-no-progress -quiet >/dev/null",
-		workdir, workdir, workdir, image);
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p '%s/src' && seq 1 500000 > '%s/src/big' "
+		 "&& mksquashfs '%s/src' '%s' -comp lz4 -b 64K -noappend "
+		 "-no-progress -quiet >/dev/null",
+		 workdir, workdir, workdir, image);
 	if (system(cmd)) {
 		printf("cannot make the test image (is squashfs-tools installed?)\n");
 		return 77;
