@@ -554,26 +554,32 @@ int main(int argc, char **argv)
 			d->o.foreground = true;
 			break;
 		case 'o':
-			if (parse_opts(&d->o, optarg))
-				return 2;
+			if (parse_opts(&d->o, optarg)) {
+				ret = 2;
+				goto out_img;
+			}
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			ret = 0;
+			goto out_img;
 		case 'V':
 			printf("squashcached %s (libfuse %s)\n", SQC_VERSION,
 			       fuse_pkgversion());
-			return 0;
+			ret = 0;
+			goto out_img;
 		default:
 			usage(stderr);
-			return 2;
+			ret = 2;
+			goto out_img;
 		}
 	}
 	if (argc - optind != 2) {
 		fprintf(stderr,
 			"squashcached: expected IMAGE and MOUNTPOINT\n");
 		usage(stderr);
-		return 2;
+		ret = 2;
+		goto out_img;
 	}
 	d->o.image = argv[optind];
 	d->o.mountpoint = argv[optind + 1];
@@ -581,7 +587,7 @@ int main(int argc, char **argv)
 	fuse_set_log_func(route_fuse_log);
 
 	if (check_mountpoint(&d->o))
-		return 1;
+		goto out_img;
 	if (!realpath(d->o.image, d->o.image_abs)) {
 		err = -errno;
 		if (err == -ENOENT)
@@ -592,7 +598,7 @@ int main(int argc, char **argv)
 			fprintf(stderr,
 				"squashcached: cannot open image '%s': %s\n",
 				d->o.image, err_str(err));
-		return 1;
+		goto out_img;
 	}
 	err = img_open(d->o.image_abs, &d->o.img, &d->img);
 	if (err) {
@@ -600,7 +606,7 @@ int main(int argc, char **argv)
 			d->o.image,
 			err == -EMEDIUMTYPE ? "not a SquashFS image" :
 					      err_str(err));
-		return 1;
+		goto out_img;
 	}
 	d->root_ref = img_get_super(d->img)->root_ref;
 	if (!d->o.ctl_addr[0])

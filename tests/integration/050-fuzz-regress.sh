@@ -5,7 +5,8 @@
 # (tests/tools/fuzz_replay shares the fuzz targets' code).  Each input runs
 # in its own child; a signal, a non-zero exit or a hang fails the test.
 # Then the same under valgrind (memcheck, errors and definite leaks fatal)
-# when valgrind is installed; SQC_VALGRIND=0 skips that half.
+# when valgrind is installed and the build is not a sanitizer build (the
+# two cannot share a process); SQC_VALGRIND=0 skips that half.
 # TIMEOUT: 300
 . "$(dirname "$0")/lib.sh"
 
@@ -28,7 +29,9 @@ note "replaying $n regress inputs and the seed images"
     { grep -Ev '^ok ' "$T/replay.out" | tail -n 30; fail "fuzz_replay failed"; }
 tail -n 1 "$T/replay.out"
 
-if [ "${SQC_VALGRIND:-1}" = 1 ] && command -v valgrind >/dev/null 2>&1; then
+if [ -n "${SQC_SANITIZE:-}" ]; then
+    note "sanitizer build: the valgrind half is left to the plain build"
+elif [ "${SQC_VALGRIND:-1}" = 1 ] && command -v valgrind >/dev/null 2>&1; then
     note "again under valgrind"
     valgrind -q --error-exitcode=99 --leak-check=full \
         --errors-for-leak-kinds=definite --show-leak-kinds=definite \
