@@ -33,7 +33,11 @@ int main(int argc, char **argv)
 	return 0;
 }
 C
-cc -I"$T/prefix/include/squashcache" -o "$T/use" "$T/use.c" \
+# A sanitizer build installs instrumented code: link its runtime too.
+san=
+[ -n "${SQC_SANITIZE:-}" ] && san="-fsanitize=$SQC_SANITIZE"
+# shellcheck disable=SC2086
+cc $san -I"$T/prefix/include/squashcache" -o "$T/use" "$T/use.c" \
     "$T/prefix/lib/libsquashcache.a" -llz4 -lzstd -lz -llzma -llzo2 -lpthread ||
     fail "cannot build against the installed library"
 mkdir -p "$T/src"

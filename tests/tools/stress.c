@@ -219,5 +219,6 @@ int main(int argc, char **argv)
 	       threads, now() - start, seed, (unsigned long)files_read,
 	       (double)bytes_read / 1e6, (unsigned long)errors,
 	       (double)files_read / (now() - start));
+	free(t);
 	return errors ? 1 : 0;
 }
