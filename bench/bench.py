@@ -1,0 +1,1204 @@
+# SPDX-License-Identifier: MIT
+"""The benchmark's measuring half: mounts, passes, numbers.
+
+This file implements what bench/run.sh calls once the data sets, images and
+tars exist: every contender (tmpfs, the kernel's squashfs, squashfuse_ll,
+squashcached) is measured on every measure, interleaved per repetition, and
+every pass is written to one JSON file that bench/report.py turns into
+markdown.  Nothing here invents a number: a contender or a pass that fails
+is recorded as failed, with its error.
+
+    bench.py OUT.json
+
+The parameters come from the environment run.sh sets (config_from_env():
+the build, DATASETS_JSON naming each set's list, image, tar and tmpfs
+tree, the scratch directory in /dev/shm, repetitions, slow-storage
+parameters); the effective configuration is saved in OUT.json.
+
+Phases of a pass, per contender:
+  first  a fresh mount (tmpfs: the extracted tree), page cache dropped
+  cold   page cache dropped again (squashcached keeps its own RAM cache)
+  warm   the same pass again at once
+"""
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+PHASES = ("first", "cold", "warm")
+
+
+def log(msg):
+    sys.stderr.write("[%s] %s\n" % (time.strftime("%H:%M:%S"), msg))
+    sys.stderr.flush()
+
+
+def load1():
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def drops():
+    """Times the page cache was dropped on this machine, by anyone."""
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                if line.startswith("drop_pagecache "):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def drop_caches():
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def run(cmd, timeout=None, check=True, **kw):
+    return subprocess.run(cmd, check=check, timeout=timeout,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, **kw)
+
+
+def proc_cpu(pid):
+    """utime+stime of pid in seconds, or None."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def proc_mem(pid):
+    """(VmRSS, VmHWM) of pid in bytes, or (None, None)."""
+    rss = hwm = None
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    rss = int(line.split()[1]) * 1024
+                elif line.startswith("VmHWM:"):
+                    hwm = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return rss, hwm
+
+
+def find_daemon(exe_name, mnt):
+    """pid of the process named exe_name whose argv ends with mnt."""
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        argv = [a.decode(errors="replace") for a in argv if a]
+        if argv and os.path.basename(argv[0]) == exe_name and \
+                argv[-1] in (mnt, os.path.realpath(mnt)):
+            return int(d)
+    return None
+
+
+def numeric_delta(after, before):
+    """after - before for every numeric leaf of two JSON objects."""
+    if isinstance(after, dict):
+        out = {}
+        for k, v in after.items():
+            d = numeric_delta(v, before.get(k) if isinstance(before, dict)
+                              else None)
+            if d is not None:
+                out[k] = d
+        return out
+    if isinstance(after, bool) or not isinstance(after, (int, float)):
+        return None
+    if not isinstance(before, (int, float)) or isinstance(before, bool):
+        before = 0
+    return round(after - before, 6) if isinstance(after, float) \
+        else after - before
+
+
+def sqc_socket_name(mnt):
+    """The daemon's default control address (lib/ctl/ctl.c)."""
+    h = 1469598103934665603
+    for c in os.path.realpath(mnt).encode():
+        h = ((h ^ c) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return "\0squashcache-%016x" % h
+
+
+def sqc_stats(build, mnt):
+    """squashcached's stats object: mountctl if it exists, else the socket."""
+    mountctl = os.path.join(build, "mountctl")
+    if os.access(mountctl, os.X_OK):
+        try:
+            r = run([mountctl, "status", "--json", mnt], timeout=10)
+            return json.loads(r.stdout.strip().splitlines()[-1])
+        except (subprocess.SubprocessError, ValueError, IndexError):
+            pass
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.connect(sqc_socket_name(mnt))
+        s.sendall(b"stats\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        return json.loads(data)
+    except (OSError, ValueError):
+        return None
+
+
+class Registry:
+    """Mounts and daemons, written to files run.sh's trap cleans up."""
+
+    def __init__(self, scratch):
+        self.mounts_file = os.path.join(scratch, "mounts.txt")
+        self.pids_file = os.path.join(scratch, "pids.txt")
+
+    def add(self, mnt, pid=None):
+        with open(self.mounts_file, "a") as f:
+            f.write(mnt + "\n")
+        if pid:
+            with open(self.pids_file, "a") as f:
+                f.write("%d\n" % pid)
+
+
+def is_mounted(mnt):
+    real = os.path.realpath(mnt)
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            if line.split()[4] == real:
+                return True
+    return False
+
+
+def fuse_abort(mnt):
+    """Abort the FUSE connection behind mnt so that no pass hangs for ever."""
+    try:
+        dev = os.stat(mnt).st_dev
+        with open("/sys/fs/fuse/connections/%d/abort" % os.minor(dev),
+                  "w") as f:
+            f.write("1")
+    except OSError:
+        pass
+
+
+class Contender:
+    """A way to present a data set: tmpfs tree, loop mount or FUSE daemon."""
+    name = "?"
+    exe = None
+    is_fuse = False
+
+    def __init__(self, cfg, reg):
+        self.cfg = cfg
+        self.reg = reg
+        self.mnt = None
+        self.pid = None
+        self.dev = None
+
+    def root(self, ds):
+        return self.mnt
+
+    def mount_cmd(self, image, mnt):
+        raise NotImplementedError
+
+    def mount(self, ds, image=None, mnt=None, extra=None):
+        """Mount; returns seconds the mount command took."""
+        image = image or ds["image"]
+        mnt = mnt or os.path.join(self.cfg["scratch"], "mnt",
+                                  "%s-%s" % (self.name, ds["name"]))
+        os.makedirs(mnt, exist_ok=True)
+        cmd = self.mount_cmd(image, mnt, extra)
+        t0 = time.monotonic()
+        r = subprocess.run(cmd, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=120)
+        secs = time.monotonic() - t0
+        if r.returncode != 0:
+            raise RuntimeError("%s failed (%d): %s" % (
+                " ".join(cmd), r.returncode, (r.stderr or r.stdout).strip()))
+        self.mnt = mnt
+        if self.exe:
+            self.pid = find_daemon(self.exe, mnt)
+        self.reg.add(mnt, self.pid)
+        return secs
+
+    def after_mount(self):
+        self.dev = None
+        if self.mnt:
+            try:
+                self.dev = os.stat(self.mnt).st_dev
+            except OSError:
+                pass
+
+    def umount(self):
+        if not self.mnt:
+            return
+        mnt, pid = self.mnt, self.pid
+        self.mnt = self.pid = None
+        if self.is_fuse:
+            r = run(["fusermount3", "-u", mnt], check=False, timeout=60)
+            if r.returncode != 0:
+                run(["fusermount3", "-u", "-z", mnt], check=False)
+        else:
+            r = run(["umount", mnt], check=False, timeout=60)
+            if r.returncode != 0:
+                run(["umount", "-l", mnt], check=False)
+        if pid:
+            for _ in range(200):
+                if not os.path.exists("/proc/%d" % pid):
+                    break
+                time.sleep(0.05)
+            else:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+    def abort(self):
+        if self.is_fuse and self.mnt:
+            fuse_abort(self.mnt)
+
+    def daemon_sample(self):
+        if not self.pid:
+            return None
+        rss, hwm = proc_mem(self.pid)
+        return {"cpu_s": proc_cpu(self.pid), "rss": rss, "hwm": hwm}
+
+    def stats(self):
+        return None
+
+
+class Tmpfs(Contender):
+    name = "tmpfs"
+
+    def root(self, ds):
+        return ds["tmpfs_root"]
+
+    def mount(self, ds, image=None, mnt=None, extra=None):
+        return 0.0
+
+    def umount(self):
+        pass
+
+
+class Kernel(Contender):
+    name = "kernel"
+
+    def mount_cmd(self, image, mnt, extra):
+        return ["mount", "-t", "squashfs", "-o", "loop,ro", image, mnt]
+
+
+class Squashfuse(Contender):
+    name = "squashfuse_ll"
+    exe = "squashfuse_ll"
+    is_fuse = True
+
+    def mount_cmd(self, image, mnt, extra):
+        return ["squashfuse_ll", image, mnt]
+
+
+class Squashcached(Contender):
+    name = "squashcached"
+    exe = "squashcached"
+    is_fuse = True
+    nlog = 0
+
+    def mount_cmd(self, image, mnt, extra):
+        Squashcached.nlog += 1
+        logf = os.path.join(self.cfg["scratch"], "logs",
+                            "squashcached-%03d.log" % Squashcached.nlog)
+        opts = ["log=" + logf]
+        if self.cfg.get("sqc_opts"):
+            opts.append(self.cfg["sqc_opts"])
+        if extra:
+            opts.append(extra)
+        return [os.path.join(self.cfg["build"], "squashcached"), "-o",
+                ",".join(opts), image, mnt]
+
+    def stats(self):
+        if not self.mnt:
+            return None
+        return sqc_stats(self.cfg["build"], self.mnt)
+
+
+CONTENDERS = {"tmpfs": Tmpfs, "kernel": Kernel, "squashfuse_ll": Squashfuse,
+              "squashcached": Squashcached}
+
+
+class Watchdog:
+    """Abort a contender whose pass takes longer than the limit."""
+
+    def __init__(self, contender, seconds):
+        self.c = contender
+        self.seconds = seconds
+        self.fired = False
+        self.t = None
+
+    def _fire(self):
+        self.fired = True
+        log("watchdog: %s pass exceeded %d s, aborting" % (
+            self.c.name, self.seconds))
+        self.c.abort()
+
+    def __enter__(self):
+        self.t = threading.Timer(self.seconds, self._fire)
+        self.t.daemon = True
+        self.t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.t.cancel()
+        return False
+
+
+# --- the passes ------------------------------------------------------------
+
+class Loaders:
+    """Persistent DataLoader workers, started once, before any mount.
+
+    The sampler yields absolute paths, so one set of workers serves every
+    contender; worker start-up (a fork of this process) is not timed.
+    """
+
+    def __init__(self, cfg):
+        import torch
+        import torch.utils.data as tud
+        self.torch = torch
+        self.tud = tud
+        self.cfg = cfg
+        self.loaders = {}
+
+    def get(self, mode, workers):
+        key = (mode, workers)
+        if key in self.loaders:
+            return self.loaders[key]
+        tud = self.tud
+
+        class ListSampler(tud.Sampler):
+            def __init__(self):
+                self.items = []
+
+            def __iter__(self):
+                return iter(self.items)
+
+            def __len__(self):
+                return len(self.items)
+
+        sampler = ListSampler()
+        if mode == "raw":
+            ds = RawDataset()
+            collate = collate_count
+            bs = self.cfg["dl_batch"]
+        else:
+            ds = PilDataset()
+            collate = None
+            bs = self.cfg["pil_batch"]
+        kw = {}
+        if collate:
+            kw["collate_fn"] = collate
+        loader = tud.DataLoader(ds, batch_size=bs, sampler=sampler,
+                                num_workers=workers, persistent_workers=True,
+                                worker_init_fn=worker_init,
+                                timeout=self.cfg["pass_timeout"], **kw)
+        # warm the workers up on a file outside every contender
+        sampler.items = [self.cfg["warmup_file"]] * (bs * workers)
+        for _ in loader:
+            pass
+        self.loaders[key] = (loader, sampler)
+        return self.loaders[key]
+
+    def discard(self, mode, workers):
+        """Forget a loader whose epoch failed; the next get() makes one."""
+        entry = self.loaders.pop((mode, workers), None)
+        if entry:
+            it = getattr(entry[0], "_iterator", None)
+            if it is not None:
+                try:
+                    it._shutdown_workers()
+                except Exception:  # noqa: BLE001 - best effort
+                    pass
+
+
+class RawDataset:
+    def __getitem__(self, path):
+        with open(path, "rb") as f:
+            return len(f.read())
+
+    def __len__(self):
+        return 1 << 40
+
+
+class PilDataset:
+    tf = None
+
+    def __getitem__(self, path):
+        from PIL import Image
+        if PilDataset.tf is None:
+            import torchvision.transforms as T
+            PilDataset.tf = T.Compose([T.RandomResizedCrop(224),
+                                       T.ToTensor()])
+        with open(path, "rb") as f:
+            img = Image.open(f)
+            img = img.convert("RGB")
+        return PilDataset.tf(img)
+
+    def __len__(self):
+        return 1 << 40
+
+
+def collate_count(batch):
+    return sum(batch)
+
+
+def worker_init(_):
+    import torch
+    torch.set_num_threads(1)
+
+
+def pass_preader(cfg, root, ds, threads, seed):
+    cmd = [os.path.join(cfg["build"], "bench", "preader"), "read", root,
+           ds["list"], str(threads), str(seed)]
+    r = run(cmd, check=False, timeout=cfg["pass_timeout"] + 60)
+    if r.returncode != 0 or not r.stdout.strip():
+        raise RuntimeError("preader: rc %d %s %s" % (
+            r.returncode, r.stdout.strip(), r.stderr.strip()))
+    return json.loads(r.stdout)
+
+
+def pass_cwalk(cfg, root, threads):
+    cmd = [os.path.join(cfg["build"], "bench", "preader"), "walk", root,
+           str(threads)]
+    r = run(cmd, check=False, timeout=cfg["pass_timeout"] + 60)
+    if r.returncode != 0:
+        raise RuntimeError("preader walk: rc %d %s %s" % (
+            r.returncode, r.stdout.strip(), r.stderr.strip()))
+    return json.loads(r.stdout)
+
+
+def pass_pywalk(root):
+    t0 = time.perf_counter()
+    files = dirs = 0
+    for dp, dns, fns in os.walk(root):
+        dirs += 1
+        for fn in fns:
+            os.lstat(os.path.join(dp, fn))
+            files += 1
+    return {"seconds": time.perf_counter() - t0, "files": files,
+            "dirs": dirs}
+
+
+def pass_imagefolder(root, any_file):
+    import torchvision.datasets as D
+    t0 = time.perf_counter()
+    if any_file:
+        d = D.ImageFolder(root, is_valid_file=_any_file)
+    else:
+        d = D.ImageFolder(root)
+    return {"seconds": time.perf_counter() - t0, "files": len(d.samples),
+            "classes": len(d.classes)}
+
+
+def _any_file(_):
+    return True
+
+
+def pass_dl(loaders, mode, workers, paths):
+    loader, sampler = loaders.get(mode, workers)
+    sampler.items = paths
+    t0 = time.perf_counter()
+    total = 0
+    try:
+        for b in loader:
+            total += b if mode == "raw" else b.shape[0]
+    except BaseException:
+        loaders.discard(mode, workers)
+        raise
+    secs = time.perf_counter() - t0
+    out = {"seconds": secs, "files": len(paths)}
+    if mode == "raw":
+        out["bytes"] = total
+    return out
+
+
+def shuffled(paths, seed):
+    p = list(paths)
+    random.Random(seed).shuffle(p)
+    return p
+
+
+class Bench:
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.reg = Registry(cfg["scratch"])
+        self.contenders = []
+        self.skipped = {}
+        for name in cfg["contenders"]:
+            c = CONTENDERS[name](cfg, self.reg)
+            ok, why = self.available(c)
+            if ok:
+                self.contenders.append(c)
+            else:
+                self.skipped[name] = why
+        self.loaders = None
+        self.partial = None
+        self.res = {"passes": [], "mount_first_byte": [], "untar": [],
+                    "skipped": self.skipped, "errors": [], "slow": {}}
+        self.lists = {}
+        for ds in cfg["datasets"].values():
+            with open(ds["list"]) as f:
+                self.lists[ds["name"]] = [l.rstrip("\n") for l in f if
+                                          l.strip()]
+
+    def available(self, c):
+        if c.name == "squashfuse_ll" and not shutil_which("squashfuse_ll"):
+            return False, "squashfuse_ll not installed"
+        if c.name == "squashcached" and not os.access(
+                os.path.join(self.cfg["build"], "squashcached"), os.X_OK):
+            return False, "build/squashcached not built"
+        if c.name == "kernel":
+            with open("/proc/filesystems") as f:
+                if "squashfs" not in f.read():
+                    r = run(["modprobe", "squashfs"], check=False)
+                    if r.returncode:
+                        return False, "kernel has no squashfs"
+        return True, None
+
+    # -- helpers --
+
+    def order(self, rep):
+        k = rep % len(self.contenders)
+        return self.contenders[k:] + self.contenders[:k]
+
+    def extract(self, ds, rep):
+        dst = ds["tmpfs_root"]
+        if os.path.exists(dst):
+            run(["rm", "-rf", dst])
+        os.makedirs(dst)
+        drop_caches()
+        t0 = time.monotonic()
+        run(["tar", "-x", "-b", str(self.cfg["tar_blocking"]), "-f",
+             ds["tar"], "-C", dst], timeout=3600)
+        secs = time.monotonic() - t0
+        self.res["untar"].append({"rep": rep, "set": ds["name"],
+                                  "seconds": secs})
+        log("untar %s into /dev/shm: %.2f s" % (ds["name"], secs))
+
+    def mount_first_byte(self, rep):
+        for ds in self.cfg["datasets"].values():
+            probe = self.lists[ds["name"]][len(self.lists[ds["name"]]) // 2]
+            for c in self.order(rep):
+                if c.name == "tmpfs":
+                    continue
+                rec = {"rep": rep, "set": ds["name"], "contender": c.name}
+                try:
+                    drop_caches()
+                    t0 = time.monotonic()
+                    mount_s = c.mount(ds)
+                    with open(os.path.join(c.mnt, probe), "rb") as f:
+                        b = f.read(1)
+                    t1 = time.monotonic()
+                    if len(b) != 1:
+                        raise RuntimeError("no first byte from " + probe)
+                    rec.update(mount_s=mount_s, total_s=t1 - t0)
+                    st = c.stats()
+                    if st:
+                        rec["stats"] = st
+                    sample = c.daemon_sample()
+                    if sample:
+                        rec["daemon"] = sample
+                except Exception as e:  # noqa: BLE001 - recorded
+                    rec["error"] = str(e)
+                    log("mount %s %s: %s" % (c.name, ds["name"], e))
+                finally:
+                    c.umount()
+                self.res["mount_first_byte"].append(rec)
+                if "total_s" in rec:
+                    log("mount-to-first-byte %s %s: %.1f ms" % (
+                        c.name, ds["name"], rec["total_s"] * 1e3))
+
+    def one_pass(self, measure, c, ds, rep, phase, since=None):
+        root = c.root(ds)
+        seed = self.cfg["seed"] + rep
+        kind = measure["kind"]
+        before_cpu = before_stats = None
+        if c.pid:
+            before_cpu = proc_cpu(c.pid)
+        if c.name == "squashcached":
+            before_stats = c.stats()
+        rec = {"rep": rep, "measure": measure["id"], "set": ds["name"],
+               "contender": c.name, "phase": phase, "load1": load1()}
+        drops0 = drops() if since is None else since
+        try:
+            with Watchdog(c, self.cfg["pass_timeout"]) as wd:
+                if kind == "cread":
+                    r = pass_preader(self.cfg, root, ds, measure["threads"],
+                                     seed)
+                elif kind == "cwalk":
+                    r = pass_cwalk(self.cfg, root, measure["threads"])
+                elif kind == "pywalk":
+                    r = pass_pywalk(root)
+                elif kind == "imagefolder":
+                    r = pass_imagefolder(root, ds["name"] != "images")
+                elif kind == "dl":
+                    paths = self.lists[ds["name"]]
+                    if measure.get("subset"):
+                        paths = shuffled(paths, 1000 + seed)[
+                            :measure["subset"]]
+                    paths = [os.path.join(root, p)
+                             for p in shuffled(paths, seed)]
+                    r = pass_dl(self.loaders, measure["mode"],
+                                measure["workers"], paths)
+                else:
+                    raise ValueError(kind)
+            if wd.fired:
+                raise RuntimeError("aborted after %d s" %
+                                   self.cfg["pass_timeout"])
+            if r.get("errors"):
+                raise RuntimeError("%d files failed" % r["errors"])
+            rec.update(r)
+        except Exception as e:  # noqa: BLE001 - recorded
+            rec["error"] = str(e)[:500]
+            log("pass %s %s %s %s: %s" % (measure["id"], ds["name"],
+                                          c.name, phase, e))
+        # someone else on the machine dropped the page cache mid-pass
+        rec["foreign_drops"] = drops() - drops0
+        if c.pid:
+            cpu = proc_cpu(c.pid)
+            rss, hwm = proc_mem(c.pid)
+            rec["daemon"] = {"cpu_s": (cpu - before_cpu)
+                             if cpu is not None and before_cpu is not None
+                             else None, "rss": rss, "hwm": hwm}
+        if before_stats:
+            after = c.stats()
+            if after:
+                rec["sqc"] = {"delta": {k: numeric_delta(after.get(k),
+                                                         before_stats.get(k))
+                                        for k in ("fuse", "cache",
+                                                  "image_io", "prefetch")
+                                        if k in after},
+                              "after": {k: after.get(k) for k in
+                                        ("stage", "process", "inodes",
+                                         "cache")}}
+        self.res["passes"].append(rec)
+        return rec
+
+    def measure(self, measure, rep):
+        ds = self.cfg["datasets"][measure["set"]]
+        for c in self.order(rep):
+            try:
+                if c.name != "tmpfs":
+                    c.mount(ds)
+                c.after_mount()
+            except Exception as e:  # noqa: BLE001 - recorded
+                for ph in PHASES:
+                    self.res["passes"].append({
+                        "rep": rep, "measure": measure["id"],
+                        "set": ds["name"], "contender": c.name,
+                        "phase": ph, "error": "mount: %s" % e})
+                log("mount %s for %s: %s" % (c.name, measure["id"], e))
+                c.umount()
+                continue
+            try:
+                line = []
+                since = None
+                for ph in PHASES:
+                    if ph != "warm":
+                        drop_caches()
+                    # warm counts foreign drops since the pass before it
+                    rec = self.one_pass(measure, c, ds, rep, ph,
+                                        since if ph == "warm" else None)
+                    since = drops()
+                    tries = 1
+                    while ph == "warm" and rec.get("foreign_drops") and \
+                            tries < self.cfg["warm_tries"]:
+                        # a warm pass whose page cache another process
+                        # dropped is not warm: keep it, marked, and again
+                        rec["discarded"] = "foreign drop_caches"
+                        rec["phase"] = "warm-disturbed"
+                        rec = self.one_pass(measure, c, ds, rep, ph)
+                        tries += 1
+                    line.append("%s %s%s" % (
+                        ph, "%.3fs" % rec["seconds"] if "seconds" in rec
+                        else "FAIL", " (try %d)" % tries if tries > 1 else
+                        ""))
+                log("rep %d %-14s %-7s %-13s %s" % (
+                    rep, measure["id"], ds["name"], c.name, ", ".join(line)))
+            finally:
+                c.umount()
+
+    # -- the slow-storage case --
+
+    def slow(self):
+        sc = self.cfg["slow"]
+        out = self.res["slow"]
+        out["params"] = {k: sc[k] for k in ("latency_ms", "meta_latency_ms",
+                                            "bw", "blksize", "threads")}
+        pfs = os.path.join(self.cfg["scratch"], "pfs")
+        os.makedirs(pfs, exist_ok=True)
+        opts = "latency_ms=%s,meta_latency_ms=%s,bw=%s,blksize=%s,threads=%s" \
+            % (sc["latency_ms"], sc["meta_latency_ms"], sc["bw"],
+               sc["blksize"], sc["threads"])
+        cmd = [os.path.join(self.cfg["build"], "bench", "slowfs"), "-o", opts,
+               self.cfg["store"], pfs]
+        out["command"] = " ".join(cmd)
+        run(cmd, timeout=60)
+        self.reg.add(pfs, find_daemon("slowfs", pfs))
+        try:
+            self._slow_runs(pfs)
+        finally:
+            run(["fusermount3", "-u", pfs], check=False)
+
+    def _pfs_stats(self, pfs):
+        try:
+            with open(os.path.join(pfs, ".slowfs-stats")) as f:
+                return json.loads(f.read())
+        except (OSError, ValueError):
+            return {}
+
+    def _slow_runs(self, pfs):
+        sc = self.cfg["slow"]
+        out = self.res["slow"]
+        # calibration: one sequential stream, and one 4 MiB pread at a time
+        big = os.path.join(pfs, os.path.basename(
+            self.cfg["datasets"]["images"]["image"]))
+        cal = {}
+        for bs in ("128K", "1M", "4M"):
+            s0 = self._pfs_stats(pfs)
+            t0 = time.monotonic()
+            run(["dd", "if=" + big, "of=/dev/null", "bs=" + bs,
+                 "count=%d" % (256 * 1024 * 1024 // parse_size(bs))])
+            secs = time.monotonic() - t0
+            s1 = self._pfs_stats(pfs)
+            nbytes = s1.get("read_bytes", 0) - s0.get("read_bytes", 0)
+            cal["dd_bs_" + bs] = {"seconds": secs, "bytes": nbytes,
+                                  "mb_per_s": nbytes / secs / 1e6}
+        out["calibration"] = cal
+        log("slowfs calibration: " + ", ".join(
+            "%s %.0f MB/s" % (k, v["mb_per_s"]) for k, v in cal.items()))
+        runs = out.setdefault("runs", [])
+        names = [c for c in sc["contenders"]
+                 if c not in self.skipped_slow()]
+        out["skipped"] = {c: self.skipped_slow()[c] for c in
+                          sc["contenders"] if c in self.skipped_slow()}
+        for rep in range(self.cfg["slow_reps"]):
+            for rd in sc["readers"]:
+                ds = self.cfg["datasets"][rd["set"]]
+                k = rep % len(names)
+                for name in names[k:] + names[:k]:
+                    rec = self.slow_one(pfs, name, rd, ds, rep)
+                    runs.append(rec)
+                    self.checkpoint()
+                    if "total_s" in rec:
+                        log("slow rep %d %s %s %-16s total %.2f s (%s)" % (
+                            rep, rd["id"], ds["name"], name, rec["total_s"],
+                            ", ".join("%s %.2f" % (k2, rec[k2]) for k2 in
+                                      ("prep_s", "mount_s", "epoch_s")
+                                      if rec.get(k2) is not None)))
+                    else:
+                        log("slow rep %d %s %s %s: %s" % (
+                            rep, rd["id"], ds["name"], name,
+                            rec.get("error")))
+
+    def skipped_slow(self):
+        s = {}
+        if "squashfuse_ll" in self.skipped:
+            s["cp_squashfuse_ll"] = self.skipped["squashfuse_ll"]
+            s["direct_squashfuse_ll"] = self.skipped["squashfuse_ll"]
+        if "squashcached" in self.skipped:
+            s["sqc_stage"] = s["sqc_demand"] = self.skipped["squashcached"]
+        if "kernel" in self.skipped:
+            s["cp_kernel"] = self.skipped["kernel"]
+        return s
+
+    def slow_one(self, pfs, name, rd, ds, rep):
+        sc = self.cfg["slow"]
+        scratch = self.cfg["scratch"]
+        src_img = os.path.join(pfs, os.path.basename(ds["image"]))
+        src_tar = os.path.join(pfs, os.path.basename(ds["tar"]))
+        local = os.path.join(scratch, "slowlocal")
+        mnt = os.path.join(scratch, "mnt", "slow-" + name)
+        rec = {"rep": rep, "reader": rd["id"], "set": ds["name"],
+               "contender": name}
+        c = None
+        if os.path.exists(local):
+            run(["rm", "-rf", local])
+        os.makedirs(local)
+        drop_caches()
+        s0 = self._pfs_stats(pfs)
+        drops0 = drops()
+        t_start = time.monotonic()
+        try:
+            prep = 0.0
+            if name in ("sqc_stage", "sqc_demand"):
+                c = Squashcached(self.cfg, self.reg)
+                extra = "stage=full" if name == "sqc_stage" else "stage=none"
+                rec["mount_s"] = c.mount(ds, image=src_img, mnt=mnt,
+                                         extra=extra)
+                root = c.mnt
+            elif name == "direct_squashfuse_ll":
+                c = Squashfuse(self.cfg, self.reg)
+                rec["mount_s"] = c.mount(ds, image=src_img, mnt=mnt)
+                root = c.mnt
+            elif name in ("cp_squashfuse_ll", "cp_kernel"):
+                dst = os.path.join(local, os.path.basename(ds["image"]))
+                t0 = time.monotonic()
+                run(["cp", src_img, dst], timeout=3600)
+                prep = rec["prep_s"] = time.monotonic() - t0
+                c = (Squashfuse if name == "cp_squashfuse_ll" else Kernel)(
+                    self.cfg, self.reg)
+                rec["mount_s"] = c.mount(ds, image=dst, mnt=mnt)
+                root = c.mnt
+            elif name == "untar_tmpfs":
+                dst = os.path.join(local, "tree")
+                os.makedirs(dst)
+                t0 = time.monotonic()
+                run(["tar", "-x", "-b", str(self.cfg["tar_blocking"]), "-f",
+                     src_tar, "-C", dst], timeout=3600)
+                prep = rec["prep_s"] = time.monotonic() - t0
+                rec["mount_s"] = 0.0
+                root = dst
+            else:
+                raise ValueError(name)
+            if c:
+                c.after_mount()
+            guard = c or Tmpfs(self.cfg, self.reg)
+            with Watchdog(guard, sc["timeout"]) as wd:
+                t0 = time.monotonic()
+                if rd["kind"] == "cread":
+                    r = pass_preader(self.cfg, root, ds, rd["threads"],
+                                     self.cfg["seed"] + rep)
+                else:
+                    paths = [os.path.join(root, p) for p in
+                             shuffled(self.lists[ds["name"]],
+                                      self.cfg["seed"] + rep)]
+                    r = pass_dl(self.loaders, rd["mode"], rd["workers"],
+                                paths)
+                rec["epoch_s"] = time.monotonic() - t0
+            if wd.fired:
+                raise RuntimeError("epoch aborted after %d s" % sc["timeout"])
+            if r.get("errors"):
+                raise RuntimeError("%d files failed" % r["errors"])
+            rec["total_s"] = time.monotonic() - t_start
+            rec["files"] = r.get("files")
+            rec["bytes"] = r.get("bytes")
+            rec["prep_s"] = prep
+            if c and c.name == "squashcached":
+                st = c.stats()
+                if st:
+                    rec["sqc"] = {k: st.get(k) for k in
+                                  ("stage", "fuse", "image_io", "process")}
+            if c and c.pid:
+                rec["daemon"] = c.daemon_sample()
+        except Exception as e:  # noqa: BLE001 - recorded
+            rec["error"] = str(e)[:500]
+        finally:
+            if c:
+                c.umount()
+            s1 = self._pfs_stats(pfs)
+            rec["pfs"] = numeric_delta(s1, s0)
+            rec["foreign_drops"] = drops() - drops0
+            run(["rm", "-rf", local], check=False)
+        return rec
+
+    # -- the whole run --
+
+    def checkpoint(self):
+        """Save what was measured so far, in case the run dies."""
+        if not self.partial:
+            return
+        with open(self.partial + ".tmp", "w") as f:
+            json.dump(dict(self.res, config=self.cfg), f)
+        os.replace(self.partial + ".tmp", self.partial)
+
+    def run(self):
+        cfg = self.cfg
+        measures = cfg["measures"]
+        self.loaders = Loaders(cfg)
+        for m in measures:
+            if m["kind"] == "dl":
+                self.loaders.get(m["mode"], m["workers"])
+        for rd in cfg["slow"]["readers"]:
+            if rd["kind"] == "dl":
+                self.loaders.get(rd["mode"], rd["workers"])
+        t0 = time.monotonic()
+        for rep in range(cfg["reps"]):
+            log("=== repetition %d of %d: order %s" % (
+                rep + 1, cfg["reps"],
+                ", ".join(c.name for c in self.order(rep))))
+            for ds in cfg["datasets"].values():
+                self.extract(ds, rep)
+            self.mount_first_byte(rep)
+            for m in measures:
+                self.measure(m, rep)
+                self.checkpoint()
+        self.res["main_seconds"] = time.monotonic() - t0
+        if cfg["slow"]["enabled"]:
+            t0 = time.monotonic()
+            self.slow()
+            self.res["slow_seconds"] = time.monotonic() - t0
+        return self.res
+
+
+def shutil_which(name):
+    import shutil
+    return shutil.which(name)
+
+
+def parse_size(s):
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    if s[-1] in mult:
+        return int(float(s[:-1]) * mult[s[-1]])
+    return int(s)
+
+
+def env(name, default):
+    v = os.environ.get(name)
+    if v is None or v == "":
+        return default
+    return type(default)(v) if not isinstance(default, str) else v
+
+
+def default_measures(pil_subset):
+    m = [
+        {"id": "imagefolder", "kind": "imagefolder", "set": "images"},
+        {"id": "imagefolder", "kind": "imagefolder", "set": "small"},
+        {"id": "dl_raw_w2", "kind": "dl", "mode": "raw", "workers": 2,
+         "set": "images"},
+        {"id": "dl_raw_w4", "kind": "dl", "mode": "raw", "workers": 4,
+         "set": "images"},
+        {"id": "dl_raw_w4", "kind": "dl", "mode": "raw", "workers": 4,
+         "set": "small"},
+        {"id": "dl_pil_w2", "kind": "dl", "mode": "pil", "workers": 2,
+         "set": "images", "subset": pil_subset},
+        {"id": "dl_pil_w4", "kind": "dl", "mode": "pil", "workers": 4,
+         "set": "images", "subset": pil_subset},
+        {"id": "cread_t4", "kind": "cread", "threads": 4, "set": "images"},
+        {"id": "cread_t16", "kind": "cread", "threads": 16, "set": "images"},
+        {"id": "cread_t4", "kind": "cread", "threads": 4, "set": "small"},
+        {"id": "cread_t16", "kind": "cread", "threads": 16, "set": "small"},
+        {"id": "walk_py", "kind": "pywalk", "set": "small"},
+        {"id": "walk_c_t1", "kind": "cwalk", "threads": 1, "set": "small"},
+    ]
+    return m
+
+
+def config_from_env():
+    """The run's parameters, from the environment run.sh sets."""
+    with open(os.environ["DATASETS_JSON"]) as f:
+        datasets = json.load(f)
+    for ds in datasets.values():
+        for k in ("gen_json", "build_json"):
+            try:
+                with open(ds[k]) as f:
+                    ds[k.replace("_json", "")] = json.load(f)
+            except (OSError, KeyError, ValueError):
+                ds[k.replace("_json", "")] = None
+    pil_subset = env("PIL_SUBSET", 2000)
+    measures = default_measures(pil_subset)
+    only = env("MEASURES", "default")
+    if only == "default":
+        # the 4-thread C reader on the small set is left out by default: on
+        # the kernel and squashfuse_ll it adds about 20 minutes per
+        # repetition at 300,000 files and says little the 16-thread one
+        # does not
+        measures = [m for m in measures
+                    if (m["id"], m["set"]) != ("cread_t4", "small")]
+    elif only != "all":
+        keep = set(only.split(","))
+        measures = [m for m in measures if m["id"] in keep or
+                    "%s/%s" % (m["id"], m["set"]) in keep]
+    slow_readers = [
+        {"id": "cread_t16", "kind": "cread", "threads": 16, "set": "images"},
+        {"id": "dl_raw_w4", "kind": "dl", "mode": "raw", "workers": 4,
+         "set": "images"},
+        {"id": "cread_t16", "kind": "cread", "threads": 16, "set": "small"},
+    ]
+    only_slow = env("SLOW_READERS", "all")
+    if only_slow != "all":
+        keep = set(only_slow.split(","))
+        slow_readers = [m for m in slow_readers
+                        if "%s/%s" % (m["id"], m["set"]) in keep]
+    slow_cont = env("SLOW_CONTENDERS", "sqc_stage,sqc_demand,"
+                    "cp_squashfuse_ll,cp_kernel,untar_tmpfs")
+    return {
+        "build": env("BUILD", "build"),
+        "scratch": os.environ["SCRATCH"],
+        "store": os.environ["STORE"],
+        "datasets": datasets,
+        "contenders": env("CONTENDERS", "tmpfs,kernel,squashfuse_ll,"
+                          "squashcached").split(","),
+        "measures": measures,
+        "reps": env("REPS", 3),
+        "slow_reps": env("SLOW_REPS", 3),
+        "seed": env("SEED", 42),
+        "pass_timeout": env("PASS_TIMEOUT", 1200),
+        "dl_batch": env("DL_BATCH", 64),
+        "pil_batch": env("PIL_BATCH", 32),
+        "pil_subset": pil_subset,
+        "tar_blocking": env("TAR_BLOCKING", 2048),
+        "warm_tries": env("WARM_TRIES", 3),
+        "sqc_opts": env("SQC_OPTS", ""),
+        "warmup_file": os.environ["WARMUP_FILE"],
+        "slow": {
+            "enabled": env("SLOW", 1) != 0,
+            "latency_ms": env("SLOW_LATENCY_MS", "1"),
+            "meta_latency_ms": env("SLOW_META_LATENCY_MS", "1"),
+            "bw": env("SLOW_BW", "500M"),
+            "blksize": env("SLOW_BLKSIZE", "4M"),
+            "threads": env("SLOW_THREADS", "64"),
+            "timeout": env("SLOW_TIMEOUT", 900),
+            "readers": slow_readers,
+            "contenders": slow_cont.split(","),
+        },
+    }
+
+
+def sh_out(cmd):
+    try:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=30)
+        return r.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def damon_info():
+    """Proactive reclaim by DAMON, if the machine runs it: page cache that
+    stays idle long enough is paged out, which makes long warm passes of
+    page-cache-backed contenders partly cold."""
+    base = "/sys/kernel/mm/damon/admin/kdamonds"
+    out = []
+
+    def rd(path):
+        try:
+            with open(path) as f:
+                return f.read().strip()
+        except OSError:
+            return None
+
+    try:
+        kds = sorted(os.listdir(base))
+    except OSError:
+        return None
+    for k in kds:
+        if not k.isdigit() or rd("%s/%s/state" % (base, k)) != "on":
+            continue
+        ctx = "%s/%s/contexts/0" % (base, k)
+        aggr = int(rd(ctx + "/monitoring_attrs/intervals/aggr_us") or 0)
+        try:
+            schemes = sorted(os.listdir(ctx + "/schemes"))
+        except OSError:
+            schemes = []
+        for sc in schemes:
+            if not sc.isdigit():
+                continue
+            p = "%s/schemes/%s" % (ctx, sc)
+            out.append({
+                "kdamond": k, "operations": rd(ctx + "/operations"),
+                "action": rd(p + "/action"),
+                "min_age_s": int(rd(p + "/access_pattern/age/min") or 0) *
+                aggr / 1e6,
+                "max_nr_accesses": rd(p + "/access_pattern/nr_accesses/max"),
+                "quota_bytes_per_reset": rd(p + "/quotas/bytes"),
+                "quota_reset_ms": rd(p + "/quotas/reset_interval_ms"),
+                "applied_bytes": rd(p + "/stats/sz_applied")})
+    return out
+
+
+def machine_info():
+    """What the run ran on, for the report's header."""
+    info = {}
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+    info["cpus"] = os.cpu_count()
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                info["mem_bytes"] = int(line.split()[1]) * 1024
+    u = os.uname()
+    info["kernel"] = "%s %s %s" % (u.sysname, u.release, u.machine)
+    info["host"] = u.nodename
+    try:
+        with open("/etc/os-release") as f:
+            for line in f:
+                if line.startswith("PRETTY_NAME="):
+                    info["os"] = line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    info["virt"] = sh_out(["systemd-detect-virt"]) or "unknown"
+    st = os.statvfs("/dev/shm")
+    info["dev_shm_bytes"] = st.f_blocks * st.f_frsize
+    pk = {}
+    for p in ("fuse3", "libfuse3-3", "squashfs-tools", "squashfuse",
+              "erofs-utils", "python3-torch", "python3-torchvision",
+              "python3-pil", "tar", "coreutils"):
+        v = sh_out(["dpkg-query", "-W", "-f=${Version}", p])
+        pk[p] = v if v and "no packages" not in v else None
+    info["packages"] = pk
+    info["python"] = sys.version.split()[0]
+    info["mksquashfs"] = (sh_out(["mksquashfs", "-version"]) or
+                          "").splitlines()[0:1]
+    git = sh_out(["git", "rev-parse", "--short", "HEAD"])
+    dirty = sh_out(["git", "status", "--porcelain", "--untracked-files=normal",
+                    "--", "lib", "daemon"])
+    info["squashcache_commit"] = (git or "?") + (
+        " + uncommitted or untracked files in lib/ daemon/" if dirty else "")
+    info["squashcached_binary"] = os.environ.get("SQC_BINARY", "?")
+    info["drop_pagecache_start"] = drops()
+    info["damon"] = damon_info()
+    with open("/proc/loadavg") as f:
+        info["loadavg_start"] = f.read().split()[:3]
+    return info
+
+
+def main():
+    out_path = sys.argv[1]
+    cfg = config_from_env()
+    os.makedirs(os.path.join(cfg["scratch"], "logs"), exist_ok=True)
+    b = Bench(cfg)
+    b.partial = out_path + ".partial"
+    started = time.strftime("%Y-%m-%d %H:%M:%S %z")
+    machine = machine_info()
+    t0 = time.monotonic()
+    try:
+        res = b.run()
+    except BaseException:
+        for c in b.contenders:
+            c.umount()
+        raise
+    res["bench_seconds"] = time.monotonic() - t0
+    res["config"] = cfg
+    res["machine"] = machine
+    with open("/proc/loadavg") as f:
+        machine["loadavg_end"] = f.read().split()[:3]
+    machine["drop_pagecache_end"] = drops()
+    res["started"] = started
+    res["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %z")
+    res["command"] = os.environ.get("BENCH_CMDLINE", "")
+    with open(out_path, "w") as f:
+        json.dump(res, f, indent=1)
+    if os.path.exists(b.partial):
+        os.unlink(b.partial)
+    log("wrote " + out_path)
+
+
+if __name__ == "__main__":
+    main()

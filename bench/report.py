@@ -1,0 +1,661 @@
+# SPDX-License-Identifier: MIT
+"""Turn one bench.py result file into the markdown report.
+
+    report.py RESULTS.json > RESULTS.md
+
+Every number printed comes from RESULTS.json, i.e. from that run; what did
+not run or failed is said, never filled in.  Ratios are throughput ratios
+to tmpfs: tmpfs seconds / contender seconds for the same pass in the same
+repetition, and the median over the repetitions (>1 = faster than tmpfs).
+"""
+import json
+import statistics
+import sys
+
+PHASES = ("first", "cold", "warm")
+MEASURE_NAMES = {
+    "imagefolder": "ImageFolder construction",
+    "dl_raw_w2": "DataLoader raw bytes, 2 workers",
+    "dl_raw_w4": "DataLoader raw bytes, 4 workers",
+    "dl_pil_w2": "DataLoader PIL+RandomResizedCrop, 2 workers",
+    "dl_pil_w4": "DataLoader PIL+RandomResizedCrop, 4 workers",
+    "cread_t4": "C reader, 4 threads",
+    "cread_t16": "C reader, 16 threads",
+    "walk_py": "os.walk + lstat (Python)",
+    "walk_c_t1": "readdir + lstat (C, 1 thread)",
+}
+SLOW_NAMES = {
+    "sqc_stage": "squashcached on the PFS image (staging)",
+    "sqc_demand": "squashcached on the PFS image, stage=none",
+    "cp_squashfuse_ll": "cp image to /dev/shm + squashfuse_ll",
+    "cp_kernel": "cp image to /dev/shm + kernel squashfs",
+    "untar_tmpfs": "untar into /dev/shm + tmpfs",
+    "direct_squashfuse_ll": "squashfuse_ll on the PFS image",
+}
+
+
+def med(v):
+    return statistics.median(v) if v else None
+
+
+def fmt(x, digits=2):
+    if x is None:
+        return "–"
+    if abs(x) >= 100:
+        return "%.0f" % x
+    return ("%." + str(digits) + "f") % x
+
+
+def mrange(v, digits=2, scale=1.0):
+    if not v:
+        return "–"
+    v = [x * scale for x in v]
+    if len(v) == 1:
+        return fmt(v[0], digits)
+    return "%s [%s–%s]" % (fmt(med(v), digits), fmt(min(v), digits),
+                           fmt(max(v), digits))
+
+
+def mb(x):
+    return "–" if x is None else "%.0f MB" % (x / 1e6)
+
+
+def table(head, rows):
+    out = ["| " + " | ".join(head) + " |",
+           "|" + "|".join("---" for _ in head) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(str(c) for c in r) + " |")
+    return "\n".join(out)
+
+
+class Report:
+    def __init__(self, res):
+        self.r = res
+        self.cfg = res["config"]
+        self.contenders = [c for c in self.cfg["contenders"]
+                           if c not in res.get("skipped", {})]
+        self.others = [c for c in self.contenders if c != "tmpfs"]
+        self.keys = []  # (measure id, set) in run order
+        for m in self.cfg["measures"]:
+            k = (m["id"], m["set"])
+            if k not in self.keys:
+                self.keys.append(k)
+        self.p = {}
+        for p in res["passes"]:
+            self.p[(p["measure"], p["set"], p["contender"], p["phase"],
+                    p["rep"])] = p
+        self.reps = sorted({p["rep"] for p in res["passes"]})
+        self.out = []
+
+    def w(self, s=""):
+        self.out.append(s)
+
+    def secs(self, m, s, c, ph):
+        return [self.p[(m, s, c, ph, r)]["seconds"] for r in self.reps
+                if "seconds" in self.p.get((m, s, c, ph, r), {})]
+
+    def fails(self, m, s, c, ph):
+        return [self.p[(m, s, c, ph, r)].get("error") for r in self.reps
+                if (m, s, c, ph, r) in self.p and
+                "error" in self.p[(m, s, c, ph, r)]]
+
+    def ratios(self, m, s, c, ph):
+        out = []
+        for r in self.reps:
+            a = self.p.get((m, s, "tmpfs", ph, r), {})
+            b = self.p.get((m, s, c, ph, r), {})
+            if "seconds" in a and "seconds" in b and b["seconds"] > 0:
+                out.append(a["seconds"] / b["seconds"])
+        return out
+
+    def disturbed(self, m, s, c, ph):
+        """Passes of c (or tmpfs) during which another process dropped
+        the page cache."""
+        return [r for r in self.reps for cc in (c, "tmpfs")
+                if self.p.get((m, s, cc, ph, r), {}).get("foreign_drops")]
+
+    def ratio(self, m, s, c, ph):
+        v = self.ratios(m, s, c, ph)
+        if not v:
+            return "FAIL" if self.fails(m, s, c, ph) else "–"
+        t = fmt(med(v))
+        if self.fails(m, s, c, ph):
+            t += " (%d failed)" % len(self.fails(m, s, c, ph))
+        if ph == "warm" and self.disturbed(m, s, c, ph):
+            t += " †"
+        return t
+
+    # -- sections --
+
+    def header(self):
+        r, mi = self.r, self.r["machine"]
+        quick = "-quick" in (r.get("command") or "") or \
+            "--quick" in (r.get("command") or "")
+        self.w("# squashcache benchmark%s: %s, %s" % (
+            " (quick smoke run)" if quick else "", r["started"], mi["host"]))
+        self.w()
+        self.w("Command: `%s` (from `make bench` or directly), run %s to %s: "
+               "%.0f s measuring (%.0f s main part, %.0f s slow storage)." % (
+                   r.get("command") or "bench/run.sh", r["started"],
+                   r["finished"], r["bench_seconds"], r["main_seconds"],
+                   r.get("slow_seconds", 0)))
+        self.w()
+        pk = mi["packages"]
+        rows = [
+            ["CPU", "%s, %d logical CPUs (%s)" % (mi.get("cpu"), mi["cpus"],
+                                                  mi.get("virt"))],
+            ["RAM", "%.1f GiB; /dev/shm %.1f GiB" % (
+                mi["mem_bytes"] / 2**30, mi["dev_shm_bytes"] / 2**30)],
+            ["OS, kernel", "%s; %s" % (mi.get("os"), mi["kernel"])],
+            ["libfuse", "fuse3 %s, libfuse3-3 %s" % (pk.get("fuse3"),
+                                                    pk.get("libfuse3-3"))],
+            ["squashfs-tools", str(pk.get("squashfs-tools"))],
+            ["squashfuse", str(pk.get("squashfuse"))],
+            ["Python, torch, torchvision, PIL", "%s, %s, %s, %s" % (
+                mi["python"], pk.get("python3-torch"),
+                pk.get("python3-torchvision"), pk.get("python3-pil"))],
+            ["GNU tar, coreutils", "%s, %s" % (pk.get("tar"),
+                                               pk.get("coreutils"))],
+            ["squashcached", "commit %s; %s" % (
+                mi["squashcache_commit"], mi.get("squashcached_binary"))],
+            ["load", "1/5/15-min load average %s at the start, %s at the "
+             "end; 1-min load at pass starts: median %s, max %s" % (
+                 "/".join(mi.get("loadavg_start", [])),
+                 "/".join(mi.get("loadavg_end", [])),
+                 fmt(med([p["load1"] for p in r["passes"] if "load1" in p])),
+                 fmt(max([p["load1"] for p in r["passes"] if "load1" in p]
+                         or [0])))],
+        ]
+        for d in mi.get("damon") or []:
+            if d.get("action") == "pageout":
+                rows.append([
+                    "proactive reclaim", "DAMON kdamond %s (%s) pages out "
+                    "memory idle for %.0f s or more, up to %.0f MB per %s ms: "
+                    "page cache a pass touched more than ~%.0f s before is "
+                    "gone by the next pass (tmpfs and squashcached's own "
+                    "RAM are not page cache and stay)" % (
+                        d["kdamond"], d["operations"], d["min_age_s"],
+                        int(d["quota_bytes_per_reset"] or 0) / 1e6,
+                        d["quota_reset_ms"], d["min_age_s"])])
+        self.w(table(["machine", ""], rows))
+        self.w()
+        loads = [p["load1"] for p in r["passes"] if "load1" in p]
+        if loads and med(loads) > 0.75 * mi["cpus"]:
+            self.w("**Note: other jobs were running on this machine during "
+                   "the run** (median 1-min load %.1f on %d CPUs); all "
+                   "contenders shared that, interleaved, but expect noise."
+                   % (med(loads), mi["cpus"]))
+            self.w()
+        if quick:
+            self.w("**Quick run**: sets this small finish most passes in "
+                   "milliseconds, so the ratios below are a smoke test of "
+                   "the harness, not a measurement.")
+            self.w()
+        c = self.cfg
+        self.w("Parameters: %d repetitions, contenders interleaved and rotated "
+               "per repetition (%s); shuffle seed %d + repetition; "
+               "DataLoader batch %d (raw) / %d (PIL), PIL measures on a "
+               "seeded subset of %d images; tar blocking factor %d; "
+               "squashcached extra options: `%s`; pass time limit %d s." % (
+                   c["reps"], ", ".join(self.contenders), c["seed"],
+                   c["dl_batch"], c["pil_batch"], c["pil_subset"],
+                   c["tar_blocking"], c["sqc_opts"] or "none",
+                   c["pass_timeout"]))
+        self.w()
+        if self.r.get("skipped"):
+            for k, v in self.r["skipped"].items():
+                self.w("**%s did not run**: %s." % (k, v))
+            self.w()
+
+    def datasets(self):
+        self.w("## Data sets")
+        self.w()
+        rows = []
+        for name, ds in self.cfg["datasets"].items():
+            g, b = ds.get("gen") or {}, ds.get("build") or {}
+            untar = [u["seconds"] for u in self.r["untar"]
+                     if u["set"] == name]
+            rows.append([
+                name, g.get("files"), mb(g.get("bytes")),
+                "%d–%d B, mean %.0f" % (g.get("min_size", 0),
+                                        g.get("max_size", 0),
+                                        g.get("mean_size", 0)),
+                fmt(g.get("gen_seconds")), mb(b.get("image_bytes")),
+                fmt(b.get("mksquashfs_s")), mb(b.get("tar_bytes")),
+                fmt(b.get("tar_s")), mrange(untar)])
+        self.w(table(["set", "files", "bytes", "file sizes", "generate s",
+                      "image", "mksquashfs s", "tar", "tar -c s",
+                      "untar into /dev/shm s (this run)"], rows))
+        self.w()
+        b = (self.cfg["datasets"]["images"].get("build") or {})
+        self.w("Images: `%s`; tars: `%s`.  Generation, mksquashfs and tar -c "
+               "times were measured when the files were built (%s on %s; "
+               "bench/run.sh caches them by parameters in $BENCH_WORK); the "
+               "untar times are from this run (page cache dropped, tar in "
+               "/dev/shm)." % (b.get("mksquashfs_cmd"), b.get("tar_cmd"),
+                               b.get("built_at"), b.get("host")))
+        self.w()
+
+    def ratio_table(self):
+        self.w("## Ratios to tmpfs")
+        self.w()
+        self.w("Throughput ratio = tmpfs seconds / contender seconds, same "
+               "pass, same repetition; median over %d repetitions.  "
+               "**first** = first pass after a fresh mount (tmpfs: after "
+               "drop_caches), **cold** = after `echo 3 > drop_caches` on a "
+               "mount that already served the pass once (squashcached's own "
+               "RAM cache survives this by design, so *first* is its honest "
+               "cold number), **warm** = the same pass again at once."
+               % len(self.reps))
+        self.w()
+        head = ["measure", "set", "tmpfs s (first/cold/warm)"]
+        for c in self.others:
+            head += ["%s %s" % (c, ph) for ph in PHASES]
+        rows = []
+        for m, s in self.keys:
+            row = [MEASURE_NAMES.get(m, m), s,
+                   " / ".join(fmt(med(self.secs(m, s, "tmpfs", ph)), 3)
+                              for ph in PHASES)]
+            for c in self.others:
+                row += [self.ratio(m, s, c, ph) for ph in PHASES]
+            rows.append(row)
+        self.w(table(head, rows))
+        self.w()
+        self.drops_note()
+
+    def drops_note(self):
+        passes = self.r["passes"]
+        mi = self.r["machine"]
+        total = mi.get("drop_pagecache_end", 0) - \
+            mi.get("drop_pagecache_start", 0)
+        ours = len([p for p in passes if p["phase"] in ("first", "cold")]) \
+            + 2 * len(self.reps) + len(self.r.get("mount_first_byte", [])) \
+            + len((self.r.get("slow") or {}).get("runs", []))
+        dist = [p for p in passes if p.get("foreign_drops")]
+        retried = [p for p in passes if p["phase"] == "warm-disturbed"]
+        left = [p for p in passes if p["phase"] == "warm" and
+                p.get("foreign_drops")]
+        if not total and not dist:
+            return
+        self.w("Page-cache drops during the run: %d in all (about %d of them "
+               "this benchmark's own).  %d passes saw another process drop "
+               "the page cache while they ran (first/cold: harmless, they "
+               "were cold already); %d warm passes were disturbed that way "
+               "and run again (up to %d tries), %d warm passes stayed "
+               "disturbed and are marked †." % (
+                   total, ours, len(dist), len(retried),
+                   self.cfg.get("warm_tries", 1), len(left)))
+        self.w()
+
+    def abs_table(self):
+        self.w("## Times and throughput")
+        self.w()
+        self.w("Seconds per pass, median [min–max] over the repetitions, and "
+               "the median throughput.")
+        self.w()
+        rows = []
+        for m, s in self.keys:
+            for c in self.contenders:
+                row = [MEASURE_NAMES.get(m, m), s, c]
+                for ph in PHASES:
+                    v = self.secs(m, s, c, ph)
+                    cell = mrange(v, 3)
+                    f = self.fails(m, s, c, ph)
+                    if f:
+                        cell += " (%d failed)" % len(f)
+                    recs = [self.p[(m, s, c, ph, r)] for r in self.reps
+                            if "seconds" in self.p.get((m, s, c, ph, r), {})]
+                    if recs and recs[0].get("bytes") and m.startswith(
+                            ("cread", "dl_raw")):
+                        cell += "; %.0f MB/s" % med(
+                            [x["bytes"] / x["seconds"] / 1e6 for x in recs])
+                    if recs and recs[0].get("files"):
+                        cell += "; %.0f files/s" % med(
+                            [x["files"] / x["seconds"] for x in recs])
+                    row.append(cell)
+                rows.append(row)
+        self.w(table(["measure", "set", "contender"] + list(PHASES), rows))
+        self.w()
+
+    def mount_table(self):
+        self.w("## Mount to first byte")
+        self.w()
+        self.w("From starting the mount command (page cache dropped) until "
+               "one byte of a file in the middle of the list was read; "
+               "median [min–max] ms.  tmpfs has no mount: its row is the "
+               "time to untar the set into /dev/shm first.")
+        self.w()
+        sets = list(self.cfg["datasets"])
+        rows = []
+        for c in self.contenders:
+            row = [c]
+            for s in sets:
+                if c == "tmpfs":
+                    v = [u["seconds"] for u in self.r["untar"]
+                         if u["set"] == s]
+                    row.append("untar: " + mrange(v, 1, 1e3))
+                    continue
+                recs = [x for x in self.r["mount_first_byte"]
+                        if x["contender"] == c and x["set"] == s]
+                v = [x["total_s"] for x in recs if "total_s" in x]
+                mv = [x["mount_s"] for x in recs if "mount_s" in x]
+                cell = mrange(v, 1, 1e3)
+                if mv:
+                    cell += " (mount command %s)" % mrange(mv, 1, 1e3)
+                nf = len([x for x in recs if "error" in x])
+                if nf:
+                    cell += " %d failed" % nf
+                row.append(cell)
+            rows.append(row)
+        self.w(table(["contender"] + ["%s (%d files)" % (
+            s, (self.cfg["datasets"][s].get("gen") or {}).get("files", 0))
+            for s in sets], rows))
+        self.w()
+
+    def daemon_table(self):
+        dm = [c for c in self.others if c in ("squashfuse_ll",
+                                              "squashcached")]
+        if not dm:
+            return
+        self.w("## Daemon CPU and memory")
+        self.w()
+        self.w("CPU = utime+stime of the daemon during the pass "
+               "(/proc/PID/stat), median seconds first / cold / warm; "
+               "RSS = the largest VmHWM seen after any pass (/proc/PID/"
+               "status).  The kernel and tmpfs work in the kernel and are "
+               "not counted.")
+        self.w()
+        head = ["measure", "set"]
+        for c in dm:
+            head += ["%s CPU s" % c, "%s peak RSS" % c]
+        rows = []
+        for m, s in self.keys:
+            row = [MEASURE_NAMES.get(m, m), s]
+            for c in dm:
+                cpu = []
+                hwm = []
+                for ph in PHASES:
+                    v = [self.p[(m, s, c, ph, r)]["daemon"]["cpu_s"]
+                         for r in self.reps
+                         if (self.p.get((m, s, c, ph, r), {}).get("daemon")
+                             or {}).get("cpu_s") is not None]
+                    cpu.append(fmt(med(v)))
+                    hwm += [self.p[(m, s, c, ph, r)]["daemon"]["hwm"]
+                            for r in self.reps
+                            if (self.p.get((m, s, c, ph, r), {}).get("daemon")
+                                or {}).get("hwm")]
+                row += [" / ".join(cpu),
+                        "%.0f MB" % (max(hwm) / 1e6) if hwm else "–"]
+            rows.append(row)
+        self.w(table(head, rows))
+        self.w()
+
+    def sqc_table(self):
+        if "squashcached" not in self.others:
+            return
+        self.w("## squashcached: FUSE requests per file")
+        self.w()
+        self.w("From its stats (control socket), delta over the pass, "
+               "divided by the files the pass read; median over the "
+               "repetitions.  data hit% = data cache hits / (hits + "
+               "misses).")
+        self.w()
+        ops = ("lookup", "getattr", "open", "read", "readdirplus",
+               "readdir", "opendir")
+        rows = []
+        for m, s in self.keys:
+            for ph in PHASES:
+                recs = [self.p[(m, s, "squashcached", ph, r)]
+                        for r in self.reps
+                        if "sqc" in self.p.get((m, s, "squashcached", ph, r),
+                                               {})]
+                recs = [x for x in recs if x.get("files")]
+                if not recs:
+                    continue
+                row = [MEASURE_NAMES.get(m, m), s, ph]
+                for op in ops:
+                    v = [x["sqc"]["delta"].get("fuse", {}).get(op, 0) /
+                         x["files"] for x in recs]
+                    row.append(fmt(med(v), 3))
+                hit = []
+                dec = []
+                for x in recs:
+                    d = x["sqc"]["delta"].get("cache", {}).get("data", {})
+                    h, mi = d.get("hits", 0), d.get("misses", 0)
+                    if h + mi:
+                        hit.append(100.0 * h / (h + mi))
+                    dec.append(x["sqc"]["delta"].get("image_io", {}).get(
+                        "decompressions", 0) / x["files"])
+                row.append(fmt(med(hit), 1) if hit else "–")
+                row.append(fmt(med(dec), 3))
+                rows.append(row)
+        self.w(table(["measure", "set", "phase"] + list(ops) +
+                     ["data hit%", "decompressions"], rows))
+        self.w()
+
+    def slow_table(self):
+        sl = self.r.get("slow") or {}
+        if not sl.get("runs"):
+            if not self.cfg["slow"]["enabled"]:
+                self.w("## Slow storage\n\nNot run (SLOW=0).\n")
+            return
+        p = sl["params"]
+        self.w("## Slow storage: first epoch from a parallel-file-system "
+               "stand-in")
+        self.w()
+        self.w("The images and tars sit behind `bench/slowfs` (a FUSE "
+               "passthrough with direct_io: %s ms per read request, %s ms per "
+               "metadata request, %s B/s shared bandwidth, st_blksize %s, %s "
+               "threads): `%s`.  Measured single-stream reads through it: %s."
+               % (p["latency_ms"], p["meta_latency_ms"], p["bw"],
+                  p["blksize"], p["threads"], sl.get("command"),
+                  ", ".join("dd %s %.0f MB/s" % (k.replace("dd_bs_", "bs="),
+                                                 v["mb_per_s"])
+                            for k, v in (sl.get("calibration") or
+                                         {}).items())))
+        self.w()
+        self.w("Each contender starts from nothing local (page cache "
+               "dropped) and is timed until one shuffled epoch is done: "
+               "total = copy or untar + mount + epoch.  Median [min–max] "
+               "seconds over %d repetitions; *vs* = this total / "
+               "squashcached's (staging) total, per repetition." %
+               self.cfg["slow_reps"])
+        self.w()
+        for k, v in (sl.get("skipped") or {}).items():
+            self.w("**%s did not run**: %s." % (k, v))
+        readers = []
+        for x in sl["runs"]:
+            k = (x["reader"], x["set"])
+            if k not in readers:
+                readers.append(k)
+        for rd, s in readers:
+            self.w("**%s, %s set**" % (MEASURE_NAMES.get(rd, rd), s))
+            self.w()
+            rows = []
+            names = []
+            for x in sl["runs"]:
+                if (x["reader"], x["set"]) == (rd, s) and \
+                        x["contender"] not in names:
+                    names.append(x["contender"])
+            ref = {x["rep"]: x["total_s"] for x in sl["runs"]
+                   if (x["reader"], x["set"], x["contender"]) ==
+                   (rd, s, "sqc_stage") and "total_s" in x}
+            for n in names:
+                recs = [x for x in sl["runs"] if (x["reader"], x["set"],
+                                                   x["contender"]) ==
+                        (rd, s, n)]
+                ok = [x for x in recs if "total_s" in x]
+                bad = [x for x in recs if "error" in x]
+                vs = [x["total_s"] / ref[x["rep"]] for x in ok
+                      if ref.get(x["rep"])]
+                stage = ""
+                st = [x["sqc"]["stage"] for x in ok
+                      if (x.get("sqc") or {}).get("stage")]
+                if st:
+                    stage = "%s, %.0f%% staged at epoch end" % (
+                        st[-1].get("state"), med([y.get("percent", 0)
+                                                  for y in st]))
+                rows.append([
+                    SLOW_NAMES.get(n, n),
+                    mrange([x["total_s"] for x in ok]) +
+                    (" (%d failed: %s)" % (len(bad), bad[0]["error"][:80])
+                     if bad else ""),
+                    mrange([x["prep_s"] for x in ok if x.get("prep_s")]),
+                    mrange([x["mount_s"] for x in ok
+                            if x.get("mount_s") is not None], 3),
+                    mrange([x["epoch_s"] for x in ok]),
+                    mb(med([x["pfs"].get("read_bytes", 0) for x in ok]))
+                    if ok else "–",
+                    fmt(med(vs)) if vs else "–", stage])
+            self.w(table(["contender", "total s", "copy/untar s", "mount s",
+                          "epoch s", "read from PFS", "vs squashcached",
+                          "staging"], rows))
+            self.w()
+
+    def targets(self):
+        if "squashcached" not in self.others:
+            return
+        self.w("## Targets (squashcached, ratios to tmpfs, this run)")
+        self.w()
+        rows = []
+
+        def chk(label, val, goal, ok):
+            rows.append([label, val, goal,
+                         "–" if ok is None else ("met" if ok else "NOT met")])
+
+        def r(m, s, ph):
+            v = self.ratios(m, s, "squashcached", ph)
+            return med(v) if v else None
+
+        for m, s, ph, goal in (("cread_t16", "images", "warm", 0.90),
+                               ("cread_t16", "images", "first", 0.40),
+                               ("cread_t16", "small", "warm", 0.90),
+                               ("cread_t16", "small", "first", 0.40),
+                               ("dl_raw_w4", "images", "warm", 0.95),
+                               ("dl_raw_w4", "images", "first", 0.70),
+                               ("walk_py", "small", "warm", 0.90),
+                               ("walk_py", "small", "first", 0.50)):
+            if (m, s) not in self.keys:
+                continue
+            v = r(m, s, ph)
+            chk("%s, %s, %s" % (MEASURE_NAMES[m], s,
+                                "cold (first epoch after mount)"
+                                if ph == "first" else ph),
+                fmt(v), ">= %.2f" % goal, None if v is None else v >= goal)
+        recs = [x for x in self.r["mount_first_byte"]
+                if x["contender"] == "squashcached" and x["set"] == "small"
+                and "total_s" in x]
+        if recs:
+            v = med([x["total_s"] for x in recs]) * 1e3
+            n = (self.cfg["datasets"]["small"].get("gen") or {}).get("files")
+            chk("mount to first byte, %s files" % n, "%.1f ms" % v,
+                "<= 20 ms", v <= 20)
+        # RSS: budgets (stage in RAM + cache budgets) + 100 B per file
+        worst = None
+        for p in self.r["passes"]:
+            if p["contender"] != "squashcached" or "sqc" not in p:
+                continue
+            hwm = (p.get("daemon") or {}).get("hwm")
+            a = p["sqc"]["after"]
+            if not hwm or not a.get("cache"):
+                continue
+            budget = sum((a["cache"].get(k) or {}).get("budget", 0)
+                         for k in ("data", "meta", "bmap"))
+            # the staged copy lives in the daemon's own memory
+            budget += (a.get("stage") or {}).get("staged", 0)
+            budget += 100 * (a.get("inodes") or 0)
+            if worst is None or hwm - budget > worst[0] - worst[1]:
+                worst = (hwm, budget, p["measure"], p["set"])
+        if worst:
+            chk("daemon RSS <= budgets + 100 B/file (worst pass: %s, %s)"
+                % (worst[2], worst[3]), "%.0f MB" % (worst[0] / 1e6),
+                "<= %.0f MB" % (worst[1] / 1e6), worst[0] <= worst[1])
+        sl = self.r.get("slow") or {}
+        for rd, s in sorted({(x["reader"], x["set"])
+                             for x in sl.get("runs", [])}):
+            def tot(n):
+                v = [x["total_s"] for x in sl["runs"] if
+                     (x["reader"], x["set"], x["contender"]) == (rd, s, n)
+                     and "total_s" in x]
+                return med(v) if v else None
+            a = tot("sqc_stage")
+            for other in ("cp_squashfuse_ll", "cp_kernel", "untar_tmpfs"):
+                b = tot(other)
+                if a is None and b is None:
+                    continue
+                chk("slow storage, %s, %s: first epoch vs %s" % (
+                    MEASURE_NAMES.get(rd, rd), s, SLOW_NAMES[other]),
+                    "%s s vs %s s" % (fmt(a), fmt(b)), "sooner",
+                    None if a is None or b is None else a < b)
+        self.w(table(["target", "measured", "goal", ""], rows))
+        self.w()
+
+    def failures(self):
+        errs = [p for p in self.r["passes"] if "error" in p]
+        errs += [dict(x, measure="mount to first byte", phase="-")
+                 for x in self.r["mount_first_byte"] if "error" in x]
+        if not errs:
+            self.w("No pass failed.")
+            self.w()
+            return
+        self.w("## Failures")
+        self.w()
+        seen = {}
+        for p in errs:
+            k = (p["contender"], p["measure"], p["set"], p["error"][:160])
+            seen[k] = seen.get(k, 0) + 1
+        self.w(table(["contender", "measure", "set", "passes", "error"],
+                     [[k[0], k[1], k[2], n, k[3].replace("|", "/")]
+                      for k, n in seen.items()]))
+        self.w()
+
+    def notes(self):
+        self.w("## How the passes were made")
+        self.w()
+        self.w("- tmpfs: the set's tar extracted into /dev/shm (timed apart, "
+               "above); kernel: `mount -t squashfs -o loop,ro IMG`; "
+               "squashfuse_ll: `squashfuse_ll IMG MNT` (defaults); "
+               "squashcached: `squashcached -o log=FILE IMG MNT` (defaults: "
+               "the image is on tmpfs, so stage=auto means no staging). All "
+               "images and tars are in /dev/shm.")
+        self.w("- C reader: `preader read ROOT LIST THREADS SEED`: the list "
+               "shuffled with the seed, each thread open/read(1 MiB buffer, to "
+               "EOF)/close per file.  Walks: Python `os.walk` + `os.lstat` "
+               "per file, single thread; C: readdir + fstatat per entry.")
+        self.w("- DataLoader: a Dataset whose sampler yields the shuffled "
+               "paths; raw = `open(p,'rb').read()` in the worker, the batch "
+               "collated to a byte count; PIL = `Image.open` + `convert('RGB')`"
+               " + RandomResizedCrop(224) + ToTensor, default collate.  "
+               "Workers are persistent (started once, before any mount), so "
+               "worker start-up is not in the times.")
+        self.w("- ImageFolder: `torchvision.datasets.ImageFolder(root)` "
+               "(small set: `is_valid_file=lambda p: True`, its files are "
+               "not images; its top directories are the classes).")
+        self.w("- Cold: `sync; echo 3 > /proc/sys/vm/drop_caches` before the "
+               "pass.  For FUSE mounts this also drops dentries and inodes, "
+               "so lookups go to the daemon again.")
+        self.w()
+
+    def render(self):
+        self.header()
+        self.targets()
+        self.ratio_table()
+        self.mount_table()
+        self.slow_table()
+        self.daemon_table()
+        self.sqc_table()
+        self.abs_table()
+        self.datasets()
+        self.failures()
+        self.notes()
+        return "\n".join(self.out) + "\n"
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        res = json.load(f)
+    sys.stdout.write(Report(res).render())
+
+
+if __name__ == "__main__":
+    main()

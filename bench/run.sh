@@ -1,0 +1,197 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# The benchmark: tmpfs vs the kernel's squashfs vs squashfuse_ll vs
+# squashcached on ML-training access patterns, plus a slow-storage case.
+#
+#   sh bench/run.sh            the full run (see bench/README.md for how long)
+#   sh bench/run.sh --quick    small sets, 2 repetitions: a smoke test
+#
+# Steps: generate the seeded data sets (cached under $BENCH_WORK), build
+# their SquashFS images and tars (cached too, with the time each took),
+# copy images and tars into /dev/shm, run bench/bench.py (every pass,
+# interleaved), and write bench/results/<date>-<host>[-quick].{json,md}.
+# Needs root: mounts, loop devices and drop_caches.
+#
+# Every parameter can be set from the environment; the defaults are below.
+set -eu
+
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+PYTHON=${PYTHON:-/usr/bin/python3}
+QUICK=0
+for a in "$@"; do
+	case $a in
+	--quick) QUICK=1 ;;
+	-h | --help)
+		sed -n '3,15p' "$0" | sed 's/^# \{0,1\}//'
+		exit 0
+		;;
+	*)
+		echo "bench: unknown argument '$a' (try --help)" >&2
+		exit 2
+		;;
+	esac
+done
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "bench: must run as root (mounts, loop devices, drop_caches)" >&2
+	exit 1
+fi
+
+if [ $QUICK = 1 ]; then
+	: "${IMG_CLASSES:=4}" "${IMG_PER_CLASS:=100}"
+	: "${SMALL_FILES:=10000}" "${SMALL_DIRS:=64}"
+	: "${REPS:=2}" "${SLOW_REPS:=1}" "${PIL_SUBSET:=100}"
+	: "${PASS_TIMEOUT:=300}" "${SLOW_TIMEOUT:=300}"
+	SUFFIX=-quick
+else
+	: "${IMG_CLASSES:=20}" "${IMG_PER_CLASS:=1000}"
+	: "${SMALL_FILES:=300000}" "${SMALL_DIRS:=1024}"
+	: "${REPS:=3}" "${SLOW_REPS:=3}" "${PIL_SUBSET:=1000}"
+	: "${PASS_TIMEOUT:=1200}" "${SLOW_TIMEOUT:=900}"
+	SUFFIX=
+fi
+: "${SEED_IMAGES:=1}" "${SEED_SMALL:=2}"
+# zstd level 3 rather than the default 15: the images build several times
+# faster and decompress at the same speed (the JPEG data barely compresses).
+: "${MKSQ_OPTS:=-comp zstd -Xcompression-level 3 -no-xattrs}"
+: "${TAR_BLOCKING:=2048}"
+: "${BENCH_WORK:=/var/tmp/squashcache-bench}"
+: "${RESULTS:=bench/results}"
+export BUILD PYTHON REPS SLOW_REPS PIL_SUBSET PASS_TIMEOUT SLOW_TIMEOUT \
+	TAR_BLOCKING
+
+for t in mksquashfs tar fusermount3 mount losetup; do
+	command -v $t >/dev/null || {
+		echo "bench: '$t' is missing (sh tests/deps.sh bench)" >&2
+		exit 1
+	}
+done
+make -s --no-print-directory BUILD="$BUILD" "$BUILD/squashcached" \
+	"$BUILD/bench/preader" "$BUILD/bench/slowfs"
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
+say() { echo "[$(date +%H:%M:%S)] $*" >&2; }
+
+# -- data sets, images, tars (cached by parameters) -------------------------
+mkdir -p "$BENCH_WORK"
+comp_key=$(echo "$MKSQ_OPTS" | tr -c 'a-zA-Z0-9\n' '_' | tr -s _)
+
+# build_set NAME KEY GEN_ARGS...: source tree, list, image and tar of a set
+build_set() {
+	name=$1 key=$2
+	shift 2
+	src=$BENCH_WORK/$key
+	if [ ! -f "$src.json" ]; then
+		rm -rf "$src" "$src.list" "$src.json"
+		say "generating $name: $*"
+		"$PYTHON" bench/gen.py "$name" "$src" "$@" >/dev/null
+	fi
+	img=$src-$comp_key.sqfs
+	bj=$img.build.json
+	if [ ! -f "$bj" ]; then
+		rm -f "$img" "$src.tar"
+		say "mksquashfs $name"
+		t0=$(now)
+		# shellcheck disable=SC2086
+		mksquashfs "$src" "$img" $MKSQ_OPTS -quiet -no-progress >/dev/null
+		mksq_s=$(since "$t0")
+		say "tar $name"
+		t0=$(now)
+		tar -C "$src" -b "$TAR_BLOCKING" -cf "$src.tar.tmp" .
+		tar_s=$(since "$t0")
+		mv "$src.tar.tmp" "$src.tar"
+		cat >"$bj" <<EOF
+{"mksquashfs_s": $mksq_s, "mksquashfs_cmd": "mksquashfs SRC IMG $MKSQ_OPTS",
+ "image_bytes": $(stat -c %s "$img"), "tar_s": $tar_s,
+ "tar_cmd": "tar -C SRC -b $TAR_BLOCKING -cf TAR .",
+ "tar_bytes": $(stat -c %s "$src.tar"),
+ "built_at": "$(date '+%Y-%m-%d %H:%M:%S')", "host": "$(hostname)"}
+EOF
+	fi
+}
+
+images_key=images-${IMG_CLASSES}x${IMG_PER_CLASS}-s$SEED_IMAGES
+small_key=small-${SMALL_FILES}-${SMALL_DIRS}-s$SEED_SMALL
+build_set images "$images_key" --classes "$IMG_CLASSES" \
+	--per-class "$IMG_PER_CLASS" --seed "$SEED_IMAGES"
+build_set small "$small_key" --files "$SMALL_FILES" --dirs "$SMALL_DIRS" \
+	--seed "$SEED_SMALL"
+
+# -- scratch in /dev/shm, and the trap that always cleans it ----------------
+SCRATCH=/dev/shm/squashcache-bench.$$
+STORE=$SCRATCH/store
+export SCRATCH STORE
+
+cleanup() {
+	set +e
+	if [ -f "$SCRATCH/mounts.txt" ]; then
+		# newest first: slowfs goes last, after what was mounted from it
+		tac "$SCRATCH/mounts.txt" | while read -r m; do
+			grep -qs " $m " /proc/mounts || continue
+			fusermount3 -u "$m" 2>/dev/null || umount "$m" 2>/dev/null ||
+				umount -l "$m"
+		done
+	fi
+	if [ -f "$SCRATCH/pids.txt" ]; then
+		while read -r p; do
+			# only our daemons: their command line names the scratch dir
+			[ -r "/proc/$p/cmdline" ] || continue
+			tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null |
+				grep -q "$SCRATCH" && kill "$p" 2>/dev/null
+		done <"$SCRATCH/pids.txt"
+	fi
+	rm -rf "$SCRATCH"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+mkdir -p "$STORE" "$SCRATCH/tmpfs" "$SCRATCH/build/bench"
+# A private copy of the binaries: others may rebuild build/ during a long run.
+cp "$BUILD/squashcached" "$BUILD/bench/preader" "$BUILD/bench/slowfs" \
+	"$SCRATCH/build/"
+mv "$SCRATCH/build/preader" "$SCRATCH/build/slowfs" "$SCRATCH/build/bench/"
+[ -x "$BUILD/mountctl" ] && cp "$BUILD/mountctl" "$SCRATCH/build/"
+SQC_BINARY="$BUILD/squashcached, built $(date -r "$BUILD/squashcached" \
+	'+%Y-%m-%d %H:%M:%S'), sha256 $(sha256sum <"$BUILD/squashcached" |
+	cut -c1-16)"
+export SQC_BINARY
+BUILD=$SCRATCH/build
+say "copying images and tars into $STORE"
+for key in "$images_key" "$small_key"; do
+	cp "$BENCH_WORK/$key-$comp_key.sqfs" "$STORE/"
+	cp "$BENCH_WORK/$key.tar" "$STORE/"
+done
+
+cat >"$SCRATCH/datasets.json" <<EOF
+{
+ "images": {"name": "images", "src": "$BENCH_WORK/$images_key",
+  "list": "$BENCH_WORK/$images_key.list",
+  "gen_json": "$BENCH_WORK/$images_key.json",
+  "build_json": "$BENCH_WORK/$images_key-$comp_key.sqfs.build.json",
+  "image": "$STORE/$images_key-$comp_key.sqfs",
+  "tar": "$STORE/$images_key.tar",
+  "tmpfs_root": "$SCRATCH/tmpfs/images"},
+ "small": {"name": "small", "src": "$BENCH_WORK/$small_key",
+  "list": "$BENCH_WORK/$small_key.list",
+  "gen_json": "$BENCH_WORK/$small_key.json",
+  "build_json": "$BENCH_WORK/$small_key-$comp_key.sqfs.build.json",
+  "image": "$STORE/$small_key-$comp_key.sqfs",
+  "tar": "$STORE/$small_key.tar",
+  "tmpfs_root": "$SCRATCH/tmpfs/small"}
+}
+EOF
+DATASETS_JSON=$SCRATCH/datasets.json
+WARMUP_FILE=$BENCH_WORK/$images_key/$(head -n 1 "$BENCH_WORK/$images_key.list")
+BENCH_CMDLINE="sh bench/run.sh $*"
+export DATASETS_JSON WARMUP_FILE BENCH_CMDLINE
+
+mkdir -p "$RESULTS"
+out=$RESULTS/$(date +%Y-%m-%d-%H%M)-$(hostname -s)$SUFFIX
+t0=$(now)
+"$PYTHON" bench/bench.py "$out.json"
+say "measured in $(since "$t0") s"
+"$PYTHON" bench/report.py "$out.json" >"$out.md"
+say "wrote $out.md and $out.json"
