@@ -1,6 +1,6 @@
 #!/bin/sh
 # Enforce the module boundaries of HOUSE_STYLE.md section 1 by grepping
-# includes and calls.  Prints each violation; exits 1 if there is any.
+# includes and calls, and run shellcheck over the shell scripts.  Prints each violation; exits 1 if there is any.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 bad=0
@@ -63,4 +63,16 @@ for f in mountctl/*.[ch]; do
 done
 
 [ $bad = 0 ] && echo "lint: module boundaries hold"
+
+# Shell scripts: shellcheck's warnings and errors.
+if command -v shellcheck >/dev/null 2>&1; then
+    # shellcheck disable=SC2046
+    if shellcheck -S warning $(git ls-files '*.sh' 2>/dev/null || find . -name '*.sh') .ci/run; then
+        echo "lint: shell scripts pass shellcheck"
+    else
+        bad=1
+    fi
+else
+    echo "lint: shellcheck not installed, shell scripts not checked (sh tests/deps.sh check)"
+fi
 exit $bad

@@ -43,14 +43,14 @@ rc=0
     "$T"/img/*.sqfs >"$T/replay.out" 2>&1 || rc=$?
 tail -n 1 "$T/replay.out"
 if [ $rc -ne 0 ]; then
-    SQC_KEEP=1
+    SQC_KEEP=1 # read by the cleanup trap in lib.sh
+    export SQC_KEEP
     grep -E '^FAIL|killed|exit status' "$T/replay.out" | head -n 20
     fail "mutated images crashed the library walk (inputs kept in $T/kept)"
 fi
 echo "library walk: $(($(date +%s) - start))s"
 
 # Images for the mounts: round-robin over the base images.
-i=0
 for img in "$T"/img/*.sqfs; do
     $C mutate "$img" "$T/mut" $(((PEER + 17) / 18)) "$SEED" >/dev/null
 done
@@ -139,7 +139,8 @@ if [ -c /dev/fuse ] && [ -x "$SQUASHCACHED" ]; then
             [ -s "$T/log/d.err" ] || fail "$m: refused to mount without a message"
             ;;
         *)
-            SQC_KEEP=1
+            SQC_KEEP=1 # read by the cleanup trap in lib.sh
+            export SQC_KEEP
             cp "$T/mut/$m" "$T/kept/"
             cat "$T/log/d.err" | tail -n 20
             fail "squashcached on mutated image $m: $r (kept in $T/kept)"

@@ -46,7 +46,8 @@ mkimg "$T/src" "$T/img.sqfs" -comp xz
 [ "$("$T/use" "$T/img.sqfs")" = "xz 2" ] || fail "the installed library misreads the image"
 
 if [ -c /dev/fuse ]; then
-    SQUASHCACHED="$T/prefix/bin/squashcached"
+    SQUASHCACHED="$T/prefix/bin/squashcached" # used by sqc_mount
+    export SQUASHCACHED
     sqc_mount "$T/img.sqfs" "$T/m"
     [ "$(cat "$T/m/f")" = data ] || fail "installed daemon serves wrong data"
     sqc_umount "$T/m"
