@@ -202,6 +202,13 @@ class Report:
                    c["tar_blocking"], c["sqc_opts"] or "none",
                    c["pass_timeout"]))
         self.w()
+        self.w("Measures run (`MEASURES`): %s.  Slow-storage readers "
+               "(`SLOW_READERS`): %s." % (
+                   ", ".join("%s/%s" % (m["id"], m["set"])
+                             for m in c["measures"]),
+                   ", ".join("%s/%s" % (m["id"], m["set"])
+                             for m in c["slow"]["readers"]) or "none"))
+        self.w()
         if self.r.get("skipped"):
             for k, v in self.r["skipped"].items():
                 self.w("**%s did not run**: %s." % (k, v))
