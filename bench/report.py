@@ -408,7 +408,7 @@ class Report:
                "misses).")
         self.w()
         ops = ("lookup", "getattr", "open", "read", "readdirplus",
-               "readdir", "opendir")
+               "readdir", "opendir", "ioctl")
         rows = []
         for m, s in self.keys:
             for ph in PHASES:
@@ -421,9 +421,11 @@ class Report:
                     continue
                 row = [MEASURE_NAMES.get(m, m), s, ph]
                 for op in ops:
-                    v = [x["sqc"]["delta"].get("fuse", {}).get(op, 0) /
-                         x["files"] for x in recs]
-                    row.append(fmt(med(v), 3))
+                    # a daemon too old to count this request: no number
+                    v = [x["sqc"]["delta"]["fuse"][op] / x["files"]
+                         for x in recs
+                         if op in x["sqc"]["delta"].get("fuse", {})]
+                    row.append(fmt(med(v), 3) if v else "–")
                 hit = []
                 dec = []
                 for x in recs:

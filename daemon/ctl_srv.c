@@ -14,8 +14,8 @@
  *   image_io: {bytes, reads, read_bytes, read_errors, decompressions,
  *            decompressed_bytes, corrupt}
  *   fuse:   {lookup, getattr, readlink, open, read, opendir, readdir,
- *            readdirplus, statfs, getxattr, listxattr, write, bytes_served,
- *            eio, readaheads, spliced, no_open}
+ *            readdirplus, statfs, getxattr, listxattr, write, ioctl,
+ *            bytes_served, eio, readaheads, spliced, no_open}
  *   warm:   {budget, files, bytes, dropped}  (page-cache warming)
  *   prefetch: {workers, queued, done, dropped, errors}
  *   process: {rss_bytes, cpu_user_s, cpu_sys_s, threads}
@@ -153,7 +153,8 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		"\"fuse\":{\"lookup\":%llu,\"getattr\":%llu,\"readlink\":%llu,"
 		"\"open\":%llu,\"read\":%llu,\"opendir\":%llu,\"readdir\":%llu,"
 		"\"readdirplus\":%llu,\"statfs\":%llu,\"getxattr\":%llu,"
-		"\"listxattr\":%llu,\"write\":%llu,\"bytes_served\":%llu,"
+		"\"listxattr\":%llu,\"write\":%llu,\"ioctl\":%llu,"
+		"\"bytes_served\":%llu,"
 		"\"eio\":%llu,\"readaheads\":%llu,\"spliced\":%llu,"
 		"\"no_open\":%s},",
 		(unsigned long long)d->ops[SQCD_OP_LOOKUP],
@@ -168,6 +169,7 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		(unsigned long long)d->ops[SQCD_OP_GETXATTR],
 		(unsigned long long)d->ops[SQCD_OP_LISTXATTR],
 		(unsigned long long)d->ops[SQCD_OP_WRITE],
+		(unsigned long long)d->ops[SQCD_OP_IOCTL],
 		(unsigned long long)d->bytes_served, (unsigned long long)d->eio,
 		(unsigned long long)d->readaheads,
 		(unsigned long long)d->spliced, d->no_open ? "true" : "false");

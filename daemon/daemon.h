@@ -54,6 +54,7 @@ enum sqcd_op {
 	SQCD_OP_GETXATTR,
 	SQCD_OP_LISTXATTR,
 	SQCD_OP_WRITE, /* anything that would write: EROFS */
+	SQCD_OP_IOCTL, /* e.g. isatty() from CPython's open(): ENOTTY */
 	SQCD_OP__COUNT
 };
 
