@@ -535,6 +535,20 @@ def pass_dl(loaders, mode, workers, paths):
     return out
 
 
+def pass_train(loaders, workers, root, seed):
+    """What a training script does first: ImageFolder(root), then one
+    shuffled raw-bytes epoch of its samples."""
+    import torchvision.datasets as D
+    t0 = time.perf_counter()
+    d = D.ImageFolder(root)
+    listed = time.perf_counter() - t0
+    r = pass_dl(loaders, "raw", workers,
+                shuffled([p for p, _ in d.samples], seed))
+    r["list_seconds"] = listed
+    r["seconds"] = time.perf_counter() - t0
+    return r
+
+
 def shuffled(paths, seed):
     p = list(paths)
     random.Random(seed).shuffle(p)
@@ -654,6 +668,9 @@ class Bench:
                     r = pass_pywalk(root)
                 elif kind == "imagefolder":
                     r = pass_imagefolder(root, ds["name"] != "images")
+                elif kind == "train":
+                    r = pass_train(self.loaders, measure["workers"], root,
+                                   seed)
                 elif kind == "dl":
                     paths = self.lists[ds["name"]]
                     if measure.get("subset"):
@@ -932,6 +949,8 @@ class Bench:
         for m in measures:
             if m["kind"] == "dl":
                 self.loaders.get(m["mode"], m["workers"])
+            elif m["kind"] == "train":
+                self.loaders.get("raw", m["workers"])
         for rd in cfg["slow"]["readers"]:
             if rd["kind"] == "dl":
                 self.loaders.get(rd["mode"], rd["workers"])
@@ -983,6 +1002,7 @@ def default_measures(pil_subset):
          "set": "images"},
         {"id": "dl_raw_w4", "kind": "dl", "mode": "raw", "workers": 4,
          "set": "small"},
+        {"id": "train_w4", "kind": "train", "workers": 4, "set": "images"},
         {"id": "dl_pil_w2", "kind": "dl", "mode": "pil", "workers": 2,
          "set": "images", "subset": pil_subset},
         {"id": "dl_pil_w4", "kind": "dl", "mode": "pil", "workers": 4,

@@ -17,6 +17,7 @@ MEASURE_NAMES = {
     "imagefolder": "ImageFolder construction",
     "dl_raw_w2": "DataLoader raw bytes, 2 workers",
     "dl_raw_w4": "DataLoader raw bytes, 4 workers",
+    "train_w4": "ImageFolder, then DataLoader raw bytes, 4 workers",
     "dl_pil_w2": "DataLoader PIL+RandomResizedCrop, 2 workers",
     "dl_pil_w4": "DataLoader PIL+RandomResizedCrop, 4 workers",
     "cread_t4": "C reader, 4 threads",

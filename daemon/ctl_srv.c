@@ -17,6 +17,7 @@
  *            readdirplus, statfs, getxattr, listxattr, write, ioctl,
  *            bytes_served, eio, readaheads, spliced, no_open}
  *   warm:   {budget, files, bytes, dropped}  (page-cache warming)
+ *   prime:  {state (off, running, done, stopped), dirs, entries, seconds}
  *   prefetch: {workers, queued, done, dropped, errors}
  *   process: {rss_bytes, cpu_user_s, cpu_sys_s, threads}
  */
@@ -42,6 +43,29 @@ static const char *const stage_names[] = {
 	[IMG_STAGE_DONE] = "done",
 	[IMG_STAGE_OFF] = "off",
 };
+
+static void prime_json(struct ctl_buf *b, struct sqcd *d)
+{
+	static const char *const names[] = { "off", "running", "done",
+					     "stopped" };
+	int state = atomic_load(&d->prime_state);
+	double secs = (double)atomic_load(&d->prime_ms) / 1e3;
+
+	if (state == SQCD_PRIME_RUNNING) {
+		struct timespec now;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		secs = (double)(now.tv_sec - d->prime_t0.tv_sec) +
+		       (double)(now.tv_nsec - d->prime_t0.tv_nsec) / 1e9;
+	}
+	ctl_buf_printf(b,
+		       "\"prime\":{\"state\":\"%s\",\"dirs\":%llu,"
+		       "\"entries\":%llu,\"seconds\":%.3f},",
+		       names[state & 3],
+		       (unsigned long long)atomic_load(&d->prime_dirs),
+		       (unsigned long long)atomic_load(&d->prime_entries),
+		       secs);
+}
 
 static void cache_json(struct ctl_buf *b, const char *name,
 		       const struct cache_stats *c, bool last)
@@ -181,6 +205,7 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		(unsigned long long)d->warm_files,
 		(unsigned long long)d->warm_bytes,
 		(unsigned long long)d->warm_dropped);
+	prime_json(b, d);
 	ctl_buf_printf(b,
 		       "\"prefetch\":{\"workers\":%u,\"queued\":%llu,"
 		       "\"done\":%llu,\"dropped\":%llu,\"errors\":%llu},",

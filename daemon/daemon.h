@@ -35,10 +35,18 @@ struct sqcd_opts {
 	bool direct_io; /* -o direct_io: no page cache for file data */
 	bool no_splice; /* -o no_splice: never splice from the image */
 	uint64_t warm; /* -o warm=SIZE: page-cache warming budget */
+	bool prime; /* -o prime: list the whole mount once it answers */
 	unsigned int threads; /* -o threads=N: FUSE workers at most */
 	unsigned int readahead; /* -o readahead=N: blocks decoded ahead */
 	unsigned int workers; /* -o workers=N: prefetch threads */
 	struct img_opts img; /* ram=, cache=, meta=, stage= */
+};
+
+enum sqcd_prime_state {
+	SQCD_PRIME_OFF,
+	SQCD_PRIME_RUNNING,
+	SQCD_PRIME_DONE,
+	SQCD_PRIME_STOPPED, /* the daemon stopped first, or an error */
 };
 
 enum sqcd_op {
@@ -77,6 +85,14 @@ struct sqcd {
 	_Atomic uint64_t warm_bytes; /* bytes pushed */
 	_Atomic uint64_t warm_dropped; /* files not queued: queue full */
 	struct warm *warm; /* the warming thread, or NULL */
+	pthread_t prime_thread; /* -o prime: lists the mount */
+	bool prime_running; /* prime_thread was started */
+	atomic_bool prime_stop; /* the daemon is stopping */
+	_Atomic int prime_state; /* enum sqcd_prime_state */
+	_Atomic uint64_t prime_dirs; /* directories listed */
+	_Atomic uint64_t prime_entries; /* entries listed */
+	struct timespec prime_t0; /* CLOCK_MONOTONIC when it started */
+	_Atomic uint64_t prime_ms; /* how long it took, once done */
 	int ctl_fd; /* listening control socket, or -1 */
 	pthread_t ctl_thread; /* serves it */
 	bool ctl_running; /* ctl_thread was started */
@@ -102,6 +118,37 @@ int sqcd_warm_start(struct sqcd *d);
  * Context: main thread, after the session loop; cannot fail.
  */
 void sqcd_warm_stop(struct sqcd *d);
+
+/**
+ * sqcd_prime_start() - Start listing the whole mount (-o prime).
+ * @d: daemon, mounted
+ *
+ * The thread waits for the mount to answer, then lists every directory
+ * so that the kernel holds every entry.  Does nothing without -o prime.
+ *
+ * Return: 0; -errno from pthread_create().
+ * Context: main thread, before the session loop.
+ */
+int sqcd_prime_start(struct sqcd *d);
+
+/**
+ * sqcd_prime_stop() - Ask the listing to stop.
+ * @d: daemon
+ *
+ * Context: main thread, after the session loop; cannot fail.
+ */
+void sqcd_prime_stop(struct sqcd *d);
+
+/**
+ * sqcd_prime_join() - Wait for the listing thread to end.
+ * @d: daemon
+ *
+ * Call once the FUSE connection is gone, so that a listing blocked on a
+ * request is released.
+ *
+ * Context: main thread; cannot fail.
+ */
+void sqcd_prime_join(struct sqcd *d);
 
 /**
  * sqcd_warm_add() - Queue a file that the kernel has just been shown.

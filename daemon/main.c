@@ -67,6 +67,9 @@ static void usage(FILE *f)
 		"  meta=SIZE          decoded metadata cache (default 64M)\n"
 		"  warm=SIZE          push listed files into the kernel's page cache in\n"
 		"                     the background, up to SIZE (default 25%%; 0 = off)\n"
+		"  prime              list the whole tree once the mount answers, so\n"
+		"                     that opening files by path needs no lookup\n"
+		"                     (for readers that never list; off by default)\n"
 		"  direct_io          do not keep file data in the page cache (for\n"
 		"                     datasets near the size of RAM: no double caching)\n"
 		"  allow_other        let other users read the mount (needs\n"
@@ -160,6 +163,10 @@ static int parse_one(struct sqcd_opts *o, char *opt)
 	}
 	if (!strcmp(opt, "log") && val && *val) {
 		o->logfile = val;
+		return 0;
+	}
+	if (!val && !strcmp(opt, "prime")) {
+		o->prime = true;
 		return 0;
 	}
 	if (!val && !strcmp(opt, "no_splice")) {
@@ -677,6 +684,8 @@ int main(int argc, char **argv)
 		err = sqcd_ctl_start(d);
 	if (!err)
 		err = sqcd_warm_start(d);
+	if (!err)
+		err = sqcd_prime_start(d);
 	if (err) {
 		char msg[256];
 
@@ -719,6 +728,9 @@ int main(int argc, char **argv)
 	ret = 0;
 
 out_unmount:
+	/* Unmounting closes the FUSE device first, which releases a listing
+	 * blocked on a request; the thread is joined once the session is gone. */
+	sqcd_prime_stop(d);
 	fuse_session_unmount(d->se);
 out_signals:
 	fuse_remove_signal_handlers(d->se);
@@ -728,6 +740,7 @@ out_session:
 	d->pf = NULL;
 	sqcd_ctl_stop(d);
 	fuse_session_destroy(d->se);
+	sqcd_prime_join(d);
 out_args:
 	fuse_opt_free_args(&args);
 	if (cfg)

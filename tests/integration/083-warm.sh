@@ -2,7 +2,9 @@
 # Page-cache warming: once a directory listing has shown the kernel its
 # files, the daemon pushes their bytes into the page cache, so reading them
 # afterwards sends no read request at all, and the bytes are right.  The
-# warm= budget bounds it, and warm=0 turns it off.
+# warm= budget bounds it, and warm=0 turns it off.  With -o prime the
+# daemon lists the tree itself, so files opened by path are served from
+# the kernel's caches without ever being listed.
 # TIMEOUT: 120
 . "$(dirname "$0")/lib.sh"
 need_fuse
@@ -85,4 +87,47 @@ warmed=$(stat_of "$T/m" warm.bytes)
 grep -q "warming stopped at its budget" "$T/d3.log" || fail "the budget's end was not logged"
 cmp -s "$T/src/c/f29" "$T/m/c/f29" || fail "a file not warmed reads wrong"
 sqc_umount "$T/m"
+note "prime: files opened by path, never listed, need no lookup and no read"
+sqc_mount "$T/img.sqfs" "$T/m" -o prime
+i=0
+while [ "$(stat_of "$T/m" prime.state)" != "done" ] ||
+    [ "$(stat_of "$T/m" warm.files)" -lt 90 ]; do
+    i=$((i + 1))
+    [ $i -lt 200 ] || fail "priming: $(stat_of "$T/m" prime.state), $(stat_of "$T/m" warm.files) files warmed after 10 s"
+    sleep 0.05
+done
+[ "$(stat_of "$T/m" prime.dirs)" -eq 4 ] || fail "primed $(stat_of "$T/m" prime.dirs) directories, not 4"
+[ "$(stat_of "$T/m" prime.entries)" -eq 93 ] || fail "primed $(stat_of "$T/m" prime.entries) entries, not 93"
+lookups0=$(stat_of "$T/m" fuse.lookup)
+reads0=$(stat_of "$T/m" fuse.read)
+for d in a b c; do
+    i=0
+    while [ $i -lt 30 ]; do
+        cmp -s "$T/src/$d/f$i" "$T/m/$d/f$i" || fail "$d/f$i differs after priming"
+        i=$((i + 1))
+    done
+done
+[ "$(stat_of "$T/m" fuse.lookup)" -eq "$lookups0" ] || fail "opening primed files sent lookups"
+[ "$(stat_of "$T/m" fuse.read)" -eq "$reads0" ] || fail "reading primed files sent reads"
+sqc_umount "$T/m"
+
+note "prime: SIGTERM while it lists a big tree unmounts cleanly"
+mkdir -p "$T/big"
+i=0
+while [ $i -lt 40 ]; do
+    mkdir "$T/big/d$i"
+    (cd "$T/big/d$i" && seq 1 500 | xargs touch)
+    i=$((i + 1))
+done
+mkimg "$T/big" "$T/big.sqfs" -comp lz4
+sqc_mount "$T/big.sqfs" "$T/m" -o prime
+pid=$(sqc_pid "$T/m")
+kill -TERM "$pid"
+i=0
+while kill -0 "$pid" 2>/dev/null; do
+    i=$((i + 1))
+    [ $i -lt 500 ] || fail "daemon still running 10 s after SIGTERM while priming"
+    sleep 0.02
+done
+! is_mounted "$T/m" || fail "SIGTERM while priming left the mount behind"
 echo "warming checks passed"
