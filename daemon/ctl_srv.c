@@ -196,7 +196,8 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		(unsigned long long)d->ops[SQCD_OP_IOCTL],
 		(unsigned long long)d->bytes_served, (unsigned long long)d->eio,
 		(unsigned long long)d->readaheads,
-		(unsigned long long)d->spliced, d->no_open ? "true" : "false");
+		(unsigned long long)d->spliced,
+		atomic_load(&d->no_open) ? "true" : "false");
 	ctl_buf_printf(
 		b,
 		"\"warm\":{\"budget\":%llu,\"files\":%llu,\"bytes\":%llu,"

@@ -72,7 +72,7 @@ struct sqcd {
 	struct pf *pf; /* stager and readahead; NULL until started */
 	struct fuse_session *se; /* the FUSE session */
 	uint64_t root_ref; /* root directory's inode reference */
-	bool no_open; /* the kernel skips open for files */
+	atomic_bool no_open; /* the kernel skips open for files (set by init) */
 	bool no_opendir; /* and for directories */
 	bool splice; /* replies may splice from the image file */
 	struct timespec started; /* CLOCK_MONOTONIC at start */

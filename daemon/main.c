@@ -535,6 +535,7 @@ int main(int argc, char **argv)
 	struct fuse_loop_config *cfg = NULL;
 	struct ready *ready;
 	pthread_t ready_thread;
+	bool ready_running = false;
 	char *mopts;
 	int c, err, log_fd = -1, ready_fd = -1, ret = 1;
 
@@ -681,11 +682,12 @@ int main(int argc, char **argv)
 					.stage = true },
 		     &d->pf);
 	if (!err)
-		err = sqcd_ctl_start(d);
-	if (!err)
 		err = sqcd_warm_start(d);
 	if (!err)
 		err = sqcd_prime_start(d);
+	/* Last: it reads what the others set up. */
+	if (!err)
+		err = sqcd_ctl_start(d);
 	if (err) {
 		char msg[256];
 
@@ -702,7 +704,7 @@ int main(int argc, char **argv)
 			free(ready);
 			ready = NULL;
 		} else {
-			pthread_detach(ready_thread);
+			ready_running = true;
 		}
 	}
 	if (!ready) {
@@ -728,19 +730,25 @@ int main(int argc, char **argv)
 	ret = 0;
 
 out_unmount:
-	/* Unmounting closes the FUSE device first, which releases a listing
-	 * blocked on a request; the thread is joined once the session is gone. */
+	/* The control and warming threads use the session and the image:
+	 * they stop first.  Unmounting closes the FUSE device, which releases
+	 * the ready check or a listing blocked on a request; those threads
+	 * are joined once the session is gone. */
 	sqcd_prime_stop(d);
+	sqcd_ctl_stop(d);
+	sqcd_warm_stop(d);
 	fuse_session_unmount(d->se);
 out_signals:
 	fuse_remove_signal_handlers(d->se);
 out_session:
+	sqcd_ctl_stop(d);
 	sqcd_warm_stop(d);
 	pf_free(d->pf);
 	d->pf = NULL;
-	sqcd_ctl_stop(d);
 	fuse_session_destroy(d->se);
 	sqcd_prime_join(d);
+	if (ready_running)
+		pthread_join(ready_thread, NULL);
 out_args:
 	fuse_opt_free_args(&args);
 	if (cfg)
