@@ -27,6 +27,16 @@ TOOLS="$BUILD/tests/tools"
 export SQUASHCACHED MOUNTCTL TOOLS PYTHON BUILD TOP
 
 T=$(mktemp -d "${SQC_TMPDIR:-/tmp}/sqc-test.XXXXXX")
+
+# A detached daemon's stderr is /dev/null: sanitizer reports go to files
+# under $T instead, and any report fails the test (see _cleanup).
+if [ -n "${SQC_SANITIZE:-}" ]; then
+    _san="log_path=$T/sanitizer-report"
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}$_san"
+    UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}$_san"
+    TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}$_san"
+    export ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS
+fi
 _mounts=""
 _pids=""
 _hooks=""
@@ -48,6 +58,12 @@ _cleanup() {
     done
     for p in $_pids; do
         kill "$p" 2>/dev/null || true
+    done
+    for r in "$T"/sanitizer-report.*; do
+        [ -s "$r" ] || continue
+        echo "FAIL: sanitizer report from ${r##*.}:" >&2
+        head -n 40 "$r" >&2
+        rc=1
     done
     if [ "${SQC_KEEP:-0}" = 1 ]; then
         echo "kept work directory $T"

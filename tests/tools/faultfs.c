@@ -156,12 +156,15 @@ int main(int argc, char **argv)
 	failfile = argv[3];
 	se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
 	if (!se || fuse_set_signal_handlers(se) ||
-	    fuse_session_mount(se, argv[2]))
+	    fuse_session_mount(se, argv[2])) {
+		fuse_opt_free_args(&args); /* libfuse may have added to them */
 		return 1;
+	}
 	ret = fuse_session_loop(se);
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
+	fuse_opt_free_args(&args);
 	fprintf(stderr, "faultfs: %llu reads, %llu failed\n", reads, failed);
 	return ret ? 1 : 0;
 }
