@@ -6,6 +6,7 @@
 # daemon lists the tree itself, so files opened by path are served from
 # the kernel's caches without ever being listed.
 # TIMEOUT: 120
+# TSAN: yes
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_cmd mksquashfs
