@@ -95,12 +95,7 @@ grep -q "Read-only file system" "$T/err" || fail "append: $(cat "$T/err")"
 
 note "SIGTERM unmounts cleanly"
 kill -TERM "$pid"
-i=0
-while kill -0 "$pid" 2>/dev/null; do
-    i=$((i + 1))
-    [ $i -lt 250 ] || fail "daemon still running 5 s after SIGTERM"
-    sleep 0.02
-done
+wait_gone "$pid" 5 "daemon (SIGTERM)"
 is_mounted "$T/m" && fail "mount left behind after SIGTERM"
 grep -q "unmounting" "$T/daemon.log" || fail "the log does not say it unmounted"
 
@@ -113,17 +108,12 @@ is_mounted "$T/m" && fail "mount left behind after SIGINT"
 note "SIGTERM with reads in flight"
 sqc_mount "$T/img.sqfs" "$T/m" -o log="$T/daemon.log"
 pid=$(sqc_pid "$T/m")
-for i in 1 2 3 4; do
+for _ in 1 2 3 4; do
     (while cat "$T/m/big" >/dev/null 2>&1; do :; done) &
 done
 sleep 0.5
 kill -TERM "$pid"
-i=0
-while kill -0 "$pid" 2>/dev/null; do
-    i=$((i + 1))
-    [ $i -lt 500 ] || fail "daemon still running 10 s after SIGTERM under load"
-    sleep 0.02
-done
+wait_gone "$pid" 10 "daemon (SIGTERM under load)"
 wait # the readers stop once the mount is gone
 is_mounted "$T/m" && fail "mount left behind"
 grep -qi "error" "$T/daemon.log" && { cat "$T/daemon.log"; fail "errors logged"; }

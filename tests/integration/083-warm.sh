@@ -124,11 +124,6 @@ mkimg "$T/big" "$T/big.sqfs" -comp lz4
 sqc_mount "$T/big.sqfs" "$T/m" -o prime
 pid=$(sqc_pid "$T/m")
 kill -TERM "$pid"
-i=0
-while kill -0 "$pid" 2>/dev/null; do
-    i=$((i + 1))
-    [ $i -lt 500 ] || fail "daemon still running 10 s after SIGTERM while priming"
-    sleep 0.02
-done
+wait_gone "$pid" 10 "daemon (SIGTERM while priming)"
 ! is_mounted "$T/m" || fail "SIGTERM while priming left the mount behind"
 echo "warming checks passed"

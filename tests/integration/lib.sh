@@ -10,6 +10,7 @@
 #   need_root / need_fuse / need_cmd CMD / need_kernel_squashfs
 #   sqc_mount IMG MNT [squashcached args...]   mount, register cleanup
 #   sqc_umount MNT       unmount and wait for the daemon to exit
+#   wait_gone PID SECONDS WHAT                  wait for a process to exit
 #   kmount IMG MNT       kernel squashfs loop mount (root), registered
 #   mkimg SRC IMG [mksquashfs args...]          pack quietly, no progress
 #   at_exit 'COMMANDS'   run COMMANDS at exit, before the unmounts
@@ -155,19 +156,25 @@ sqc_pid() {
     pgrep -f "squashcached.* $1\$" | head -n 1
 }
 
+# wait_gone PID SECONDS WHAT: wait for process PID to exit; fail with
+# "WHAT still running after SECONDS s" if it has not by then.
+wait_gone() {
+    _wg_i=0
+    # A zombie has exited; init may reap it late.
+    while kill -0 "$1" 2>/dev/null &&
+        [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" != Z ]; do
+        _wg_i=$((_wg_i + 1))
+        [ $_wg_i -lt $(($2 * 50)) ] || fail "$3 still running after $2 s"
+        sleep 0.02
+    done
+}
+
 sqc_umount() {
     _su_mnt=$1
     _su_pid=$(sqc_pid "$_su_mnt" || true)
     fusermount3 -u "$_su_mnt" 2>/dev/null || umount "$_su_mnt"
     if [ -n "$_su_pid" ]; then
-        _su_i=0
-        # A zombie has exited; init may reap it late.
-        while kill -0 "$_su_pid" 2>/dev/null &&
-            [ "$(cut -d' ' -f3 "/proc/$_su_pid/stat" 2>/dev/null)" != Z ]; do
-            _su_i=$((_su_i + 1))
-            [ $_su_i -lt 500 ] || fail "daemon $_su_pid still running 10 s after unmount"
-            sleep 0.02
-        done
+        wait_gone "$_su_pid" 10 "daemon $_su_pid (unmounted)"
     fi
     ! is_mounted "$_su_mnt" || fail "$_su_mnt still mounted"
 }
