@@ -80,6 +80,21 @@ static void print_human(struct ctl_buf *b, const char *st)
 				   sizeof(s2)),
 		       (unsigned long long)mc_json_u64(st, "fuse.read"),
 		       (unsigned long long)mc_json_u64(st, "fuse.eio"));
+	/* Pushed into the page cache: read later without a request. */
+	if (mc_json_u64(st, "warm.files"))
+		ctl_buf_printf(b, LABEL "%llu files, %s into the page cache\n",
+			       "warmed",
+			       (unsigned long long)mc_json_u64(st,
+							       "warm.files"),
+			       size_format(mc_json_u64(st, "warm.bytes"), s2,
+					   sizeof(s2)));
+	if (!ctl_json_str(st, "prime.state", s1, sizeof(s1)) &&
+	    strcmp(s1, "off"))
+		ctl_buf_printf(
+			b, LABEL "%s, %llu entries in %llu directories\n",
+			"primed", s1,
+			(unsigned long long)mc_json_u64(st, "prime.entries"),
+			(unsigned long long)mc_json_u64(st, "prime.dirs"));
 	corrupt = mc_json_u64(st, "image_io.corrupt");
 	rerr = mc_json_u64(st, "image_io.read_errors");
 	if (corrupt || rerr)

@@ -49,6 +49,8 @@ while [ "$(stat_of "$T/m" warm.files)" -lt 90 ]; do
 done
 [ "$(stat_of "$T/m" warm.bytes)" -eq "$total" ] || fail "warmed $(stat_of "$T/m" warm.bytes) bytes, the files hold $total"
 reads0=$(stat_of "$T/m" fuse.read)
+"$MOUNTCTL" status "$T/m" | grep -Eq "^ *warmed +90 files, " ||
+    fail "mountctl status does not show the warming: $("$MOUNTCTL" status "$T/m")"
 for d in a b c; do
     for f in "$T/src/$d"/*; do
         cmp -s "$f" "$T/m/$d/${f##*/}" || fail "$d/${f##*/} differs after warming"
@@ -99,6 +101,8 @@ while [ "$(stat_of "$T/m" prime.state)" != "done" ] ||
 done
 [ "$(stat_of "$T/m" prime.dirs)" -eq 4 ] || fail "primed $(stat_of "$T/m" prime.dirs) directories, not 4"
 [ "$(stat_of "$T/m" prime.entries)" -eq 93 ] || fail "primed $(stat_of "$T/m" prime.entries) entries, not 93"
+"$MOUNTCTL" status "$T/m" | grep -Eq "^ *primed +done, 93 entries in 4 directories" ||
+    fail "mountctl status does not show the priming: $("$MOUNTCTL" status "$T/m")"
 lookups0=$(stat_of "$T/m" fuse.lookup)
 reads0=$(stat_of "$T/m" fuse.read)
 for d in a b c; do
