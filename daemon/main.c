@@ -741,8 +741,6 @@ out_unmount:
 out_signals:
 	fuse_remove_signal_handlers(d->se);
 out_session:
-	sqcd_ctl_stop(d);
-	sqcd_warm_stop(d);
 	pf_free(d->pf);
 	d->pf = NULL;
 	fuse_session_destroy(d->se);
