@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -51,13 +52,8 @@ static void prime_json(struct ctl_buf *b, struct sqcd *d)
 	int state = atomic_load(&d->prime_state);
 	double secs = (double)atomic_load(&d->prime_ms) / 1e3;
 
-	if (state == SQCD_PRIME_RUNNING) {
-		struct timespec now;
-
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		secs = (double)(now.tv_sec - d->prime_t0.tv_sec) +
-		       (double)(now.tv_nsec - d->prime_t0.tv_nsec) / 1e9;
-	}
+	if (state == SQCD_PRIME_RUNNING)
+		secs = mono_since(&d->prime_t0);
 	ctl_buf_printf(b,
 		       "\"prime\":{\"state\":\"%s\",\"dirs\":%llu,"
 		       "\"entries\":%llu,\"seconds\":%.3f},",
@@ -118,7 +114,6 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 	const struct img_super *sb = img_get_super(d->img);
 	struct pf_stats pfs = { 0 };
 	struct img_stats st;
-	struct timespec now;
 	double up, user, sys, secs, pct;
 	unsigned int threads;
 	uint64_t rss;
@@ -127,9 +122,7 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 	if (d->pf)
 		pf_get_stats(d->pf, &pfs);
 	process_stats(&rss, &user, &sys, &threads);
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	up = (double)(now.tv_sec - d->started.tv_sec) +
-	     (double)(now.tv_nsec - d->started.tv_nsec) / 1e9;
+	up = mono_since(&d->started);
 	secs = pfs.stage_seconds;
 	pct = st.stage_planned ? 100.0 * (double)st.staged_bytes /
 					 (double)st.stage_planned :

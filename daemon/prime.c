@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -158,7 +159,6 @@ static void *prime_main(void *arg)
 	struct sqcd *d = arg;
 	struct prime_stack st = { 0 };
 	struct ino_set seen = { 0 };
-	struct timespec t0, t1;
 	unsigned long errors = 0;
 	struct stat sb;
 	char *root;
@@ -171,7 +171,6 @@ static void *prime_main(void *arg)
 		atomic_store(&d->prime_state, SQCD_PRIME_STOPPED);
 		return NULL;
 	}
-	t0 = d->prime_t0;
 	root = strdup(d->o.canonical);
 	if (!root || push(&st, root, 0)) {
 		free(root);
@@ -193,9 +192,7 @@ static void *prime_main(void *arg)
 		free(st.v[--st.len].path);
 	free(st.v);
 	free(seen.slot);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	secs = (double)(t1.tv_sec - t0.tv_sec) +
-	       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	secs = mono_since(&d->prime_t0);
 	atomic_store(&d->prime_ms, (uint64_t)(secs * 1e3));
 	if (atomic_load(&d->prime_stop) || err) {
 		atomic_store(&d->prime_state, SQCD_PRIME_STOPPED);

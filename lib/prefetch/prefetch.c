@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "prefetch/prefetch.h"
+#include "util/clock.h"
 #include "util/compiler.h"
 #include "util/log.h"
 #include "util/size.h"
@@ -46,15 +47,6 @@ struct pf {
 	uint64_t queued, done, dropped, errors; /* counters */
 };
 
-static double since(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)(t.tv_sec - t0->tv_sec) +
-	       (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
 static void *stager_main(void *arg)
 {
 	struct pf *pf = arg;
@@ -83,7 +75,7 @@ static void *stager_main(void *arg)
 			done = true;
 			pthread_mutex_lock(&pf->lock);
 			pf->stage_done = true;
-			pf->stage_seconds = since(&pf->stage_start);
+			pf->stage_seconds = mono_since(&pf->stage_start);
 			pthread_cond_broadcast(&pf->staged);
 			pthread_mutex_unlock(&pf->lock);
 			if (img_stage_state(pf->img) == IMG_STAGE_DONE) {
@@ -97,7 +89,7 @@ static void *stager_main(void *arg)
 					 img_path(pf->img), pf->stage_seconds);
 			}
 		}
-		if (since(&last) * 1000 >= PF_WATCH_MS) {
+		if (mono_since(&last) * 1000 >= PF_WATCH_MS) {
 			img_check_changed(pf->img);
 			clock_gettime(CLOCK_MONOTONIC, &last);
 		}
@@ -249,7 +241,7 @@ void pf_get_stats(struct pf *pf, struct pf_stats *out)
 	out->errors = pf->errors;
 	out->workers = pf->nworkers;
 	out->stage_seconds = pf->stage_done ? pf->stage_seconds :
-					      since(&pf->stage_start);
+					      mono_since(&pf->stage_start);
 	pthread_mutex_unlock(&pf->lock);
 }
 
