@@ -10,6 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_cmd mksquashfs
+hold_reclaim
 
 mkdir -p "$T/src"
 for d in a b c; do

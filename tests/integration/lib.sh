@@ -14,6 +14,7 @@
 #   kmount IMG MNT       kernel squashfs loop mount (root), registered
 #   mkimg SRC IMG [mksquashfs args...]          pack quietly, no progress
 #   at_exit 'COMMANDS'   run COMMANDS at exit, before the unmounts
+#   hold_reclaim         pause proactive reclaim (DAMON) until exit
 # shellcheck shell=sh
 
 set -eu
@@ -75,6 +76,21 @@ _cleanup() {
 }
 trap _cleanup EXIT
 trap 'exit 130' INT TERM
+
+# A test that asserts the page cache keeps what was put there needs a
+# machine that does not take it away behind the test's back.  DAMON's
+# proactive reclaim (kdamond, seen on this project's VMs) ages physical
+# regions, not pages: a page stored into an old region is paged out within
+# seconds if nobody has read it yet.  Pause every running kdamond (root
+# only) and start it again at exit with the parameters it had.
+hold_reclaim() {
+    for _hr in /sys/kernel/mm/damon/admin/kdamonds/*/state; do
+        [ -w "$_hr" ] && [ "$(cat "$_hr")" = on ] || continue
+        echo off >"$_hr" || continue
+        echo "paused proactive reclaim (${_hr%/state}) for this test"
+        at_exit "echo on >'$_hr'"
+    done
+}
 
 skip() {
     echo "SKIP: $*"
