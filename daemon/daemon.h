@@ -36,6 +36,7 @@ struct sqcd_opts {
 	bool no_splice; /* -o no_splice: never splice from the image */
 	uint64_t warm; /* -o warm=SIZE: page-cache warming budget */
 	bool prime; /* -o prime: list the whole mount once it answers */
+	unsigned int prime_wait; /* -o prime_wait=S: detach waits this long */
 	unsigned int threads; /* -o threads=N: FUSE workers at most */
 	unsigned int readahead; /* -o readahead=N: blocks decoded ahead */
 	unsigned int workers; /* -o workers=N: prefetch threads */

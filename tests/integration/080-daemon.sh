@@ -31,6 +31,7 @@ note "usage and option errors"
 expect_fail "no arguments" "expected IMAGE and MOUNTPOINT" "$SQUASHCACHED"
 expect_fail "unknown option" "unknown option 'bogus'" "$SQUASHCACHED" -o bogus "$T/img.sqfs" "$T/m"
 expect_fail "bad size" "bad size 'lots'" "$SQUASHCACHED" -o ram=lots "$T/img.sqfs" "$T/m"
+expect_fail "bad number" "bad value '31' for -o prime_wait (0 .. 30)" "$SQUASHCACHED" -o prime,prime_wait=31 "$T/img.sqfs" "$T/m"
 expect_fail "rw" "read-only" "$SQUASHCACHED" -o rw "$T/img.sqfs" "$T/m"
 
 note "mountpoint errors"
