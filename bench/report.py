@@ -247,14 +247,19 @@ class Report:
     def ratio_table(self):
         self.w("## Ratios to tmpfs")
         self.w()
+        if self.cfg.get("first_drop") == "before_mount":
+            first = ("page cache dropped, then a fresh mount, then the "
+                     "pass (tmpfs: the extracted tree)")
+        else:
+            first = ("first pass after a fresh mount (tmpfs: after "
+                     "drop_caches), page cache dropped after the mount")
         self.w("Throughput ratio = tmpfs seconds / contender seconds, same "
                "pass, same repetition; median over %d repetitions.  "
-               "**first** = first pass after a fresh mount (tmpfs: after "
-               "drop_caches), **cold** = after `echo 3 > drop_caches` on a "
+               "**first** = %s, **cold** = after `echo 3 > drop_caches` on a "
                "mount that already served the pass once (squashcached's own "
                "RAM cache survives this by design, so *first* is its honest "
                "cold number), **warm** = the same pass again at once."
-               % len(self.reps))
+               % (len(self.reps), first))
         self.w()
         head = ["measure", "set", "tmpfs s (first/cold/warm)"]
         for c in self.others:
