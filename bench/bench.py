@@ -336,8 +336,20 @@ class Squashcached(Contender):
         return sqc_stats(self.cfg["build"], self.mnt)
 
 
+class SquashcachedPrime(Squashcached):
+    """squashcached -o prime: the mount command returns once the tree is
+    listed, so opening by path needs no lookup.  Not in the default list;
+    CONTENDERS=...,squashcached_prime puts it beside the default."""
+    name = "squashcached_prime"
+
+    def mount_cmd(self, image, mnt, extra):
+        return super().mount_cmd(image, mnt,
+                                 "prime" + ("," + extra if extra else ""))
+
+
 CONTENDERS = {"tmpfs": Tmpfs, "kernel": Kernel, "squashfuse_ll": Squashfuse,
-              "squashcached": Squashcached}
+              "squashcached": Squashcached,
+              "squashcached_prime": SquashcachedPrime}
 
 
 class Watchdog:

@@ -367,7 +367,8 @@ class Report:
 
     def daemon_table(self):
         dm = [c for c in self.others if c in ("squashfuse_ll",
-                                              "squashcached")]
+                                              "squashcached",
+                                              "squashcached_prime")]
         if not dm:
             return
         self.w("## Daemon CPU and memory")
@@ -404,9 +405,12 @@ class Report:
         self.w()
 
     def sqc_table(self):
-        if "squashcached" not in self.others:
-            return
-        self.w("## squashcached: FUSE requests per file")
+        for c in ("squashcached", "squashcached_prime"):
+            if c in self.others:
+                self.sqc_table_of(c)
+
+    def sqc_table_of(self, c):
+        self.w("## %s: FUSE requests per file" % c)
         self.w()
         self.w("From its stats (control socket), delta over the pass, "
                "divided by the files the pass read; median over the "
@@ -418,10 +422,9 @@ class Report:
         rows = []
         for m, s in self.keys:
             for ph in PHASES:
-                recs = [self.p[(m, s, "squashcached", ph, r)]
+                recs = [self.p[(m, s, c, ph, r)]
                         for r in self.reps
-                        if "sqc" in self.p.get((m, s, "squashcached", ph, r),
-                                               {})]
+                        if "sqc" in self.p.get((m, s, c, ph, r), {})]
                 recs = [x for x in recs if x.get("files")]
                 if not recs:
                     continue
