@@ -593,7 +593,7 @@ class Bench:
     def available(self, c):
         if c.name == "squashfuse_ll" and not shutil_which("squashfuse_ll"):
             return False, "squashfuse_ll not installed"
-        if c.name == "squashcached" and not os.access(
+        if isinstance(c, Squashcached) and not os.access(
                 os.path.join(self.cfg["build"], "squashcached"), os.X_OK):
             return False, "build/squashcached not built"
         if c.name == "kernel":
@@ -664,7 +664,7 @@ class Bench:
         before_cpu = before_stats = None
         if c.pid:
             before_cpu = proc_cpu(c.pid)
-        if c.name == "squashcached":
+        if isinstance(c, Squashcached):
             before_stats = c.stats()
         rec = {"rep": rep, "measure": measure["id"], "set": ds["name"],
                "contender": c.name, "phase": phase, "load1": load1()}
