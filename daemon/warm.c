@@ -14,9 +14,9 @@
  *
  * Bounds: at most warm= bytes are pushed over the mount's life (the kernel
  * may evict them like any page cache); nothing is pushed before staging is
- * done, so warming never competes with demand reads for slow storage; the
- * thread runs at a lower priority than the FUSE workers; the queue is a
- * fixed ring and drops what does not fit.
+ * done, so warming never competes with demand reads for slow storage, nor
+ * while a listing goes on; the thread runs at a lower priority than the
+ * FUSE workers; the queue grows to 1 Mi files and drops what does not fit.
  */
 #define LOG_MOD "warm"
 
@@ -33,13 +33,20 @@
 #include "util/err.h"
 #include "util/log.h"
 
-#define WARM_QUEUE 65536 /* files waiting at most */
+#define WARM_QUEUE_MIN 4096 /* the queue's first size, in files */
+#define WARM_QUEUE_MAX (1u << 20) /* files waiting at most: 32 MiB */
 #define WARM_FILE_MAX (16u << 20) /* larger files are read on demand */
 #define WARM_CHUNK (1u << 20) /* bytes per notify_store */
 
 /* The kernel makes inodes from a readdirplus reply after it has been
  * sent, in the lister's context: a push right away could find none. */
 #define WARM_DELAY_NS 20000000ll
+
+/* Pushing competes with a listing for the CPU and the FUSE device: on 2
+ * cores it made a walk of 300,000 entries 2-3 times slower.  So nothing
+ * is pushed until no entry has been listed for this long; a job lists its
+ * dataset first and reads it afterwards, and the pushes go in between. */
+#define WARM_QUIET_NS 50000000ll
 
 struct warm_item {
 	fuse_ino_t node; /* the kernel's node id */
@@ -53,10 +60,12 @@ struct warm {
 	pthread_t thread; /* pushes */
 	pthread_mutex_t lock; /* protects everything below */
 	pthread_cond_t more; /* an item arrived, or stopping */
-	struct warm_item ring[WARM_QUEUE]; /* the queue */
+	struct warm_item *ring; /* the queue; grows while a listing goes on */
+	unsigned int cap; /* its size, a power of two */
 	unsigned int head, len; /* first item, items queued */
 	bool stop; /* sqcd_warm_stop() was called */
 	bool full; /* the byte budget is spent */
+	long long last_add; /* CLOCK_MONOTONIC ns of the newest listed file */
 };
 
 static long long now_ns(void)
@@ -143,12 +152,37 @@ static int push_file(struct sqcd *d, const struct warm_item *it)
 	return err;
 }
 
+/*
+ * Sleep until @it is old enough for the kernel to hold its inode and no
+ * listing has gone on for WARM_QUIET_NS, in steps of at most that, so
+ * that a stop is seen.  Return: false if the daemon is stopping.
+ */
+static bool wait_quiet(struct warm *w, const struct warm_item *it)
+{
+	long long until, wait;
+	bool stop;
+
+	for (;;) {
+		pthread_mutex_lock(&w->lock);
+		until = MAX(it->queued + WARM_DELAY_NS,
+			    w->last_add + WARM_QUIET_NS);
+		stop = w->stop;
+		pthread_mutex_unlock(&w->lock);
+		if (stop)
+			return false;
+		wait = until - now_ns();
+		if (wait <= 0)
+			return true;
+		wait = MIN(wait, WARM_QUIET_NS);
+		nanosleep(&(struct timespec){ 0, (long)wait }, NULL);
+	}
+}
+
 static void *warm_main(void *arg)
 {
 	struct warm *w = arg;
 	struct sqcd *d = w->d;
 	struct warm_item it;
-	long long wait;
 
 	/* Readers first: this thread only uses what they leave. */
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
@@ -169,16 +203,12 @@ static void *warm_main(void *arg)
 			return NULL;
 		}
 		it = w->ring[w->head];
-		w->head = (w->head + 1) % WARM_QUEUE;
+		w->head = (w->head + 1) & (w->cap - 1);
 		w->len--;
 		pthread_mutex_unlock(&w->lock);
 
-		wait = it.queued + WARM_DELAY_NS - now_ns();
-		if (wait > 0) {
-			struct timespec ts = { 0, (long)wait };
-
-			nanosleep(&ts, NULL);
-		}
+		if (!wait_quiet(w, &it))
+			return NULL;
 		if (atomic_load(&d->warm_bytes) >= d->o.warm) {
 			pthread_mutex_lock(&w->lock);
 			w->full = true;
@@ -210,11 +240,20 @@ int sqcd_warm_start(struct sqcd *d)
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
+	w->cap = WARM_QUEUE_MIN;
+	w->ring = malloc(w->cap * sizeof(*w->ring));
+	if (!w->ring) {
+		free(w);
+		return -ENOMEM;
+	}
 	w->d = d;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->more, NULL);
 	err = -pthread_create(&w->thread, NULL, warm_main, w);
 	if (err) {
+		pthread_cond_destroy(&w->more);
+		pthread_mutex_destroy(&w->lock);
+		free(w->ring);
 		free(w);
 		return err;
 	}
@@ -235,20 +274,49 @@ void sqcd_warm_stop(struct sqcd *d)
 	pthread_join(w->thread, NULL);
 	pthread_cond_destroy(&w->more);
 	pthread_mutex_destroy(&w->lock);
+	free(w->ring);
 	free(w);
 	d->warm = NULL;
+}
+
+/*
+ * Double the queue, up to WARM_QUEUE_MAX; on failure it stays as it is
+ * and the caller drops the item.  Called with w->lock held.  Nothing is
+ * pushed while a listing goes on (WARM_QUIET_NS), so the queue must hold
+ * a whole listing: 32 bytes a file.
+ */
+static void grow(struct warm *w)
+{
+	struct warm_item *n;
+	unsigned int first;
+
+	if (w->cap >= WARM_QUEUE_MAX)
+		return;
+	n = malloc(2 * (size_t)w->cap * sizeof(*n));
+	if (!n)
+		return;
+	/* Unwrap: the items go to 0 .. len-1 in their order. */
+	first = MIN(w->len, w->cap - w->head);
+	memcpy(n, w->ring + w->head, first * sizeof(*n));
+	memcpy(n + first, w->ring, (w->len - first) * sizeof(*n));
+	free(w->ring);
+	w->ring = n;
+	w->head = 0;
+	w->cap *= 2;
 }
 
 /* Called with w->lock held. */
 static void enqueue(struct warm *w, const struct warm_item *it)
 {
-	if (w->full || w->stop || w->len == WARM_QUEUE) {
+	if (w->len == w->cap && !w->full && !w->stop)
+		grow(w);
+	if (w->full || w->stop || w->len == w->cap) {
 		if (!w->full)
 			atomic_fetch_add_explicit(&w->d->warm_dropped, 1,
 						  memory_order_relaxed);
 		return;
 	}
-	w->ring[(w->head + w->len) % WARM_QUEUE] = *it;
+	w->ring[(w->head + w->len) & (w->cap - 1)] = *it;
 	if (!w->len++)
 		pthread_cond_signal(&w->more);
 }
@@ -261,6 +329,7 @@ void sqcd_warm_add(struct sqcd *d, fuse_ino_t node, uint64_t ref)
 	if (!w)
 		return;
 	pthread_mutex_lock(&w->lock);
+	w->last_add = it.queued;
 	enqueue(w, &it);
 	pthread_mutex_unlock(&w->lock);
 }

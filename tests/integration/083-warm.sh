@@ -91,6 +91,26 @@ warmed=$(stat_of "$T/m" warm.bytes)
 grep -q "warming stopped at its budget" "$T/d3.log" || fail "the budget's end was not logged"
 cmp -s "$T/src/c/f29" "$T/m/c/f29" || fail "a file not warmed reads wrong"
 sqc_umount "$T/m"
+note "a listing of more files than the queue first holds: none dropped"
+# Nothing is pushed while a listing goes on, so the queue grows to hold it.
+mkdir -p "$T/many/d"
+"$PYTHON" -c 'import sys
+for i in range(6000):
+    with open("%s/f%05d" % (sys.argv[1], i), "wb") as f:
+        f.write(b"%d\n" % i)' "$T/many/d"
+mkimg "$T/many" "$T/many.sqfs" -comp lz4
+sqc_mount "$T/many.sqfs" "$T/m"
+ls -l "$T/m/d" >/dev/null
+i=0
+while [ "$(stat_of "$T/m" warm.files)" -lt 6000 ]; do
+    i=$((i + 1))
+    [ $i -lt 200 ] || fail "$(stat_of "$T/m" warm.files) of 6000 files warmed after 10 s, $(stat_of "$T/m" warm.dropped) dropped"
+    sleep 0.05
+done
+[ "$(stat_of "$T/m" warm.dropped)" -eq 0 ] || fail "warming dropped $(stat_of "$T/m" warm.dropped) files"
+cmp -s "$T/many/d/f05999" "$T/m/d/f05999" || fail "the last warmed file reads wrong"
+sqc_umount "$T/m"
+
 note "prime: files opened by path, never listed, need no lookup and no read"
 sqc_mount "$T/img.sqfs" "$T/m" -o prime
 # The mount command returns once the listing is done (prime_wait).
