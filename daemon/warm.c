@@ -43,10 +43,12 @@
 #define WARM_DELAY_NS 20000000ll
 
 /* Pushing competes with a listing for the CPU and the FUSE device: on 2
- * cores it made a walk of 300,000 entries 2-3 times slower.  So nothing
- * is pushed until no entry has been listed for this long; a job lists its
- * dataset first and reads it afterwards, and the pushes go in between. */
-#define WARM_QUIET_NS 50000000ll
+ * busy cores it made a walk of 300,000 entries 2-3 times slower.  So
+ * nothing is pushed until no entry has been listed for this long: a
+ * listing sends its requests back to back, well under 1 ms apart.  Kept
+ * below WARM_DELAY_NS, so the last files of a listing are pushed as soon
+ * as before, and a reading that follows the listing gets them early. */
+#define WARM_QUIET_NS 10000000ll
 
 struct warm_item {
 	fuse_ino_t node; /* the kernel's node id */
