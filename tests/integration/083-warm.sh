@@ -32,6 +32,17 @@ for k in sys.argv[1].split("."):
 print(v)' "$2"
 }
 
+# wait_warmed N: wait up to 10 s until N files of $T/m are warmed.
+wait_warmed() {
+    _ww=0
+    while [ "$(stat_of "$T/m" warm.files)" -lt "$1" ]; do
+        _ww=$((_ww + 1))
+        [ $_ww -lt 200 ] ||
+            fail "only $(stat_of "$T/m" warm.files) of $1 files warmed after 10 s ($(stat_of "$T/m" warm.dropped) dropped)"
+        sleep 0.05
+    done
+}
+
 # mount_and_list OPTIONS: mount, list every directory (as ImageFolder does).
 mount_and_list() {
     sqc_mount "$T/img.sqfs" "$T/m" -o "$1"
@@ -42,12 +53,7 @@ mount_and_list() {
 
 note "warming on: every listed file ends up in the page cache"
 mount_and_list "log=$T/d1.log"
-i=0
-while [ "$(stat_of "$T/m" warm.files)" -lt 90 ]; do
-    i=$((i + 1))
-    [ $i -lt 200 ] || fail "only $(stat_of "$T/m" warm.files) of 90 files warmed after 10 s"
-    sleep 0.05
-done
+wait_warmed 90
 [ "$(stat_of "$T/m" warm.bytes)" -eq "$total" ] || fail "warmed $(stat_of "$T/m" warm.bytes) bytes, the files hold $total"
 reads0=$(stat_of "$T/m" fuse.read)
 "$MOUNTCTL" status "$T/m" | grep -Eq "^ *warmed +90 files, " ||
@@ -101,12 +107,7 @@ for i in range(6000):
 mkimg "$T/many" "$T/many.sqfs" -comp lz4
 sqc_mount "$T/many.sqfs" "$T/m"
 ls -l "$T/m/d" >/dev/null
-i=0
-while [ "$(stat_of "$T/m" warm.files)" -lt 6000 ]; do
-    i=$((i + 1))
-    [ $i -lt 200 ] || fail "$(stat_of "$T/m" warm.files) of 6000 files warmed after 10 s, $(stat_of "$T/m" warm.dropped) dropped"
-    sleep 0.05
-done
+wait_warmed 6000
 [ "$(stat_of "$T/m" warm.dropped)" -eq 0 ] || fail "warming dropped $(stat_of "$T/m" warm.dropped) files"
 cmp -s "$T/many/d/f05999" "$T/m/d/f05999" || fail "the last warmed file reads wrong"
 sqc_umount "$T/m"
@@ -116,12 +117,7 @@ sqc_mount "$T/img.sqfs" "$T/m" -o prime
 # The mount command returns once the listing is done (prime_wait).
 [ "$(stat_of "$T/m" prime.state)" = "done" ] ||
     fail "the mount command returned while priming was $(stat_of "$T/m" prime.state)"
-i=0
-while [ "$(stat_of "$T/m" warm.files)" -lt 90 ]; do
-    i=$((i + 1))
-    [ $i -lt 200 ] || fail "priming: $(stat_of "$T/m" warm.files) files warmed after 10 s"
-    sleep 0.05
-done
+wait_warmed 90
 [ "$(stat_of "$T/m" prime.dirs)" -eq 4 ] || fail "primed $(stat_of "$T/m" prime.dirs) directories, not 4"
 [ "$(stat_of "$T/m" prime.entries)" -eq 93 ] || fail "primed $(stat_of "$T/m" prime.entries) entries, not 93"
 "$MOUNTCTL" status "$T/m" | grep -Eq "^ *primed +done, 93 entries in 4 directories" ||
