@@ -931,7 +931,7 @@ class Bench:
             rec["files"] = r.get("files")
             rec["bytes"] = r.get("bytes")
             rec["prep_s"] = prep
-            if c and c.name == "squashcached":
+            if isinstance(c, Squashcached):
                 st = c.stats()
                 if st:
                     rec["sqc"] = {k: st.get(k) for k in
