@@ -21,6 +21,8 @@
 
 /* The image never changes: let the kernel keep what it learns. */
 #define SQCD_TIMEOUT (365.0 * 86400.0)
+/* st_blksize of every inode: the page size tmpfs and ext4 report. */
+#define SQCD_IO_BLKSIZE 4096
 
 struct sqcd_opts {
 	const char *image; /* IMAGE argument */
