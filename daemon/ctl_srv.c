@@ -16,7 +16,8 @@
  *   fuse:   {lookup, getattr, readlink, open, read, opendir, readdir,
  *            readdirplus, statfs, getxattr, listxattr, write, ioctl,
  *            bytes_served, eio, readaheads, spliced, no_open}
- *   warm:   {budget, files, bytes, dropped}  (page-cache warming)
+ *   warm:   {budget, files, bytes, dropped, open_files, open_bytes}
+ *           (page-cache warming; open_*: pushed when opened)
  *   prime:  {state (off, running, done, stopped), dirs, entries, seconds}
  *   prefetch: {workers, queued, done, dropped, errors}
  *   process: {rss_bytes, cpu_user_s, cpu_sys_s, threads}
@@ -194,11 +195,13 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 	ctl_buf_printf(
 		b,
 		"\"warm\":{\"budget\":%llu,\"files\":%llu,\"bytes\":%llu,"
-		"\"dropped\":%llu},",
+		"\"dropped\":%llu,\"open_files\":%llu,\"open_bytes\":%llu},",
 		(unsigned long long)(d->warm ? d->o.warm : 0),
 		(unsigned long long)d->warm_files,
 		(unsigned long long)d->warm_bytes,
-		(unsigned long long)d->warm_dropped);
+		(unsigned long long)d->warm_dropped,
+		(unsigned long long)d->open_files,
+		(unsigned long long)d->open_bytes);
 	prime_json(b, d);
 	ctl_buf_printf(b,
 		       "\"prefetch\":{\"workers\":%u,\"queued\":%llu,"

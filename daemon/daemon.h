@@ -87,6 +87,8 @@ struct sqcd {
 	_Atomic uint64_t warm_files; /* files pushed into the page cache */
 	_Atomic uint64_t warm_bytes; /* bytes pushed */
 	_Atomic uint64_t warm_dropped; /* files not queued: queue full */
+	_Atomic uint64_t open_files; /* files pushed when opened */
+	_Atomic uint64_t open_bytes; /* bytes pushed when opened */
 	struct warm *warm; /* the warming thread, or NULL */
 	pthread_t prime_thread; /* -o prime: lists the mount */
 	bool prime_running; /* prime_thread was started */
@@ -162,6 +164,30 @@ void sqcd_prime_join(struct sqcd *d);
  * Context: FUSE workers; never blocks on the warming itself.
  */
 void sqcd_warm_add(struct sqcd *d, fuse_ino_t node, uint64_t ref);
+
+/**
+ * sqcd_warm_open() - Push a file that is being opened, if not done yet.
+ * @d: daemon
+ * @node: its node id; the kernel holds the inode (the file is open)
+ * @ref: its inode reference
+ *
+ * Pushes the whole file (up to 1 MiB) into the kernel's page cache before
+ * the caller replies, so that the opener's reads find it there.  Does
+ * nothing without warming, for other inodes, or if the kernel was given
+ * the file since it made the inode.
+ *
+ * Context: FUSE workers, inside a request on the open file.
+ */
+void sqcd_warm_open(struct sqcd *d, fuse_ino_t node, uint64_t ref);
+
+/**
+ * sqcd_warm_forget() - The kernel dropped an inode, and its page cache.
+ * @d: daemon
+ * @ref: the inode's reference
+ *
+ * Context: FUSE workers (FORGET).
+ */
+void sqcd_warm_forget(struct sqcd *d, uint64_t ref);
 
 /**
  * sqcd_splice_fill() - Splice image bytes into this thread's pipe.

@@ -180,8 +180,11 @@ static void sqcd_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 /* Valid replies: fuse_reply_none. */
 static void sqcd_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-	(void)ino;
+	struct sqcd *d = req_daemon(req);
+
 	(void)nlookup;
+	if (ino != FUSE_ROOT_ID)
+		sqcd_warm_forget(d, node_to_ref(d, ino));
 	fuse_reply_none(req);
 }
 
@@ -189,8 +192,11 @@ static void sqcd_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 static void sqcd_forget_multi(fuse_req_t req, size_t count_,
 			      struct fuse_forget_data *forgets)
 {
-	(void)count_;
-	(void)forgets;
+	struct sqcd *d = req_daemon(req);
+
+	for (size_t i = 0; i < count_; i++)
+		if (forgets[i].ino != FUSE_ROOT_ID)
+			sqcd_warm_forget(d, node_to_ref(d, forgets[i].ino));
 	fuse_reply_none(req);
 }
 
@@ -681,17 +687,23 @@ static void sqcd_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 
 /*
  * The kernel has no negative cache for ioctls: each one is a round trip.
- * CPython's open() asks isatty() of every file it opens, so a warm epoch
- * of a Python reader costs one of these per file; count them so that the
- * stats show it.  Valid replies: fuse_reply_err (ENOTTY: no such ioctl).
+ * CPython's open() asks isatty() of every file it opens, so a Python
+ * reader costs one of these per file; count them so that the stats show
+ * it.  The first time, the file is about to be read: push it into the
+ * page cache before the answer, so that the reads need no round trip.
+ * Valid replies: fuse_reply_err (ENOTTY: no such ioctl).
  */
-static void sqcd_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd,
+static void sqcd_ioctl(fuse_req_t req, fuse_ino_t node, unsigned int cmd,
 		       void *arg, struct fuse_file_info *fi, unsigned int flags,
 		       const void *in_buf, size_t in_bufsz, size_t out_bufsz)
 {
-	(void)ino, (void)cmd, (void)arg, (void)fi, (void)flags, (void)in_buf;
+	struct sqcd *d = req_daemon(req);
+
+	(void)cmd, (void)arg, (void)fi, (void)in_buf;
 	(void)in_bufsz, (void)out_bufsz;
-	count(req_daemon(req), SQCD_OP_IOCTL);
+	count(d, SQCD_OP_IOCTL);
+	if (!(flags & FUSE_IOCTL_DIR))
+		sqcd_warm_open(d, node, node_to_ref(d, node));
 	fuse_reply_err(req, ENOTTY);
 }
 

@@ -88,6 +88,13 @@ static void print_human(struct ctl_buf *b, const char *st)
 							       "warm.files"),
 			       size_format(mc_json_u64(st, "warm.bytes"), s2,
 					   sizeof(s2)));
+	if (mc_json_u64(st, "warm.open_files"))
+		ctl_buf_printf(
+			b, LABEL "%llu files as they were opened, %s\n",
+			"pushed",
+			(unsigned long long)mc_json_u64(st, "warm.open_files"),
+			size_format(mc_json_u64(st, "warm.open_bytes"), s2,
+				    sizeof(s2)));
 	if (!ctl_json_str(st, "prime.state", s1, sizeof(s1)) &&
 	    strcmp(s1, "off"))
 		ctl_buf_printf(

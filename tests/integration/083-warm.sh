@@ -1,8 +1,9 @@
 #!/bin/sh
 # Page-cache warming: once a directory listing has shown the kernel its
 # files, the daemon pushes their bytes into the page cache, so reading them
-# afterwards sends no read request at all, and the bytes are right.  The
-# warm= budget bounds it, and warm=0 turns it off.  With -o prime the
+# afterwards sends no read request at all, and the bytes are right.  A
+# file that Python opens (isatty(): an ioctl) is pushed before the answer.
+# The warm= budget bounds the warming, and warm=0 turns both off.  With -o prime the
 # daemon lists the tree itself, so files opened by path are served from
 # the kernel's caches without ever being listed.
 # TIMEOUT: 120
@@ -43,6 +44,22 @@ wait_warmed() {
     done
 }
 
+# pyread FILE...: read each file in full with Python's open().
+pyread() {
+    "$PYTHON" -c 'import sys
+for p in sys.argv[1:]:
+    with open(p, "rb") as f:
+        f.read()' "$@"
+}
+
+# pyread_src DIR: with pyread, each file of $T/src/DIR by its path under
+# $T/m, without listing the mount (a listing would warm them).
+pyread_src() {
+    (cd "$T/src" && for f in "$1"/*; do echo "$T/m/$f"; done) >"$T/paths"
+    # shellcheck disable=SC2046 # the paths have no blanks
+    pyread $(cat "$T/paths")
+}
+
 # mount_and_list OPTIONS: mount, list every directory (as ImageFolder does).
 mount_and_list() {
     sqc_mount "$T/img.sqfs" "$T/m" -o "$1"
@@ -69,22 +86,60 @@ note "90 files, $total bytes warmed; reading them sent no request"
 # CPython's open() asks isatty() of each file: an ioctl the kernel sends
 # every time; the stats count it (one per open) and it gets ENOTTY.
 ioctl0=$(stat_of "$T/m" fuse.ioctl)
-"$PYTHON" -c 'import sys
-for p in sys.argv[1:]:
-    with open(p, "rb") as f:
-        f.read()' "$T/m/a"/* || fail "Python cannot read the warmed files"
+pyread "$T/m/a"/* || fail "Python cannot read the warmed files"
 n=$(ls "$T/m/a" | wc -l)
 ioctls=$(($(stat_of "$T/m" fuse.ioctl) - ioctl0))
 [ "$ioctls" -eq "$n" ] || fail "$n Python opens counted $ioctls ioctls"
 [ "$(stat_of "$T/m" fuse.read)" -eq "$reads1" ] || fail "Python's reads of warmed files sent read requests"
+[ "$(stat_of "$T/m" warm.open_files)" -eq 0 ] || fail "warmed files were pushed again when opened"
 sqc_umount "$T/m"
 
 note "warm=0: reads go to the daemon"
 mount_and_list "warm=0"
 sleep 0.5
 [ "$(stat_of "$T/m" warm.bytes)" -eq 0 ] || fail "warm=0 warmed anyway"
+pyread "$T/m/a"/* || fail "Python cannot read the files"
 cat "$T"/m/*/* >/dev/null
 [ "$(stat_of "$T/m" fuse.read)" -gt 0 ] || fail "no read requests without warming"
+[ "$(stat_of "$T/m" warm.open_files)" -eq 0 ] || fail "warm=0 pushed opened files"
+sqc_umount "$T/m"
+
+note "opened by Python, never listed: each file is pushed at its first open"
+# CPython's open() asks isatty() first: the daemon pushes the file into
+# the page cache before it answers, so the reads that follow send nothing.
+sqc_mount "$T/img.sqfs" "$T/m" -o "log=$T/d4.log"
+reads0=$(stat_of "$T/m" fuse.read)
+(cd "$T/src" && "$PYTHON" - "$T/m" a/* b/* <<'PY') || fail "Python read different bytes through the mount"
+import sys
+mnt = sys.argv[1]
+for rel in sys.argv[2:]:
+    with open(rel, "rb") as a, open(mnt + "/" + rel, "rb") as b:
+        if a.read() != b.read():
+            sys.exit("%s differs" % rel)
+PY
+ab=$(cat "$T"/src/a/* "$T"/src/b/* | wc -c)
+[ "$(stat_of "$T/m" warm.open_files)" -eq 60 ] ||
+    fail "$(stat_of "$T/m" warm.open_files) of 60 opened files pushed"
+[ "$(stat_of "$T/m" warm.open_bytes)" -eq "$ab" ] ||
+    fail "pushed $(stat_of "$T/m" warm.open_bytes) bytes at open, the files hold $ab"
+[ "$(stat_of "$T/m" fuse.read)" -eq "$reads0" ] ||
+    fail "reading files pushed at open sent $(($(stat_of "$T/m" fuse.read) - reads0)) reads"
+"$MOUNTCTL" status "$T/m" | grep -Eq "^ *pushed +60 files as they were opened, " ||
+    fail "mountctl status does not show the pushes: $("$MOUNTCTL" status "$T/m")"
+pyread_src a || fail "Python cannot read the files again"
+[ "$(stat_of "$T/m" warm.open_files)" -eq 60 ] ||
+    fail "files opened again were pushed again ($(stat_of "$T/m" warm.open_files) pushes)"
+if [ "$(id -u)" -eq 0 ]; then
+    # The kernel drops the inodes with their pages and says so (FORGET):
+    # the next open pushes again.
+    sync
+    echo 3 >/proc/sys/vm/drop_caches
+    sleep 0.5
+    pyread_src a || fail "Python cannot read the files after drop_caches"
+    [ "$(stat_of "$T/m" warm.open_files)" -eq 90 ] ||
+        fail "after drop_caches, $(($(stat_of "$T/m" warm.open_files) - 60)) of 30 opened files pushed again"
+fi
+[ "$(stat_of "$T/m" warm.files)" -eq 0 ] || fail "files never listed were warmed"
 sqc_umount "$T/m"
 
 note "a budget: warming stops once it is spent"
