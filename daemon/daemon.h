@@ -173,8 +173,9 @@ void sqcd_warm_add(struct sqcd *d, fuse_ino_t node, uint64_t ref);
  *
  * Pushes the whole file (up to 1 MiB) into the kernel's page cache before
  * the caller replies, so that the opener's reads find it there.  Does
- * nothing without warming, for other inodes, or if the kernel was given
- * the file since it made the inode.
+ * nothing without warming, for other inodes, if the kernel was given the
+ * file since it made the inode, or if half the FUSE workers are pushing
+ * already (a push can wait for a READ, which needs a worker).
  *
  * Context: FUSE workers, inside a request on the open file.
  */

@@ -81,7 +81,8 @@ static void usage(FILE *f)
 		"                     user_allow_other in /etc/fuse.conf unless root)\n"
 		"  no_splice          copy raw bytes that are not staged through memory\n"
 		"                     instead of splicing them from the image file\n"
-		"  threads=N          FUSE worker threads (default 16)\n"
+		"  threads=N          FUSE worker threads (default: one per core,\n"
+		"                     2 to 16, if the image is on tmpfs; else 16)\n"
 		"  workers=N          readahead threads (default: one per core)\n"
 		"  readahead=N        blocks decoded ahead of sequential reads (default 4)\n"
 		"  ctl=PATH           control socket path (default: abstract, from the\n"
@@ -118,6 +119,24 @@ static int parse_uint_opt(const char *key, const char *val, unsigned int max,
 	}
 	*out = (unsigned int)v;
 	return 0;
+}
+
+/*
+ * How many FUSE workers by default.  Each request wakes a sleeping worker,
+ * often on another core, and in a VM that wake-up can cost more than the
+ * request itself; a few workers that stay busy take queued requests
+ * without one.  Only an image outside RAM makes requests block (demand
+ * reads from slow storage), and wants many workers in flight.
+ */
+static unsigned int default_threads(struct img *img)
+{
+	struct img_stats st;
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	img_get_stats(img, &st);
+	if (!st.in_ram)
+		return 16;
+	return n < 2 ? 2 : n > 16 ? 16 : (unsigned int)n;
 }
 
 static int parse_one(struct sqcd_opts *o, char *opt)
@@ -581,7 +600,7 @@ int main(int argc, char **argv)
 	}
 	d->ctl_fd = -1;
 	img_opts_default(&d->o.img);
-	d->o.threads = 16;
+	d->o.threads = 0; /* default_threads() once the image is open */
 	d->o.warm = size_ram_total() / 4;
 	d->o.readahead = 4;
 	d->o.prime_wait = 10;
@@ -650,6 +669,8 @@ int main(int argc, char **argv)
 		goto out_img;
 	}
 	d->root_ref = img_get_super(d->img)->root_ref;
+	if (!d->o.threads)
+		d->o.threads = default_threads(d->img);
 	if (!d->o.ctl_addr[0])
 		ctl_default_address(d->o.canonical, d->o.ctl_addr,
 				    sizeof(d->o.ctl_addr));
@@ -747,8 +768,8 @@ int main(int argc, char **argv)
 
 	cfg = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
-	fuse_loop_cfg_set_max_threads(cfg, d->o.threads ? d->o.threads : 16);
-	fuse_loop_cfg_set_idle_threads(cfg, d->o.threads ? d->o.threads : 16);
+	fuse_loop_cfg_set_max_threads(cfg, d->o.threads);
+	fuse_loop_cfg_set_idle_threads(cfg, d->o.threads);
 	err = fuse_session_loop_mt(d->se, cfg);
 	sd_notify_msg("STOPPING=1");
 	/* libfuse reports the signal that stopped it as a positive number. */

@@ -81,6 +81,11 @@ struct warm {
 	 * the file's inode.  Lock-free: the bits are only a hint. */
 	_Atomic uint64_t *given;
 	uint32_t inode_count; /* bits in @given */
+	/* FUSE workers pushing an opened file now, and at most how many.  A
+	 * push waits on page locks that a reader's pending READ holds, and
+	 * that READ needs a free worker: half of them are kept free. */
+	atomic_uint opening;
+	unsigned int opening_max;
 };
 
 static long long now_ns(void)
@@ -309,6 +314,7 @@ int sqcd_warm_start(struct sqcd *d)
 		free(w);
 		return -ENOMEM;
 	}
+	w->opening_max = d->o.threads / 2;
 	w->d = d;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->more, NULL);
@@ -406,10 +412,14 @@ void sqcd_warm_open(struct sqcd *d, fuse_ino_t node, uint64_t ref)
 	uint64_t pushed;
 	int err;
 
-	if (!w || img_inode_get(d->img, ref, &ino) || ino.type != IMG_REG ||
+	if (!w)
+		return;
+	if (atomic_fetch_add(&w->opening, 1) >= w->opening_max)
+		goto out; /* enough workers busy pushing: the reads will do */
+	if (img_inode_get(d->img, ref, &ino) || ino.type != IMG_REG ||
 	    ino.size == 0 || ino.size > WARM_OPEN_MAX ||
 	    given_test_set(w, ino.ino))
-		return;
+		goto out;
 	err = push_file(d, node, &ino, &pushed);
 	atomic_fetch_add_explicit(&d->open_bytes, pushed,
 				  memory_order_relaxed);
@@ -418,6 +428,8 @@ void sqcd_warm_open(struct sqcd *d, fuse_ino_t node, uint64_t ref)
 	else
 		atomic_fetch_add_explicit(&d->open_files, 1,
 					  memory_order_relaxed);
+out:
+	atomic_fetch_sub(&w->opening, 1);
 }
 
 void sqcd_warm_forget(struct sqcd *d, uint64_t ref)
