@@ -182,6 +182,21 @@ void sqcd_warm_add(struct sqcd *d, fuse_ino_t node, uint64_t ref);
 void sqcd_warm_open(struct sqcd *d, fuse_ino_t node, uint64_t ref);
 
 /**
+ * sqcd_warm_rest() - Push the rest of a file whose first bytes are read.
+ * @d: daemon
+ * @node: its node id; the kernel holds the inode (the file is open)
+ * @ino: the file
+ * @from: where the READ being answered ends
+ *
+ * As sqcd_warm_open(), for bytes @from to the end: the READ's own pages
+ * are locked by the kernel until it is answered, these are not.
+ *
+ * Context: FUSE workers, inside a READ at offset 0, before the reply.
+ */
+void sqcd_warm_rest(struct sqcd *d, fuse_ino_t node,
+		    const struct img_inode *ino, uint64_t from);
+
+/**
  * sqcd_warm_forget() - The kernel dropped an inode, and its page cache.
  * @d: daemon
  * @ref: the inode's reference

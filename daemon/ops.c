@@ -299,6 +299,10 @@ static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 	if (off < 0)
 		return (void)fuse_reply_err(req, EINVAL);
 	err = get_inode(d, node, &ino);
+	/* A file larger than the kernel's first READ: push the rest before
+	 * answering, so that reading on needs no second round trip. */
+	if (!err && off == 0 && size < ino.size)
+		sqcd_warm_rest(d, node, &ino, size);
 	if (!err && d->splice)
 		err = img_file_map(d->img, &ino, (uint64_t)off, size, spans,
 				   READ_SPANS_MAX, &n);

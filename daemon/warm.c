@@ -16,7 +16,9 @@
  * of the open file first.  CPython's open() asks isatty() of every file
  * (an ioctl, which the kernel always forwards), so a Python reader's first
  * epoch gets each file with that round trip instead of a read's: one round
- * trip per file fewer.  A bitmap remembers which files the kernel has been
+ * trip per file fewer.  Other readers send a READ of at most 128 KiB (the
+ * kernel's readahead) first: the rest of the file is pushed before that
+ * READ is answered, so a larger file needs no second one.  A bitmap remembers which files the kernel has been
  * given since it made their inode, so that nothing is pushed twice; a
  * FORGET (the kernel dropped the inode and its pages) clears the bit.
  *
@@ -117,16 +119,17 @@ static void given_clear(struct warm *w, uint32_t nr)
 }
 
 /*
- * Push all of @ino into the page cache of the kernel's @node.  Return: 0
- * with *@pushed the bytes pushed; -ENOENT if the kernel holds no such
+ * Push @ino from byte @from to its end into the page cache of the kernel's
+ * @node.  Return: 0 with *@pushed the bytes pushed; -ENOENT if the kernel holds no such
  * inode; another negative errno.
  */
 static int push_file(struct sqcd *d, fuse_ino_t node,
-		     const struct img_inode *ino, uint64_t *pushed)
+		     const struct img_inode *ino, uint64_t from,
+		     uint64_t *pushed)
 {
 	struct img_span spans[64];
 	struct fuse_bufvec *bv;
-	uint64_t off = 0;
+	uint64_t off = from;
 	unsigned int n, nfd;
 	size_t total;
 	int err = 0, fd;
@@ -182,7 +185,7 @@ static int push_file(struct sqcd *d, fuse_ino_t node,
 			break;
 		}
 		off += total;
-		*pushed = off;
+		*pushed = off - from;
 	}
 	free(bv);
 	if (!err && off < ino->size)
@@ -202,7 +205,7 @@ static int warm_file(struct warm *w, const struct warm_item *it)
 	if (err || ino.type != IMG_REG || ino.size == 0 ||
 	    ino.size > WARM_FILE_MAX || given_test_set(w, ino.ino))
 		return err;
-	err = push_file(d, it->node, &ino, &pushed);
+	err = push_file(d, it->node, &ino, 0, &pushed);
 	atomic_fetch_add_explicit(&d->warm_bytes, pushed,
 				  memory_order_relaxed);
 	if (err)
@@ -405,31 +408,44 @@ void sqcd_warm_add(struct sqcd *d, fuse_ino_t node, uint64_t ref)
 	pthread_mutex_unlock(&w->lock);
 }
 
-void sqcd_warm_open(struct sqcd *d, fuse_ino_t node, uint64_t ref)
+/* Push @ino from @from on, at most once and by half the workers at most. */
+static void push_open(struct sqcd *d, fuse_ino_t node,
+		      const struct img_inode *ino, uint64_t from)
 {
 	struct warm *w = d->warm;
-	struct img_inode ino;
 	uint64_t pushed;
 	int err;
 
-	if (!w)
-		return;
 	if (atomic_fetch_add(&w->opening, 1) >= w->opening_max)
 		goto out; /* enough workers busy pushing: the reads will do */
-	if (img_inode_get(d->img, ref, &ino) || ino.type != IMG_REG ||
-	    ino.size == 0 || ino.size > WARM_OPEN_MAX ||
-	    given_test_set(w, ino.ino))
+	if (ino->type != IMG_REG || ino->size <= from ||
+	    ino->size > WARM_OPEN_MAX || given_test_set(w, ino->ino))
 		goto out;
-	err = push_file(d, node, &ino, &pushed);
+	err = push_file(d, node, ino, from, &pushed);
 	atomic_fetch_add_explicit(&d->open_bytes, pushed,
 				  memory_order_relaxed);
 	if (err)
-		given_clear(w, ino.ino); /* the reads will tell */
+		given_clear(w, ino->ino); /* the reads will tell */
 	else
 		atomic_fetch_add_explicit(&d->open_files, 1,
 					  memory_order_relaxed);
 out:
 	atomic_fetch_sub(&w->opening, 1);
+}
+
+void sqcd_warm_open(struct sqcd *d, fuse_ino_t node, uint64_t ref)
+{
+	struct img_inode ino;
+
+	if (d->warm && !img_inode_get(d->img, ref, &ino))
+		push_open(d, node, &ino, 0);
+}
+
+void sqcd_warm_rest(struct sqcd *d, fuse_ino_t node,
+		    const struct img_inode *ino, uint64_t from)
+{
+	if (d->warm)
+		push_open(d, node, ino, from);
 }
 
 void sqcd_warm_forget(struct sqcd *d, uint64_t ref)

@@ -2,7 +2,8 @@
 # Page-cache warming: once a directory listing has shown the kernel its
 # files, the daemon pushes their bytes into the page cache, so reading them
 # afterwards sends no read request at all, and the bytes are right.  A
-# file that Python opens (isatty(): an ioctl) is pushed before the answer.
+# file that Python opens (isatty(): an ioctl) is pushed before the answer,
+# and so is the rest of a file larger than its first READ.
 # The warm= budget bounds the warming, and warm=0 turns both off.  With -o prime the
 # daemon lists the tree itself, so files opened by path are served from
 # the kernel's caches without ever being listed.
@@ -120,6 +121,26 @@ done
 pushed=$(stat_of "$T/m" warm.open_files)
 [ "$pushed" -ge 1 ] && [ "$pushed" -le 90 ] || fail "$pushed of 90 files pushed at open"
 note "$pushed of 90 files pushed at open, the rest read"
+sqc_umount "$T/m"
+
+note "a file larger than the first READ: the rest is pushed before it is answered"
+mkdir -p "$T/rest/d"
+for kb in 300 900 2048; do
+    head -c $((kb * 1024 + 123)) /dev/urandom >"$T/rest/d/f$kb"
+done
+mkimg "$T/rest" "$T/rest.sqfs" -comp lz4
+sqc_mount "$T/rest.sqfs" "$T/m" -o "log=$T/d6.log"
+reads0=$(stat_of "$T/m" fuse.read)
+for kb in 300 900; do
+    cmp -s "$T/rest/d/f$kb" "$T/m/d/f$kb" || fail "f$kb differs"
+done
+reads=$(($(stat_of "$T/m" fuse.read) - reads0))
+[ "$reads" -eq 2 ] || fail "2 files of 300 and 900 KiB took $reads reads, not one each"
+[ "$(stat_of "$T/m" warm.open_files)" -eq 2 ] ||
+    fail "the rest of $(stat_of "$T/m" warm.open_files) of 2 files pushed"
+# Above 1 MiB the kernel's readahead does the rest, as before.
+cmp -s "$T/rest/d/f2048" "$T/m/d/f2048" || fail "f2048 differs"
+[ "$(stat_of "$T/m" warm.open_files)" -eq 2 ] || fail "a 2 MiB file was pushed"
 sqc_umount "$T/m"
 
 note "warm=0: reads go to the daemon"
