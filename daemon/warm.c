@@ -206,8 +206,7 @@ static int warm_file(struct warm *w, const struct warm_item *it)
 	    ino.size > WARM_FILE_MAX || given_test_set(w, ino.ino))
 		return err;
 	err = push_file(d, it->node, &ino, 0, &pushed);
-	atomic_fetch_add_explicit(&d->warm_bytes, pushed,
-				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&d->warm_bytes, pushed, memory_order_relaxed);
 	if (err)
 		given_clear(w, ino.ino);
 	else
@@ -422,8 +421,7 @@ static void push_open(struct sqcd *d, fuse_ino_t node,
 	    ino->size > WARM_OPEN_MAX || given_test_set(w, ino->ino))
 		goto out;
 	err = push_file(d, node, ino, from, &pushed);
-	atomic_fetch_add_explicit(&d->open_bytes, pushed,
-				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&d->open_bytes, pushed, memory_order_relaxed);
 	if (err)
 		given_clear(w, ino->ino); /* the reads will tell */
 	else
