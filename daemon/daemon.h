@@ -166,34 +166,23 @@ void sqcd_prime_join(struct sqcd *d);
 void sqcd_warm_add(struct sqcd *d, fuse_ino_t node, uint64_t ref);
 
 /**
- * sqcd_warm_open() - Push a file that is being opened, if not done yet.
- * @d: daemon
- * @node: its node id; the kernel holds the inode (the file is open)
- * @ref: its inode reference
- *
- * Pushes the whole file (up to 1 MiB) into the kernel's page cache before
- * the caller replies, so that the opener's reads find it there.  Does
- * nothing without warming, for other inodes, if the kernel was given the
- * file since it made the inode, or if half the FUSE workers are pushing
- * already (a push can wait for a READ, which needs a worker).
- *
- * Context: FUSE workers, inside a request on the open file.
- */
-void sqcd_warm_open(struct sqcd *d, fuse_ino_t node, uint64_t ref);
-
-/**
- * sqcd_warm_rest() - Push the rest of a file whose first bytes are read.
+ * sqcd_warm_push() - Push an open file into the page cache, once.
  * @d: daemon
  * @node: its node id; the kernel holds the inode (the file is open)
  * @ino: the file
- * @from: where the READ being answered ends
+ * @from: the first byte to push: 0 for a file being opened, or where the
+ *        READ being answered ends (its own pages stay locked until then)
  *
- * As sqcd_warm_open(), for bytes @from to the end: the READ's own pages
- * are locked by the kernel until it is answered, these are not.
+ * Pushes bytes @from to the end (files up to 1 MiB) before the caller
+ * replies, so that the reader finds them in the page cache.  Does nothing
+ * without warming, for other inodes, if the kernel was given the file
+ * since it made the inode, or if half the FUSE workers are pushing
+ * already (a push can wait for a READ, which needs a worker).
  *
- * Context: FUSE workers, inside a READ at offset 0, before the reply.
+ * Context: FUSE workers, inside a request on the open file, before the
+ * reply.
  */
-void sqcd_warm_rest(struct sqcd *d, fuse_ino_t node,
+void sqcd_warm_push(struct sqcd *d, fuse_ino_t node,
 		    const struct img_inode *ino, uint64_t from);
 
 /**

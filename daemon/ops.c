@@ -302,7 +302,7 @@ static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 	/* A file larger than the kernel's first READ: push the rest before
 	 * answering, so that reading on needs no second round trip. */
 	if (!err && off == 0 && size < ino.size)
-		sqcd_warm_rest(d, node, &ino, size);
+		sqcd_warm_push(d, node, &ino, size);
 	if (!err && d->splice)
 		err = img_file_map(d->img, &ino, (uint64_t)off, size, spans,
 				   READ_SPANS_MAX, &n);
@@ -702,12 +702,13 @@ static void sqcd_ioctl(fuse_req_t req, fuse_ino_t node, unsigned int cmd,
 		       const void *in_buf, size_t in_bufsz, size_t out_bufsz)
 {
 	struct sqcd *d = req_daemon(req);
+	struct img_inode ino;
 
 	(void)cmd, (void)arg, (void)fi, (void)in_buf;
 	(void)in_bufsz, (void)out_bufsz;
 	count(d, SQCD_OP_IOCTL);
-	if (!(flags & FUSE_IOCTL_DIR))
-		sqcd_warm_open(d, node, node_to_ref(d, node));
+	if (d->warm && !(flags & FUSE_IOCTL_DIR) && !get_inode(d, node, &ino))
+		sqcd_warm_push(d, node, &ino, 0);
 	fuse_reply_err(req, ENOTTY);
 }
 

@@ -18,9 +18,10 @@
  * epoch gets each file with that round trip instead of a read's: one round
  * trip per file fewer.  Other readers send a READ of at most 128 KiB (the
  * kernel's readahead) first: the rest of the file is pushed before that
- * READ is answered, so a larger file needs no second one.  A bitmap remembers which files the kernel has been
- * given since it made their inode, so that nothing is pushed twice; a
- * FORGET (the kernel dropped the inode and its pages) clears the bit.
+ * READ is answered, so a larger file needs no second one.  A bitmap
+ * remembers which files the kernel has been given since it made their
+ * inode, so that nothing is pushed twice; a FORGET (the kernel dropped the
+ * inode and its pages) clears the bit.
  *
  * Bounds: at most warm= bytes are pushed over the mount's life (the kernel
  * may evict them like any page cache); nothing is pushed before staging is
@@ -120,8 +121,8 @@ static void given_clear(struct warm *w, uint32_t nr)
 
 /*
  * Push @ino from byte @from to its end into the page cache of the kernel's
- * @node.  Return: 0 with *@pushed the bytes pushed; -ENOENT if the kernel holds no such
- * inode; another negative errno.
+ * @node.  Return: 0 with *@pushed the bytes pushed; -ENOENT if the kernel
+ * holds no such inode; another negative errno.
  */
 static int push_file(struct sqcd *d, fuse_ino_t node,
 		     const struct img_inode *ino, uint64_t from,
@@ -407,18 +408,19 @@ void sqcd_warm_add(struct sqcd *d, fuse_ino_t node, uint64_t ref)
 	pthread_mutex_unlock(&w->lock);
 }
 
-/* Push @ino from @from on, at most once and by half the workers at most. */
-static void push_open(struct sqcd *d, fuse_ino_t node,
-		      const struct img_inode *ino, uint64_t from)
+void sqcd_warm_push(struct sqcd *d, fuse_ino_t node,
+		    const struct img_inode *ino, uint64_t from)
 {
 	struct warm *w = d->warm;
 	uint64_t pushed;
 	int err;
 
-	if (atomic_fetch_add(&w->opening, 1) >= w->opening_max)
-		goto out; /* enough workers busy pushing: the reads will do */
-	if (ino->type != IMG_REG || ino->size <= from ||
-	    ino->size > WARM_OPEN_MAX || given_test_set(w, ino->ino))
+	if (!w || ino->type != IMG_REG || ino->size <= from ||
+	    ino->size > WARM_OPEN_MAX)
+		return;
+	/* Enough workers busy pushing, or given already: the reads will do. */
+	if (atomic_fetch_add(&w->opening, 1) >= w->opening_max ||
+	    given_test_set(w, ino->ino))
 		goto out;
 	err = push_file(d, node, ino, from, &pushed);
 	atomic_fetch_add_explicit(&d->open_bytes, pushed, memory_order_relaxed);
@@ -429,21 +431,6 @@ static void push_open(struct sqcd *d, fuse_ino_t node,
 					  memory_order_relaxed);
 out:
 	atomic_fetch_sub(&w->opening, 1);
-}
-
-void sqcd_warm_open(struct sqcd *d, fuse_ino_t node, uint64_t ref)
-{
-	struct img_inode ino;
-
-	if (d->warm && !img_inode_get(d->img, ref, &ino))
-		push_open(d, node, &ino, 0);
-}
-
-void sqcd_warm_rest(struct sqcd *d, fuse_ino_t node,
-		    const struct img_inode *ino, uint64_t from)
-{
-	if (d->warm)
-		push_open(d, node, ino, from);
 }
 
 void sqcd_warm_forget(struct sqcd *d, uint64_t ref)
