@@ -194,26 +194,40 @@ static int push_file(struct sqcd *d, fuse_ino_t node,
 	return err;
 }
 
+/*
+ * Push @ino from @from on unless the kernel was given it already, and count
+ * the push in @files and @bytes.  Return: as push_file(); 0 if given.
+ */
+static int push_once(struct warm *w, fuse_ino_t node,
+		     const struct img_inode *ino, uint64_t from,
+		     _Atomic uint64_t *files, _Atomic uint64_t *bytes)
+{
+	uint64_t pushed;
+	int err;
+
+	if (given_test_set(w, ino->ino))
+		return 0;
+	err = push_file(w->d, node, ino, from, &pushed);
+	atomic_fetch_add_explicit(bytes, pushed, memory_order_relaxed);
+	if (err)
+		given_clear(w, ino->ino); /* the reads will tell */
+	else
+		atomic_fetch_add_explicit(files, 1, memory_order_relaxed);
+	return err;
+}
+
 /* Push a listed file, unless the kernel has it already. */
 static int warm_file(struct warm *w, const struct warm_item *it)
 {
 	struct sqcd *d = w->d;
 	struct img_inode ino;
-	uint64_t pushed;
 	int err;
 
 	err = img_inode_get(d->img, it->ref, &ino);
 	if (err || ino.type != IMG_REG || ino.size == 0 ||
-	    ino.size > WARM_FILE_MAX || given_test_set(w, ino.ino))
+	    ino.size > WARM_FILE_MAX)
 		return err;
-	err = push_file(d, it->node, &ino, 0, &pushed);
-	atomic_fetch_add_explicit(&d->warm_bytes, pushed, memory_order_relaxed);
-	if (err)
-		given_clear(w, ino.ino);
-	else
-		atomic_fetch_add_explicit(&d->warm_files, 1,
-					  memory_order_relaxed);
-	return err;
+	return push_once(w, it->node, &ino, 0, &d->warm_files, &d->warm_bytes);
 }
 
 /*
@@ -412,24 +426,13 @@ void sqcd_warm_push(struct sqcd *d, fuse_ino_t node,
 		    const struct img_inode *ino, uint64_t from)
 {
 	struct warm *w = d->warm;
-	uint64_t pushed;
-	int err;
 
 	if (!w || ino->type != IMG_REG || ino->size <= from ||
 	    ino->size > WARM_OPEN_MAX)
 		return;
-	/* Enough workers busy pushing, or given already: the reads will do. */
-	if (atomic_fetch_add(&w->opening, 1) >= w->opening_max ||
-	    given_test_set(w, ino->ino))
-		goto out;
-	err = push_file(d, node, ino, from, &pushed);
-	atomic_fetch_add_explicit(&d->open_bytes, pushed, memory_order_relaxed);
-	if (err)
-		given_clear(w, ino->ino); /* the reads will tell */
-	else
-		atomic_fetch_add_explicit(&d->open_files, 1,
-					  memory_order_relaxed);
-out:
+	/* Enough workers busy pushing: the reads will do. */
+	if (atomic_fetch_add(&w->opening, 1) < w->opening_max)
+		push_once(w, node, ino, from, &d->open_files, &d->open_bytes);
 	atomic_fetch_sub(&w->opening, 1);
 }
 

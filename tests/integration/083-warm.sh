@@ -3,8 +3,8 @@
 # files, the daemon pushes their bytes into the page cache, so reading them
 # afterwards sends no read request at all, and the bytes are right.  A
 # file that Python opens (isatty(): an ioctl) is pushed before the answer,
-# and so is the rest of a file larger than its first READ.
-# The warm= budget bounds the warming, and warm=0 turns both off.  With -o prime the
+# and so is the rest of a file larger than its first READ.  The warm=
+# budget bounds the warming, and warm=0 turns both off.  With -o prime the
 # daemon lists the tree itself, so files opened by path are served from
 # the kernel's caches without ever being listed.
 # TIMEOUT: 120
