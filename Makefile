@@ -103,7 +103,7 @@ $(LIB): $(LIB_OBJS)
 	$(AR) rcs $@ $^
 
 $(DAEMON): $(DAEMON_OBJS) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJS) $(LIB) $(FUSE_LIBS) $(LIB_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJS) $(LIB) $(FUSE_LIBS) -luring $(LIB_LIBS)
 
 $(MOUNTCTL): $(MOUNTCTL_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(MOUNTCTL_OBJS) $(LIB) $(LIB_LIBS)

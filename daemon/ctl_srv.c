@@ -15,7 +15,8 @@
  *            decompressed_bytes, corrupt}
  *   fuse:   {lookup, getattr, readlink, open, read, opendir, readdir,
  *            readdirplus, statfs, getxattr, listxattr, write, ioctl,
- *            bytes_served, eio, readaheads, spliced, no_open}
+ *            bytes_served, eio, readaheads, spliced, no_open,
+ *            uring_threads, uring_requests}
  *   warm:   {budget, files, bytes, dropped, open_files, open_bytes}
  *           (page-cache warming; open_*: pushed when opened)
  *   prime:  {state (off, running, done, stopped), dirs, entries, seconds}
@@ -174,7 +175,7 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		"\"listxattr\":%llu,\"write\":%llu,\"ioctl\":%llu,"
 		"\"bytes_served\":%llu,"
 		"\"eio\":%llu,\"readaheads\":%llu,\"spliced\":%llu,"
-		"\"no_open\":%s},",
+		"\"no_open\":%s,\"uring_threads\":%u,\"uring_requests\":%llu},",
 		(unsigned long long)d->ops[SQCD_OP_LOOKUP],
 		(unsigned long long)d->ops[SQCD_OP_GETATTR],
 		(unsigned long long)d->ops[SQCD_OP_READLINK],
@@ -191,7 +192,8 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		(unsigned long long)d->bytes_served, (unsigned long long)d->eio,
 		(unsigned long long)d->readaheads,
 		(unsigned long long)d->spliced,
-		atomic_load(&d->no_open) ? "true" : "false");
+		atomic_load(&d->no_open) ? "true" : "false",
+		sqcd_uring_threads(d), (unsigned long long)d->uring_requests);
 	ctl_buf_printf(
 		b,
 		"\"warm\":{\"budget\":%llu,\"files\":%llu,\"bytes\":%llu,"

@@ -36,6 +36,7 @@ struct sqcd_opts {
 	bool allow_other; /* -o allow_other */
 	bool direct_io; /* -o direct_io: no page cache for file data */
 	bool no_splice; /* -o no_splice: never splice from the image */
+	bool no_uring; /* -o no_uring: requests through /dev/fuse only */
 	uint64_t warm; /* -o warm=SIZE: page-cache warming budget */
 	bool prime; /* -o prime: list the whole mount once it answers */
 	unsigned int prime_wait; /* -o prime_wait=S: detach waits this long */
@@ -90,6 +91,8 @@ struct sqcd {
 	_Atomic uint64_t open_files; /* files pushed when opened */
 	_Atomic uint64_t open_bytes; /* bytes pushed when opened */
 	struct warm *warm; /* the warming thread, or NULL */
+	struct sqcd_uring *uring; /* io_uring threads, or NULL */
+	_Atomic uint64_t uring_requests; /* requests served over io_uring */
 	pthread_t prime_thread; /* -o prime: lists the mount */
 	bool prime_running; /* prime_thread was started */
 	atomic_bool prime_stop; /* the daemon is stopping */
@@ -120,9 +123,19 @@ int sqcd_warm_start(struct sqcd *d);
  * sqcd_warm_stop() - Stop the warming thread.
  * @d: daemon
  *
+ * What it keeps stays for pushes at open until sqcd_warm_free().
+ *
  * Context: main thread, after the session loop; cannot fail.
  */
 void sqcd_warm_stop(struct sqcd *d);
+
+/**
+ * sqcd_warm_free() - Free what warming kept, once nothing pushes.
+ * @d: daemon
+ *
+ * Context: main thread, after sqcd_warm_stop() and sqcd_uring_stop().
+ */
+void sqcd_warm_free(struct sqcd *d);
 
 /**
  * sqcd_prime_start() - Start listing the whole mount (-o prime).
@@ -227,6 +240,52 @@ void sqcd_splice_drain(void);
  */
 int sqcd_splice_reply(fuse_req_t req, const struct img_span *spans,
 		      unsigned int n, size_t total);
+
+/**
+ * sqcd_uring_start() - Start serving requests over io_uring, if possible.
+ * @d: daemon, mounted, its session not yet looping
+ *
+ * Does nothing with -o no_uring or when the fuse module's enable_uring
+ * parameter is off.  Otherwise starts one thread per queue entry and hooks
+ * the session's I/O, so that the INIT reply asks for io_uring if the kernel
+ * offers it and every ring was set up.
+ *
+ * Return: 0; -ENOMEM; -errno.
+ * Context: main thread, after detaching, before the session loop.
+ */
+int sqcd_uring_start(struct sqcd *d);
+
+/**
+ * sqcd_uring_stop() - Stop the io_uring threads and free them.
+ * @d: daemon
+ *
+ * Context: main thread, after unmounting; cannot fail.
+ */
+void sqcd_uring_stop(struct sqcd *d);
+
+/* Whether the fuse module's enable_uring parameter is on. */
+bool sqcd_uring_kernel_enabled(void);
+
+/* Whether the kernel offered io_uring in INIT (and it may be used). */
+bool sqcd_uring_offered(const struct sqcd *d);
+
+/* Whether requests go over io_uring (INIT asked for it). */
+bool sqcd_uring_on(const struct sqcd *d);
+
+/* How many threads serve io_uring queues; 0 when not in use. */
+unsigned int sqcd_uring_threads(const struct sqcd *d);
+
+/**
+ * sqcd_uring_gate() - The push counter the calling thread counts in.
+ * @busy: left alone, or set to the counter of the thread's queue
+ * @max: left alone, or set to how many of that queue's threads may push
+ *
+ * A push can wait for a READ that the kernel queued on the same core, so
+ * every queue keeps one thread free of pushes.
+ *
+ * Context: FUSE workers and io_uring threads.
+ */
+void sqcd_uring_gate(atomic_uint **busy, unsigned int *max);
 
 /**
  * sqcd_ctl_start() - Serve the control socket from a thread.

@@ -81,6 +81,8 @@ static void usage(FILE *f)
 		"                     user_allow_other in /etc/fuse.conf unless root)\n"
 		"  no_splice          copy raw bytes that are not staged through memory\n"
 		"                     instead of splicing them from the image file\n"
+		"  no_uring           take requests from /dev/fuse even when the kernel\n"
+		"                     offers io_uring (fuse module's enable_uring=Y)\n"
 		"  threads=N          FUSE worker threads (default: one per core,\n"
 		"                     2 to 16, if the image is on tmpfs; else 16)\n"
 		"  workers=N          readahead threads (default: one per core)\n"
@@ -194,6 +196,10 @@ static int parse_one(struct sqcd_opts *o, char *opt)
 				      &o->prime_wait);
 	if (!val && !strcmp(opt, "prime")) {
 		o->prime = true;
+		return 0;
+	}
+	if (!val && !strcmp(opt, "no_uring")) {
+		o->no_uring = true;
 		return 0;
 	}
 	if (!val && !strcmp(opt, "no_splice")) {
@@ -739,6 +745,8 @@ int main(int argc, char **argv)
 		err = sqcd_warm_start(d);
 	if (!err)
 		err = sqcd_prime_start(d);
+	if (!err)
+		err = sqcd_uring_start(d);
 	/* Last: it reads what the others set up. */
 	if (!err)
 		err = sqcd_ctl_start(d);
@@ -790,7 +798,12 @@ out_unmount:
 	 * are joined once the session is gone. */
 	sqcd_prime_stop(d);
 	sqcd_ctl_stop(d);
+	/* A push of the warming thread may wait for a READ that an io_uring
+	 * thread answers, and io_uring threads push too: the warming thread
+	 * stops first, then the io_uring threads, then its state goes. */
 	sqcd_warm_stop(d);
+	sqcd_uring_stop(d);
+	sqcd_warm_free(d);
 	fuse_session_unmount(d->se);
 out_signals:
 	fuse_remove_signal_handlers(d->se);

@@ -119,8 +119,10 @@ static void sqcd_init(void *userdata, struct fuse_conn_info *conn)
 		     (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT);
 	d->no_opendir = conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
 	/* Raw bytes that are not staged go from the image's page cache to
-	 * the kernel by splice (see reply_spliced()). */
-	if (!d->o.no_splice && (conn->capable & FUSE_CAP_SPLICE_WRITE)) {
+	 * the kernel by splice (see reply_spliced()); over io_uring a reply
+	 * is copied into the ring entry, so a pipe would be one copy more. */
+	if (!d->o.no_splice && !sqcd_uring_offered(d) &&
+	    (conn->capable & FUSE_CAP_SPLICE_WRITE)) {
 		conn->want |= FUSE_CAP_SPLICE_WRITE;
 		d->splice = true;
 	}

@@ -359,6 +359,14 @@ void sqcd_warm_stop(struct sqcd *d)
 	pthread_cond_signal(&w->more);
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->thread, NULL);
+}
+
+void sqcd_warm_free(struct sqcd *d)
+{
+	struct warm *w = d->warm;
+
+	if (!w)
+		return;
 	pthread_cond_destroy(&w->more);
 	pthread_mutex_destroy(&w->lock);
 	free(w->given);
@@ -426,14 +434,19 @@ void sqcd_warm_push(struct sqcd *d, fuse_ino_t node,
 		    const struct img_inode *ino, uint64_t from)
 {
 	struct warm *w = d->warm;
+	atomic_uint *busy;
+	unsigned int max;
 
 	if (!w || ino->type != IMG_REG || ino->size <= from ||
 	    ino->size > WARM_OPEN_MAX)
 		return;
+	busy = &w->opening;
+	max = w->opening_max;
+	sqcd_uring_gate(&busy, &max);
 	/* Enough workers busy pushing: the reads will do. */
-	if (atomic_fetch_add(&w->opening, 1) < w->opening_max)
+	if (atomic_fetch_add(busy, 1) < max)
 		push_once(w, node, ino, from, &d->open_files, &d->open_bytes);
-	atomic_fetch_sub(&w->opening, 1);
+	atomic_fetch_sub(busy, 1);
 }
 
 void sqcd_warm_forget(struct sqcd *d, uint64_t ref)

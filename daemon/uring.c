@@ -1,0 +1,669 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file serves FUSE requests over io_uring (Linux 6.14 and later, with
+ * the fuse module's enable_uring parameter on).
+ *
+ * Why: through /dev/fuse a request wakes whichever worker sleeps in read(),
+ * often on the other core, and the reply wakes the requester back across.
+ * On a virtual machine each such wakeup is an interrupt to an idle vCPU and
+ * costs tens of microseconds, more than the work of a warm request.  Over
+ * io_uring the kernel queues a request on the queue of the core the
+ * requester runs on; the threads of that queue are pinned to that core, so
+ * a request and its reply are two context switches on one core.
+ *
+ * How, with a libfuse (3.14) that knows nothing of it: fuse_session_custom_io()
+ * shows us every request libfuse reads and every reply it writes.  When the
+ * kernel offers io_uring in INIT, the INIT reply gets FUSE_OVER_IO_URING
+ * added, and once that reply is written each ring thread registers one
+ * entry (a header buffer and a payload buffer) for its queue.  A request
+ * that lands in an entry is rebuilt as /dev/fuse would have delivered it
+ * and given to fuse_session_process_buf(); the reply libfuse then writes is
+ * caught here, copied into the entry, and committed together with the fetch
+ * of the next request.  FORGET, INTERRUPT and notifications keep going
+ * through /dev/fuse and the libfuse loop.
+ *
+ * One entry per thread: the kernel gives a request only to an entry whose
+ * thread waits for one, so a thread that blocks (a push into the page cache
+ * waits for pages that a READ holds) holds back no other request.  At most
+ * all but one thread of a queue push at a time (sqcd_uring_gate()).
+ *
+ * Until every queue has an entry the kernel holds new requests back, so a
+ * ring that cannot be set up must be known before INIT is answered: the
+ * threads create their rings first, and the INIT reply asks for io_uring
+ * only if all of them did.
+ */
+#define LOG_MOD "uring"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fuse.h>
+#include <liburing.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "util/err.h"
+#include "util/log.h"
+
+/*
+ * The kernel's side (include/uapi/linux/fuse.h, protocol 7.42); the
+ * headers of Debian 12 are older.
+ */
+#define URING_INIT_FLAG2 (1u << (41 - 32)) /* FUSE_OVER_IO_URING in flags2 */
+#define URING_INIT_EXT (1u << 30) /* FUSE_INIT_EXT: flags2 is valid */
+#define URING_CMD_REGISTER 1
+#define URING_CMD_COMMIT_AND_FETCH 2
+#define URING_OP_IN_MAX 128 /* bytes of a request's first argument */
+
+struct uring_ent_in_out {
+	uint64_t flags;
+	uint64_t commit_id; /* the request's unique, to commit it */
+	uint32_t payload_sz; /* bytes in the payload buffer */
+	uint32_t padding;
+	uint64_t reserved;
+};
+
+struct uring_req_header {
+	char in_out[128]; /* fuse_in_header, then fuse_out_header */
+	char op_in[URING_OP_IN_MAX]; /* the first argument (e.g. read_in) */
+	struct uring_ent_in_out ent;
+};
+
+struct uring_cmd_req {
+	uint64_t flags;
+	uint64_t commit_id;
+	uint16_t qid;
+	uint8_t padding[6];
+};
+
+/* What the kernel sends and expects, at the offsets libfuse uses too. */
+struct init_in_head {
+	uint32_t major, minor, max_readahead, flags, flags2;
+};
+
+struct init_out_head {
+	uint32_t major, minor, max_readahead, flags;
+	uint16_t max_background, congestion_threshold;
+	uint32_t max_write, time_gran;
+	uint16_t max_pages, map_alignment;
+	uint32_t flags2;
+};
+
+#define STOP_TAG 0 /* user_data of the stop poll; entries are pointers */
+#define URING_PAYLOAD (1u << 20) /* max_write: sqcd_init() sets 1 MiB */
+
+enum uring_state {
+	URING_OFF, /* not tried, or INIT did not offer it */
+	URING_OFFERED, /* the kernel offered it; INIT not answered yet */
+	URING_ON, /* INIT asked for it; threads register */
+};
+
+struct ring_thread {
+	struct sqcd_uring *u;
+	unsigned int qid; /* queue, and the core it serves */
+	pthread_t thread;
+	bool started;
+	struct io_uring ring;
+	bool ring_ok; /* ring set up */
+	struct uring_req_header *hdr; /* registered header buffer */
+	char *payload; /* registered payload buffer, URING_PAYLOAD bytes */
+	char *req; /* the request rebuilt as /dev/fuse delivers it */
+	struct iovec iov[2];
+	_Atomic uint64_t unique; /* request being served, 0 when none */
+	pthread_mutex_t lock;
+	pthread_cond_t replied_cond;
+	bool replied; /* the reply is in the entry */
+};
+
+struct sqcd_uring {
+	struct sqcd *d;
+	int fd; /* the session's /dev/fuse */
+	int stop_fd; /* eventfd: written once to stop every ring */
+	unsigned int nqueues; /* possible cores: the kernel's queue count */
+	unsigned int per_queue; /* threads (entries) per queue */
+	unsigned int nthreads;
+	_Atomic int state; /* enum uring_state */
+	_Atomic uint64_t init_unique; /* the INIT request */
+	atomic_uint *pushing; /* per queue: threads pushing */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned int setup_done; /* threads that tried to set up */
+	unsigned int setup_ok; /* of which succeeded */
+	bool go; /* INIT answered: register */
+	atomic_bool stopping; /* no more pushes: sqcd_uring_stop() began */
+	atomic_bool stop; /* threads end */
+	struct ring_thread t[];
+};
+
+static _Thread_local struct ring_thread *self;
+
+static unsigned int possible_cpus(void)
+{
+	char line[64];
+	unsigned int a, b, n = 0;
+	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
+	char *p;
+
+	if (!f)
+		return 0;
+	if (!fgets(line, sizeof(line), f)) {
+		fclose(f);
+		return 0;
+	}
+	fclose(f);
+	/* "0-3" or "0,2-5": the highest number, plus one. */
+	for (p = strtok(line, ",\n"); p; p = strtok(NULL, ",\n")) {
+		if (sscanf(p, "%u-%u", &a, &b) == 2)
+			n = b + 1 > n ? b + 1 : n;
+		else if (sscanf(p, "%u", &a) == 1)
+			n = a + 1 > n ? a + 1 : n;
+	}
+	return n;
+}
+
+bool sqcd_uring_kernel_enabled(void)
+{
+	char c = 0;
+	int fd = open("/sys/module/fuse/parameters/enable_uring",
+		      O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	if (read(fd, &c, 1) != 1)
+		c = 0;
+	close(fd);
+	return c == 'Y' || c == '1';
+}
+
+static size_t iov_total(const struct iovec *iov, int count)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < count; i++)
+		n += iov[i].iov_len;
+	return n;
+}
+
+/* Copy a reply into @t's entry; the thread commits it. */
+static ssize_t ring_reply(struct ring_thread *t, const struct iovec *iov,
+			  int count)
+{
+	size_t total = iov_total(iov, count);
+	struct fuse_out_header out;
+	size_t at = 0;
+
+	memcpy(&out, iov[0].iov_base, sizeof(out));
+	if (iov[0].iov_len != sizeof(out) ||
+	    total - sizeof(out) > URING_PAYLOAD) {
+		/* Not a reply libfuse makes; fail the request, not the ring. */
+		out.len = sizeof(out);
+		out.error = -EIO;
+		count = 1;
+	}
+	memcpy(t->hdr->in_out, &out, sizeof(out));
+	for (int i = 1; i < count; i++) {
+		memcpy(t->payload + at, iov[i].iov_base, iov[i].iov_len);
+		at += iov[i].iov_len;
+	}
+	t->hdr->ent.payload_sz = (uint32_t)at;
+	pthread_mutex_lock(&t->lock);
+	t->replied = true;
+	pthread_cond_signal(&t->replied_cond);
+	pthread_mutex_unlock(&t->lock);
+	return (ssize_t)total;
+}
+
+static struct ring_thread *holder_of(struct sqcd_uring *u, uint64_t unique)
+{
+	if (self && self->u == u &&
+	    atomic_load_explicit(&self->unique, memory_order_relaxed) == unique)
+		return self;
+	/* A reply from another thread than the request's (libfuse allows). */
+	for (unsigned int i = 0; i < u->nthreads; i++)
+		if (atomic_load(&u->t[i].unique) == unique)
+			return &u->t[i];
+	return NULL;
+}
+
+/* Ask for io_uring in the INIT reply, if every ring is ready. */
+static void patch_init(struct sqcd_uring *u, struct iovec *iov, int count)
+{
+	struct init_out_head o;
+	unsigned int ok;
+
+	if (count < 2 || iov[1].iov_len < sizeof(o))
+		return;
+	memcpy(&o, iov[1].iov_base, sizeof(o));
+	pthread_mutex_lock(&u->lock);
+	while (u->setup_done < u->nthreads)
+		pthread_cond_wait(&u->cond, &u->lock);
+	ok = u->setup_ok;
+	pthread_mutex_unlock(&u->lock);
+	if (ok < u->nthreads || o.max_write > URING_PAYLOAD ||
+	    (size_t)o.max_pages * (size_t)getpagesize() > URING_PAYLOAD) {
+		log_info("not using io_uring: %u of %u rings set up, "
+			 "max_write %u, max_pages %u",
+			 ok, u->nthreads, o.max_write, o.max_pages);
+		atomic_store(&u->state, URING_OFF);
+		return;
+	}
+	o.flags |= URING_INIT_EXT;
+	o.flags2 |= URING_INIT_FLAG2;
+	memcpy(iov[1].iov_base, &o, sizeof(o));
+	atomic_store(&u->state, URING_ON);
+}
+
+static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	struct sqcd *d = userdata;
+	struct sqcd_uring *u = d->uring;
+	struct fuse_out_header out;
+	struct ring_thread *t;
+	bool init = false;
+	ssize_t r;
+
+	if (count < 1 || iov[0].iov_len < sizeof(out))
+		return writev(fd, iov, count);
+	memcpy(&out, iov[0].iov_base, sizeof(out));
+	if (out.unique && (t = holder_of(u, out.unique)))
+		return ring_reply(t, iov, count);
+	if (out.unique && out.unique == atomic_load(&u->init_unique) &&
+	    atomic_load(&u->state) == URING_OFFERED && !out.error) {
+		patch_init(u, iov, count);
+		init = atomic_load(&u->state) == URING_ON;
+	}
+	r = writev(fd, iov, count);
+	if (init) {
+		/* The kernel took the reply: registering may begin. */
+		pthread_mutex_lock(&u->lock);
+		u->go = r >= 0;
+		pthread_cond_broadcast(&u->cond);
+		pthread_mutex_unlock(&u->lock);
+	}
+	return r;
+}
+
+static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
+{
+	struct sqcd *d = userdata;
+	struct sqcd_uring *u = d->uring;
+	ssize_t r = read(fd, buf, len);
+	struct fuse_in_header in;
+	struct init_in_head init;
+
+	if (r < (ssize_t)(sizeof(in) + sizeof(init)))
+		return r;
+	memcpy(&in, buf, sizeof(in));
+	if (in.opcode != FUSE_INIT)
+		return r;
+	memcpy(&init, (char *)buf + sizeof(in), sizeof(init));
+	if ((init.flags & URING_INIT_EXT) && (init.flags2 & URING_INIT_FLAG2)) {
+		atomic_store(&u->init_unique, in.unique);
+		atomic_store(&u->state, URING_OFFERED);
+	} else {
+		log_info("the kernel does not offer io_uring for this mount");
+	}
+	return r;
+}
+
+static ssize_t io_splice_send(int fdin, off_t *offin, int fdout, off_t *offout,
+			      size_t len, unsigned int flags, void *userdata)
+{
+	(void)userdata;
+	return splice(fdin, offin, fdout, offout, len, flags);
+}
+
+/* Queue a command for the entry of @t; submitted with the next wait. */
+static int prep_cmd(struct ring_thread *t, uint32_t op, uint64_t commit_id)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&t->ring);
+	struct uring_cmd_req *cmd;
+
+	if (!sqe)
+		return -EBUSY;
+	memset(sqe, 0, 2 * sizeof(*sqe)); /* SQE128: two slots */
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = t->u->fd;
+	sqe->cmd_op = op;
+	if (op == URING_CMD_REGISTER) {
+		sqe->addr = (uint64_t)(uintptr_t)t->iov;
+		sqe->len = 2;
+	}
+	cmd = (struct uring_cmd_req *)(void *)sqe->cmd;
+	cmd->commit_id = commit_id;
+	cmd->qid = (uint16_t)t->qid;
+	io_uring_sqe_set_data(sqe, t);
+	return 0;
+}
+
+static int prep_stop_poll(struct ring_thread *t)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&t->ring);
+
+	if (!sqe)
+		return -EBUSY;
+	memset(sqe, 0, 2 * sizeof(*sqe));
+	io_uring_prep_poll_add(sqe, t->u->stop_fd, POLLIN);
+	io_uring_sqe_set_data64(sqe, STOP_TAG);
+	return 0;
+}
+
+/* Hand the request in @t's entry to libfuse, and wait for its reply. */
+static void serve(struct ring_thread *t)
+{
+	struct sqcd *d = t->u->d;
+	struct fuse_in_header in;
+	uint32_t plen = t->hdr->ent.payload_sz;
+	size_t oplen;
+
+	memcpy(&in, t->hdr->in_out, sizeof(in));
+	/* The first argument went to op_in, the others to the payload. */
+	if (in.len < sizeof(in) + plen || plen > URING_PAYLOAD ||
+	    in.len - sizeof(in) - plen > URING_OP_IN_MAX) {
+		struct fuse_out_header out = { .len = sizeof(out),
+					       .error = -EIO,
+					       .unique = in.unique };
+
+		log_err("request %u of %u bytes with %u in the payload: "
+			"failed with EIO",
+			in.opcode, in.len, plen);
+		memcpy(t->hdr->in_out, &out, sizeof(out));
+		t->hdr->ent.payload_sz = 0;
+		return;
+	}
+	oplen = in.len - sizeof(in) - plen;
+	memcpy(t->req, &in, sizeof(in));
+	memcpy(t->req + sizeof(in), t->hdr->op_in, oplen);
+	memcpy(t->req + sizeof(in) + oplen, t->payload, plen);
+	t->replied = false;
+	atomic_store(&t->unique, in.unique);
+	fuse_session_process_buf(d->se, &(struct fuse_buf){ .mem = t->req,
+							    .size = in.len });
+	if (in.opcode == FUSE_FORGET || in.opcode == FUSE_BATCH_FORGET) {
+		/* libfuse answers no FORGET, but one the kernel sends as a
+		 * request (fuse_force_forget(), after a readdirplus entry it
+		 * could not use) ends only when its entry is committed. */
+		struct fuse_out_header out = { .len = sizeof(out),
+					       .unique = in.unique };
+
+		memcpy(t->hdr->in_out, &out, sizeof(out));
+		t->hdr->ent.payload_sz = 0;
+		t->replied = true;
+	}
+	pthread_mutex_lock(&t->lock);
+	while (!t->replied && !atomic_load(&t->u->stop))
+		pthread_cond_wait(&t->replied_cond, &t->lock);
+	pthread_mutex_unlock(&t->lock);
+	atomic_store(&t->unique, 0);
+	atomic_fetch_add_explicit(&d->uring_requests, 1, memory_order_relaxed);
+}
+
+static void setup_done(struct ring_thread *t, bool ok)
+{
+	struct sqcd_uring *u = t->u;
+
+	pthread_mutex_lock(&u->lock);
+	u->setup_done++;
+	u->setup_ok += ok;
+	pthread_cond_broadcast(&u->cond);
+	pthread_mutex_unlock(&u->lock);
+}
+
+static int ring_setup(struct ring_thread *t)
+{
+	size_t hsz = sizeof(*t->hdr);
+	cpu_set_t set;
+	int err;
+
+	/* Serve the core this queue is for (it may be offline: then not). */
+	CPU_ZERO(&set);
+	CPU_SET(t->qid, &set);
+	(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	t->hdr = aligned_alloc(4096, (hsz + 4095) & ~(size_t)4095);
+	t->payload = mmap(NULL, URING_PAYLOAD, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	t->req = mmap(NULL, URING_PAYLOAD + 4096, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t->payload == MAP_FAILED)
+		t->payload = NULL;
+	if (t->req == MAP_FAILED)
+		t->req = NULL;
+	if (!t->hdr || !t->payload || !t->req)
+		return -ENOMEM;
+	memset(t->hdr, 0, hsz);
+	t->iov[0] = (struct iovec){ t->hdr, hsz };
+	t->iov[1] = (struct iovec){ t->payload, URING_PAYLOAD };
+	/* Task work (a request arriving) runs when this thread waits, not
+	 * as an interrupt of whatever it does. */
+	err = io_uring_queue_init(4, &t->ring,
+				  IORING_SETUP_SQE128 |
+					  IORING_SETUP_SINGLE_ISSUER |
+					  IORING_SETUP_DEFER_TASKRUN);
+	if (err == -EINVAL) /* before Linux 6.1 */
+		err = io_uring_queue_init(4, &t->ring, IORING_SETUP_SQE128);
+	if (err)
+		return err;
+	t->ring_ok = true;
+	return prep_stop_poll(t);
+}
+
+static void *ring_main(void *arg)
+{
+	struct ring_thread *t = arg;
+	struct sqcd_uring *u = t->u;
+	bool registering = true;
+	int err;
+
+	self = t;
+	err = ring_setup(t);
+	if (err)
+		log_err("queue %u: cannot set up io_uring: %s", t->qid,
+			err_str(err));
+	setup_done(t, !err);
+	if (err)
+		goto out_exit;
+	pthread_mutex_lock(&u->lock);
+	while (!u->go && !atomic_load(&u->stop))
+		pthread_cond_wait(&u->cond, &u->lock);
+	pthread_mutex_unlock(&u->lock);
+	if (atomic_load(&u->stop))
+		goto out_exit;
+	err = prep_cmd(t, URING_CMD_REGISTER, 0);
+	while (!err) {
+		struct io_uring_cqe *cqe;
+		void *tag;
+		int res;
+
+		/* One system call: the commit (or registration) queued last,
+		 * and the wait for the next request. */
+		err = io_uring_submit_and_wait(&t->ring, 1);
+		if (err == -EINTR) {
+			err = 0;
+			continue;
+		}
+		if (err < 0)
+			break;
+		err = io_uring_peek_cqe(&t->ring, &cqe);
+		if (err == -EAGAIN) {
+			err = 0;
+			continue;
+		}
+		if (err)
+			break;
+		tag = io_uring_cqe_get_data(cqe);
+		res = cqe->res;
+		io_uring_cqe_seen(&t->ring, cqe);
+		if (tag == (void *)STOP_TAG)
+			break;
+		if (res == -EAGAIN && registering) {
+			/* INIT not processed yet: try again shortly. */
+			usleep(1000);
+			err = prep_cmd(t, URING_CMD_REGISTER, 0);
+			continue;
+		}
+		if (res < 0) {
+			err = res;
+			break;
+		}
+		registering = false;
+		serve(t);
+		err = prep_cmd(t, URING_CMD_COMMIT_AND_FETCH,
+			       t->hdr->ent.commit_id);
+	}
+	/* The kernel ends the entries of a connection that goes away. */
+	if (err && err != -ENOTCONN && err != -ECONNABORTED &&
+	    err != -ECANCELED && !atomic_load(&u->stop))
+		log_err("queue %u: io_uring stopped: %s", t->qid, err_str(err));
+out_exit:
+	/* At once: an armed entry holds the FUSE device open, and a push of
+	 * another thread may wait for the connection to end. */
+	if (t->ring_ok) {
+		io_uring_queue_exit(&t->ring);
+		t->ring_ok = false;
+	}
+	return NULL;
+}
+
+int sqcd_uring_start(struct sqcd *d)
+{
+	static const struct fuse_custom_io io = {
+		.writev = io_writev,
+		.read = io_read,
+		.splice_send = io_splice_send,
+	};
+	unsigned int nq = possible_cpus(), per;
+	struct sqcd_uring *u;
+	int err;
+
+	if (d->o.no_uring || !sqcd_uring_kernel_enabled() || !nq || nq > 4096)
+		return 0;
+	/* Every queue keeps a thread free of pushes (sqcd_uring_gate()). */
+	per = (d->o.threads + nq - 1) / nq;
+	per = per < 2 ? 2 : per;
+	u = calloc(1, sizeof(*u) + (size_t)nq * per * sizeof(u->t[0]));
+	if (!u)
+		return -ENOMEM;
+	u->pushing = calloc(nq, sizeof(*u->pushing));
+	u->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (!u->pushing || u->stop_fd < 0) {
+		err = u->pushing ? -errno : -ENOMEM;
+		goto out_free;
+	}
+	u->d = d;
+	u->fd = fuse_session_fd(d->se);
+	u->nqueues = nq;
+	u->per_queue = per;
+	u->nthreads = nq * per;
+	pthread_mutex_init(&u->lock, NULL);
+	pthread_cond_init(&u->cond, NULL);
+	for (unsigned int i = 0; i < u->nthreads; i++) {
+		struct ring_thread *t = &u->t[i];
+
+		t->u = u;
+		t->qid = i / per;
+		pthread_mutex_init(&t->lock, NULL);
+		pthread_cond_init(&t->replied_cond, NULL);
+	}
+	/* Same fd: libfuse closes it when the session is destroyed. */
+	err = fuse_session_custom_io(d->se, &io, u->fd);
+	if (err)
+		goto out_free;
+	d->uring = u;
+	for (unsigned int i = 0; i < u->nthreads; i++) {
+		struct ring_thread *t = &u->t[i];
+
+		err = -pthread_create(&t->thread, NULL, ring_main, t);
+		if (err) {
+			/* INIT then finds fewer rings than threads. */
+			pthread_mutex_lock(&u->lock);
+			u->setup_done += u->nthreads - i;
+			pthread_mutex_unlock(&u->lock);
+			break;
+		}
+		t->started = true;
+	}
+	return 0;
+
+out_free:
+	if (u->stop_fd >= 0)
+		close(u->stop_fd);
+	free(u->pushing);
+	free(u);
+	return err;
+}
+
+void sqcd_uring_stop(struct sqcd *d)
+{
+	struct sqcd_uring *u = d->uring;
+	uint64_t one = 1;
+
+	if (!u)
+		return;
+	/* A push may wait for a READ that only a ring thread can answer:
+	 * let those in progress end while every thread still serves. */
+	atomic_store(&u->stopping, true);
+	for (unsigned int q = 0; q < u->nqueues; q++)
+		while (atomic_load(&u->pushing[q]))
+			usleep(1000);
+	pthread_mutex_lock(&u->lock);
+	atomic_store(&u->stop, true);
+	pthread_cond_broadcast(&u->cond);
+	pthread_mutex_unlock(&u->lock);
+	for (unsigned int i = 0; i < u->nthreads; i++) {
+		pthread_mutex_lock(&u->t[i].lock);
+		pthread_cond_broadcast(&u->t[i].replied_cond);
+		pthread_mutex_unlock(&u->t[i].lock);
+	}
+	if (write(u->stop_fd, &one, sizeof(one)) != sizeof(one))
+		log_err("cannot stop the io_uring threads: %s",
+			err_str(-errno));
+	for (unsigned int i = 0; i < u->nthreads; i++) {
+		struct ring_thread *t = &u->t[i];
+
+		if (t->started)
+			pthread_join(t->thread, NULL);
+		free(t->hdr);
+		if (t->payload)
+			munmap(t->payload, URING_PAYLOAD);
+		if (t->req)
+			munmap(t->req, URING_PAYLOAD + 4096);
+		pthread_mutex_destroy(&t->lock);
+		pthread_cond_destroy(&t->replied_cond);
+	}
+	close(u->stop_fd);
+	free(u->pushing);
+	pthread_mutex_destroy(&u->lock);
+	pthread_cond_destroy(&u->cond);
+	free(u);
+	d->uring = NULL;
+}
+
+bool sqcd_uring_offered(const struct sqcd *d)
+{
+	return d->uring && atomic_load(&d->uring->state) != URING_OFF;
+}
+
+bool sqcd_uring_on(const struct sqcd *d)
+{
+	return d->uring && atomic_load(&d->uring->state) == URING_ON;
+}
+
+unsigned int sqcd_uring_threads(const struct sqcd *d)
+{
+	return sqcd_uring_on(d) ? d->uring->nthreads : 0;
+}
+
+void sqcd_uring_gate(atomic_uint **busy, unsigned int *max)
+{
+	if (!self)
+		return;
+	*busy = &self->u->pushing[self->qid];
+	*max = atomic_load(&self->u->stopping) ? 0 : self->u->per_queue - 1;
+}
