@@ -80,6 +80,15 @@ static void print_human(struct ctl_buf *b, const char *st)
 				   sizeof(s2)),
 		       (unsigned long long)mc_json_u64(st, "fuse.read"),
 		       (unsigned long long)mc_json_u64(st, "fuse.eio"));
+	/* Where requests come from: io_uring queues, or /dev/fuse. */
+	if (mc_json_u64(st, "fuse.uring_threads"))
+		ctl_buf_printf(
+			b, LABEL "io_uring, %llu threads, %llu requests\n",
+			"requests",
+			(unsigned long long)mc_json_u64(st,
+							"fuse.uring_threads"),
+			(unsigned long long)mc_json_u64(st,
+							"fuse.uring_requests"));
 	/* Pushed into the page cache: read later without a request. */
 	if (mc_json_u64(st, "warm.files"))
 		ctl_buf_printf(b, LABEL "%llu files, %s into the page cache\n",
