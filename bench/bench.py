@@ -347,9 +347,20 @@ class SquashcachedPrime(Squashcached):
                                  "prime" + ("," + extra if extra else ""))
 
 
+class SquashcachedNoUring(Squashcached):
+    """squashcached -o no_uring: requests through /dev/fuse even where the
+    kernel offers io_uring, for comparing the two transports in one run."""
+    name = "squashcached_no_uring"
+
+    def mount_cmd(self, image, mnt, extra):
+        return super().mount_cmd(image, mnt,
+                                 "no_uring" + ("," + extra if extra else ""))
+
+
 CONTENDERS = {"tmpfs": Tmpfs, "kernel": Kernel, "squashfuse_ll": Squashfuse,
               "squashcached": Squashcached,
-              "squashcached_prime": SquashcachedPrime}
+              "squashcached_prime": SquashcachedPrime,
+              "squashcached_no_uring": SquashcachedNoUring}
 
 
 class Watchdog:
@@ -1202,6 +1213,11 @@ def machine_info():
     info["squashcached_binary"] = os.environ.get("SQC_BINARY", "?")
     info["drop_pagecache_start"] = drops()
     info["damon"] = damon_info()
+    try:
+        with open("/sys/module/fuse/parameters/enable_uring") as f:
+            info["fuse_enable_uring"] = f.read().strip()
+    except OSError:
+        info["fuse_enable_uring"] = None
     with open("/proc/loadavg") as f:
         info["loadavg_start"] = f.read().split()[:3]
     return info

@@ -150,6 +150,12 @@ class Report:
             ["OS, kernel", "%s; %s" % (mi.get("os"), mi["kernel"])],
             ["libfuse", "fuse3 %s, libfuse3-3 %s" % (pk.get("fuse3"),
                                                     pk.get("libfuse3-3"))],
+            ["FUSE over io_uring", "fuse module enable_uring=%s%s" % (
+                mi.get("fuse_enable_uring"),
+                " (squashcached serves its queues; squashcached_no_uring "
+                "and squashfuse_ll use /dev/fuse)"
+                if mi.get("fuse_enable_uring") == "Y" else
+                " (every FUSE contender uses /dev/fuse)")],
             ["squashfs-tools", str(pk.get("squashfs-tools"))],
             ["squashfuse", str(pk.get("squashfuse"))],
             ["Python, torch, torchvision, PIL", "%s, %s, %s, %s" % (
