@@ -866,6 +866,7 @@ class Bench:
             s["direct_squashfuse_ll"] = self.skipped["squashfuse_ll"]
         if "squashcached" in self.skipped:
             s["sqc_stage"] = s["sqc_demand"] = self.skipped["squashcached"]
+            s["sqc_stage_no_uring"] = self.skipped["squashcached"]
         if "kernel" in self.skipped:
             s["cp_kernel"] = self.skipped["kernel"]
         return s
@@ -889,9 +890,11 @@ class Bench:
         t_start = time.monotonic()
         try:
             prep = 0.0
-            if name in ("sqc_stage", "sqc_demand"):
+            if name in ("sqc_stage", "sqc_demand", "sqc_stage_no_uring"):
                 c = Squashcached(self.cfg, self.reg)
-                extra = "stage=full" if name == "sqc_stage" else "stage=none"
+                extra = "stage=full" if name != "sqc_demand" else "stage=none"
+                if name == "sqc_stage_no_uring":
+                    extra += ",no_uring"
                 rec["mount_s"] = c.mount(ds, image=src_img, mnt=mnt,
                                          extra=extra)
                 root = c.mnt

@@ -28,6 +28,8 @@ MEASURE_NAMES = {
 SLOW_NAMES = {
     "sqc_stage": "squashcached on the PFS image (staging)",
     "sqc_demand": "squashcached on the PFS image, stage=none",
+    "sqc_stage_no_uring": "squashcached on the PFS image (staging), "
+                          "-o no_uring",
     "cp_squashfuse_ll": "cp image to /dev/shm + squashfuse_ll",
     "cp_kernel": "cp image to /dev/shm + kernel squashfs",
     "untar_tmpfs": "untar into /dev/shm + tmpfs",
