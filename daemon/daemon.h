@@ -189,8 +189,9 @@ void sqcd_warm_add(struct sqcd *d, fuse_ino_t node, uint64_t ref);
  * Pushes bytes @from to the end (files up to 1 MiB) before the caller
  * replies, so that the reader finds them in the page cache.  Does nothing
  * without warming, for other inodes, if the kernel was given the file
- * since it made the inode, or if half the FUSE workers are pushing
- * already (a push can wait for a READ, which needs a worker).
+ * since it made the inode, or if enough workers are pushing already:
+ * half the FUSE workers, or over io_uring all but one thread of the
+ * caller's queue (a push can wait for a READ, which needs a worker).
  *
  * Context: FUSE workers, inside a request on the open file, before the
  * reply.

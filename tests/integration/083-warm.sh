@@ -26,14 +26,6 @@ done
 mkimg "$T/src" "$T/img.sqfs" -comp zstd -b 64K
 total=$(cat "$T"/src/*/* | wc -c)
 
-stat_of() {
-    "$MOUNTCTL" status --json "$1" | "$PYTHON" -c 'import json, sys
-v = json.load(sys.stdin)[0]
-for k in sys.argv[1].split("."):
-    v = v[k]
-print(v)' "$2"
-}
-
 # wait_warmed N: wait up to 10 s until N files of $T/m are warmed.
 wait_warmed() {
     _ww=0

@@ -27,14 +27,6 @@ old=$(cat "$P")
 at_exit "echo '$old' >'$P'"
 echo Y >"$P"
 
-stat_of() {
-    "$MOUNTCTL" status --json "$1" | "$PYTHON" -c 'import json, sys
-v = json.load(sys.stdin)[0]
-for k in sys.argv[1].split("."):
-    v = v[k]
-print(v)' "$2"
-}
-
 note "a tree of every kind, over io_uring, against its source and the kernel"
 make_tree "$T/src" -q
 pack "$T/src" "$T/img.sqfs" -comp zstd -b 64K

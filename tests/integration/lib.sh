@@ -15,6 +15,7 @@
 #   mkimg SRC IMG [mksquashfs args...]          pack quietly, no progress
 #   at_exit 'COMMANDS'   run COMMANDS at exit, before the unmounts
 #   hold_reclaim         pause proactive reclaim (DAMON) until exit
+#   stat_of MNT KEY      one value of the daemon's stats (KEY like fuse.read)
 # shellcheck shell=sh
 
 set -eu
@@ -193,6 +194,14 @@ sqc_umount() {
         wait_gone "$_su_pid" 10 "daemon $_su_pid (unmounted)"
     fi
     ! is_mounted "$_su_mnt" || fail "$_su_mnt still mounted"
+}
+
+stat_of() {
+    "$MOUNTCTL" status --json "$1" | "$PYTHON" -c 'import json, sys
+v = json.load(sys.stdin)[0]
+for k in sys.argv[1].split("."):
+    v = v[k]
+print(v)' "$2"
 }
 
 # Loop devices are few (max_loop) and shared: retry while none is free.
