@@ -264,9 +264,6 @@ int sqcd_uring_start(struct sqcd *d);
  */
 void sqcd_uring_stop(struct sqcd *d);
 
-/* Whether the fuse module's enable_uring parameter is on. */
-bool sqcd_uring_kernel_enabled(void);
-
 /* Whether the kernel offered io_uring in INIT (and it may be used). */
 bool sqcd_uring_offered(const struct sqcd *d);
 

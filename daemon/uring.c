@@ -168,7 +168,7 @@ static unsigned int possible_cpus(void)
 	return n;
 }
 
-bool sqcd_uring_kernel_enabled(void)
+static bool is_kernel_enabled(void)
 {
 	char c = 0;
 	int fd = open("/sys/module/fuse/parameters/enable_uring",
@@ -189,6 +189,17 @@ static size_t iov_total(const struct iovec *iov, int count)
 	for (int i = 0; i < count; i++)
 		n += iov[i].iov_len;
 	return n;
+}
+
+/* Answer the request in @t's entry with a bare header (no payload). */
+static void answer_bare(struct ring_thread *t, uint64_t unique, int error)
+{
+	struct fuse_out_header out = { .len = sizeof(out),
+				       .error = error,
+				       .unique = unique };
+
+	memcpy(t->hdr->in_out, &out, sizeof(out));
+	t->hdr->ent.payload_sz = 0;
 }
 
 /* Copy a reply into @t's entry; the thread commits it. */
@@ -367,15 +378,10 @@ static void serve(struct ring_thread *t)
 	/* The first argument went to op_in, the others to the payload. */
 	if (in.len < sizeof(in) + plen || plen > URING_PAYLOAD ||
 	    in.len - sizeof(in) - plen > URING_OP_IN_MAX) {
-		struct fuse_out_header out = { .len = sizeof(out),
-					       .error = -EIO,
-					       .unique = in.unique };
-
 		log_err("request %u of %u bytes with %u in the payload: "
 			"failed with EIO",
 			in.opcode, in.len, plen);
-		memcpy(t->hdr->in_out, &out, sizeof(out));
-		t->hdr->ent.payload_sz = 0;
+		answer_bare(t, in.unique, -EIO);
 		return;
 	}
 	oplen = in.len - sizeof(in) - plen;
@@ -390,11 +396,7 @@ static void serve(struct ring_thread *t)
 		/* libfuse answers no FORGET, but one the kernel sends as a
 		 * request (fuse_force_forget(), after a readdirplus entry it
 		 * could not use) ends only when its entry is committed. */
-		struct fuse_out_header out = { .len = sizeof(out),
-					       .unique = in.unique };
-
-		memcpy(t->hdr->in_out, &out, sizeof(out));
-		t->hdr->ent.payload_sz = 0;
+		answer_bare(t, in.unique, 0);
 		t->replied = true;
 	}
 	pthread_mutex_lock(&t->lock);
@@ -542,7 +544,7 @@ int sqcd_uring_start(struct sqcd *d)
 	struct sqcd_uring *u;
 	int err;
 
-	if (d->o.no_uring || !sqcd_uring_kernel_enabled() || !nq || nq > 4096)
+	if (d->o.no_uring || !is_kernel_enabled() || !nq || nq > 4096)
 		return 0;
 	/* Every queue keeps a thread free of pushes (sqcd_uring_gate()). */
 	per = (d->o.threads + nq - 1) / nq;
