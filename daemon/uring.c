@@ -98,6 +98,8 @@ struct init_out_head {
 
 #define STOP_TAG 0 /* user_data of the stop poll; entries are pointers */
 #define URING_PAYLOAD (1u << 20) /* max_write: sqcd_init() sets 1 MiB */
+_Static_assert(URING_PAYLOAD >= IMG_REPLY_BYTES,
+	       "a READ's raw bytes fit the payload");
 
 enum uring_state {
 	URING_OFF, /* not tried, or INIT did not offer it */
@@ -219,11 +221,18 @@ static ssize_t ring_reply(struct ring_thread *t, const struct iovec *iov,
 		count = 1;
 	}
 	memcpy(t->hdr->in_out, &out, sizeof(out));
-	for (int i = 1; i < count; i++) {
-		memcpy(t->payload + at, iov[i].iov_base, iov[i].iov_len);
-		at += iov[i].iov_len;
-	}
+	/* Raw bytes of a READ were read into the payload itself (see
+	 * img_reply_buf_use()), each at or before its place in the reply and
+	 * in reply order: moved last first, none is overwritten before it
+	 * moves, and one already in place is not copied at all. */
+	at = count > 1 ? total - sizeof(out) : 0;
 	t->hdr->ent.payload_sz = (uint32_t)at;
+	for (int i = count - 1; i >= 1; i--) {
+		at -= iov[i].iov_len;
+		if (iov[i].iov_base != t->payload + at)
+			memmove(t->payload + at, iov[i].iov_base,
+				iov[i].iov_len);
+	}
 	pthread_mutex_lock(&t->lock);
 	t->replied = true;
 	pthread_cond_signal(&t->replied_cond);
@@ -439,6 +448,8 @@ static int ring_setup(struct ring_thread *t)
 		t->req = NULL;
 	if (!t->hdr || !t->payload || !t->req)
 		return -ENOMEM;
+	/* READ replies are read straight into the payload. */
+	img_reply_buf_use(t->payload);
 	memset(t->hdr, 0, hsz);
 	t->iov[0] = (struct iovec){ t->hdr, hsz };
 	t->iov[1] = (struct iovec){ t->payload, URING_PAYLOAD };

@@ -255,7 +255,7 @@ static int data_fill(void *arg, uint64_t pos, void *buf, size_t cap,
  * stays valid until the thread's next img_file_spans().
  */
 struct reply_buf {
-	uint8_t *p; /* this thread's buffer, IMG_REPLY_SIZE bytes */
+	uint8_t *p; /* this thread's buffer, IMG_REPLY_BYTES bytes */
 	size_t used; /* bytes handed out by this call */
 	bool fd_ok; /* img_file_map(): hand out file ranges instead */
 };
@@ -266,7 +266,7 @@ static const uint8_t *read_direct(struct img *img, struct reply_buf *rb,
 	const uint8_t *p;
 
 	*err = 0;
-	if (!rb->p || len > IMG_REPLY_SIZE - rb->used)
+	if (!rb->p || len > IMG_REPLY_BYTES - rb->used)
 		return NULL; /* no room: go through the cache */
 	*err = img__read(img, pos, rb->p + rb->used, len);
 	if (*err)

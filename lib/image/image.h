@@ -370,6 +370,25 @@ int img_file_map(struct img *img, const struct img_inode *ino, uint64_t off,
 		 size_t len, struct img_span *spans, unsigned int max,
 		 unsigned int *n);
 
+/* Bytes of the buffer that img_file_spans() reads raw bytes into. */
+#define IMG_REPLY_BYTES (1u << 20) /* a FUSE read is at most 1 MiB */
+
+/**
+ * img_reply_buf_use() - Have img_file_spans() read into @buf.
+ * @buf: IMG_REPLY_BYTES bytes, or NULL to go back to a buffer of the
+ *       library's own
+ *
+ * Raw bytes that are not staged are read into a buffer of the calling
+ * thread, laid out in the order of their spans, each at or before its
+ * offset in the bytes mapped.  A thread that copies every reply into a
+ * buffer of its own (an io_uring entry) names that buffer here, so that
+ * such bytes are read where they are sent from.
+ *
+ * Ownership: @buf stays the caller's; it must outlive the thread's use.
+ * Context: the calling thread only; cannot fail.
+ */
+void img_reply_buf_use(void *buf);
+
 /**
  * img_spans_put() - Release spans from img_file_spans().
  * @img: image

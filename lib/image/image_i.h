@@ -176,11 +176,11 @@ void *img__scratch(void);
 /**
  * img__reply_buf() - This thread's buffer for bytes read for a reply.
  *
- * Return: a buffer of IMG_REPLY_SIZE bytes, or NULL (ENOMEM).
+ * Return: a buffer of IMG_REPLY_BYTES bytes, or NULL (ENOMEM); the one
+ * given to img_reply_buf_use(), if any.
  * Context: the calling thread; freed when it exits.
  */
 void *img__reply_buf(void);
-#define IMG_REPLY_SIZE (1u << 20) /* a FUSE read is at most 1 MiB */
 
 int img__stage_init(struct img *img, const struct img_opts *o);
 void img__stage_release(struct img *img);

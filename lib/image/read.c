@@ -63,9 +63,17 @@ void *img__scratch(void)
 	return tls_buf(&scratch_key, IMG_SCRATCH_SIZE);
 }
 
+/* The caller's own reply buffer, if it named one. */
+static _Thread_local void *reply_own;
+
+void img_reply_buf_use(void *buf)
+{
+	reply_own = buf;
+}
+
 void *img__reply_buf(void)
 {
-	return tls_buf(&reply_key, IMG_REPLY_SIZE);
+	return reply_own ? reply_own : tls_buf(&reply_key, IMG_REPLY_BYTES);
 }
 
 static bool range_staged(struct img *img, uint64_t off, size_t len)
