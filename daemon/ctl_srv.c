@@ -20,6 +20,9 @@
  *   warm:   {budget, files, bytes, dropped, open_files, open_bytes}
  *           (page-cache warming; open_*: pushed when opened)
  *   prime:  {state (off, running, done, stopped), dirs, entries, seconds}
+ *   ahead:  {window, walks, lookup_dirs, dirs, entries} (listing ahead:
+ *           walks gone on with, directories lookups asked for, and what
+ *           was listed for both)
  *   prefetch: {workers, queued, done, dropped, errors}
  *   process: {rss_bytes, cpu_user_s, cpu_sys_s, threads}
  */
@@ -205,6 +208,14 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		(unsigned long long)d->open_files,
 		(unsigned long long)d->open_bytes);
 	prime_json(b, d);
+	ctl_buf_printf(b,
+		       "\"ahead\":{\"window\":%u,\"walks\":%llu,"
+		       "\"lookup_dirs\":%llu,\"dirs\":%llu,\"entries\":%llu},",
+		       d->ahead ? d->o.statahead : 0,
+		       (unsigned long long)atomic_load(&d->ahead_walks),
+		       (unsigned long long)atomic_load(&d->ahead_lookup_dirs),
+		       (unsigned long long)atomic_load(&d->ahead_dirs),
+		       (unsigned long long)atomic_load(&d->ahead_entries));
 	ctl_buf_printf(b,
 		       "\"prefetch\":{\"workers\":%u,\"queued\":%llu,"
 		       "\"done\":%llu,\"dropped\":%llu,\"errors\":%llu},",

@@ -40,6 +40,7 @@ struct sqcd_opts {
 	uint64_t warm; /* -o warm=SIZE: page-cache warming budget */
 	bool prime; /* -o prime: list the whole mount once it answers */
 	unsigned int prime_wait; /* -o prime_wait=S: detach waits this long */
+	unsigned int statahead; /* -o statahead=N: entries listed ahead */
 	unsigned int threads; /* -o threads=N: FUSE workers at most */
 	unsigned int readahead; /* -o readahead=N: blocks decoded ahead */
 	unsigned int workers; /* -o workers=N: prefetch threads */
@@ -93,9 +94,11 @@ struct sqcd {
 	struct warm *warm; /* the warming thread, or NULL */
 	struct sqcd_uring *uring; /* io_uring threads, or NULL */
 	_Atomic uint64_t uring_requests; /* requests served over io_uring */
-	pthread_t prime_thread; /* -o prime: lists the mount */
-	bool prime_running; /* prime_thread was started */
-	atomic_bool prime_stop; /* the daemon is stopping */
+	struct ahead *ahead; /* the listing thread (ahead.c), or NULL */
+	_Atomic uint64_t ahead_walks; /* walks it went on with */
+	_Atomic uint64_t ahead_lookup_dirs; /* directories lookups asked for */
+	_Atomic uint64_t ahead_dirs; /* directories it listed ahead */
+	_Atomic uint64_t ahead_entries; /* entries it listed ahead */
 	_Atomic int prime_state; /* enum sqcd_prime_state */
 	_Atomic uint64_t prime_dirs; /* directories listed */
 	_Atomic uint64_t prime_entries; /* entries listed */
@@ -138,35 +141,90 @@ void sqcd_warm_stop(struct sqcd *d);
 void sqcd_warm_free(struct sqcd *d);
 
 /**
- * sqcd_prime_start() - Start listing the whole mount (-o prime).
+ * sqcd_ahead_start() - Start the thread that lists directories ahead.
  * @d: daemon, mounted
  *
- * The thread waits for the mount to answer, then lists every directory
- * so that the kernel holds every entry.  Does nothing without -o prime.
+ * The thread waits for the mount to answer, lists the whole tree with
+ * -o prime, then lists what readers are about to need (see ahead.c).
+ * Does nothing with statahead=0 and without -o prime.
  *
- * Return: 0; -errno from pthread_create().
+ * Return: 0; -ENOMEM; -EFSCORRUPTED (the root inode); -errno from
+ * pthread_create().
  * Context: main thread, before the session loop.
  */
-int sqcd_prime_start(struct sqcd *d);
+int sqcd_ahead_start(struct sqcd *d);
 
 /**
- * sqcd_prime_stop() - Ask the listing to stop.
+ * sqcd_ahead_stop() - Ask the listing thread to stop.
  * @d: daemon
  *
  * Context: main thread, after the session loop; cannot fail.
  */
-void sqcd_prime_stop(struct sqcd *d);
+void sqcd_ahead_stop(struct sqcd *d);
 
 /**
- * sqcd_prime_join() - Wait for the listing thread to end.
+ * sqcd_ahead_join() - Wait for the listing thread to end, and free it.
  * @d: daemon
  *
  * Call once the FUSE connection is gone, so that a listing blocked on a
- * request is released.
+ * request is released, and no FUSE worker calls the hooks below.
  *
  * Context: main thread; cannot fail.
  */
-void sqcd_prime_join(struct sqcd *d);
+void sqcd_ahead_join(struct sqcd *d);
+
+/**
+ * sqcd_ahead_dir() - The kernel was shown a directory.
+ * @d: daemon
+ * @parent: the parent directory's inode number
+ * @name: the directory's name in it (vetted by lib/image)
+ * @ino: the directory's inode number
+ *
+ * Remembers where it is, so that the listing thread can reach it.
+ *
+ * Context: FUSE workers (LOOKUP, READDIRPLUS).
+ */
+void sqcd_ahead_dir(struct sqcd *d, uint32_t parent, const char *name,
+		    uint32_t ino);
+
+/**
+ * sqcd_ahead_lookup() - A reader looked up an entry of @dir that exists.
+ * @d: daemon
+ * @req: the LOOKUP
+ * @dir: the directory
+ *
+ * Once enough of its entries were looked up, the thread lists it.
+ *
+ * Context: FUSE workers; never blocks on the listing itself.
+ */
+void sqcd_ahead_lookup(struct sqcd *d, fuse_req_t req,
+		       const struct img_inode *dir);
+
+/**
+ * sqcd_ahead_listing() - A READDIRPLUS of @dir is being answered.
+ * @d: daemon
+ * @req: the request
+ * @dir: the directory
+ * @first: the request starts at the first entry
+ * @eof: the reply ends the listing (and holds entries)
+ *
+ * A reader that ends a listing itself has the thread walk on from there.
+ *
+ * Context: FUSE workers; never blocks on the listing itself.
+ */
+void sqcd_ahead_listing(struct sqcd *d, fuse_req_t req,
+			const struct img_inode *dir, bool first, bool eof);
+
+/**
+ * sqcd_ahead_forget() - The kernel dropped an inode.
+ * @d: daemon
+ * @ino: the inode
+ *
+ * A directory's entries went with it: it may be listed again.
+ *
+ * Context: FUSE workers (FORGET).
+ */
+void sqcd_ahead_forget(struct sqcd *d, const struct img_inode *ino);
 
 /**
  * sqcd_warm_add() - Queue a file that the kernel has just been shown.
@@ -200,13 +258,29 @@ void sqcd_warm_push(struct sqcd *d, fuse_ino_t node,
 		    const struct img_inode *ino, uint64_t from);
 
 /**
+ * sqcd_warm_read() - A file's data was asked for.
+ * @d: daemon
+ * @ino: the file, or NULL (the caller stands for a reader: -o prime)
+ * @off: first byte asked for
+ * @size: how many
+ *
+ * Files listed before this call may now be pushed: something reads the
+ * mount.  A request for all of @ino marks it given, so warming skips it.
+ *
+ * Context: FUSE workers (READ, ioctl), any thread; takes no lock
+ * unless the warming thread waits for a read.
+ */
+void sqcd_warm_read(struct sqcd *d, const struct img_inode *ino, uint64_t off,
+		    size_t size);
+
+/**
  * sqcd_warm_forget() - The kernel dropped an inode, and its page cache.
  * @d: daemon
- * @ref: the inode's reference
+ * @ino: the inode
  *
  * Context: FUSE workers (FORGET).
  */
-void sqcd_warm_forget(struct sqcd *d, uint64_t ref);
+void sqcd_warm_forget(struct sqcd *d, const struct img_inode *ino);
 
 /**
  * sqcd_splice_fill() - Splice image bytes into this thread's pipe.

@@ -75,6 +75,9 @@ static void usage(FILE *f)
 		"                     the mount command returns once the listing ends\n"
 		"  prime_wait=S       with prime, return after S seconds at most even\n"
 		"                     if the listing goes on (default 10; 0 = at once)\n"
+		"  statahead=N        list up to N entries ahead of a reader that walks\n"
+		"                     the tree, and list directories whose files are\n"
+		"                     opened by path (default 65536; 0 = off)\n"
 		"  direct_io          do not keep file data in the page cache (for\n"
 		"                     datasets near the size of RAM: no double caching)\n"
 		"  allow_other        let other users read the mount (needs\n"
@@ -191,6 +194,8 @@ static int parse_one(struct sqcd_opts *o, char *opt)
 		o->logfile = val;
 		return 0;
 	}
+	if (!strcmp(opt, "statahead") && val)
+		return parse_uint_opt(opt, val, 1u << 30, &o->statahead);
 	if (!strcmp(opt, "prime_wait") && val)
 		return parse_uint_opt(opt, val, READY_TIMEOUT_S / 2,
 				      &o->prime_wait);
@@ -610,6 +615,7 @@ int main(int argc, char **argv)
 	d->o.warm = size_ram_total() / 4;
 	d->o.readahead = 4;
 	d->o.prime_wait = 10;
+	d->o.statahead = 65536;
 	while ((c = getopt_long(argc, argv, "+fdo:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
@@ -744,7 +750,7 @@ int main(int argc, char **argv)
 	if (!err)
 		err = sqcd_warm_start(d);
 	if (!err)
-		err = sqcd_prime_start(d);
+		err = sqcd_ahead_start(d);
 	if (!err)
 		err = sqcd_uring_start(d);
 	/* Last: it reads what the others set up. */
@@ -796,7 +802,7 @@ out_unmount:
 	 * they stop first.  Unmounting closes the FUSE device, which releases
 	 * the ready check or a listing blocked on a request; those threads
 	 * are joined once the session is gone. */
-	sqcd_prime_stop(d);
+	sqcd_ahead_stop(d);
 	sqcd_ctl_stop(d);
 	/* A push of the warming thread may wait for a READ that an io_uring
 	 * thread answers, and io_uring threads push too: the warming thread
@@ -811,7 +817,7 @@ out_session:
 	pf_free(d->pf);
 	d->pf = NULL;
 	fuse_session_destroy(d->se);
-	sqcd_prime_join(d);
+	sqcd_ahead_join(d);
 	if (ready_running)
 		pthread_join(ready_thread, NULL);
 out_args:

@@ -137,8 +137,8 @@ static void sqcd_init(void *userdata, struct fuse_conn_info *conn)
 		  d->no_opendir, conn->max_readahead);
 }
 
-static int do_lookup(struct sqcd *d, fuse_ino_t parent, const char *name,
-		     struct fuse_entry_param *e)
+static int do_lookup(struct sqcd *d, fuse_req_t req, fuse_ino_t parent,
+		     const char *name, struct fuse_entry_param *e)
 {
 	struct img_inode dir, ino;
 	struct img_dirent de;
@@ -154,6 +154,9 @@ static int do_lookup(struct sqcd *d, fuse_ino_t parent, const char *name,
 	if (err)
 		return err;
 	fill_entry(d, &ino, e);
+	if (ino.type == IMG_DIR)
+		sqcd_ahead_dir(d, dir.ino, name, ino.ino);
+	sqcd_ahead_lookup(d, req, &dir);
 	return 0;
 }
 
@@ -168,7 +171,7 @@ static void sqcd_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int err;
 
 	count(d, SQCD_OP_LOOKUP);
-	err = do_lookup(d, parent, name, &e);
+	err = do_lookup(d, req, parent, name, &e);
 	if (err == -ENOENT) {
 		memset(&e, 0, sizeof(e));
 		e.entry_timeout = SQCD_TIMEOUT;
@@ -179,14 +182,25 @@ static void sqcd_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_entry(req, &e);
 }
 
+/* The kernel dropped @node's inode, and with it its pages and entries. */
+static void forget_one(struct sqcd *d, fuse_ino_t node)
+{
+	struct img_inode ino;
+
+	if (node == FUSE_ROOT_ID ||
+	    img_inode_get(d->img, node_to_ref(d, node), &ino))
+		return;
+	sqcd_warm_forget(d, &ino);
+	sqcd_ahead_forget(d, &ino);
+}
+
 /* Valid replies: fuse_reply_none. */
 static void sqcd_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct sqcd *d = req_daemon(req);
 
 	(void)nlookup;
-	if (ino != FUSE_ROOT_ID)
-		sqcd_warm_forget(d, node_to_ref(d, ino));
+	forget_one(d, ino);
 	fuse_reply_none(req);
 }
 
@@ -197,8 +211,7 @@ static void sqcd_forget_multi(fuse_req_t req, size_t count_,
 	struct sqcd *d = req_daemon(req);
 
 	for (size_t i = 0; i < count_; i++)
-		if (forgets[i].ino != FUSE_ROOT_ID)
-			sqcd_warm_forget(d, node_to_ref(d, forgets[i].ino));
+		forget_one(d, forgets[i].ino);
 	fuse_reply_none(req);
 }
 
@@ -301,6 +314,8 @@ static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 	if (off < 0)
 		return (void)fuse_reply_err(req, EINVAL);
 	err = get_inode(d, node, &ino);
+	if (!err)
+		sqcd_warm_read(d, &ino, (uint64_t)off, size);
 	/* A file larger than the kernel's first READ: push the rest before
 	 * answering, so that reading on needs no second round trip. */
 	if (!err && off == 0 && size < ino.size)
@@ -427,9 +442,12 @@ static int do_readdir(struct sqcd *d, fuse_req_t req, fuse_ino_t node,
 			n = fuse_add_direntry_plus(req, buf + pos, size - pos,
 						   de.name, &e,
 						   (off_t)(de.next + 2));
-			/* The kernel now holds this inode: worth warming. */
+			/* The kernel now holds this inode: worth warming, or
+			 * for a directory, worth listing ahead. */
 			if (n <= size - pos && child.type == IMG_REG)
 				sqcd_warm_add(d, e.ino, child.ref);
+			else if (n <= size - pos && child.type == IMG_DIR)
+				sqcd_ahead_dir(d, dir.ino, de.name, child.ino);
 		} else {
 			memset(&e.attr, 0, sizeof(e.attr));
 			e.attr.st_ino = de.ino;
@@ -450,6 +468,11 @@ static int do_readdir(struct sqcd *d, fuse_req_t req, fuse_ino_t node,
 	}
 	if (err < 0 && pos == 0)
 		return err;
+	/* img_dir_next() returned 0: the listing ends in this reply. */
+	if (plus && err == 0 && pos)
+		sqcd_ahead_listing(d, req, &dir, off == 0, true);
+	else if (plus && off == 0)
+		sqcd_ahead_listing(d, req, &dir, true, false);
 out:
 	*used = pos;
 	return 0;
@@ -709,8 +732,10 @@ static void sqcd_ioctl(fuse_req_t req, fuse_ino_t node, unsigned int cmd,
 	(void)cmd, (void)arg, (void)fi, (void)in_buf;
 	(void)in_bufsz, (void)out_bufsz;
 	count(d, SQCD_OP_IOCTL);
-	if (d->warm && !(flags & FUSE_IOCTL_DIR) && !get_inode(d, node, &ino))
+	if (d->warm && !(flags & FUSE_IOCTL_DIR) && !get_inode(d, node, &ino)) {
+		sqcd_warm_read(d, NULL, 0, 0);
 		sqcd_warm_push(d, node, &ino, 0);
+	}
 	fuse_reply_err(req, ENOTTY);
 }
 

@@ -23,6 +23,13 @@
  * inode, so that nothing is pushed twice; a FORGET (the kernel dropped the
  * inode and its pages) clears the bit.
  *
+ * A listing alone is no reason to push: find, du, an indexer or a backup
+ * walk the tree and stat every file without reading any.  So a listed file
+ * is pushed only once some file of the mount has been read (a READ, or the
+ * ioctl that CPython's open() sends before one) after it was listed:
+ * ImageFolder's listing is followed by the first epoch's reads within
+ * moments, and a walk that only stats costs no push at all.
+ *
  * Bounds: at most warm= bytes are pushed over the mount's life (the kernel
  * may evict them like any page cache); nothing is pushed before staging is
  * done, so warming never competes with demand reads for slow storage, nor
@@ -66,6 +73,7 @@ struct warm_item {
 	fuse_ino_t node; /* the kernel's node id */
 	uint64_t ref; /* the inode's reference */
 	long long queued; /* CLOCK_MONOTONIC ns when queued */
+	uint32_t reads; /* warm->reads when queued */
 	bool retried; /* pushed once already, found no inode */
 };
 
@@ -89,6 +97,12 @@ struct warm {
 	 * that READ needs a free worker: half of them are kept free. */
 	atomic_uint opening;
 	unsigned int opening_max;
+	/* Files read so far (it wraps; only differences count), and whether
+	 * the thread sleeps until the next one.  Lock-free, so that a READ
+	 * takes no lock; a reader that sees @waiting signals under the lock,
+	 * and the thread sets @waiting before it checks @reads again. */
+	atomic_uint reads;
+	atomic_bool waiting;
 };
 
 static long long now_ns(void)
@@ -256,6 +270,32 @@ static bool wait_quiet(struct warm *w, const struct warm_item *it)
 	}
 }
 
+/* Whether a file was read since @it was listed. */
+static bool read_since(struct warm *w, const struct warm_item *it)
+{
+	return atomic_load(&w->reads) != it->reads;
+}
+
+/*
+ * Sleep until some file is read after @it was listed.  Return: false if
+ * the daemon is stopping.
+ */
+static bool wait_read(struct warm *w, const struct warm_item *it)
+{
+	bool stop;
+
+	pthread_mutex_lock(&w->lock);
+	while (!w->stop && !read_since(w, it)) {
+		atomic_store(&w->waiting, true);
+		if (!read_since(w, it))
+			pthread_cond_wait(&w->more, &w->lock);
+		atomic_store(&w->waiting, false);
+	}
+	stop = w->stop;
+	pthread_mutex_unlock(&w->lock);
+	return !stop;
+}
+
 static void *warm_main(void *arg)
 {
 	struct warm *w = arg;
@@ -285,7 +325,7 @@ static void *warm_main(void *arg)
 		w->len--;
 		pthread_mutex_unlock(&w->lock);
 
-		if (!wait_quiet(w, &it))
+		if (!wait_read(w, &it) || !wait_quiet(w, &it))
 			return NULL;
 		if (atomic_load(&d->warm_bytes) >= d->o.warm) {
 			pthread_mutex_lock(&w->lock);
@@ -419,11 +459,12 @@ static void enqueue(struct warm *w, const struct warm_item *it)
 
 void sqcd_warm_add(struct sqcd *d, fuse_ino_t node, uint64_t ref)
 {
-	struct warm_item it = { node, ref, now_ns(), false };
+	struct warm_item it = { node, ref, now_ns(), 0, false };
 	struct warm *w = d->warm;
 
 	if (!w)
 		return;
+	it.reads = atomic_load(&w->reads);
 	pthread_mutex_lock(&w->lock);
 	w->last_add = it.queued;
 	enqueue(w, &it);
@@ -449,11 +490,29 @@ void sqcd_warm_push(struct sqcd *d, fuse_ino_t node,
 	atomic_fetch_sub(busy, 1);
 }
 
-void sqcd_warm_forget(struct sqcd *d, uint64_t ref)
+void sqcd_warm_read(struct sqcd *d, const struct img_inode *ino, uint64_t off,
+		    size_t size)
 {
 	struct warm *w = d->warm;
-	struct img_inode ino;
 
-	if (w && !img_inode_get(d->img, ref, &ino) && ino.type == IMG_REG)
-		given_clear(w, ino.ino);
+	if (!w)
+		return;
+	/* A READ of the whole file puts it all in the page cache: marked
+	 * before the warming thread can wake up and push it. */
+	if (ino && ino->type == IMG_REG && off == 0 && size >= ino->size)
+		given_test_set(w, ino->ino);
+	atomic_fetch_add(&w->reads, 1);
+	if (atomic_load(&w->waiting)) {
+		pthread_mutex_lock(&w->lock);
+		pthread_cond_signal(&w->more);
+		pthread_mutex_unlock(&w->lock);
+	}
+}
+
+void sqcd_warm_forget(struct sqcd *d, const struct img_inode *ino)
+{
+	struct warm *w = d->warm;
+
+	if (w && ino->type == IMG_REG)
+		given_clear(w, ino->ino);
 }

@@ -111,6 +111,12 @@ static void print_human(struct ctl_buf *b, const char *st)
 			"primed", s1,
 			(unsigned long long)mc_json_u64(st, "prime.entries"),
 			(unsigned long long)mc_json_u64(st, "prime.dirs"));
+	if (mc_json_u64(st, "ahead.entries"))
+		ctl_buf_printf(
+			b, LABEL "%llu directories, %llu entries ahead\n",
+			"listed",
+			(unsigned long long)mc_json_u64(st, "ahead.dirs"),
+			(unsigned long long)mc_json_u64(st, "ahead.entries"));
 	corrupt = mc_json_u64(st, "image_io.corrupt");
 	rerr = mc_json_u64(st, "image_io.read_errors");
 	if (corrupt || rerr)

@@ -1,0 +1,160 @@
+#!/bin/sh
+# Listing ahead (statahead=): once a reader has listed a directory, the
+# daemon lists on from there, in the order a walk takes, so that a walk
+# (find, os.walk) finds every directory listed and every entry known to the
+# kernel, and sends nothing.  The window bounds how far ahead it goes.  A
+# reader that opens files by path makes the daemon list their directory
+# once enough of it was looked up, so that the other files need no lookup.
+# Whatever the daemon lists, the reader sees the same tree as the source,
+# and SIGTERM in the middle of it unmounts cleanly.
+# TIMEOUT: 180
+# TSAN: yes
+. "$(dirname "$0")/lib.sh"
+need_fuse
+need_cmd mksquashfs
+
+# 8 directories of 4 subdirectories of 50 files: 1,640 entries below the
+# root, 41 directories with it.
+mkdir -p "$T/src"
+for i in 0 1 2 3 4 5 6 7; do
+    for j in 0 1 2 3; do
+        mkdir -p "$T/src/d$i/s$j"
+        (cd "$T/src/d$i/s$j" && seq -w 0 49 | sed 's/^/f/' | xargs touch)
+        echo "$i$j" >"$T/src/d$i/s$j/f00"
+    done
+done
+mkimg "$T/src" "$T/img.sqfs" -comp lz4
+
+# listing DIR: the tree as find sees it (names, types, file sizes), sorted.
+listing() {
+    (cd "$1" && find . \( -type f -printf '%p f %s\n' \) -o -printf '%p %y\n' | sort)
+}
+listing "$T/src" >"$T/src.list"
+
+# wait_listed MNT N: wait up to 20 s until the daemon has listed N
+# entries ahead and then nothing more for 0.2 s.
+wait_listed() {
+    _wl=0
+    _wl_last=-1
+    while :; do
+        _wl_now=$(stat_of "$1" ahead.entries)
+        [ "$_wl_now" -ge "$2" ] && [ "$_wl_now" -eq "$_wl_last" ] && return 0
+        _wl_last=$_wl_now
+        _wl=$((_wl + 1))
+        [ $_wl -lt 100 ] || fail "listed $_wl_now entries ahead after 20 s, expected $2"
+        sleep 0.2
+    done
+}
+
+note "a reader lists the root: the daemon lists the rest, and a walk sends nothing"
+sqc_mount "$T/img.sqfs" "$T/m" -o "log=$T/d1.log"
+[ "$(stat_of "$T/m" ahead.window)" -eq 65536 ] || fail "the default window is $(stat_of "$T/m" ahead.window)"
+ls "$T/m" >/dev/null
+# The root again (the kernel's cache), then 8 + 32 directories.
+wait_listed "$T/m" 1640
+[ "$(stat_of "$T/m" ahead.dirs)" -eq 41 ] || fail "listed $(stat_of "$T/m" ahead.dirs) directories ahead, not 41"
+[ "$(stat_of "$T/m" ahead.walks)" -ge 1 ] || fail "no walk counted"
+rdp0=$(stat_of "$T/m" fuse.readdirplus)
+lk0=$(stat_of "$T/m" fuse.lookup)
+ga0=$(stat_of "$T/m" fuse.getattr)
+listing "$T/m" >"$T/m.list"
+cmp -s "$T/src.list" "$T/m.list" || fail "the walk saw another tree: $(diff "$T/src.list" "$T/m.list" | head -5)"
+[ "$(stat_of "$T/m" fuse.readdirplus)" -eq "$rdp0" ] ||
+    fail "the walk sent $(($(stat_of "$T/m" fuse.readdirplus) - rdp0)) listings"
+[ "$(stat_of "$T/m" fuse.lookup)" -eq "$lk0" ] ||
+    fail "the walk sent $(($(stat_of "$T/m" fuse.lookup) - lk0)) lookups"
+[ "$(stat_of "$T/m" fuse.getattr)" -eq "$ga0" ] ||
+    fail "the walk sent $(($(stat_of "$T/m" fuse.getattr) - ga0)) getattrs"
+[ "$(cat "$T/m/d5/s2/f00")" = 52 ] || fail "d5/s2/f00 reads wrong"
+"$MOUNTCTL" status "$T/m" | grep -Eq "^ *listed +41 directories, 1640 entries ahead" ||
+    fail "mountctl status does not show listing ahead: $("$MOUNTCTL" status "$T/m")"
+sqc_umount "$T/m"
+
+note "a walk and the daemon's listing at once: the same tree, every time"
+for opts in "" "threads=2"; do
+    sqc_mount "$T/img.sqfs" "$T/m" -o "log=$T/d2.log${opts:+,$opts}"
+    listing "$T/m" >"$T/m.list"
+    cmp -s "$T/src.list" "$T/m.list" || fail "$opts: a walk racing the daemon saw another tree"
+    sqc_umount "$T/m"
+done
+
+note "the window bounds how far ahead the daemon lists"
+sqc_mount "$T/img.sqfs" "$T/m" -o "statahead=100,log=$T/d3.log"
+ls "$T/m" >/dev/null
+wait_listed "$T/m" 1
+n=$(stat_of "$T/m" ahead.entries)
+# Checked between directories: at most one directory (50 entries) more.
+[ "$n" -ge 100 ] && [ "$n" -le 150 ] || fail "statahead=100 listed $n entries ahead"
+listing "$T/m" >"$T/m.list"
+cmp -s "$T/src.list" "$T/m.list" || fail "statahead=100: another tree"
+sqc_umount "$T/m"
+
+note "statahead=0: nothing is listed ahead"
+sqc_mount "$T/img.sqfs" "$T/m" -o "statahead=0,log=$T/d4.log"
+ls "$T/m" >/dev/null
+sleep 0.3
+rdp0=$(stat_of "$T/m" fuse.readdirplus)
+listing "$T/m" >"$T/m.list"
+cmp -s "$T/src.list" "$T/m.list" || fail "statahead=0: another tree"
+[ "$(stat_of "$T/m" fuse.readdirplus)" -gt "$rdp0" ] || fail "statahead=0: the walk sent no listing"
+[ "$(stat_of "$T/m" ahead.entries)" -eq 0 ] || fail "statahead=0 listed ahead"
+[ "$(stat_of "$T/m" ahead.window)" -eq 0 ] || fail "statahead=0 shows a window"
+sqc_umount "$T/m"
+
+note "files opened by path: after 4 lookups the daemon lists their directory"
+sqc_mount "$T/img.sqfs" "$T/m" -o "log=$T/d5.log"
+for f in 10 11 12; do
+    cat "$T/m/d3/s1/f$f" >/dev/null
+done
+sleep 0.2
+[ "$(stat_of "$T/m" ahead.lookup_dirs)" -eq 0 ] || fail "3 lookups had the directory listed"
+cat "$T/m/d3/s1/f13" >/dev/null
+i=0
+until [ "$(stat_of "$T/m" ahead.lookup_dirs)" -eq 1 ] && [ "$(stat_of "$T/m" ahead.entries)" -eq 50 ]; do
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "4 lookups: $(stat_of "$T/m" ahead.lookup_dirs) directories, $(stat_of "$T/m" ahead.entries) entries listed"
+    sleep 0.1
+done
+lk0=$(stat_of "$T/m" fuse.lookup)
+for f in $(seq 14 49); do
+    cmp -s "$T/src/d3/s1/f$f" "$T/m/d3/s1/f$f" || fail "d3/s1/f$f differs"
+done
+[ "$(stat_of "$T/m" fuse.lookup)" -eq "$lk0" ] ||
+    fail "36 files of a listed directory cost $(($(stat_of "$T/m" fuse.lookup) - lk0)) lookups"
+[ "$(stat_of "$T/m" ahead.walks)" -eq 0 ] || fail "opening by path started a walk"
+sqc_umount "$T/m"
+
+if [ "$(id -u)" -eq 0 ]; then
+    note "after drop_caches the kernel's entries are gone: a walk is listed ahead again"
+    sqc_mount "$T/img.sqfs" "$T/m" -o "log=$T/d6.log"
+    ls "$T/m" >/dev/null
+    wait_listed "$T/m" 1640
+    sync
+    echo 3 >/proc/sys/vm/drop_caches
+    sleep 0.5
+    e0=$(stat_of "$T/m" ahead.entries)
+    ls "$T/m" >/dev/null
+    wait_listed "$T/m" $((e0 + 1640))
+    rdp0=$(stat_of "$T/m" fuse.readdirplus)
+    listing "$T/m" >"$T/m.list"
+    cmp -s "$T/src.list" "$T/m.list" || fail "after drop_caches: another tree"
+    [ "$(stat_of "$T/m" fuse.readdirplus)" -eq "$rdp0" ] ||
+        fail "after drop_caches the walk sent $(($(stat_of "$T/m" fuse.readdirplus) - rdp0)) listings"
+    sqc_umount "$T/m"
+fi
+
+note "SIGTERM while the daemon lists a big tree ahead unmounts cleanly"
+mkdir -p "$T/big"
+for i in $(seq 0 39); do
+    mkdir "$T/big/d$i"
+    (cd "$T/big/d$i" && seq 1 500 | xargs touch)
+done
+mkimg "$T/big" "$T/big.sqfs" -comp lz4
+sqc_mount "$T/big.sqfs" "$T/m" -o "log=$T/d7.log"
+pid=$(sqc_pid "$T/m")
+ls "$T/m" >/dev/null
+sleep 0.05
+kill -TERM "$pid"
+wait_gone "$pid" 10 "daemon (SIGTERM while listing ahead)"
+! is_mounted "$T/m" || fail "SIGTERM while listing ahead left the mount behind"
+echo "listing ahead checks passed"
