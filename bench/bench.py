@@ -317,6 +317,7 @@ class Squashcached(Contender):
     exe = "squashcached"
     is_fuse = True
     nlog = 0
+    option = None  # a variant's own -o option
 
     def mount_cmd(self, image, mnt, extra):
         Squashcached.nlog += 1
@@ -325,6 +326,8 @@ class Squashcached(Contender):
         opts = ["log=" + logf]
         if self.cfg.get("sqc_opts"):
             opts.append(self.cfg["sqc_opts"])
+        if self.option:
+            opts.append(self.option)
         if extra:
             opts.append(extra)
         return [os.path.join(self.cfg["build"], "squashcached"), "-o",
@@ -341,26 +344,28 @@ class SquashcachedPrime(Squashcached):
     listed, so opening by path needs no lookup.  Not in the default list;
     CONTENDERS=...,squashcached_prime puts it beside the default."""
     name = "squashcached_prime"
-
-    def mount_cmd(self, image, mnt, extra):
-        return super().mount_cmd(image, mnt,
-                                 "prime" + ("," + extra if extra else ""))
+    option = "prime"
 
 
 class SquashcachedNoUring(Squashcached):
     """squashcached -o no_uring: requests through /dev/fuse even where the
     kernel offers io_uring, for comparing the two transports in one run."""
     name = "squashcached_no_uring"
+    option = "no_uring"
 
-    def mount_cmd(self, image, mnt, extra):
-        return super().mount_cmd(image, mnt,
-                                 "no_uring" + ("," + extra if extra else ""))
+
+class SquashcachedNoStatahead(Squashcached):
+    """squashcached -o statahead=0: no listing ahead of walkers and of
+    readers that open by path, for measuring what listing ahead gives."""
+    name = "squashcached_no_statahead"
+    option = "statahead=0"
 
 
 CONTENDERS = {"tmpfs": Tmpfs, "kernel": Kernel, "squashfuse_ll": Squashfuse,
               "squashcached": Squashcached,
               "squashcached_prime": SquashcachedPrime,
-              "squashcached_no_uring": SquashcachedNoUring}
+              "squashcached_no_uring": SquashcachedNoUring,
+              "squashcached_no_statahead": SquashcachedNoStatahead}
 
 
 class Watchdog:

@@ -374,9 +374,8 @@ class Report:
         self.w()
 
     def daemon_table(self):
-        dm = [c for c in self.others if c in ("squashfuse_ll",
-                                              "squashcached",
-                                              "squashcached_prime")]
+        dm = [c for c in self.others if c == "squashfuse_ll" or
+              c.startswith("squashcached")]
         if not dm:
             return
         self.w("## Daemon CPU and memory")
@@ -413,8 +412,8 @@ class Report:
         self.w()
 
     def sqc_table(self):
-        for c in ("squashcached", "squashcached_prime"):
-            if c in self.others:
+        for c in self.others:
+            if c.startswith("squashcached"):
                 self.sqc_table_of(c)
 
     def sqc_table_of(self, c):
