@@ -16,8 +16,8 @@
  *		the directories after it in its parent, then those after its
  *		parent, ...), for at most statahead= entries.  Each directory
  *		the reader reaches before the thread does moves the thread's
- *		start there, so it keeps ahead of the reader.  Directories a
- *		reader is listing at that moment are left to it.
+ *		start there, so it keeps ahead of the reader.  A directory a
+ *		reader is listing at that moment is left to it.
  *   lookups	a reader that opens files by path without listing (a list
  *		of samples): every file the kernel has not seen costs a
  *		LOOKUP round trip.  Once a directory has had an eighth of its
@@ -28,23 +28,27 @@
  *		eighth bounds the loss on a reader that stops there to about
  *		as much as it had already paid.
  *
- * The thread needs a path to list a directory: it keeps, for every
- * directory the kernel has been shown, its parent and its name (an image
- * never changes, so neither do they; at most AHEAD_DIRS_MAX directories),
- * and the state of its listing.  Its own requests are told apart by its
- * thread id, so that they never count as a reader's.
+ * The thread learns what a directory holds, and in which order, from the
+ * image itself, and goes through the mount only to have the kernel list a
+ * directory it does not hold yet (a pull: opendir, readdir to the end).
+ * To reach a directory it needs its path: it keeps, for every directory
+ * the kernel has been shown, its parent, its name and its inode reference
+ * (an image never changes, so neither do they; at most AHEAD_DIRS_MAX
+ * directories), and the state of its listing.  Its own requests are told
+ * apart by its thread id, so that they never count as a reader's.
  *
  * Cost: the kernel's dentry and inode per entry (about 1 KB, reclaimable
  * like any other) and the CPU of the listing, at a lower priority than the
- * FUSE workers.  While a directory is being listed its descriptor is open,
+ * FUSE workers.  While a directory is being pulled its descriptor is open,
  * so a plain `umount` at that moment fails with EBUSY; SIGTERM, mountctl
  * umount and `fusermount3 -u -z` always work.
  *
  * Robustness: the thread never leaves the mount (it follows no symlinks,
- * and names come from the kernel, which has vetted them), skips a
- * directory it has seen in the same run (by inode number: a damaged image
- * may loop), stops at AHEAD_DEPTH levels, and ends at once when the daemon
- * stops.
+ * and names come from lib/image, which rejects '/', '.' and '..'), goes
+ * through a directory once per run (by inode number: a damaged image may
+ * loop), stops at AHEAD_DEPTH levels, and ends at once when the daemon
+ * stops.  An image error in a directory skips it; the reader that gets
+ * there gets the error.
  */
 #define LOG_MOD "ahead"
 
@@ -78,6 +82,7 @@ enum ahead_state {
 };
 
 struct ahead_dir {
+	uint64_t ref; /* its inode reference */
 	uint32_t ino; /* inode number; 0 marks a free slot */
 	uint32_t parent; /* the parent's inode number */
 	uint32_t lookups; /* entries looked up since it was last listed */
@@ -187,10 +192,10 @@ static bool dir_grow(struct ahead *a)
 	return true;
 }
 
-/* Remember directory @ino, named @name in @parent.  Return: its slot, or
- * NULL if it cannot be remembered.  Called with a->lock held. */
+/* Remember directory @ino at @ref, named @name in @parent.  Return: its
+ * slot, or NULL if it cannot be remembered.  Called with a->lock held. */
 static struct ahead_dir *dir_add(struct ahead *a, uint32_t parent,
-				 const char *name, uint32_t ino)
+				 const char *name, uint32_t ino, uint64_t ref)
 {
 	struct ahead_dir *e = dir_find(a, ino);
 	uint32_t i;
@@ -207,6 +212,7 @@ static struct ahead_dir *dir_add(struct ahead *a, uint32_t parent,
 	if (name && !e->name)
 		return NULL;
 	e->ino = ino;
+	e->ref = ref;
 	e->parent = parent;
 	e->lookups = 0;
 	e->state = AHEAD_NEW;
@@ -261,8 +267,8 @@ static bool from_lister(struct ahead *a, fuse_req_t req)
 struct run {
 	bool prime; /* the -o prime walk: counted there, never preempted */
 	unsigned int gen; /* a->walk_gen it started at (walks) */
-	uint64_t budget; /* entries it may still list */
-	struct ino_set seen; /* directories it has listed */
+	uint64_t budget; /* entries it may still go past */
+	struct ino_set seen; /* directories it has been through */
 };
 
 /* Whether @r should end: the daemon stops, the budget is spent, or a
@@ -277,68 +283,33 @@ static bool run_over(struct ahead *a, const struct run *r)
 	return over;
 }
 
-/* Subdirectories found by one listing, in listing order. */
-struct subdirs {
-	char **path;
-	size_t len, cap;
-};
-
-static void subdirs_clear(struct subdirs *s)
-{
-	while (s->len)
-		free(s->path[--s->len]);
-}
-
-static int subdirs_add(struct subdirs *s, const char *dir, const char *name)
-{
-	size_t dlen = strlen(dir), nlen = strlen(name);
-	char *p;
-
-	if (dlen + 1 + nlen >= PATH_MAX)
-		return 0; /* too long to open: left out */
-	if (s->len == s->cap) {
-		size_t ncap = s->cap ? 2 * s->cap : 64;
-		char **n = realloc(s->path, ncap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		s->path = n;
-		s->cap = ncap;
-	}
-	p = malloc(dlen + 1 + nlen + 1);
-	if (!p)
-		return -ENOMEM;
-	memcpy(p, dir, dlen);
-	p[dlen] = '/';
-	memcpy(p + dlen + 1, name, nlen + 1);
-	s->path[s->len++] = p;
-	return 0;
-}
-
 /*
- * List @path.  Its subdirectories that come after the entry named @after
- * (all of them if NULL) go to @sub, if not NULL, except those a reader is
- * listing now (it gets there first) and those @r has listed.
- * Return: 0; -ENOMEM; -ECANCELED if the daemon stops; -errno of opendir()
- * or readdir().
+ * Have the kernel list @path, directory @ino, through the mount, unless it
+ * holds the listing already (or a reader is getting it now).  Counted in
+ * the prime or the ahead stats.
+ * Return: 0; -ECANCELED if the daemon stops; -errno of opendir() or
+ * readdir().
  */
-static int list_dir(struct ahead *a, struct run *r, const char *path,
-		    const char *after, struct subdirs *sub)
+static int pull(struct ahead *a, struct run *r, const char *path, uint32_t ino)
 {
 	struct sqcd *d = a->d;
+	struct ahead_dir *e;
 	struct dirent *de;
-	bool past = !after;
+	bool listed;
 	DIR *dp;
 	int err = 0;
 
+	pthread_mutex_lock(&a->lock);
+	e = dir_find(a, ino);
+	listed = e && (e->state == AHEAD_LISTED || e->state == AHEAD_READER);
+	pthread_mutex_unlock(&a->lock);
+	if (listed)
+		return 0;
 	dp = opendir(path);
 	if (!dp)
 		return -errno;
 	atomic_fetch_add(r->prime ? &d->prime_dirs : &d->ahead_dirs, 1);
 	for (;;) {
-		struct ahead_dir *e;
-		bool skip;
-
 		if (atomic_load(&a->stop)) {
 			err = -ECANCELED;
 			break;
@@ -349,93 +320,156 @@ static int list_dir(struct ahead *a, struct run *r, const char *path,
 			err = -errno;
 			break;
 		}
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		atomic_fetch_add(
-			r->prime ? &d->prime_entries : &d->ahead_entries, 1);
-		if (r->budget)
-			r->budget--;
-		if (!past) {
-			past = !strcmp(de->d_name, after);
-			continue;
-		}
-		if (!sub || de->d_type != DT_DIR || de->d_ino > UINT32_MAX)
-			continue;
-		pthread_mutex_lock(&a->lock);
-		e = dir_find(a, (uint32_t)de->d_ino);
-		skip = a->stop || (!r->prime && e && e->state == AHEAD_READER);
-		pthread_mutex_unlock(&a->lock);
-		if (skip || !ino_set_add(&r->seen, (uint32_t)de->d_ino))
-			continue;
-		err = subdirs_add(sub, path, de->d_name);
-		if (err)
-			break;
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			atomic_fetch_add(r->prime ? &d->prime_entries :
+						    &d->ahead_entries,
+					 1);
 	}
 	closedir(dp);
 	return err;
 }
 
-/*
- * Walk the subtree of @top in the order a depth-first reader takes
- * (listing order), @depth levels below the root, within @r.
- * Return: 0, or -ENOMEM / -ENOTCONN / -ECONNABORTED / -ECANCELED (the walk
- * cannot go on); a directory that cannot be listed is left out.
- */
-static int walk_tree(struct ahead *a, struct run *r, const char *top,
-		     unsigned int depth)
-{
-	struct {
-		char *path;
-		unsigned int depth;
-	} *stack = NULL;
-	size_t len = 0, cap = 0;
-	struct subdirs sub = { 0 };
-	int err = 0;
+/* A directory to go through: where it is in the image and in the mount. */
+struct spot {
+	uint64_t ref; /* its inode reference */
+	char *path; /* under the mountpoint */
+	unsigned int depth; /* levels below the root */
+};
 
-	stack = malloc(sizeof(*stack) * 64);
-	if (!stack || !(stack[0].path = strdup(top))) {
-		free(stack);
+/* Spots found in one directory, in listing order. */
+struct spots {
+	struct spot *v;
+	size_t len, cap;
+};
+
+static void spots_clear(struct spots *s)
+{
+	while (s->len)
+		free(s->v[--s->len].path);
+}
+
+/* Append @sp; on success @s owns its path.  Return: 0 or -ENOMEM. */
+static int spots_push(struct spots *s, struct spot sp)
+{
+	if (s->len == s->cap) {
+		size_t ncap = s->cap ? 2 * s->cap : 64;
+		struct spot *n = realloc(s->v, ncap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		s->v = n;
+		s->cap = ncap;
+	}
+	s->v[s->len++] = sp;
+	return 0;
+}
+
+/* Append subdirectory @name of @dir.  Return: 0 or -ENOMEM. */
+static int spots_add(struct spots *s, const struct spot *dir, uint64_t ref,
+		     const char *name)
+{
+	size_t dlen = strlen(dir->path), nlen = strlen(name);
+	char *p;
+
+	if (dlen + 1 + nlen >= PATH_MAX || dir->depth + 1 >= AHEAD_DEPTH)
+		return 0; /* too long or too deep: left out */
+	p = malloc(dlen + 1 + nlen + 1);
+	if (!p)
+		return -ENOMEM;
+	memcpy(p, dir->path, dlen);
+	p[dlen] = '/';
+	memcpy(p + dlen + 1, name, nlen + 1);
+	if (spots_push(s, (struct spot){ ref, p, dir->depth + 1 })) {
+		free(p);
 		return -ENOMEM;
 	}
-	stack[0].depth = depth;
-	len = 1;
-	cap = 64;
-	while (len && !run_over(a, r)) {
-		char *path = stack[--len].path;
-		unsigned int lvl = stack[len].depth;
-		int e = list_dir(a, r, path, NULL, &sub);
+	return 0;
+}
 
+/*
+ * Add to @out the subdirectories of @dir that the image lists after the
+ * entry named @after (all of them if NULL), skipping those @r has been
+ * through; every entry gone past counts against @r's budget.  The image
+ * gives the order and the names, so nothing goes through the mount here.
+ * Return: 0; -ENOMEM; an error of the image (the directory is skipped).
+ */
+static int subdirs(struct ahead *a, struct run *r, const struct spot *dir,
+		   const char *after, struct spots *out)
+{
+	struct img *img = a->d->img;
+	struct img_inode ino;
+	struct img_dir_iter it;
+	struct img_dirent de;
+	bool past = !after;
+	int err;
+
+	err = img_inode_get(img, dir->ref, &ino);
+	if (!err)
+		err = img_dir_open(img, &ino, 0, &it);
+	while (!err && (err = img_dir_next(&it, &de)) == 1) {
+		err = 0;
+		if (r->budget)
+			r->budget--;
+		if (!past) {
+			past = !strcmp(de.name, after);
+			continue;
+		}
+		if (de.type == IMG_DIR && ino_set_add(&r->seen, de.ino))
+			err = spots_add(out, dir, de.ref, de.name);
+	}
+	return err;
+}
+
+/* Whether a pull's error ends the walk: the mount is gone, or stopping. */
+static bool fatal(int err)
+{
+	return err == -ENOMEM || err == -ENOTCONN || err == -ECONNABORTED ||
+	       err == -ECANCELED;
+}
+
+/*
+ * Go through the subtree of @top in the order a depth-first reader takes
+ * (listing order), pulling each directory into the kernel, within @r.
+ * Return: 0, or an error that ends the walk (see fatal()); a directory
+ * that cannot be listed is left out.
+ */
+static int walk_tree(struct ahead *a, struct run *r, const struct spot *top)
+{
+	struct spots stack = { 0 }, sub = { 0 };
+	char *path = strdup(top->path);
+	int err;
+
+	if (!path ||
+	    spots_push(&stack, (struct spot){ top->ref, path, top->depth })) {
 		free(path);
-		if (e == -ENOMEM || e == -ENOTCONN || e == -ECONNABORTED ||
-		    e == -ECANCELED) {
-			err = e;
-			break;
-		}
-		if (lvl + 1 >= AHEAD_DEPTH)
-			subdirs_clear(&sub);
-		if (len + sub.len > cap) {
-			size_t ncap = 2 * (len + sub.len);
-			void *n = realloc(stack, ncap * sizeof(*stack));
+		return -ENOMEM;
+	}
+	err = 0;
+	while (!err && stack.len && !run_over(a, r)) {
+		struct spot s = stack.v[--stack.len];
+		struct img_inode ino;
+		int e = img_inode_get(a->d->img, s.ref, &ino);
 
-			if (!n) {
-				err = -ENOMEM;
-				break;
-			}
-			stack = n;
-			cap = ncap;
-		}
+		if (!e)
+			e = pull(a, r, s.path, ino.ino);
+		if (fatal(e))
+			err = e;
+		else if (!e)
+			err = subdirs(a, r, &s, NULL, &sub);
+		free(s.path);
+		if (err == -EFSCORRUPTED || err == -EIO)
+			err = 0; /* the reader gets the error there */
 		/* Reversed, so that the first subdirectory comes out first. */
-		while (sub.len) {
-			stack[len].path = sub.path[--sub.len];
-			stack[len].depth = lvl + 1;
-			len++;
+		while (!err && sub.len) {
+			err = spots_push(&stack, sub.v[sub.len - 1]);
+			if (!err)
+				sub.len--;
 		}
 	}
-	subdirs_clear(&sub);
-	free(sub.path);
-	while (len)
-		free(stack[--len].path);
-	free(stack);
+	spots_clear(&sub);
+	free(sub.v);
+	spots_clear(&stack);
+	free(stack.v);
 	return err;
 }
 
@@ -444,12 +478,13 @@ static void run_prime(struct ahead *a)
 {
 	struct sqcd *d = a->d;
 	struct run r = { .prime = true, .budget = UINT64_MAX };
+	struct spot top = { d->root_ref, d->o.canonical, 0 };
 	double secs;
 	int err;
 
 	clock_gettime(CLOCK_MONOTONIC, &d->prime_t0);
 	ino_set_add(&r.seen, a->root);
-	err = walk_tree(a, &r, d->o.canonical, 0);
+	err = walk_tree(a, &r, &top);
 	free(r.seen.slot);
 	secs = mono_since(&d->prime_t0);
 	atomic_store(&d->prime_ms, (uint64_t)(secs * 1e3));
@@ -471,8 +506,25 @@ static void run_prime(struct ahead *a)
 		 (unsigned long long)atomic_load(&d->prime_dirs), secs);
 }
 
+/* The reference and parent of directory @ino, from the table.  Return:
+ * false if it is not there. */
+static bool dir_where(struct ahead *a, uint32_t ino, uint64_t *ref,
+		      uint32_t *parent)
+{
+	struct ahead_dir *e;
+
+	pthread_mutex_lock(&a->lock);
+	e = dir_find(a, ino);
+	if (e) {
+		*ref = e->ref;
+		*parent = e->parent;
+	}
+	pthread_mutex_unlock(&a->lock);
+	return e != NULL;
+}
+
 /*
- * A reader listed directory @ino: list on from there in depth-first order
+ * A reader listed directory @ino: go on from there in depth-first order
  * (its subtree, then what follows it in each of its ancestors), until the
  * window is spent or a reader moves the walk again.
  */
@@ -480,33 +532,42 @@ static void run_walk(struct ahead *a, uint32_t ino, unsigned int gen)
 {
 	struct run r = { .gen = gen, .budget = a->d->o.statahead };
 	size_t top = strlen(a->d->o.canonical);
-	struct subdirs sub = { 0 };
-	char *path = dir_path(a, ino), *slash;
-	unsigned int depth = 0;
+	struct spots sub = { 0 };
+	struct spot at = { 0 };
+	uint32_t parent;
+	char *slash;
 	int err;
 
-	if (!path)
-		return;
+	at.path = dir_path(a, ino);
+	if (!at.path || !dir_where(a, ino, &at.ref, &parent))
+		goto out;
 	atomic_fetch_add(&a->d->ahead_walks, 1);
-	for (const char *p = path + top; *p; p++)
-		depth += *p == '/';
+	for (const char *p = at.path + top; *p; p++)
+		at.depth += *p == '/';
 	ino_set_add(&r.seen, ino);
-	err = walk_tree(a, &r, path, depth);
+	err = walk_tree(a, &r, &at);
 	/* Then what follows it in its parent, then in the parent's parent,
-	 * up to the mountpoint: @path is cut back one name at a time. */
-	while (!err && strlen(path) > top && !run_over(a, &r)) {
-		slash = strrchr(path, '/');
+	 * up to the mountpoint: the path is cut back one name at a time. */
+	while (!err && ino != a->root && !run_over(a, &r)) {
+		struct spot up = { 0, at.path, at.depth - 1 };
+
+		ino = parent;
+		if (!dir_where(a, ino, &up.ref, &parent))
+			break;
+		slash = strrchr(at.path, '/');
 		*slash = '\0';
-		depth--;
-		err = list_dir(a, &r, path, slash + 1, &sub);
-		for (size_t i = 0; i < sub.len && !run_over(a, &r); i++)
-			if (walk_tree(a, &r, sub.path[i], depth + 1))
-				break;
-		subdirs_clear(&sub);
+		at.depth--;
+		err = subdirs(a, &r, &up, slash + 1, &sub);
+		for (size_t i = 0; i < sub.len && !err && !run_over(a, &r); i++)
+			err = walk_tree(a, &r, &sub.v[i]);
+		spots_clear(&sub);
+		if (!fatal(err))
+			err = 0;
 	}
-	free(sub.path);
+	free(sub.v);
+out:
 	free(r.seen.slot);
-	free(path);
+	free(at.path);
 }
 
 /* Lookups asked for directory @ino: list it, unless listed meanwhile. */
@@ -526,7 +587,7 @@ static void run_one(struct ahead *a, uint32_t ino)
 	queued = path != NULL;
 	if (path) {
 		atomic_fetch_add(&a->d->ahead_lookup_dirs, 1);
-		list_dir(a, &r, path, NULL, NULL);
+		pull(a, &r, path, ino);
 		free(path);
 	}
 	/* Listed now, or not listable: count lookups afresh either way. */
@@ -602,7 +663,7 @@ int sqcd_ahead_start(struct sqcd *d)
 	a->root = root.ino;
 	pthread_mutex_init(&a->lock, NULL);
 	pthread_cond_init(&a->more, NULL);
-	if (!dir_add(a, root.ino, NULL, root.ino)) {
+	if (!dir_add(a, root.ino, NULL, root.ino, root.ref)) {
 		err = -ENOMEM;
 		goto out_free;
 	}
@@ -654,14 +715,14 @@ void sqcd_ahead_join(struct sqcd *d)
 }
 
 void sqcd_ahead_dir(struct sqcd *d, uint32_t parent, const char *name,
-		    uint32_t ino)
+		    const struct img_inode *dir)
 {
 	struct ahead *a = d->ahead;
 
 	if (!a)
 		return;
 	pthread_mutex_lock(&a->lock);
-	dir_add(a, parent, name, ino);
+	dir_add(a, parent, name, dir->ino, dir->ref);
 	pthread_mutex_unlock(&a->lock);
 }
 

@@ -178,14 +178,14 @@ void sqcd_ahead_join(struct sqcd *d);
  * @d: daemon
  * @parent: the parent directory's inode number
  * @name: the directory's name in it (vetted by lib/image)
- * @ino: the directory's inode number
+ * @dir: the directory
  *
  * Remembers where it is, so that the listing thread can reach it.
  *
  * Context: FUSE workers (LOOKUP, READDIRPLUS).
  */
 void sqcd_ahead_dir(struct sqcd *d, uint32_t parent, const char *name,
-		    uint32_t ino);
+		    const struct img_inode *dir);
 
 /**
  * sqcd_ahead_lookup() - A reader looked up an entry of @dir that exists.

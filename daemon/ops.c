@@ -155,7 +155,7 @@ static int do_lookup(struct sqcd *d, fuse_req_t req, fuse_ino_t parent,
 		return err;
 	fill_entry(d, &ino, e);
 	if (ino.type == IMG_DIR)
-		sqcd_ahead_dir(d, dir.ino, name, ino.ino);
+		sqcd_ahead_dir(d, dir.ino, name, &ino);
 	sqcd_ahead_lookup(d, req, &dir);
 	return 0;
 }
@@ -447,7 +447,7 @@ static int do_readdir(struct sqcd *d, fuse_req_t req, fuse_ino_t node,
 			if (n <= size - pos && child.type == IMG_REG)
 				sqcd_warm_add(d, e.ino, child.ref);
 			else if (n <= size - pos && child.type == IMG_DIR)
-				sqcd_ahead_dir(d, dir.ino, de.name, child.ino);
+				sqcd_ahead_dir(d, dir.ino, de.name, &child);
 		} else {
 			memset(&e.attr, 0, sizeof(e.attr));
 			e.attr.st_ino = de.ino;

@@ -189,7 +189,15 @@ wait_gone() {
 sqc_umount() {
     _su_mnt=$1
     _su_pid=$(sqc_pid "$_su_mnt" || true)
-    fusermount3 -u "$_su_mnt" 2>/dev/null || umount "$_su_mnt"
+    # The daemon may be listing a directory ahead of a reader (statahead):
+    # while it is, a plain unmount finds the mount busy, as with any open
+    # directory.  Such a listing takes milliseconds: try again for 2 s.
+    _su_i=0
+    until fusermount3 -u "$_su_mnt" 2>/dev/null || umount "$_su_mnt" 2>/dev/null; do
+        _su_i=$((_su_i + 1))
+        [ $_su_i -lt 40 ] || fail "cannot unmount $_su_mnt: $(fusermount3 -u "$_su_mnt" 2>&1)"
+        sleep 0.05
+    done
     if [ -n "$_su_pid" ]; then
         wait_gone "$_su_pid" 10 "daemon $_su_pid (unmounted)"
     fi
