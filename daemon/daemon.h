@@ -136,7 +136,8 @@ void sqcd_warm_stop(struct sqcd *d);
  * sqcd_warm_free() - Free what warming kept, once nothing pushes.
  * @d: daemon
  *
- * Context: main thread, after sqcd_warm_stop() and sqcd_uring_stop().
+ * Context: main thread, after sqcd_warm_stop(), sqcd_uring_stop() and
+ * sqcd_ahead_join() (the listing thread arms warming when -o prime ends).
  */
 void sqcd_warm_free(struct sqcd *d);
 

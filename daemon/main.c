@@ -806,10 +806,10 @@ out_unmount:
 	sqcd_ctl_stop(d);
 	/* A push of the warming thread may wait for a READ that an io_uring
 	 * thread answers, and io_uring threads push too: the warming thread
-	 * stops first, then the io_uring threads, then its state goes. */
+	 * stops first, then the io_uring threads.  Its state goes once the
+	 * listing thread, which may end -o prime by arming it, is joined. */
 	sqcd_warm_stop(d);
 	sqcd_uring_stop(d);
-	sqcd_warm_free(d);
 	fuse_session_unmount(d->se);
 out_signals:
 	fuse_remove_signal_handlers(d->se);
@@ -818,6 +818,7 @@ out_session:
 	d->pf = NULL;
 	fuse_session_destroy(d->se);
 	sqcd_ahead_join(d);
+	sqcd_warm_free(d);
 	if (ready_running)
 		pthread_join(ready_thread, NULL);
 out_args:

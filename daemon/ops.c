@@ -187,7 +187,8 @@ static void forget_one(struct sqcd *d, fuse_ino_t node)
 {
 	struct img_inode ino;
 
-	if (node == FUSE_ROOT_ID ||
+	/* Nothing keeps state per inode without warming or listing ahead. */
+	if (node == FUSE_ROOT_ID || (!d->warm && !d->ahead) ||
 	    img_inode_get(d->img, node_to_ref(d, node), &ino))
 		return;
 	sqcd_warm_forget(d, &ino);
