@@ -16,8 +16,8 @@
 #     daemon goes on serving the other files over io_uring;
 #   - SIGTERM and an unmount stop the daemon, also while a reader holds a
 #     file open; after SIGKILL the mount answers ENOTCONN, not a hang;
-# and then runs 083-warm (pushes into the page cache, READ counts) again
-# with io_uring on.
+# and then runs 083-warm (pushes into the page cache, READ counts) and
+# 086-ahead (listing ahead of readers) again with io_uring on.
 # TIMEOUT: 400
 # TSAN: yes
 . "$(dirname "$0")/lib.sh"
@@ -186,7 +186,11 @@ timeout 10 stat "$T/m/f6" >/dev/null 2>&1 || rc=$?
 [ "$rc" -ne 124 ] || fail "stat on a dead mount hung"
 fusermount3 -u -z "$T/m" 2>/dev/null || umount -l "$T/m"
 
-note "083-warm over io_uring"
-BUILD="$BUILD" sh "$TOP/tests/integration/083-warm.sh" >"$T/083.log" 2>&1 ||
-    { tail -n 30 "$T/083.log"; fail "083-warm failed over io_uring"; }
+# The listing thread knows its own requests by their pid, which the ring
+# carries too: 086 fails if they count as a reader's.
+for t in 083-warm 086-ahead; do
+    note "$t over io_uring"
+    BUILD="$BUILD" sh "$TOP/tests/integration/$t.sh" >"$T/$t.log" 2>&1 ||
+        { tail -n 30 "$T/$t.log"; fail "$t failed over io_uring"; }
+done
 echo "ok"
