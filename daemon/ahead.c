@@ -286,11 +286,11 @@ static bool run_over(struct ahead *a, const struct run *r)
 /*
  * Have the kernel list @path, directory @ino, through the mount, unless it
  * holds the listing already (or a reader is getting it now).  Counted in
- * the prime or the ahead stats.
+ * the prime stats for -o prime (@prime), else in the ahead stats.
  * Return: 0; -ECANCELED if the daemon stops; -errno of opendir() or
  * readdir().
  */
-static int pull(struct ahead *a, struct run *r, const char *path, uint32_t ino)
+static int pull(struct ahead *a, bool prime, const char *path, uint32_t ino)
 {
 	struct sqcd *d = a->d;
 	struct ahead_dir *e;
@@ -308,7 +308,7 @@ static int pull(struct ahead *a, struct run *r, const char *path, uint32_t ino)
 	dp = opendir(path);
 	if (!dp)
 		return -errno;
-	atomic_fetch_add(r->prime ? &d->prime_dirs : &d->ahead_dirs, 1);
+	atomic_fetch_add(prime ? &d->prime_dirs : &d->ahead_dirs, 1);
 	for (;;) {
 		if (atomic_load(&a->stop)) {
 			err = -ECANCELED;
@@ -321,8 +321,8 @@ static int pull(struct ahead *a, struct run *r, const char *path, uint32_t ino)
 			break;
 		}
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			atomic_fetch_add(r->prime ? &d->prime_entries :
-						    &d->ahead_entries,
+			atomic_fetch_add(prime ? &d->prime_entries :
+						 &d->ahead_entries,
 					 1);
 	}
 	closedir(dp);
@@ -451,7 +451,7 @@ static int walk_tree(struct ahead *a, struct run *r, const struct spot *top)
 		int e = img_inode_get(a->d->img, s.ref, &ino);
 
 		if (!e)
-			e = pull(a, r, s.path, ino.ino);
+			e = pull(a, r->prime, s.path, ino.ino);
 		if (fatal(e))
 			err = e;
 		else if (!e)
@@ -573,7 +573,6 @@ out:
 /* Lookups asked for directory @ino: list it, unless listed meanwhile. */
 static void run_one(struct ahead *a, uint32_t ino)
 {
-	struct run r = { .budget = UINT64_MAX };
 	struct ahead_dir *e;
 	char *path = NULL;
 	bool queued;
@@ -587,7 +586,7 @@ static void run_one(struct ahead *a, uint32_t ino)
 	queued = path != NULL;
 	if (path) {
 		atomic_fetch_add(&a->d->ahead_lookup_dirs, 1);
-		pull(a, &r, path, ino);
+		pull(a, false, path, ino);
 		free(path);
 	}
 	/* Listed now, or not listable: count lookups afresh either way. */
