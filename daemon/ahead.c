@@ -332,6 +332,7 @@ static int pull(struct ahead *a, bool prime, const char *path, uint32_t ino)
 /* A directory to go through: where it is in the image and in the mount. */
 struct spot {
 	uint64_t ref; /* its inode reference */
+	uint32_t ino; /* its inode number */
 	char *path; /* under the mountpoint */
 	unsigned int depth; /* levels below the root */
 };
@@ -365,10 +366,10 @@ static int spots_push(struct spots *s, struct spot sp)
 }
 
 /* Append subdirectory @name of @dir.  Return: 0 or -ENOMEM. */
-static int spots_add(struct spots *s, const struct spot *dir, uint64_t ref,
-		     const char *name)
+static int spots_add(struct spots *s, const struct spot *dir,
+		     const struct img_dirent *de)
 {
-	size_t dlen = strlen(dir->path), nlen = strlen(name);
+	size_t dlen = strlen(dir->path), nlen = de->name_len;
 	char *p;
 
 	if (dlen + 1 + nlen >= PATH_MAX || dir->depth + 1 >= AHEAD_DEPTH)
@@ -378,8 +379,9 @@ static int spots_add(struct spots *s, const struct spot *dir, uint64_t ref,
 		return -ENOMEM;
 	memcpy(p, dir->path, dlen);
 	p[dlen] = '/';
-	memcpy(p + dlen + 1, name, nlen + 1);
-	if (spots_push(s, (struct spot){ ref, p, dir->depth + 1 })) {
+	memcpy(p + dlen + 1, de->name, nlen + 1);
+	if (spots_push(s,
+		       (struct spot){ de->ref, de->ino, p, dir->depth + 1 })) {
 		free(p);
 		return -ENOMEM;
 	}
@@ -415,7 +417,7 @@ static int subdirs(struct ahead *a, struct run *r, const struct spot *dir,
 			continue;
 		}
 		if (de.type == IMG_DIR && ino_set_add(&r->seen, de.ino))
-			err = spots_add(out, dir, de.ref, de.name);
+			err = spots_add(out, dir, &de);
 	}
 	return err;
 }
@@ -439,19 +441,16 @@ static int walk_tree(struct ahead *a, struct run *r, const struct spot *top)
 	char *path = strdup(top->path);
 	int err;
 
-	if (!path ||
-	    spots_push(&stack, (struct spot){ top->ref, path, top->depth })) {
+	if (!path || spots_push(&stack, (struct spot){ top->ref, top->ino, path,
+						       top->depth })) {
 		free(path);
 		return -ENOMEM;
 	}
 	err = 0;
 	while (!err && stack.len && !run_over(a, r)) {
 		struct spot s = stack.v[--stack.len];
-		struct img_inode ino;
-		int e = img_inode_get(a->d->img, s.ref, &ino);
+		int e = pull(a, r->prime, s.path, s.ino);
 
-		if (!e)
-			e = pull(a, r->prime, s.path, ino.ino);
 		if (fatal(e))
 			err = e;
 		else if (!e)
@@ -478,7 +477,7 @@ static void run_prime(struct ahead *a)
 {
 	struct sqcd *d = a->d;
 	struct run r = { .prime = true, .budget = UINT64_MAX };
-	struct spot top = { d->root_ref, d->o.canonical, 0 };
+	struct spot top = { d->root_ref, a->root, d->o.canonical, 0 };
 	double secs;
 	int err;
 
@@ -533,7 +532,7 @@ static void run_walk(struct ahead *a, uint32_t ino, unsigned int gen)
 	struct run r = { .gen = gen, .budget = a->d->o.statahead };
 	size_t top = strlen(a->d->o.canonical);
 	struct spots sub = { 0 };
-	struct spot at = { 0 };
+	struct spot at = { .ino = ino };
 	uint32_t parent;
 	char *slash;
 	int err;
@@ -549,7 +548,7 @@ static void run_walk(struct ahead *a, uint32_t ino, unsigned int gen)
 	/* Then what follows it in its parent, then in the parent's parent,
 	 * up to the mountpoint: the path is cut back one name at a time. */
 	while (!err && ino != a->root && !run_over(a, &r)) {
-		struct spot up = { 0, at.path, at.depth - 1 };
+		struct spot up = { 0, parent, at.path, at.depth - 1 };
 
 		ino = parent;
 		if (!dir_where(a, ino, &up.ref, &parent))
