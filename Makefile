@@ -10,6 +10,7 @@
 #   make install PREFIX=/usr/local
 
 PREFIX ?= /usr/local
+MANDIR ?= $(PREFIX)/share/man
 DESTDIR ?=
 CC ?= cc
 PKG_CONFIG ?= pkg-config
@@ -180,11 +181,15 @@ install: all
 	for h in $(filter-out %_i.h lib/image/sqfs_fmt.h,$(wildcard lib/*/*.h)); do \
 		d=$(DESTDIR)$(PREFIX)/include/squashcache/$$(dirname $${h#lib/}); \
 		install -d $$d; install -m 0644 $$h $$d/; done
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
+	install -m 0644 man/mountctl.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 man/squashcached.8 $(DESTDIR)$(MANDIR)/man8/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/squashcached $(DESTDIR)$(PREFIX)/bin/mountctl \
 		$(DESTDIR)$(PREFIX)/lib/libsquashcache.a
 	rm -rf $(DESTDIR)$(PREFIX)/include/squashcache
+	rm -f $(DESTDIR)$(MANDIR)/man1/mountctl.1 $(DESTDIR)$(MANDIR)/man8/squashcached.8
 
 clean:
 	rm -rf build build-san build-tsan build-fuzz
