@@ -175,6 +175,8 @@ static int parse_one(struct sqcd_opts *o, char *opt)
 		}
 		return 0;
 	}
+	if (!strcmp(opt, "offset") && val)
+		return parse_size_opt(opt, val, &o->img.offset);
 	if (!strcmp(opt, "threads") && val)
 		return parse_uint_opt(opt, val, 1024, &o->threads);
 	if (!strcmp(opt, "workers") && val)

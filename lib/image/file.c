@@ -293,7 +293,7 @@ static int raw_span(struct img *img, struct reply_buf *rb, uint64_t pos,
 			return -EIO;
 		sp->data = NULL;
 		sp->fd = img->fd;
-		sp->fd_off = pos;
+		sp->fd_off = pos + img->offset; /* <= file size, no overflow */
 		return 0;
 	}
 	sp->data = read_direct(img, rb, pos, len, &err);

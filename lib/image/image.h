@@ -44,6 +44,7 @@ struct img_opts {
 	uint64_t data_cache; /* bytes for decompressed data/fragment blocks */
 	uint64_t ram; /* bytes of the compressed image to stage in RAM */
 	enum img_stage_mode stage; /* what to stage */
+	uint64_t offset; /* bytes before the image in the file (SIF, ...) */
 };
 
 /* The decoded, validated superblock. */

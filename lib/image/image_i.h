@@ -66,7 +66,8 @@ struct img_stage {
 struct img {
 	char *path; /* as given to img_open() */
 	int fd; /* the image file, read-only */
-	uint64_t file_size; /* at open */
+	uint64_t file_size; /* at open, bytes from offset to the end */
+	uint64_t offset; /* where the image starts in the file, bytes */
 	struct timespec mtime; /* at open, to notice changes */
 	atomic_bool changed; /* the file changed under us */
 	bool in_ram; /* the file lives on tmpfs/ramfs */

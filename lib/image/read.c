@@ -113,6 +113,8 @@ static int file_pread(struct img *img, uint64_t off, void *dst, size_t len)
 					  memory_order_relaxed);
 		return -EIO;
 	}
+	/* bytes_used <= file_size = size - offset, checked at open. */
+	off += img->offset;
 	while (done < len) {
 		n = pread(img->fd, (char *)dst + done, len - done,
 			  (off_t)(off + done));
@@ -293,8 +295,8 @@ int img_stage_next(struct img *img)
 		/* The staged copy serves these bytes from now on; keep the
 		 * page cache from holding them a second time. */
 		if (!img->in_ram)
-			posix_fadvise(img->fd, (off_t)start, (off_t)len,
-				      POSIX_FADV_DONTNEED);
+			posix_fadvise(img->fd, (off_t)(start + img->offset),
+				      (off_t)len, POSIX_FADV_DONTNEED);
 	} else {
 		/* Give the untouched pages back; readers go to the file. */
 		madvise(st->mem + start, (size_t)len, MADV_DONTNEED);
@@ -321,7 +323,7 @@ bool img_check_changed(struct img *img)
 		return false;
 	/* Size and mtime only: a rename over the image's path unlinks our
 	 * inode and bumps its ctime, yet the bytes we read stay the same. */
-	if ((uint64_t)st.st_size == img->file_size &&
+	if ((uint64_t)st.st_size == img->file_size + img->offset &&
 	    st.st_mtim.tv_sec == img->mtime.tv_sec &&
 	    st.st_mtim.tv_nsec == img->mtime.tv_nsec)
 		return false;

@@ -38,6 +38,7 @@ void img_opts_default(struct img_opts *o)
 	o->data_cache = 256ull << 20;
 	o->ram = ram ? ram / 2 : 1ull << 30;
 	o->stage = IMG_STAGE_AUTO;
+	o->offset = 0;
 }
 
 static uint64_t site_key(const char *file, int line)
@@ -124,7 +125,13 @@ static int open_file(struct img *img)
 			img->path);
 		return -EINVAL;
 	}
-	img->file_size = size;
+	if (img->offset > size) {
+		log_err("image '%s': offset %llu is beyond its end (%llu bytes)",
+			img->path, (unsigned long long)img->offset,
+			(unsigned long long)size);
+		return -EINVAL;
+	}
+	img->file_size = size - img->offset;
 	img->mtime = st.st_mtim;
 	if (!fstatfs(img->fd, &sfs) &&
 	    (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC))
@@ -407,6 +414,7 @@ int img_open(const char *path, const struct img_opts *opts, struct img **out)
 	if (!img)
 		return -ENOMEM;
 	img->fd = -1;
+	img->offset = opts->offset;
 	img->path = strdup(path);
 	if (!img->path) {
 		err = -ENOMEM;
