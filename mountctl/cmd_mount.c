@@ -61,6 +61,43 @@ static int check_opts(const char *opts)
 	return 0;
 }
 
+/*
+ * With --sif, or for a file that starts with the SIF magic, append
+ * offset=<start of its SquashFS partition> to *@opts, unless the options
+ * already give an offset.  Return: 0, or -errno after a message.
+ */
+static int sif_opts(const char *image, bool sif, char **opts)
+{
+	char why[256], add[40];
+	uint64_t off;
+	size_t len;
+	char *p;
+	int err;
+
+	if (*opts &&
+	    (!strncmp(*opts, "offset=", 7) || strstr(*opts, ",offset=")))
+		return 0;
+	if (!sif && !mc_sif_is(image))
+		return 0;
+	err = mc_sif_offset(image, &off, why, sizeof(why));
+	if (err) {
+		mc_err("%s: %s", image, why);
+		return err;
+	}
+	snprintf(add, sizeof(add), "offset=%llu", (unsigned long long)off);
+	len = *opts ? strlen(*opts) + 1 : 0;
+	p = realloc(*opts, len + strlen(add) + 1);
+	if (!p) {
+		mc_err("out of memory");
+		return -ENOMEM;
+	}
+	if (len)
+		p[len - 1] = ',';
+	strcpy(p + len, add);
+	*opts = p;
+	return 0;
+}
+
 /* Refuse a path that something is already mounted on. */
 static int check_free(const char *path)
 {
@@ -295,6 +332,7 @@ static int run(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "options", required_argument, NULL, 'o' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "sif", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -303,6 +341,7 @@ static int run(int argc, char **argv)
 	struct made mk = { 0 };
 	struct mc_mount m;
 	double timeout = 0;
+	bool sif = false;
 	int c, n = 0, ret = MC_EXIT_FAIL;
 
 	while ((c = getopt_long(argc, argv, "o:t:h", longopts, NULL)) != -1) {
@@ -330,6 +369,9 @@ static int run(int argc, char **argv)
 				goto out_free;
 			}
 			break;
+		case 'S':
+			sif = true;
+			break;
 		case 'h':
 			mc_usage(&mc_cmd_mount, stdout);
 			ret = MC_EXIT_OK;
@@ -356,6 +398,8 @@ static int run(int argc, char **argv)
 		       err_str(errno));
 		goto out_free;
 	}
+	if (sif_opts(argv[optind], sif, &opts))
+		goto out_free;
 	mk.path = strdup(argv[optind + 1]);
 	if (!mk.path) {
 		mc_err("out of memory");
@@ -394,7 +438,7 @@ out_free:
 
 const struct mc_cmd mc_cmd_mount = {
 	.name = "mount",
-	.args = "[-o OPTIONS] [--timeout S] IMAGE MOUNTPOINT",
+	.args = "[-o OPTIONS] [--timeout S] [--sif] IMAGE MOUNTPOINT",
 	.summary = "mount a SquashFS image with squashcached",
 	.help = "\n"
 		"Creates MOUNTPOINT (mode 0700, and its parents) if missing, starts\n"
@@ -408,6 +452,9 @@ const struct mc_cmd mc_cmd_mount = {
 		"                     squashcached --help); may be repeated\n"
 		"  -t, --timeout S    give up and stop the daemon after S seconds\n"
 		"                     (default: squashcached's own limit, 60 s)\n"
+		"      --sif          IMAGE is an Apptainer SIF file: mount its\n"
+		"                     SquashFS partition (also done when the file\n"
+		"                     starts with the SIF magic), i.e. -o offset=N\n"
 		"  -h, --help         this text\n"
 		"\n"
 		"Exit status: 0 mounted; squashcached's status if it failed (1);\n"

@@ -258,4 +258,28 @@ double mc_json_double(const char *json, const char *path);
  */
 bool mc_json_is_true(const char *json, const char *path);
 
+/**
+ * mc_sif_is() - Does @path start with the SIF magic ("SIF_MAGIC" at byte 32)?
+ * @path: a file
+ *
+ * Return: true for a SIF file; false otherwise or if it cannot be read.
+ */
+bool mc_sif_is(const char *path);
+
+/**
+ * mc_sif_offset() - Where the SquashFS partition of a SIF file starts.
+ * @path: a SIF file
+ * @out: set to the partition's offset in bytes
+ * @why: filled with the reason on failure
+ * @whylen: size of @why
+ *
+ * Takes the primary system SquashFS partition, else the first SquashFS
+ * partition; every descriptor's range is checked against the file size.
+ *
+ * Return: 0; -EINVAL for a file that is not SIF or is damaged; -ENOENT if
+ * it has no SquashFS partition; -errno from open(2).
+ * Context: any thread.
+ */
+int mc_sif_offset(const char *path, uint64_t *out, char *why, size_t whylen);
+
 #endif /* SQC_MOUNTCTL_MOUNTCTL_H */
