@@ -71,7 +71,16 @@ MOUNTCTL := $(BUILD)/mountctl
 	deps-demo tests fuzz fuzz-run format format-check lint install \
 	uninstall clean demo bench soak
 
-all: $(LIB) $(DAEMON) $(MOUNTCTL)
+# The SPANK plugin is built only where Slurm's headers are installed.
+SLURM_SPANK_H ?= /usr/include/slurm/spank.h
+SLURM_PLUGINDIR ?= $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/slurm-wlm /usr/lib64/slurm /usr/lib/slurm) /usr/lib/slurm)
+SPANK := $(if $(wildcard $(SLURM_SPANK_H)),$(BUILD)/squashcache_spank.so)
+
+all: $(LIB) $(DAEMON) $(MOUNTCTL) $(SPANK)
+
+$(BUILD)/squashcache_spank.so: slurm-hooks/squashcache_spank.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -Wno-format-truncation -fPIC -shared -o $@ $<
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -180,11 +189,17 @@ install: all
 	for h in $(filter-out %_i.h lib/image/sqfs_fmt.h,$(wildcard lib/*/*.h)); do \
 		d=$(DESTDIR)$(PREFIX)/include/squashcache/$$(dirname $${h#lib/}); \
 		install -d $$d; install -m 0644 $$h $$d/; done
+	install -d $(DESTDIR)$(PREFIX)/libexec/squashcache
+	install -m 0755 slurm-hooks/prolog slurm-hooks/epilog slurm-hooks/task-prolog \
+		slurm-hooks/sqc-common.sh $(DESTDIR)$(PREFIX)/libexec/squashcache/
+	$(if $(SPANK),install -d $(DESTDIR)$(SLURM_PLUGINDIR) && \
+		install -m 0755 $(SPANK) $(DESTDIR)$(SLURM_PLUGINDIR)/)
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/squashcached $(DESTDIR)$(PREFIX)/bin/mountctl \
 		$(DESTDIR)$(PREFIX)/lib/libsquashcache.a
-	rm -rf $(DESTDIR)$(PREFIX)/include/squashcache
+	rm -rf $(DESTDIR)$(PREFIX)/include/squashcache $(DESTDIR)$(PREFIX)/libexec/squashcache
+	rm -f $(DESTDIR)$(SLURM_PLUGINDIR)/squashcache_spank.so
 
 clean:
 	rm -rf build build-san build-tsan build-fuzz
