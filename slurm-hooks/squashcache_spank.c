@@ -487,10 +487,14 @@ static void write_marker(const struct sqc_job *j, const char *msg)
 {
 	int fd;
 
-	mkdir(conf.state, 0755);
+	if (mkdir(conf.state, 0755) == 0 && chmod(conf.state, 0755))
+		slurm_info("squashcache: chmod %s: %m", conf.state);
 	fd = open(j->marker, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;
+	/* slurmd's umask may be 077; the job's tasks must read it. */
+	if (fchmod(fd, 0644))
+		slurm_info("squashcache: fchmod %s: %m", j->marker);
 	if (write(fd, msg, strlen(msg)) < 0)
 		slurm_error("squashcache: cannot write %s", j->marker);
 	close(fd);
@@ -505,8 +509,8 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 	char why[512];
 	int n;
 
-	(void)ac;
-	(void)av;
+	/* slurm_spank_init is not called in this context. */
+	load_conf(ac, av);
 	if (!list || !*list)
 		return 0;
 	if (get_job(sp, &j)) {
@@ -556,7 +560,9 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 				msg[r > 0 ? r : 0] = '\0';
 			}
 			if (r <= 0)
-				snprintf(msg, sizeof(msg), "mountctl failed\n");
+				snprintf(msg, sizeof(msg),
+					 "%s failed (exit status %d)\n",
+					 conf.mountctl, rc);
 			slurm_error("squashcache: %s: %s", ims[i].path, msg);
 			snprintf(why, sizeof(why), "squashcache: %s: ",
 				 ims[i].path);
@@ -704,8 +710,8 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 	int n = 0;
 	FILE *f;
 
-	(void)ac;
-	(void)av;
+	/* slurm_spank_init is not called in this context. */
+	load_conf(ac, av);
 	if (get_job(sp, &j))
 		return 0;
 	unlink(j.marker);
