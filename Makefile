@@ -71,7 +71,8 @@ MOUNTCTL := $(BUILD)/mountctl
 	deps-demo tests fuzz fuzz-run format format-check lint install \
 	uninstall clean demo bench soak
 
-# The SPANK plugin is built only where Slurm's headers are installed.
+# The SPANK plugin is built only where Slurm's headers are installed, and
+# never with sanitizers (slurmd and srun load it and have no ASan runtime).
 SLURM_SPANK_H ?= /usr/include/slurm/spank.h
 SLURM_PLUGINDIR ?= $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/slurm-wlm /usr/lib64/slurm /usr/lib/slurm) /usr/lib/slurm)
 SPANK := $(if $(wildcard $(SLURM_SPANK_H)),$(BUILD)/squashcache_spank.so)
@@ -80,7 +81,8 @@ all: $(LIB) $(DAEMON) $(MOUNTCTL) $(SPANK)
 
 $(BUILD)/squashcache_spank.so: slurm-hooks/squashcache_spank.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -Wno-format-truncation -fPIC -shared -o $@ $<
+	$(CC) $(filter-out $(SAN_FLAGS),$(ALL_CFLAGS)) -Wno-missing-prototypes \
+		-Wno-format-truncation -fPIC -shared -o $@ $<
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -191,7 +193,8 @@ install: all
 		install -d $$d; install -m 0644 $$h $$d/; done
 	install -d $(DESTDIR)$(PREFIX)/libexec/squashcache
 	install -m 0755 slurm-hooks/prolog slurm-hooks/epilog slurm-hooks/task-prolog \
-		slurm-hooks/sqc-common.sh $(DESTDIR)$(PREFIX)/libexec/squashcache/
+		slurm-hooks/site-task-prolog slurm-hooks/sqc-common.sh \
+		slurm-hooks/examples/sbcast-job.sh $(DESTDIR)$(PREFIX)/libexec/squashcache/
 	$(if $(SPANK),install -d $(DESTDIR)$(SLURM_PLUGINDIR) && \
 		install -m 0755 $(SPANK) $(DESTDIR)$(SLURM_PLUGINDIR)/)
 

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# shellcheck shell=sh disable=SC2034
 # Shared by squashcache's Slurm hooks (sourced, POSIX sh).
 #
 # Reads the site config (KEY=VALUE lines; SQUASHCACHE_SLURM_CONF, default

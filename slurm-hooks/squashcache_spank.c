@@ -54,17 +54,17 @@ SPANK_PLUGIN(squashcache, 1);
 #define SQC_DEFAULT_CONF "/etc/squashcache/slurm.conf"
 
 struct sqc_conf {
-	char base[PATH_MAX];     /* mount base, "/dev/shm" by default */
-	char options[1024];      /* default mount options, may be empty */
-	char allow[4096];        /* allowed image prefixes, ':'-separated */
+	char base[PATH_MAX]; /* mount base, "/dev/shm" by default */
+	char options[1024]; /* default mount options, may be empty */
+	char allow[4096]; /* allowed image prefixes, ':'-separated */
 	char mountctl[PATH_MAX]; /* mountctl to run */
-	char state[PATH_MAX];    /* root-owned dir for failure markers */
+	char state[PATH_MAX]; /* root-owned dir for failure markers */
 };
 
 struct sqc_image {
 	char path[PATH_MAX]; /* absolute image path */
-	char opts[1024];     /* per-image options, may be empty */
-	char name[256];      /* mount name: file name without extension */
+	char opts[1024]; /* per-image options, may be empty */
+	char name[256]; /* mount name: file name without extension */
 };
 
 static struct sqc_conf conf;
@@ -73,11 +73,14 @@ static char *datasets; /* --dataset values joined by ',', or NULL */
 static int opt_dataset(int val, const char *optarg, int remote);
 
 static struct spank_option dataset_opt = {
-	"dataset", "IMAGE[:OPTS]",
+	"dataset",
+	"IMAGE[:OPTS]",
 	"Mount the SquashFS IMAGE with squashcache on every node of the job "
 	"(once per node); tasks find it in $SQUASHCACHE_MOUNT. Repeat or "
 	"separate with ',' for several images.",
-	1, 0, opt_dataset
+	1,
+	0,
+	opt_dataset
 };
 
 static int opt_dataset(int val, const char *optarg, int remote)
@@ -367,8 +370,8 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 				len ? "," : "", abs, ims[i].opts[0] ? ":" : "",
 				ims[i].opts);
 	}
-	if (!bad && spank_job_control_setenv(sp, "DATASET", out, 1) !=
-			    ESPANK_SUCCESS) {
+	if (!bad &&
+	    spank_job_control_setenv(sp, "DATASET", out, 1) != ESPANK_SUCCESS) {
 		slurm_error("squashcache: cannot pass --dataset to the nodes");
 		bad = 1;
 	}
@@ -382,8 +385,8 @@ static const char *node_name(spank_t sp, char *buf, size_t cap)
 
 	if (n && *n)
 		return n;
-	if (sp && spank_getenv(sp, "SLURMD_NODENAME", buf, cap) ==
-			  ESPANK_SUCCESS &&
+	if (sp &&
+	    spank_getenv(sp, "SLURMD_NODENAME", buf, cap) == ESPANK_SUCCESS &&
 	    *buf)
 		return buf;
 	if (gethostname(buf, cap))
@@ -398,7 +401,7 @@ struct sqc_job {
 	uint32_t id;
 	char user[256];
 	char node[256];
-	char dir[PATH_MAX];    /* BASE/USER/squashcache/jobID-NODE */
+	char dir[PATH_MAX]; /* BASE/USER/squashcache/jobID-NODE */
 	char marker[PATH_MAX]; /* STATE/jobID-NODE.err */
 };
 
@@ -520,7 +523,8 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 	unlink(j.marker);
 	n = parse_list(list, ims, SQC_MAX_IMAGES, why, sizeof(why));
 	for (int i = 0; i < n; i++) {
-		char mnt[PATH_MAX], opts[2100], errpath[] = "/tmp/sqcspankXXXXXX";
+		char mnt[PATH_MAX], opts[2100],
+			errpath[] = "/tmp/sqcspankXXXXXX";
 		char msg[1400] = "";
 		char *argv[8];
 		int k = 0, rc, efd;
@@ -530,9 +534,10 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 			 conf.options[0] && ims[i].opts[0] ? "," : "",
 			 ims[i].opts);
 		if (!is_allowed(ims[i].path)) {
-			snprintf(msg, sizeof(msg),
-				 "squashcache: %s: not under an allowed prefix\n",
-				 ims[i].path);
+			snprintf(
+				msg, sizeof(msg),
+				"squashcache: %s: not under an allowed prefix\n",
+				ims[i].path);
 			write_marker(&j, msg);
 			continue;
 		}
@@ -564,8 +569,8 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 					 "%s failed (exit status %d)\n",
 					 conf.mountctl, rc);
 			slurm_error("squashcache: %s: %s", ims[i].path, msg);
-			snprintf(why, sizeof(why), "squashcache: %s: ",
-				 ims[i].path);
+			snprintf(why, sizeof(why),
+				 "squashcache: %s: ", ims[i].path);
 			write_marker(&j, why);
 			write_marker(&j, msg);
 		}
@@ -741,8 +746,7 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 			       0;
 
 		for (int i = 0; i < k; i++) {
-			snprintf(mnt, sizeof(mnt), "%s/%s", j.dir,
-				 ims[i].name);
+			snprintf(mnt, sizeof(mnt), "%s/%s", j.dir, ims[i].name);
 			kill_daemons(mnt);
 			rmdir(mnt);
 		}

@@ -20,6 +20,7 @@ done
 
 U=sqcslurm
 chmod 0755 "$T"
+# shellcheck disable=SC2034 # used by the at_exit hook
 fusemode=$(stat -c %a /dev/fuse)
 at_exit 'chmod "$fusemode" /dev/fuse'
 chmod 0666 /dev/fuse
@@ -245,7 +246,8 @@ check_clean "two jobs"
 note "two images on one node at once ok"
 
 # --- 7. sbcast recipe on both nodes ----------------------------------
-as_user sbatch -W -N2 -o "$T/out/sbcast.out" --export=ALL,SQC_LOCAL_DIR="$T/shm",MOUNTCTL="$T/bin/mountctl",READIT="$T/bin/readit" \
+exports="ALL,SQC_LOCAL_DIR=$T/shm,MOUNTCTL=$T/bin/mountctl,READIT=$T/bin/readit"
+as_user sbatch -W -N2 -o "$T/out/sbcast.out" --export="$exports" \
     "$TOP/slurm-hooks/examples/sbcast-job.sh" "$T/img/alpha.sqfs" >/dev/null ||
     { cat "$T/out/sbcast.out"; fail "sbcast job failed"; }
 check_tasks "$T/out/sbcast.out" "$sum_a" 2
