@@ -160,6 +160,9 @@ as_user sbatch -W -N2 -o "$T/out/spank-sbatch.out" --dataset="$T/img/alpha.sqfs:
 [ "$(grep -c " $sum_a " "$T/out/spank-sbatch.out")" -eq 2 ] &&
     [ "$(grep -c " $sum_b " "$T/out/spank-sbatch.out")" -eq 2 ] ||
     { cat "$T/out/spank-sbatch.out"; fail "spank sbatch: wrong bytes"; }
+j=$(last_job)
+[ "$(starts_for "$j" n1)" -eq 2 ] && [ "$(starts_for "$j" n2)" -eq 2 ] ||
+    { cat "$T/starts.log"; fail "spank sbatch: not one mount per image per node"; }
 check_clean "spank sbatch"
 note "spank sbatch ok"
 
@@ -213,7 +216,16 @@ as_user srun -N1 -w n1 --dataset="$T/img/alpha.sqfs" "$T/bin/readit" >"$T/after-
     { cat "$T/after-kill.out"; fail "job after kill -9 failed"; }
 check_tasks "$T/after-kill.out" "$sum_a" 1
 check_clean "after kill -9"
-note "kill -9 mid-job cleaned, next job mounted again"
+# The same through the Prolog/Epilog scripts.
+as_user sbatch -W -N1 -w n2 -o "$T/out/kill2.out" --comment="dataset=$T/img/alpha.sqfs" "$T/out/kill.sh" >/dev/null || true
+grep -q '^killed' "$T/out/kill2.out" && grep -q '^no-daemon' "$T/out/kill2.out" ||
+    { cat "$T/out/kill2.out"; fail "the job could not kill its daemon (prolog)"; }
+check_clean "kill -9 (prolog)"
+as_user srun -N1 -w n2 --comment="dataset=$T/img/alpha.sqfs" "$T/bin/readit" >"$T/after-kill2.out" 2>&1 ||
+    { cat "$T/after-kill2.out"; fail "job after kill -9 failed (prolog)"; }
+check_tasks "$T/after-kill2.out" "$sum_a" 1
+check_clean "after kill -9 (prolog)"
+note "kill -9 mid-job cleaned, next job mounted again (plugin and prolog)"
 
 # --- 6. Two jobs, different images, one node, at once ---------------
 cat >"$T/out/hold.sh" <<EOB
@@ -268,6 +280,15 @@ if "$T/bin/mountctl" acquire --help >/dev/null 2>&1; then
         check_clean "task prolog $per"
     done
     note "task prolog with 1, 2, 4 tasks per node ok"
+    if as_user env SQUASHCACHE_IMAGE="$T/img/bad.sqfs" SQUASHCACHE_SLURM_CONF="$T/squashcache-slurm.conf" \
+        srun -N2 --ntasks-per-node=2 --task-prolog="$TOP/slurm-hooks/task-prolog" "$T/bin/readit" \
+        >"$T/tp-bad.out" 2>&1 && grep -q '^task ' "$T/tp-bad.out"; then
+        cat "$T/tp-bad.out"
+        fail "task prolog: a bad image ran the tasks"
+    fi
+    grep -q "squashcache: $T/img/bad.sqfs: " "$T/tp-bad.out" || { cat "$T/tp-bad.out"; fail "task prolog: no message for a bad image"; }
+    check_clean "task prolog, bad image"
+    note "task prolog, bad image: $(grep squashcache: "$T/tp-bad.out" | head -n 1)"
 else
     note "SKIPPED task prolog cases: this mountctl has no 'acquire' (holders not merged)"
 fi
