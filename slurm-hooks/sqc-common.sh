@@ -84,3 +84,9 @@ sqc_daemon_pids() {
         fi
     done
 }
+
+# sqc_tidy: the first line of mountctl's stderr on stdin, without the
+# program and module prefixes ("squashcache: IMAGE: " goes in front).
+sqc_tidy() {
+    sed -n '/./{p;q;}' | sed -E 's/^((mountctl|squashcached|squashcache|error|image): )+//'
+}

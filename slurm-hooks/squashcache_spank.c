@@ -463,10 +463,16 @@ static int run_as_user(const struct sqc_job *j, char *const argv[], int errfd)
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
-		int nul = open("/dev/null", O_RDWR);
+		int nul;
 
+		/* slurmd may run us with stdio closed: errfd may be 0-2. */
+		if (errfd >= 0 && errfd < 3)
+			errfd = fcntl(errfd, F_DUPFD, 3);
+		nul = open("/dev/null", O_RDWR);
 		if (nul < 0)
 			_exit(127);
+		if (nul < 3)
+			nul = fcntl(nul, F_DUPFD, 3);
 		dup2(nul, 0);
 		dup2(nul, 1);
 		dup2(errfd >= 0 ? errfd : nul, 2);
@@ -484,6 +490,34 @@ static int run_as_user(const struct sqc_job *j, char *const argv[], int errfd)
 		_exit(127);
 	}
 	return run_wait(pid);
+}
+
+/*
+ * Keep the first line of mountctl's stderr, without the program and
+ * module prefixes: "squashcache: IMAGE: " is put in front of it.
+ */
+static void tidy(char *msg)
+{
+	static const char *const pre[] = { "mountctl: ", "squashcached: ",
+					   "squashcache: ", "error: ",
+					   "image: " };
+	char *s = msg;
+	int again = 1;
+
+	while (again) {
+		again = 0;
+		for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++) {
+			size_t l = strlen(pre[i]);
+
+			if (!strncmp(s, pre[i], l)) {
+				s += l;
+				again = 1;
+			}
+		}
+	}
+	memmove(msg, s, strlen(s) + 1);
+	msg[strcspn(msg, "\n")] = '\0';
+	strcat(msg, "\n");
 }
 
 static void write_marker(const struct sqc_job *j, const char *msg)
@@ -561,14 +595,16 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 			ssize_t r = -1;
 
 			if (efd >= 0) {
-				r = pread(efd, msg, sizeof(msg) - 1, 0);
+				r = pread(efd, msg, sizeof(msg) - 2, 0);
 				msg[r > 0 ? r : 0] = '\0';
+				tidy(msg);
 			}
-			if (r <= 0)
+			if (r <= 1)
 				snprintf(msg, sizeof(msg),
 					 "%s failed (exit status %d)\n",
 					 conf.mountctl, rc);
-			slurm_error("squashcache: %s: %s", ims[i].path, msg);
+			slurm_error("squashcache: %s: %.*s", ims[i].path,
+				    (int)strcspn(msg, "\n"), msg);
 			snprintf(why, sizeof(why),
 				 "squashcache: %s: ", ims[i].path);
 			write_marker(&j, why);

@@ -60,6 +60,18 @@ head -c 70000 /dev/urandom >"$T/src/b/other.bin"
 mkimg "$T/src/a" "$T/img/alpha.sqfs"
 mkimg "$T/src/b" "$T/img/beta.sqfs"
 head -c 8192 /dev/urandom >"$T/img/bad.sqfs"
+# corrupt.sqfs passes the quick superblock check at submission but its
+# tables (from inode_table_start to bytes_used) are garbage: only the
+# node finds out, when it mounts.
+cp "$T/img/beta.sqfs" "$T/img/corrupt.sqfs"
+"$PYTHON" - "$T/img/corrupt.sqfs" <<'EOP'
+import struct, sys
+with open(sys.argv[1], "r+b") as f:
+    sb = f.read(96)
+    used, itab = struct.unpack_from("<Q", sb, 40)[0], struct.unpack_from("<Q", sb, 64)[0]
+    f.seek(itab)
+    f.write(b"\xff" * (used - itab))
+EOP
 chmod 0644 "$T/img"/*
 sum_a=$(cd "$T/src/a" && find . -type f | sort | xargs md5sum | md5sum | cut -c1-32)
 sum_b=$(cd "$T/src/b" && find . -type f | sort | xargs md5sum | md5sum | cut -c1-32)
@@ -175,7 +187,14 @@ if as_user srun -N1 --dataset="$T/img/missing.sqfs" true >"$T/bad2.out" 2>&1; th
     fail "srun with a missing image succeeded"
 fi
 grep -q "squashcache: $T/img/missing.sqfs: " "$T/bad2.out" || { cat "$T/bad2.out"; fail "no message for the missing image"; }
+if as_user srun -N2 -n2 --dataset="$T/img/corrupt.sqfs" "$T/bin/readit" >"$T/corrupt.out" 2>&1 &&
+    grep -q '^task ' "$T/corrupt.out"; then
+    cat "$T/corrupt.out"
+    fail "a job with a corrupt image ran its tasks"
+fi
+grep -q "squashcache: $T/img/corrupt.sqfs: .*corrupt" "$T/corrupt.out" || { cat "$T/corrupt.out"; fail "no message for the corrupt image"; }
 check_clean "bad image (spank)"
+note "corrupt image found on the nodes: $(grep squashcache: "$T/corrupt.out" | head -n 1)"
 note "bad image refused: $(grep squashcache: "$T/bad.out" | head -n 1)"
 
 # --- 4. Prolog/Epilog with --comment ---------------------------------
