@@ -205,7 +205,13 @@ j=$(last_job)
 [ "$(starts_for "$j" n1)" -eq 1 ] && [ "$(starts_for "$j" n2)" -eq 1 ] ||
     { cat "$T/starts.log"; fail "comment: not exactly one mount per node"; }
 check_clean "comment"
-note "prolog --comment ok"
+as_user srun -N1 -n1 --comment="run-42 dataset=$T/img/alpha.sqfs:ram=0,$T/img/beta.sqfs note" \
+    sh -c '"$0" "$SQUASHCACHE_MOUNT_ALPHA"; "$0" "$SQUASHCACHE_MOUNT_BETA"; "$0"' "$T/bin/readit" \
+    >"$T/comment2.out" 2>&1 || { cat "$T/comment2.out"; fail "comment with two images failed"; }
+[ "$(grep -c " $sum_a " "$T/comment2.out")" -eq 2 ] && [ "$(grep -c " $sum_b " "$T/comment2.out")" -eq 1 ] ||
+    { cat "$T/comment2.out"; fail "comment with two images: wrong bytes"; }
+check_clean "comment, two images"
+note "prolog --comment ok (one and two images)"
 
 # Bad image through the Prolog: the job fails with the message, the
 # Prolog exits 0 so the nodes are not drained.
