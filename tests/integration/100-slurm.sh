@@ -9,7 +9,7 @@
 # mounts once per job (daemon starts are logged by a wrapper); nothing
 # stays mounted or running.
 . "$(dirname "$0")/lib.sh"
-need_root
+[ "$(id -u)" -eq 0 ] || skip "needs root: starts munge, slurmctld and two slurmd, adds a test user"
 need_cmd mksquashfs
 for c in slurmctld slurmd srun sbatch sinfo munged sbcast setpriv; do
     command -v "$c" >/dev/null 2>&1 || skip "$c is not installed (sh tests/deps.sh slurm)"
