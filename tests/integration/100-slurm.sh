@@ -177,6 +177,11 @@ j=$(last_job)
     { cat "$T/starts.log"; fail "spank sbatch: not one mount per image per node"; }
 check_clean "spank sbatch"
 note "spank sbatch ok"
+as_user salloc -N2 --dataset="$T/img/beta.sqfs" srun -N2 -n2 "$T/bin/readit" >"$T/salloc.out" 2>&1 ||
+    { cat "$T/salloc.out"; fail "spank salloc failed"; }
+check_tasks "$T/salloc.out" "$sum_b" 2
+check_clean "spank salloc"
+note "spank salloc ok"
 
 # --- 3. Bad image: refused at submission with the message ------------
 if as_user srun -N1 --dataset="$T/img/bad.sqfs" true >"$T/bad.out" 2>&1; then
