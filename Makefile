@@ -72,7 +72,18 @@ MOUNTCTL := $(BUILD)/mountctl
 	deps-demo tests fuzz fuzz-run format format-check lint install \
 	uninstall clean demo bench soak
 
-all: $(LIB) $(DAEMON) $(MOUNTCTL)
+# The SPANK plugin is built only where Slurm's headers are installed, and
+# never with sanitizers (slurmd and srun load it and have no ASan runtime).
+SLURM_SPANK_H ?= /usr/include/slurm/spank.h
+SLURM_PLUGINDIR ?= $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/slurm-wlm /usr/lib64/slurm /usr/lib/slurm) /usr/lib/slurm)
+SPANK := $(if $(wildcard $(SLURM_SPANK_H)),$(BUILD)/squashcache_spank.so)
+
+all: $(LIB) $(DAEMON) $(MOUNTCTL) $(SPANK)
+
+$(BUILD)/squashcache_spank.so: slurm-hooks/squashcache_spank.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out $(SAN_FLAGS),$(ALL_CFLAGS)) -Wno-missing-prototypes \
+		-Wno-format-truncation -fPIC -shared -o $@ $<
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -184,11 +195,18 @@ install: all
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
 	install -m 0644 man/mountctl.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/squashcached.8 $(DESTDIR)$(MANDIR)/man8/
+	install -d $(DESTDIR)$(PREFIX)/libexec/squashcache
+	install -m 0755 slurm-hooks/prolog slurm-hooks/epilog slurm-hooks/task-prolog \
+		slurm-hooks/site-task-prolog slurm-hooks/sqc-common.sh \
+		slurm-hooks/examples/sbcast-job.sh $(DESTDIR)$(PREFIX)/libexec/squashcache/
+	$(if $(SPANK),install -d $(DESTDIR)$(SLURM_PLUGINDIR) && \
+		install -m 0755 $(SPANK) $(DESTDIR)$(SLURM_PLUGINDIR)/)
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/squashcached $(DESTDIR)$(PREFIX)/bin/mountctl \
 		$(DESTDIR)$(PREFIX)/lib/libsquashcache.a
-	rm -rf $(DESTDIR)$(PREFIX)/include/squashcache
+	rm -rf $(DESTDIR)$(PREFIX)/include/squashcache $(DESTDIR)$(PREFIX)/libexec/squashcache
+	rm -f $(DESTDIR)$(SLURM_PLUGINDIR)/squashcache_spank.so
 	rm -f $(DESTDIR)$(MANDIR)/man1/mountctl.1 $(DESTDIR)$(MANDIR)/man8/squashcached.8
 
 clean:

@@ -12,13 +12,15 @@ build="gcc make pkg-config libc6-dev fuse3 libfuse3-dev liburing-dev liblz4-dev 
 run="squashfs-tools util-linux procps attr"
 python="python3 python3-pil python3-torchvision"
 
+slurm="slurmd slurmctld slurm-client munge libslurm-dev"
+
 case "${1:-build}" in
 build) want="$build" ;;
-check) want="$build $run $python check psmisc clang clang-format valgrind shellcheck mandoc man-db groff-base" ;;
+check) want="$build $run $python check psmisc clang clang-format valgrind shellcheck mandoc man-db groff-base $slurm" ;;
 demo) want="$build $run $python" ;;
 bench) want="$build $run $python check squashfuse erofs-utils time" ;;
 fuzz) want="$build clang libclang-rt-14-dev" ;;
-slurm) want="slurmd slurmctld slurm-client munge libslurm-dev" ;;
+slurm) want="$slurm" ;;
 *) echo "usage: $0 build|check|demo|bench|fuzz|slurm" >&2; exit 2 ;;
 esac
 

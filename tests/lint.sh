@@ -67,7 +67,8 @@ done
 # Shell scripts: shellcheck's warnings and errors.
 if command -v shellcheck >/dev/null 2>&1; then
     # shellcheck disable=SC2046
-    if shellcheck -S warning $(git ls-files '*.sh' 2>/dev/null || find . -name '*.sh') .ci/run; then
+    if shellcheck -S warning $(git ls-files '*.sh' 2>/dev/null || find . -name '*.sh') .ci/run \
+        slurm-hooks/prolog slurm-hooks/epilog slurm-hooks/task-prolog slurm-hooks/site-task-prolog; then
         echo "lint: shell scripts pass shellcheck"
     else
         bad=1
