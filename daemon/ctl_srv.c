@@ -2,11 +2,14 @@
 /*
  * This file implements the daemon's side of the control protocol (ctl.h):
  * a thread that accepts connections on the control socket, checks who is
- * asking, and answers ping, stats and umount.
+ * asking, and answers ping, stats, umount, hold and release.
  *
  * The stats object:
- *   version, pid, uid, image, mountpoint, compressor, block_size, inodes,
+ *   schema, healthy, version, pid, uid, image_bytes, staged_bytes, image,
+ *   mountpoint, compressor, block_size, inodes,
  *   uptime_s, ready,
+ *   holders (pids), holder_managed, holder_stats: {added, died, grace_s,
+ *            closing} (holders.h; holder_stats only when managed)
  *   stage:  {state, budget, planned, staged, percent, seconds, mb_per_s,
  *            on_tmpfs (the image file itself is on tmpfs or ramfs)}
  *   cache:  {data, meta, bmap: {budget, bytes, peak, entries, hits, misses,
@@ -39,6 +42,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "holders.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -133,8 +137,15 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 					 (double)st.stage_planned :
 				 (st.stage_state == IMG_STAGE_OFF ? 0 : 100);
 
-	ctl_buf_printf(b, "{\"ok\":true,\"version\":%d,\"pid\":%d,\"uid\":%u,",
-		       CTL_VERSION, (int)getpid(), (unsigned int)getuid());
+	/* The keys of mountctl's stable contract come first (ctl.h). */
+	ctl_buf_printf(b,
+		       "{\"ok\":true,\"schema\":%d,\"healthy\":true,"
+		       "\"version\":%d,\"pid\":%d,\"uid\":%u,"
+		       "\"image_bytes\":%llu,\"staged_bytes\":%llu,",
+		       CTL_SCHEMA, CTL_VERSION, (int)getpid(),
+		       (unsigned int)getuid(),
+		       (unsigned long long)st.image_bytes,
+		       (unsigned long long)st.staged_bytes);
 	ctl_buf_printf(b, "\"image\":");
 	ctl_buf_json_str(b, d->o.image_abs);
 	ctl_buf_printf(b, ",\"mountpoint\":");
@@ -144,6 +155,7 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		       "\"inodes\":%u,\"uptime_s\":%.3f,",
 		       img_compressor(d->img), sb->block_size, sb->inode_count,
 		       up);
+	holders_stats_json(d->holders, b);
 	ctl_buf_printf(b,
 		       "\"stage\":{\"state\":\"%s\",\"budget\":%llu,"
 		       "\"planned\":%llu,\"staged\":%llu,\"percent\":%.1f,"
@@ -229,6 +241,36 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		       (unsigned long long)rss, user, sys, threads);
 }
 
+/* "hold PID START" and "release PID" (holders.h). */
+static void holder_cmd(struct sqcd *d, const char *cmd, struct ctl_buf *b)
+{
+	unsigned long long start = 0;
+	int pid, n, end = 0;
+	bool hold = cmd[0] == 'h';
+
+	if (hold)
+		n = sscanf(cmd, "hold %d %llu%n", &pid, &start, &end) == 2;
+	else
+		n = sscanf(cmd, "release %d%n", &pid, &end) == 1;
+	if (!n || cmd[end] || pid <= 0) {
+		ctl_buf_printf(b,
+			       "{\"ok\":false,\"error\":\"bad arguments\"}\n");
+		return;
+	}
+	n = hold ? holders_add(d->holders, pid, start) :
+		   holders_remove(d->holders, pid);
+	if (n >= 0) {
+		ctl_buf_printf(b, "{\"ok\":true,\"holders\":%d}\n", n);
+		return;
+	}
+	ctl_buf_printf(b, "{\"ok\":false,\"error\":\"%s\"}\n",
+		       n == -EOPNOTSUPP ? "not holder-managed" :
+		       n == -ESHUTDOWN	? "closing" :
+		       n == -ENOENT	? "not a holder" :
+		       n == -ESRCH	? "no such process" :
+					  err_str(n));
+}
+
 static void serve(struct sqcd *d, int c)
 {
 	struct ctl_buf b = { 0 };
@@ -264,6 +306,8 @@ static void serve(struct sqcd *d, int c)
 	} else if (!strcmp(cmd, "stats")) {
 		sqcd_stats_json(d, &b);
 		ctl_buf_printf(&b, "\n");
+	} else if (!strncmp(cmd, "hold ", 5) || !strncmp(cmd, "release ", 8)) {
+		holder_cmd(d, cmd, &b);
 	} else if (!strcmp(cmd, "umount")) {
 		ctl_buf_printf(&b, "{\"ok\":true}\n");
 		umount = true;

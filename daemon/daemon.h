@@ -44,6 +44,9 @@ struct sqcd_opts {
 	unsigned int threads; /* -o threads=N: FUSE workers at most */
 	unsigned int readahead; /* -o readahead=N: blocks decoded ahead */
 	unsigned int workers; /* -o workers=N: prefetch threads */
+	pid_t hold_pid; /* -o hold=PID:START: first holder, or 0 */
+	uint64_t hold_start; /* its start time (ctl_proc_start()) */
+	double grace; /* -o grace=S: holderless seconds before unmounting */
 	struct img_opts img; /* ram=, cache=, meta=, stage= */
 };
 
@@ -107,6 +110,7 @@ struct sqcd {
 	int ctl_fd; /* listening control socket, or -1 */
 	pthread_t ctl_thread; /* serves it */
 	bool ctl_running; /* ctl_thread was started */
+	struct holders *holders; /* holders.h; NULL unless -o hold= */
 };
 
 extern const struct fuse_lowlevel_ops sqcd_ops;

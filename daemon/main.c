@@ -35,10 +35,15 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "holders.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/size.h"
+
+/* Exit status for an image that is missing, unreadable or invalid (as
+ * mountctl's, so that mountctl passes it on). */
+#define EXIT_BAD_IMAGE 4
 
 #ifndef SQC_VERSION
 #define SQC_VERSION "0.1"
@@ -170,6 +175,34 @@ static int parse_one(struct sqcd_opts *o, char *opt)
 		else {
 			fprintf(stderr,
 				"squashcached: bad value '%s' for -o stage (auto, full, meta or none)\n",
+				val);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (!strcmp(opt, "hold") && val) {
+		unsigned long long start;
+		int pid, end = 0;
+
+		if (sscanf(val, "%d:%llu%n", &pid, &start, &end) != 2 ||
+		    val[end] || pid <= 0) {
+			fprintf(stderr,
+				"squashcached: bad value '%s' for -o hold (PID:START, as mountctl acquire passes it)\n",
+				val);
+			return -EINVAL;
+		}
+		o->hold_pid = pid;
+		o->hold_start = start;
+		return 0;
+	}
+	if (!strcmp(opt, "grace") && val) {
+		char *end;
+
+		o->grace = strtod(val, &end);
+		if (end == val || *end || !(o->grace >= 0) ||
+		    o->grace > 86400.0 * 365) {
+			fprintf(stderr,
+				"squashcached: bad value '%s' for -o grace (seconds)\n",
 				val);
 			return -EINVAL;
 		}
@@ -672,6 +705,7 @@ int main(int argc, char **argv)
 			fprintf(stderr,
 				"squashcached: cannot open image '%s': %s\n",
 				d->o.image, err_str(err));
+		ret = EXIT_BAD_IMAGE;
 		goto out_img;
 	}
 	err = img_open(d->o.image_abs, &d->o.img, &d->img);
@@ -680,6 +714,7 @@ int main(int argc, char **argv)
 			d->o.image,
 			err == -EMEDIUMTYPE ? "not a SquashFS image" :
 					      err_str(err));
+		ret = EXIT_BAD_IMAGE;
 		goto out_img;
 	}
 	d->root_ref = img_get_super(d->img)->root_ref;
@@ -755,6 +790,9 @@ int main(int argc, char **argv)
 		err = sqcd_ahead_start(d);
 	if (!err)
 		err = sqcd_uring_start(d);
+	/* Before the control socket, which serves "hold" and "release". */
+	if (!err)
+		err = holders_start(d, &d->holders);
 	/* Last: it reads what the others set up. */
 	if (!err)
 		err = sqcd_ctl_start(d);
@@ -813,6 +851,10 @@ out_unmount:
 	sqcd_warm_stop(d);
 	sqcd_uring_stop(d);
 	fuse_session_unmount(d->se);
+	/* Holds the directory lock that acquirers wait on: released only
+	 * once the mount is gone. */
+	holders_stop(d->holders);
+	d->holders = NULL;
 out_signals:
 	fuse_remove_signal_handlers(d->se);
 out_session:

@@ -327,6 +327,132 @@ static int run_daemon(char *argv[], double timeout, const char *real)
 	return MC_EXIT_FAIL;
 }
 
+int mc_default_mountpoint(const char *image, char *buf, size_t cap)
+{
+	static const char *const exts[] = { ".sqfs", ".squashfs", ".sqsh",
+					    ".img", ".sif" };
+	const char *base = getenv("SQUASHCACHE_BASE"), *name, *user;
+	char dflt[PATH_MAX];
+	struct stat st;
+	size_t n;
+	int err;
+
+	if (!base || !*base) {
+		user = getenv("USER");
+		if (!user || !*user || strchr(user, '/')) {
+			mc_err("cannot find the default mount point: USER is not set; give MOUNTPOINT or set SQUASHCACHE_BASE");
+			return -EINVAL;
+		}
+		snprintf(dflt, sizeof(dflt), "/dev/shm/%s/squashcache", user);
+		base = dflt;
+	}
+	name = strrchr(image, '/');
+	name = name ? name + 1 : image;
+	n = strlen(name);
+	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+		size_t e = strlen(exts[i]);
+
+		if (n > e && !strcmp(name + n - e, exts[i])) {
+			n -= e;
+			break;
+		}
+	}
+	if (!n || (n == 1 && name[0] == '.') ||
+	    (n == 2 && !strncmp(name, "..", 2))) {
+		mc_err("cannot name a mount point after image '%s': give MOUNTPOINT",
+		       image);
+		return -EINVAL;
+	}
+	if ((size_t)snprintf(buf, cap, "%s/%.*s", base, (int)n, name) >= cap) {
+		mc_err("default mount point for '%s' is too long: give MOUNTPOINT",
+		       image);
+		return -ENAMETOOLONG;
+	}
+	/* The base is private: create it 0700, refuse one of another user. */
+	{
+		struct made mk = { .path = strdup(base) };
+
+		if (!mk.path)
+			return -ENOMEM;
+		err = make_dirs(&mk);
+		free(mk.path);
+		if (err)
+			return err;
+	}
+	if (stat(base, &st)) {
+		err = -errno;
+		mc_err("cannot use '%s': %s", base, err_str(err));
+		return err;
+	}
+	if (st.st_uid != geteuid()) {
+		mc_err("'%s' belongs to uid %u, not to you: set SQUASHCACHE_BASE to a directory of yours",
+		       base, (unsigned int)st.st_uid);
+		return -EPERM;
+	}
+	return 0;
+}
+
+int mc_mount_image(const char *image, const char *mountpoint, const char *opts,
+		   double timeout, bool sif, char *real)
+{
+	char dflt[PATH_MAX], *all = NULL, *dargv[6];
+	struct made mk = { 0 };
+	struct mc_mount m;
+	int n = 0, ret = MC_EXIT_FAIL;
+
+	if (access(image, R_OK)) {
+		mc_err("cannot open image '%s': %s", image, err_str(errno));
+		return MC_EXIT_IMAGE;
+	}
+	if (!mountpoint) {
+		if (mc_default_mountpoint(image, dflt, sizeof(dflt)))
+			return MC_EXIT_FAIL;
+		mountpoint = dflt;
+	}
+	if (opts) {
+		all = strdup(opts);
+		if (!all) {
+			mc_err("out of memory");
+			return MC_EXIT_FAIL;
+		}
+	}
+	if (sif_opts(image, sif, &all))
+		goto out_free;
+	mk.path = strdup(mountpoint);
+	if (!mk.path) {
+		mc_err("out of memory");
+		goto out_free;
+	}
+	if (prepare_mountpoint(mountpoint, &mk, real))
+		goto out_remove;
+
+	dargv[n++] = NULL; /* set by run_daemon() */
+	if (all) {
+		dargv[n++] = (char *)"-o";
+		dargv[n++] = all;
+	}
+	dargv[n++] = (char *)image;
+	dargv[n++] = real;
+	dargv[n] = NULL;
+	ret = run_daemon(dargv, timeout, real);
+	if (ret)
+		goto out_remove;
+	if (mc_mount_find(real, &m) || !m.is_sqc) {
+		mc_err("squashcached reported success, but '%s' is not mounted",
+		       real);
+		ret = MC_EXIT_FAIL;
+		goto out_remove;
+	}
+	goto out_free;
+
+out_remove:
+	remove_dirs(&mk);
+out_free:
+	free(mk.path);
+	free(all);
+	return ret;
+}
+
 static int run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -337,12 +463,10 @@ static int run(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	char real[PATH_MAX];
-	char *opts = NULL, *dargv[6];
-	struct made mk = { 0 };
-	struct mc_mount m;
+	char *opts = NULL;
 	double timeout = 0;
 	bool sif = false;
-	int c, n = 0, ret = MC_EXIT_FAIL;
+	int c, ret = MC_EXIT_FAIL;
 
 	while ((c = getopt_long(argc, argv, "o:t:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -382,7 +506,7 @@ static int run(int argc, char **argv)
 			goto out_free;
 		}
 	}
-	if (argc - optind != 2) {
+	if (argc - optind != 1 && argc - optind != 2) {
 		ret = mc_bad_usage(
 			&mc_cmd_mount,
 			"expected IMAGE and MOUNTPOINT, got %d arguments",
@@ -393,52 +517,18 @@ static int run(int argc, char **argv)
 		ret = MC_EXIT_USAGE;
 		goto out_free;
 	}
-	if (access(argv[optind], R_OK)) {
-		mc_err("cannot open image '%s': %s", argv[optind],
-		       err_str(errno));
-		goto out_free;
-	}
-	if (sif_opts(argv[optind], sif, &opts))
-		goto out_free;
-	mk.path = strdup(argv[optind + 1]);
-	if (!mk.path) {
-		mc_err("out of memory");
-		goto out_free;
-	}
-	if (prepare_mountpoint(argv[optind + 1], &mk, real))
-		goto out_remove;
-
-	dargv[n++] = NULL; /* set by run_daemon() */
-	if (opts) {
-		dargv[n++] = (char *)"-o";
-		dargv[n++] = opts;
-	}
-	dargv[n++] = argv[optind];
-	dargv[n++] = real;
-	dargv[n] = NULL;
-	ret = run_daemon(dargv, timeout, real);
-	if (ret)
-		goto out_remove;
-	if (mc_mount_find(real, &m) || !m.is_sqc) {
-		mc_err("squashcached reported success, but '%s' is not mounted",
-		       real);
-		ret = MC_EXIT_FAIL;
-		goto out_remove;
-	}
-	printf("%s\n", real);
-	goto out_free;
-
-out_remove:
-	remove_dirs(&mk);
+	ret = mc_mount_image(argv[optind], argv[optind + 1], opts, timeout, sif,
+			     real);
+	if (!ret)
+		printf("%s\n", real);
 out_free:
-	free(mk.path);
 	free(opts);
 	return ret;
 }
 
 const struct mc_cmd mc_cmd_mount = {
 	.name = "mount",
-	.args = "[-o OPTIONS] [--timeout S] [--sif] IMAGE MOUNTPOINT",
+	.args = "[-o OPTIONS] [--timeout S] [--sif] IMAGE [MOUNTPOINT]",
 	.summary = "mount a SquashFS image with squashcached",
 	.help = "\n"
 		"Creates MOUNTPOINT (mode 0700, and its parents) if missing, starts\n"

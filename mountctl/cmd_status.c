@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ctl/ctl.h"
@@ -51,6 +52,29 @@ static void cache_line(struct ctl_buf *b, const char *label, const char *st,
 	else
 		ctl_buf_printf(b, ", not used yet");
 	ctl_buf_printf(b, "\n");
+}
+
+/* "holders     2: pids 123 456 (unmounts after the last)". */
+static void holders_line(struct ctl_buf *b, const char *st)
+{
+	const char *v, *end;
+	size_t len;
+	unsigned int n = 0;
+
+	if (ctl_json_get(st, "holders", &v, &len) || len < 2)
+		return;
+	end = v + len;
+	for (const char *p = v; p < end; p++)
+		if (*p >= '0' && *p <= '9' &&
+		    (p == v || p[-1] < '0' || p[-1] > '9'))
+			n++;
+	if (!n && !mc_json_is_true(st, "holder_managed"))
+		return;
+	ctl_buf_printf(b, LABEL "%u: pids %.*s%s\n", "holders", n,
+		       (int)(len - 2), v + 1,
+		       mc_json_is_true(st, "holder_managed") ?
+			       " (unmounts after the last)" :
+			       " (mounted with mountctl mount: stays)");
 }
 
 static void print_human(struct ctl_buf *b, const char *st)
@@ -126,6 +150,7 @@ static void print_human(struct ctl_buf *b, const char *st)
 			"%llu corruption events, %llu image read errors (see the daemon's log)\n",
 			"problems", (unsigned long long)corrupt,
 			(unsigned long long)rerr);
+	holders_line(b, st);
 	ctl_buf_printf(b, LABEL "pid %llu, up %s, RSS %s\n", "daemon",
 		       (unsigned long long)mc_json_u64(st, "pid"),
 		       mc_fmt_duration(mc_json_double(st, "uptime_s"), line,
@@ -154,13 +179,28 @@ static void add_entry(struct out *o, const char *path, const char *image,
 				&o->b, "%s%s",
 				*(v + strspn(v, " \t")) == '}' ? "" : ",", v);
 		} else {
-			ctl_buf_printf(&o->b, "{\"mountpoint\":");
+			struct stat st;
+
+			/* The contract's keys, for a daemon that is gone or
+			 * does not answer. */
+			ctl_buf_printf(&o->b, "{\"schema\":%d,\"mountpoint\":",
+				       CTL_SCHEMA);
 			ctl_buf_json_str(&o->b, path);
-			if (image) {
-				ctl_buf_printf(&o->b, ",\"image\":");
+			ctl_buf_printf(&o->b, ",\"image\":");
+			if (image)
 				ctl_buf_json_str(&o->b, image);
-			}
-			ctl_buf_printf(&o->b, ",\"ok\":false,\"error\":");
+			else
+				ctl_buf_printf(&o->b, "null");
+			ctl_buf_printf(
+				&o->b,
+				",\"pid\":null,\"healthy\":false,"
+				"\"image_bytes\":%llu,\"staged_bytes\":0,"
+				"\"holders\":[],\"ok\":false,\"problem\":",
+				image && !stat(image, &st) ?
+					(unsigned long long)st.st_size :
+					0ULL);
+			ctl_buf_json_str(&o->b, error);
+			ctl_buf_printf(&o->b, ",\"error\":");
 			ctl_buf_json_str(&o->b, error);
 			ctl_buf_printf(&o->b, "}");
 		}
@@ -306,9 +346,11 @@ const struct mc_cmd mc_cmd_status = {
 		"Asks the daemon of each MOUNTPOINT, or of every squashcache mount\n"
 		"(yours, or everybody's for root), for its stats.\n"
 		"\n"
-		"  -j, --json         print a JSON array of the daemons' stats objects;\n"
-		"                     a daemon that cannot be asked gives\n"
-		"                     {\"mountpoint\":...,\"ok\":false,\"error\":...}\n"
+		"  -j, --json         print a JSON array, one object per mount, with\n"
+		"                     schema, mountpoint, image, pid, healthy,\n"
+		"                     problem, image_bytes, staged_bytes and holders\n"
+		"                     at top level (see mountctl(1)); a stale mount\n"
+		"                     has healthy false and a problem\n"
 		"  -w, --watch        print again every second until interrupted\n"
 		"  -h, --help         this text\n"
 		"\n"

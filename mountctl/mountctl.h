@@ -33,6 +33,8 @@
 #define MC_EXIT_OK 0 /* done */
 #define MC_EXIT_FAIL 1 /* the operation failed or the answer is "no" */
 #define MC_EXIT_USAGE 2 /* bad arguments, or cannot even start */
+#define MC_EXIT_OTHER_IMAGE 3 /* another image is mounted there */
+#define MC_EXIT_IMAGE 4 /* the image is missing, unreadable or invalid */
 
 #define MC_CTL_TIMEOUT_MS 3000 /* one control request */
 #define MC_UMOUNT_TIMEOUT_S 10.0 /* umount: mount gone and daemon exited */
@@ -52,6 +54,38 @@ extern const struct mc_cmd mc_cmd_umount;
 extern const struct mc_cmd mc_cmd_status;
 extern const struct mc_cmd mc_cmd_wait;
 extern const struct mc_cmd mc_cmd_check;
+extern const struct mc_cmd mc_cmd_acquire;
+extern const struct mc_cmd mc_cmd_release;
+
+/**
+ * mc_default_mountpoint() - Where IMAGE is mounted when no MOUNTPOINT is
+ * given: $SQUASHCACHE_BASE/<image name less .sqfs, .squashfs, .sqsh, .img
+ * or .sif>, the base defaulting to /dev/shm/$USER/squashcache.
+ * @image: the image path
+ * @buf: destination
+ * @cap: its capacity
+ *
+ * Creates the base directory (0700) if missing and refuses one that
+ * belongs to another user.
+ *
+ * Return: 0 or -errno (the message is printed).
+ */
+int mc_default_mountpoint(const char *image, char *buf, size_t cap);
+
+/**
+ * mc_mount_image() - Mount @image with squashcached (mountctl mount).
+ * @image: the image
+ * @mountpoint: where, or NULL for mc_default_mountpoint()
+ * @opts: squashcached -o options, or NULL
+ * @timeout: seconds to wait for the mount to answer (0: the daemon's own)
+ * @sif: @image is an Apptainer SIF file
+ * @real: set to the resolved mount point, PATH_MAX bytes
+ *
+ * Return: an exit code (messages printed): MC_EXIT_OK, MC_EXIT_IMAGE,
+ * or squashcached's status.
+ */
+int mc_mount_image(const char *image, const char *mountpoint, const char *opts,
+		   double timeout, bool sif, char *real);
 
 /**
  * mc_usage() - Print a verb's usage line and help text.
@@ -142,6 +176,19 @@ int mc_resolve(const char *arg, char *path, struct mc_mount *m);
  * Ownership: the caller frees *@reply.
  */
 int mc_request(const struct mc_mount *m, const char *cmd, char **reply);
+
+/**
+ * mc_request_why() - mc_request() that also says why the daemon refused.
+ * @m: the mount
+ * @cmd: the command
+ * @reply: as for mc_request()
+ * @why: set to the daemon's "error" string after -EBADMSG, else ""
+ * @cap: its capacity
+ *
+ * Return: as mc_request().  Ownership: as mc_request().
+ */
+int mc_request_why(const struct mc_mount *m, const char *cmd, char **reply,
+		   char *why, size_t cap);
 
 /**
  * mc_explain() - Say why a daemon could not be asked.

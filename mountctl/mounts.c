@@ -223,12 +223,15 @@ int mc_resolve(const char *arg, char *path, struct mc_mount *m)
 	return m->is_sqc ? 0 : -EMEDIUMTYPE;
 }
 
-int mc_request(const struct mc_mount *m, const char *cmd, char **reply)
+int mc_request_why(const struct mc_mount *m, const char *cmd, char **reply,
+		   char *why, size_t cap)
 {
-	char addr[CTL_PATH_MAX], why[64];
+	char addr[CTL_PATH_MAX], error[128];
 	int err;
 
 	*reply = NULL;
+	if (why && cap)
+		why[0] = '\0';
 	err = ctl_default_address(m->path, addr, sizeof(addr));
 	if (err)
 		return err;
@@ -238,12 +241,20 @@ int mc_request(const struct mc_mount *m, const char *cmd, char **reply)
 	if (mc_json_is_true(*reply, "ok"))
 		return 0;
 	err = -EBADMSG;
-	if (!ctl_json_str(*reply, "error", why, sizeof(why)) &&
-	    !strcmp(why, "permission denied"))
+	if (ctl_json_str(*reply, "error", error, sizeof(error)))
+		error[0] = '\0';
+	if (!strcmp(error, "permission denied"))
 		err = -EACCES;
+	if (why && cap)
+		snprintf(why, cap, "%s", error);
 	free(*reply);
 	*reply = NULL;
 	return err;
+}
+
+int mc_request(const struct mc_mount *m, const char *cmd, char **reply)
+{
+	return mc_request_why(m, cmd, reply, NULL, 0);
 }
 
 bool mc_is_stale(int err)

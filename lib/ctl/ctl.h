@@ -17,6 +17,10 @@
  *   ping     {"ok":true,"pid":N}
  *   stats    {"ok":true, ...}: see daemon/ctl_srv.c for the fields
  *   umount   {"ok":true}, then the daemon unmounts and exits
+ *   hold PID START     {"ok":true,"holders":N}: process PID, started at
+ *            START (ctl_proc_start() of it), holds the mount; refused
+ *            ("closing") once the daemon decided to go
+ *   release PID        {"ok":true,"holders":N}; "not a holder" if it was not
  *
  * An unknown command gets {"ok":false,"error":"..."}.
  */
@@ -29,6 +33,14 @@
 #include <sys/types.h>
 
 #define CTL_VERSION 1 /* bumped when a field changes meaning */
+/*
+ * The stable contract of `mountctl status --json` (see mountctl(1)): every
+ * object has schema, mountpoint, image, pid, healthy, problem (when not
+ * healthy), image_bytes, staged_bytes and holders at top level, whatever
+ * the daemon's state; the daemon's detailed objects sit beside them.
+ * CTL_SCHEMA is bumped only when one of those changes meaning.
+ */
+#define CTL_SCHEMA 1
 #define CTL_PATH_MAX 108 /* sun_path */
 #define CTL_REPLY_MAX (64 * 1024) /* largest reply accepted */
 #define CTL_FSTYPE "fuse.squashcache" /* type in /proc/self/mounts */
@@ -178,5 +190,16 @@ int ctl_json_double(const char *json, const char *path, double *out);
  * Return: 0; -ENOENT; -EPROTO; -ERANGE if @cap is too small.
  */
 int ctl_json_str(const char *json, const char *path, char *buf, size_t cap);
+
+/**
+ * ctl_proc_start() - When a process started, to tell it from a later one
+ * that reuses its pid.
+ * @pid: the process
+ * @start: set to field 22 of /proc/PID/stat (clock ticks since boot)
+ *
+ * Return: 0; -ESRCH if no such process; -EPROTO if the line is malformed.
+ * Context: any thread.
+ */
+int ctl_proc_start(pid_t pid, uint64_t *start);
 
 #endif /* SQC_CTL_CTL_H */

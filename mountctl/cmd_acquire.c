@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements `mountctl acquire` and `mountctl release`: several
+ * processes share one mount, which goes away after the last of them.
+ *
+ * The daemon keeps the holders (daemon/holders.h explains how, and why it
+ * is race-free).  acquire takes flock() on the mount point's parent
+ * directory, the lock the daemon takes before it decides to go, and under
+ * it finds one of three things: nothing mounted (it mounts, with itself
+ * as the first holder), a live mount of the same image (it joins), or a
+ * stale mount whose daemon died (it clears it and mounts again).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ctl/ctl.h"
+#include "mountctl.h"
+#include "util/err.h"
+
+#define LOCK_TIMEOUT_S 120.0 /* waiting for another acquire or a daemon */
+
+struct acq {
+	const char *image; /* IMAGE argument */
+	const char *mountpoint; /* MOUNTPOINT argument, or NULL */
+	char *opts; /* -o options, or NULL */
+	double grace; /* --grace */
+	double timeout; /* --timeout */
+	bool sif; /* --sif */
+	pid_t pid; /* the holder */
+	uint64_t start; /* its start time */
+};
+
+/* Parse --pid; default: the caller's parent, e.g. the shell script. */
+static int holder_of(const char *arg, pid_t *pid, uint64_t *start)
+{
+	char *end;
+	long v;
+	int err;
+
+	if (arg) {
+		v = strtol(arg, &end, 10);
+		if (end == arg || *end || v <= 0 || v > 0x3fffffff) {
+			mc_err("bad --pid '%s' (a process id)", arg);
+			return -EINVAL;
+		}
+		*pid = (pid_t)v;
+	} else {
+		*pid = getppid();
+	}
+	err = ctl_proc_start(*pid, start);
+	if (err)
+		mc_err("holder pid %d: %s", (int)*pid,
+		       err == -ESRCH ? "no such process" : err_str(err));
+	return err;
+}
+
+/* Lock the parent directory of @path; return its fd, or -errno. */
+static int lock_parent(const char *path)
+{
+	char dir[PATH_MAX], *slash;
+	double deadline = mc_now() + LOCK_TIMEOUT_S;
+	int fd, err;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		mc_err("cannot open '%s' to lock it: %s", dir, err_str(err));
+		return err;
+	}
+	while (flock(fd, LOCK_EX | LOCK_NB)) {
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			err = -errno;
+			mc_err("cannot lock '%s': %s", dir, err_str(err));
+			close(fd);
+			return err;
+		}
+		if (mc_now() > deadline) {
+			mc_err("'%s' stayed locked for %g s by another mountctl acquire or a daemon that is unmounting: try again",
+			       dir, LOCK_TIMEOUT_S);
+			close(fd);
+			return -ETIMEDOUT;
+		}
+		mc_sleep_ms(MC_POLL_MS);
+	}
+	return fd;
+}
+
+/* Mount @a->image at @path with the holder as its first holder. */
+static int mount_held(const struct acq *a, const char *path, char *real)
+{
+	char extra[128], *all;
+	size_t len;
+	int ret;
+
+	snprintf(extra, sizeof(extra), "hold=%d:%llu,grace=%g", (int)a->pid,
+		 (unsigned long long)a->start, a->grace);
+	len = (a->opts ? strlen(a->opts) + 1 : 0) + strlen(extra) + 1;
+	all = malloc(len);
+	if (!all) {
+		mc_err("out of memory");
+		return MC_EXIT_FAIL;
+	}
+	snprintf(all, len, "%s%s%s", a->opts ? a->opts : "",
+		 a->opts ? "," : "", extra);
+	ret = mc_mount_image(a->image, path, all, a->timeout, a->sif, real);
+	free(all);
+	return ret;
+}
+
+/* Join the live mount @m of the same image. */
+static int join(const struct acq *a, const struct mc_mount *m)
+{
+	char cmd[96], why[PATH_MAX + 256], error[128];
+	char *reply;
+	int err;
+
+	snprintf(cmd, sizeof(cmd), "hold %d %llu", (int)a->pid,
+		 (unsigned long long)a->start);
+	err = mc_request_why(m, cmd, &reply, error, sizeof(error));
+	if (!err) {
+		free(reply);
+		return MC_EXIT_OK;
+	}
+	if (!strcmp(error, "not holder-managed")) {
+		fprintf(stderr,
+			"mountctl: note: '%s' was mounted with mountctl mount: it stays mounted after release, until mountctl umount\n",
+			m->path);
+		return MC_EXIT_OK;
+	}
+	if (error[0])
+		mc_err("cannot join the mount at '%s': %s", m->path, error);
+	else
+		mc_err("cannot join the mount at '%s': %s", m->path,
+		       mc_explain(m, err, true, why, sizeof(why)));
+	return MC_EXIT_FAIL;
+}
+
+/* Under the lock: mount, join or replace what is at @path. */
+static int acquire_locked(const struct acq *a, const char *path, char *real)
+{
+	char img[PATH_MAX], why[PATH_MAX + 256];
+	struct mc_mount m;
+	char *reply;
+	int err;
+
+	err = mc_mount_find(path, &m);
+	if (err == -ENOENT)
+		return mount_held(a, path, real);
+	if (err) {
+		mc_err("cannot read the mount table: %s", err_str(err));
+		return MC_EXIT_FAIL;
+	}
+	if (!m.is_sqc) {
+		mc_err("'%s' is already a mount point (%s): acquire another directory",
+		       path, m.fstype);
+		return MC_EXIT_FAIL;
+	}
+	err = mc_request(&m, "ping", &reply);
+	if (err && mc_is_stale(err)) {
+		fprintf(stderr,
+			"mountctl: '%s' is a stale mount (its daemon is gone): clearing it\n",
+			path);
+		err = mc_unmount(&m, true, MC_UMOUNT_TIMEOUT_S);
+		if (err) {
+			mc_err("cannot clear the stale mount at '%s': %s", path,
+			       err_str(err));
+			return MC_EXIT_FAIL;
+		}
+		return mount_held(a, path, real);
+	}
+	if (err) {
+		mc_err("'%s': %s", path,
+		       mc_explain(&m, err, true, why, sizeof(why)));
+		return MC_EXIT_FAIL;
+	}
+	free(reply);
+	if (!realpath(a->image, img) || strcmp(img, m.source)) {
+		mc_err("'%s' is a mount of another image, '%s': release it first or acquire another mount point",
+		       path, m.source);
+		return MC_EXIT_OTHER_IMAGE;
+	}
+	snprintf(real, PATH_MAX, "%s", path);
+	return join(a, &m);
+}
+
+/* mkdir -p the directory that holds @path (0700 for what it creates). */
+static int make_parent(const char *path)
+{
+	char dir[PATH_MAX];
+
+	for (size_t i = 1; path[i] && i < sizeof(dir); i++) {
+		if (path[i] != '/')
+			continue;
+		memcpy(dir, path, i);
+		dir[i] = '\0';
+		if (mkdir(dir, 0700) && errno != EEXIST)
+			return -errno;
+	}
+	return 0;
+}
+
+static int acquire(struct acq *a)
+{
+	char dflt[PATH_MAX], path[PATH_MAX], real[PATH_MAX];
+	const char *arg = a->mountpoint;
+	int fd, ret;
+
+	if (access(a->image, R_OK)) {
+		mc_err("cannot open image '%s': %s", a->image, err_str(errno));
+		return MC_EXIT_IMAGE;
+	}
+	if (!arg) {
+		if (mc_default_mountpoint(a->image, dflt, sizeof(dflt)))
+			return MC_EXIT_FAIL;
+		arg = dflt;
+	}
+	/* The parent must exist to be locked; the mount point itself is
+	 * created by the mount, and removed again if it fails. */
+	ret = ctl_canonical_mountpoint(arg, path, sizeof(path));
+	if (ret == -ENOENT) {
+		ret = make_parent(arg);
+		if (!ret)
+			ret = ctl_canonical_mountpoint(arg, path, sizeof(path));
+	}
+	if (ret) {
+		mc_err("cannot resolve mount point '%s': %s", arg,
+		       err_str(ret));
+		return MC_EXIT_FAIL;
+	}
+	fd = lock_parent(path);
+	if (fd < 0)
+		return MC_EXIT_FAIL;
+	ret = acquire_locked(a, path, real);
+	close(fd);
+	if (!ret)
+		printf("%s\n", real);
+	return ret;
+}
+
+static int run_acquire(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "options", required_argument, NULL, 'o' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "grace", required_argument, NULL, 'g' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "sif", no_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct acq a = { 0 };
+	const char *pid_arg = NULL;
+	int c, ret = MC_EXIT_USAGE;
+
+	while ((c = getopt_long(argc, argv, "o:p:g:t:h", longopts, NULL)) !=
+	       -1) {
+		switch (c) {
+		case 'o': {
+			size_t len = a.opts ? strlen(a.opts) + 1 : 0;
+			char *p = realloc(a.opts, len + strlen(optarg) + 1);
+
+			if (!p) {
+				mc_err("out of memory");
+				ret = MC_EXIT_FAIL;
+				goto out_free;
+			}
+			if (len)
+				p[len - 1] = ',';
+			strcpy(p + len, optarg);
+			a.opts = p;
+			break;
+		}
+		case 'p':
+			pid_arg = optarg;
+			break;
+		case 'g':
+			if (mc_parse_seconds(optarg, &a.grace)) {
+				ret = mc_bad_usage(&mc_cmd_acquire,
+						   "bad --grace '%s' (seconds)",
+						   optarg);
+				goto out_free;
+			}
+			break;
+		case 't':
+			if (mc_parse_seconds(optarg, &a.timeout)) {
+				ret = mc_bad_usage(&mc_cmd_acquire,
+						   "bad --timeout '%s' (seconds)",
+						   optarg);
+				goto out_free;
+			}
+			break;
+		case 'S':
+			a.sif = true;
+			break;
+		case 'h':
+			mc_usage(&mc_cmd_acquire, stdout);
+			ret = MC_EXIT_OK;
+			goto out_free;
+		default:
+			mc_usage(&mc_cmd_acquire, stderr);
+			goto out_free;
+		}
+	}
+	if (argc - optind != 1 && argc - optind != 2) {
+		ret = mc_bad_usage(&mc_cmd_acquire,
+				   "expected IMAGE [MOUNTPOINT], got %d arguments",
+				   argc - optind);
+		goto out_free;
+	}
+	a.image = argv[optind];
+	a.mountpoint = argv[optind + 1];
+	if (holder_of(pid_arg, &a.pid, &a.start)) {
+		ret = MC_EXIT_FAIL;
+		goto out_free;
+	}
+	ret = acquire(&a);
+out_free:
+	free(a.opts);
+	return ret;
+}
+
+static int run_release(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char path[PATH_MAX], cmd[64], why[PATH_MAX + 256], error[128];
+	const char *pid_arg = NULL;
+	struct mc_mount m;
+	char *reply;
+	pid_t pid;
+	int c, err;
+
+	while ((c = getopt_long(argc, argv, "p:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			pid_arg = optarg;
+			break;
+		case 'h':
+			mc_usage(&mc_cmd_release, stdout);
+			return MC_EXIT_OK;
+		default:
+			mc_usage(&mc_cmd_release, stderr);
+			return MC_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1)
+		return mc_bad_usage(&mc_cmd_release,
+				    "expected MOUNTPOINT, got %d arguments",
+				    argc - optind);
+	if (pid_arg) {
+		char *end;
+		long v = strtol(pid_arg, &end, 10);
+
+		if (end == pid_arg || *end || v <= 0 || v > 0x3fffffff)
+			return mc_bad_usage(&mc_cmd_release,
+					    "bad --pid '%s' (a process id)",
+					    pid_arg);
+		pid = (pid_t)v;
+	} else {
+		pid = getppid();
+	}
+	err = mc_resolve(argv[optind], path, &m);
+	if (err) {
+		mc_err("'%s' is not a squashcache mount (see mountctl status)",
+		       argv[optind]);
+		return MC_EXIT_FAIL;
+	}
+	snprintf(cmd, sizeof(cmd), "release %d", (int)pid);
+	err = mc_request_why(&m, cmd, &reply, error, sizeof(error));
+	if (!err) {
+		free(reply);
+		return MC_EXIT_OK;
+	}
+	if (error[0])
+		mc_err("cannot release '%s' for pid %d: %s%s", path, (int)pid,
+		       error,
+		       !strcmp(error, "not a holder") ?
+			       " (see the holders in mountctl status; --pid names another holder)" :
+			       "");
+	else
+		mc_err("cannot release '%s': %s", path,
+		       mc_explain(&m, err, true, why, sizeof(why)));
+	return MC_EXIT_FAIL;
+}
+
+const struct mc_cmd mc_cmd_acquire = {
+	.name = "acquire",
+	.args = "[-o OPTIONS] [--pid PID] [--grace S] [--timeout S] [--sif] IMAGE [MOUNTPOINT]",
+	.summary = "mount IMAGE or join its mount, as one of its holders",
+	.help = "\n"
+		"The first acquire mounts IMAGE (as mountctl mount does); later and\n"
+		"concurrent ones join that mount.  Each holder is a process: the\n"
+		"caller's parent (the shell script that runs mountctl acquire), or\n"
+		"--pid PID.  The mount goes away once every holder has released it\n"
+		"or exited, after --grace seconds.  A stale mount whose daemon died\n"
+		"is cleared and mounted again.  Prints the mount point, alone on its\n"
+		"line: MNT=$(mountctl acquire IMAGE).\n"
+		"\n"
+		"MOUNTPOINT defaults to $SQUASHCACHE_BASE/NAME, NAME being the image\n"
+		"file name less .sqfs/.squashfs/.sqsh/.img/.sif, and the base\n"
+		"/dev/shm/$USER/squashcache (created 0700).\n"
+		"\n"
+		"  -o, --options OPTS squashcached options for the first mount\n"
+		"  -p, --pid PID      the holder (default: the caller's parent)\n"
+		"  -g, --grace S      keep the mount S seconds after the last holder\n"
+		"                     (default 0; set by the first acquire)\n"
+		"  -t, --timeout S    give up mounting after S seconds\n"
+		"      --sif          IMAGE is an Apptainer SIF file\n"
+		"  -h, --help         this text\n"
+		"\n"
+		"Exit status: 0 held; 1 failed; 2 usage error; 3 another image is\n"
+		"mounted at MOUNTPOINT; 4 IMAGE is missing, unreadable or invalid.\n",
+	.run = run_acquire,
+};
+
+const struct mc_cmd mc_cmd_release = {
+	.name = "release",
+	.args = "[--pid PID] MOUNTPOINT",
+	.summary = "stop holding a mount made by mountctl acquire",
+	.help = "\n"
+		"Removes the holder (the caller's parent, or --pid PID).  After the\n"
+		"last holder, the daemon unmounts within a fraction of a second,\n"
+		"or after the grace period.  A holder that exits is released by\n"
+		"itself: release is for giving a mount up earlier.\n"
+		"\n"
+		"  -p, --pid PID      the holder (default: the caller's parent)\n"
+		"  -h, --help         this text\n"
+		"\n"
+		"Exit status: 0 released; 1 not a holder, or no such mount;\n"
+		"2 usage error.\n",
+	.run = run_release,
+};
