@@ -112,8 +112,8 @@ static int mount_held(const struct acq *a, const char *path, char *real)
 		mc_err("out of memory");
 		return MC_EXIT_FAIL;
 	}
-	snprintf(all, len, "%s%s%s", a->opts ? a->opts : "",
-		 a->opts ? "," : "", extra);
+	snprintf(all, len, "%s%s%s", a->opts ? a->opts : "", a->opts ? "," : "",
+		 extra);
 	ret = mc_mount_image(a->image, path, all, a->timeout, a->sif, real);
 	free(all);
 	return ret;
@@ -295,9 +295,9 @@ static int run_acquire(int argc, char **argv)
 			break;
 		case 't':
 			if (mc_parse_seconds(optarg, &a.timeout)) {
-				ret = mc_bad_usage(&mc_cmd_acquire,
-						   "bad --timeout '%s' (seconds)",
-						   optarg);
+				ret = mc_bad_usage(
+					&mc_cmd_acquire,
+					"bad --timeout '%s' (seconds)", optarg);
 				goto out_free;
 			}
 			break;
@@ -314,9 +314,10 @@ static int run_acquire(int argc, char **argv)
 		}
 	}
 	if (argc - optind != 1 && argc - optind != 2) {
-		ret = mc_bad_usage(&mc_cmd_acquire,
-				   "expected IMAGE [MOUNTPOINT], got %d arguments",
-				   argc - optind);
+		ret = mc_bad_usage(
+			&mc_cmd_acquire,
+			"expected IMAGE [MOUNTPOINT], got %d arguments",
+			argc - optind);
 		goto out_free;
 	}
 	a.image = argv[optind];
