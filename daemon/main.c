@@ -74,15 +74,18 @@ static void usage(FILE *f)
 		"  meta=SIZE          decoded metadata cache (default 64M)\n"
 		"  warm=SIZE          push listed files into the kernel's page cache in\n"
 		"                     the background, up to SIZE (default 25%%; 0 = off)\n"
-		"  prime              list the whole tree once the mount answers, so\n"
-		"                     that opening files by path needs no lookup\n"
-		"                     (for readers that never list; off by default);\n"
-		"                     the mount command returns once the listing ends\n"
-		"  prime_wait=S       with prime, return after S seconds at most even\n"
-		"                     if the listing goes on (default 10; 0 = at once)\n"
-		"  statahead=N        list up to N entries ahead of a reader that walks\n"
-		"                     the tree, and list directories whose files are\n"
-		"                     opened by path (default 65536; 0 = off)\n"
+		"  statahead=N|all    listing ahead: list up to N entries ahead of a\n"
+		"                     reader that walks the tree, and directories whose\n"
+		"                     files are opened by path (default 65536; 0 = off);\n"
+		"                     all: also list the whole tree once mounted, and\n"
+		"                     return once it is listed (for readers that never\n"
+		"                     list; was -o prime)\n"
+		"  statahead_wait=S   with statahead=all, return after S seconds at most\n"
+		"                     (default 10; 0 = at once; was prime_wait=)\n"
+		"  hold=PID:START     set by mountctl acquire: the first holder; the\n"
+		"                     mount goes after its last holder (see mountctl)\n"
+		"  grace=S            with hold=, keep the mount S seconds after the\n"
+		"                     last holder (default 0)\n"
 		"  direct_io          do not keep file data in the page cache (for\n"
 		"                     datasets near the size of RAM: no double caching)\n"
 		"  allow_other        let other users read the mount (needs\n"
@@ -229,12 +232,23 @@ static int parse_one(struct sqcd_opts *o, char *opt)
 		o->logfile = val;
 		return 0;
 	}
+	if (!strcmp(opt, "statahead") && val && !strcmp(val, "all")) {
+		o->prime = true;
+		return 0;
+	}
 	if (!strcmp(opt, "statahead") && val)
 		return parse_uint_opt(opt, val, 1u << 30, &o->statahead);
+	/* prime and prime_wait are the old names of statahead=all and
+	 * statahead_wait=: kept for a release, with a line in the log. */
 	if (!strcmp(opt, "prime_wait") && val)
+		o->deprecated =
+			"-o prime_wait= is deprecated: use -o statahead_wait=";
+	if ((!strcmp(opt, "statahead_wait") || !strcmp(opt, "prime_wait")) &&
+	    val)
 		return parse_uint_opt(opt, val, READY_TIMEOUT_S / 2,
 				      &o->prime_wait);
 	if (!val && !strcmp(opt, "prime")) {
+		o->deprecated = "-o prime is deprecated: use -o statahead=all";
 		o->prime = true;
 		return 0;
 	}
@@ -692,6 +706,8 @@ int main(int argc, char **argv)
 	d->o.mountpoint = argv[optind + 1];
 	log_set_level(d->o.debug ? LOG_DEBUG : LOG_INFO);
 	fuse_set_log_func(route_fuse_log);
+	if (d->o.deprecated)
+		log_warn("%s", d->o.deprecated);
 
 	if (check_mountpoint(&d->o))
 		goto out_img;

@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -338,7 +339,10 @@ int mc_default_mountpoint(const char *image, char *buf, size_t cap)
 	int err;
 
 	if (!base || !*base) {
-		user = getenv("USER");
+		struct passwd *pw = getpwuid(geteuid());
+
+		/* The account, not $USER: hooks run with a foreign env. */
+		user = pw ? pw->pw_name : getenv("USER");
 		if (!user || !*user || strchr(user, '/')) {
 			mc_err("cannot find the default mount point: USER is not set; give MOUNTPOINT or set SQUASHCACHE_BASE");
 			return -EINVAL;

@@ -65,8 +65,10 @@ mc status --frobnicate
 expect_rc 2 "unknown option"
 mc
 expect_rc 2 "no command"
-mc mount "$T/img.sqfs"
-expect_rc 2 "mount with one argument"
+mc mount
+expect_rc 2 "mount without arguments"
+mc mount "$T/img.sqfs" "$T/a" "$T/b"
+expect_rc 2 "mount with three arguments"
 mc mount -o debug "$T/img.sqfs" "$T/dbg"
 expect_rc 2 "mount -o debug"
 
@@ -140,10 +142,10 @@ expect_rc 0 "check of a good image"
 expect_out "^result      sound" "check of a good image"
 expect_out "^files       2 " "check of a good image"
 mc mount "$T/nothing.sqfs" "$T/new1/mnt"
-expect_rc 1 "mount of a missing image"
+expect_rc 4 "mount of a missing image"
 ! [ -e "$T/new1" ] || fail "a failed mount left $T/new1 behind"
 mc mount "$T/src/sub/a.txt" "$T/new2/mnt"
-expect_rc 1 "mount of a file that is no image"
+expect_rc 4 "mount of a file that is no image"
 expect_out "not a SquashFS image" "mount of a file that is no image"
 ! [ -e "$T/new2" ] || fail "a failed mount left $T/new2 behind"
 
