@@ -5,6 +5,8 @@
  * including the checks on who may talk to whom.
  */
 /* TSAN: yes */
+#include <signal.h>
+#include <sys/wait.h>
 #include <check.h>
 #include <errno.h>
 #include <limits.h>
@@ -208,6 +210,32 @@ START_TEST(test_path_socket)
 }
 END_TEST
 
+/* A holder is a pid and a start time: a child's is after ours, and is
+ * gone with it (the pid may be reused, the pair is not). */
+START_TEST(test_proc_start)
+{
+	uint64_t me, child, again;
+	pid_t pid;
+	int status;
+
+	ck_assert_int_eq(ctl_proc_start(getpid(), &me), 0);
+	ck_assert_int_eq(ctl_proc_start(getpid(), &again), 0);
+	ck_assert_uint_eq(me, again);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	ck_assert_int_eq(ctl_proc_start(pid, &child), 0);
+	ck_assert_uint_ge(child, me);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	ck_assert_int_eq(ctl_proc_start(pid, &child), -ESRCH);
+	ck_assert_int_eq(ctl_proc_start(0x3ffffffe, &child), -ESRCH);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ctl");
@@ -221,6 +249,7 @@ int main(void)
 	tcase_add_test(tc, test_buf);
 	tcase_add_test(tc, test_roundtrip);
 	tcase_add_test(tc, test_path_socket);
+	tcase_add_test(tc, test_proc_start);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
