@@ -162,6 +162,42 @@ kill -TERM "$PID"
 wait "$PID" || fail "the restarted daemon did not exit 0"
 is_mounted "$T/mnt" && fail "still mounted after the last SIGTERM"
 
+note "USER=: the helper, run as root, starts the daemon as that user"
+if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; then
+    chmod 711 "$T"
+    # systemd's own notify socket is writable by every user, as this one now.
+    chmod 666 "$T/notify.sock"
+    mkdir -m 755 "$T/pub"
+    cp "$T/img.sqfs" "$T/pub/img.sqfs"
+    chmod 644 "$T/pub/img.sqfs"
+    printf 'IMAGE=%s\nMOUNTPOINT=%s\nUSER=nobody\n' "$T/pub/img.sqfs" "$T/pub/mnt" >"$T/datasets/u.conf"
+    NOTIFY_SOCKET="$T/notify.sock" SQUASHCACHE_DATASETS_DIR="$T/datasets" \
+        SQUASHCACHED="$SQUASHCACHED" "$WRAPPER" start u >>"$T/daemon.log" 2>&1 &
+    PID=$!
+    _pids="$PID $_pids"
+    _mounts="$T/pub/mnt $_mounts"
+    wait_line READY=1 4
+    [ "$(count "MAINPID=$PID")" -eq 1 ] || fail "USER=: MAINPID is not the started pid $PID"
+    [ "$(stat -c %U "/proc/$PID")" = nobody ] || fail "USER=nobody: the daemon runs as $(stat -c %U "/proc/$PID")"
+    grep " $T/pub/mnt " /proc/self/mounts | grep -q "user_id=$(id -u nobody)," ||
+        fail "USER=nobody: the mount is not nobody's: $(grep " $T/pub/mnt " /proc/self/mounts)"
+    # Private to its user by default (no allow_other): nobody reads it.
+    setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups cmp "$T/src/dir/hello" "$T/pub/mnt/dir/hello" ||
+        fail "USER=nobody: the user cannot read its mount"
+    kill -TERM "$PID"
+    wait "$PID" || fail "USER=nobody: the daemon did not exit 0 on SIGTERM"
+    is_mounted "$T/pub/mnt" && fail "USER=nobody: still mounted after SIGTERM"
+    if ! grep -q '^[[:space:]]*user_allow_other' /etc/fuse.conf 2>/dev/null; then
+        echo OPTIONS=allow_other >>"$T/datasets/u.conf"
+        SQUASHCACHE_DATASETS_DIR="$T/datasets" SQUASHCACHED="$SQUASHCACHED" \
+            "$WRAPPER" start u >"$T/out" 2>&1 && fail "allow_other without user_allow_other accepted"
+        grep -q "needs user_allow_other in /etc/fuse.conf" "$T/out" ||
+            fail "allow_other without user_allow_other says: $(cat "$T/out")"
+    fi
+else
+    echo "not root or no user 'nobody': USER= not tested"
+fi
+
 note "bad configuration: clear errors"
 SQUASHCACHE_DATASETS_DIR="$T/datasets" "$WRAPPER" start nosuch >"$T/out" 2>&1 && fail "missing conf accepted"
 grep -q "nosuch.conf: missing" "$T/out" || fail "missing conf says: $(cat "$T/out")"
