@@ -7,10 +7,11 @@
 #   make SANITIZE=address,undefined check   sanitizer build in build-san/
 #   make fuzz            libFuzzer targets (clang), see tests/fuzz/
 #   make bench           the full benchmark (long), results in bench/results/
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local   (SYSTEMD_UNITDIR= for the unit)
 
 PREFIX ?= /usr/local
 MANDIR ?= $(PREFIX)/share/man
+SYSTEMD_UNITDIR ?= $(PREFIX)/lib/systemd/system
 DESTDIR ?=
 CC ?= cc
 PKG_CONFIG ?= pkg-config
@@ -198,7 +199,12 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/libexec/squashcache
 	install -m 0755 slurm-hooks/prolog slurm-hooks/epilog slurm-hooks/task-prolog \
 		slurm-hooks/site-task-prolog slurm-hooks/sqc-common.sh \
-		slurm-hooks/examples/sbcast-job.sh $(DESTDIR)$(PREFIX)/libexec/squashcache/
+		slurm-hooks/examples/sbcast-job.sh systemd/squashcache-dataset \
+		$(DESTDIR)$(PREFIX)/libexec/squashcache/
+	install -d $(DESTDIR)$(SYSTEMD_UNITDIR)
+	sed 's|/usr/local/libexec/squashcache/|$(PREFIX)/libexec/squashcache/|' \
+		systemd/squashcache@.service >$(DESTDIR)$(SYSTEMD_UNITDIR)/squashcache@.service
+	chmod 0644 $(DESTDIR)$(SYSTEMD_UNITDIR)/squashcache@.service
 	$(if $(SPANK),install -d $(DESTDIR)$(SLURM_PLUGINDIR) && \
 		install -m 0755 $(SPANK) $(DESTDIR)$(SLURM_PLUGINDIR)/)
 
@@ -207,6 +213,7 @@ uninstall:
 		$(DESTDIR)$(PREFIX)/lib/libsquashcache.a
 	rm -rf $(DESTDIR)$(PREFIX)/include/squashcache $(DESTDIR)$(PREFIX)/libexec/squashcache
 	rm -f $(DESTDIR)$(SLURM_PLUGINDIR)/squashcache_spank.so
+	rm -f $(DESTDIR)$(SYSTEMD_UNITDIR)/squashcache@.service
 	rm -f $(DESTDIR)$(MANDIR)/man1/mountctl.1 $(DESTDIR)$(MANDIR)/man8/squashcached.8
 
 clean:

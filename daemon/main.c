@@ -515,7 +515,9 @@ static void *ready_main(void *arg)
 	if (d->o.prime && d->o.prime_wait)
 		wait_for_priming(d);
 	tell_parent(r->fd, "OK\n");
-	sd_notify_msg("READY=1\nSTATUS=serving");
+	snprintf(msg, sizeof(msg), "READY=1\nMAINPID=%ld\nSTATUS=serving",
+		 (long)getpid());
+	sd_notify_msg(msg);
 	log_info("mounted '%s' (%s) on '%s', control socket %s", d->o.image_abs,
 		 img_compressor(d->img), d->o.canonical, d->o.ctl_addr);
 	free(r);

@@ -16,7 +16,7 @@ slurm="slurmd slurmctld slurm-client munge libslurm-dev"
 
 case "${1:-build}" in
 build) want="$build" ;;
-check) want="$build $run $python check psmisc clang clang-format valgrind shellcheck mandoc man-db groff-base $slurm" ;;
+check) want="$build $run $python check psmisc clang clang-format valgrind shellcheck mandoc man-db groff-base systemd $slurm" ;;
 demo) want="$build $run $python" ;;
 bench) want="$build $run $python check squashfuse erofs-utils time" ;;
 fuzz) want="$build clang libclang-rt-14-dev" ;;

@@ -68,7 +68,8 @@ done
 if command -v shellcheck >/dev/null 2>&1; then
     # shellcheck disable=SC2046
     if shellcheck -S warning $(git ls-files '*.sh' 2>/dev/null || find . -name '*.sh') .ci/run \
-        slurm-hooks/prolog slurm-hooks/epilog slurm-hooks/task-prolog slurm-hooks/site-task-prolog; then
+        slurm-hooks/prolog slurm-hooks/epilog slurm-hooks/task-prolog slurm-hooks/site-task-prolog \
+        systemd/squashcache-dataset; then
         echo "lint: shell scripts pass shellcheck"
     else
         bad=1

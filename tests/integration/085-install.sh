@@ -1,11 +1,13 @@
 #!/bin/sh
 # make install PREFIX=...: the programs, the library and its public headers
-# (not the private ones), and an installed squashcached that mounts.
+# (not the private ones), an installed squashcached that mounts, the
+# systemd unit and its helper, and make uninstall.  The SPANK plugin goes
+# under the prefix too, never into the system's Slurm plugin directory.
 # TIMEOUT: 120
 . "$(dirname "$0")/lib.sh"
 need_cmd mksquashfs
 
-make -C "$TOP" --no-print-directory BUILD="$BUILD" install PREFIX="$T/prefix" >"$T/install.log" 2>&1 ||
+make -C "$TOP" --no-print-directory BUILD="$BUILD" install PREFIX="$T/prefix" SLURM_PLUGINDIR="$T/prefix/lib/slurm" >"$T/install.log" 2>&1 ||
     { cat "$T/install.log"; fail "make install failed"; }
 for f in bin/squashcached bin/mountctl lib/libsquashcache.a \
     include/squashcache/image/image.h include/squashcache/cache/cache.h \
@@ -15,6 +17,12 @@ done
 for f in image/image_i.h image/sqfs_fmt.h decompress/decompress_i.h; do
     [ -e "$T/prefix/include/squashcache/$f" ] && fail "private header $f was installed"
 done
+# The systemd unit, its helper beside the Slurm hooks, paths rewritten.
+unit="$T/prefix/lib/systemd/system/squashcache@.service"
+[ -x "$T/prefix/libexec/squashcache/squashcache-dataset" ] || fail "squashcache-dataset was not installed"
+[ -f "$unit" ] || fail "squashcache@.service was not installed"
+grep -q "^ExecStart=$T/prefix/libexec/squashcache/squashcache-dataset start %i\$" "$unit" ||
+    fail "the installed unit does not run the installed helper: $(grep ExecStart= "$unit")"
 "$T/prefix/bin/squashcached" --version | grep -q '^squashcached ' || fail "installed squashcached does not run"
 "$T/prefix/bin/mountctl" --version >/dev/null || fail "installed mountctl does not run"
 
@@ -52,4 +60,8 @@ if [ -c /dev/fuse ]; then
     [ "$(cat "$T/m/f")" = data ] || fail "installed daemon serves wrong data"
     sqc_umount "$T/m"
 fi
+make -C "$TOP" --no-print-directory BUILD="$BUILD" uninstall PREFIX="$T/prefix" SLURM_PLUGINDIR="$T/prefix/lib/slurm" >"$T/uninstall.log" 2>&1 ||
+    { cat "$T/uninstall.log"; fail "make uninstall failed"; }
+[ -e "$unit" ] && fail "make uninstall left squashcache@.service"
+[ -e "$T/prefix/bin/squashcached" ] && fail "make uninstall left squashcached"
 echo "install checks passed"
