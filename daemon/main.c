@@ -39,10 +39,7 @@
 #include "util/err.h"
 #include "util/log.h"
 #include "util/size.h"
-
-#ifndef SQC_VERSION
-#define SQC_VERSION "0.1"
-#endif
+#include "util/version.h"
 
 #define READY_TIMEOUT_S 60 /* the parent gives up waiting after this */
 
