@@ -38,6 +38,7 @@
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/mountinfo.h"
 #include "util/size.h"
 #include "util/version.h"
 
@@ -268,39 +269,15 @@ static int parse_opts(struct sqcd_opts *o, char *list)
 	}
 }
 
+static int mountpoint_match(const struct mountinfo_entry *e, void *arg)
+{
+	return !strcmp(e->mountpoint, arg);
+}
+
 /* Is @path a mount point in this namespace? */
 static bool is_mountpoint(const char *path)
 {
-	char line[4096 + 256], mnt[4096];
-	bool found = false;
-	FILE *f;
-
-	f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *src, *dst;
-
-		/* id parent major:minor root MOUNTPOINT ... */
-		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
-			continue;
-		/* Undo the kernel's octal escapes (\040 for space). */
-		for (src = dst = mnt; *src; dst++) {
-			if (src[0] == '\\' && src[1] >= '0' && src[1] <= '7' &&
-			    src[2] && src[3]) {
-				*dst = (char)((src[1] - '0') * 64 +
-					      (src[2] - '0') * 8 +
-					      (src[3] - '0'));
-				src += 4;
-			} else {
-				*dst = *src++;
-			}
-		}
-		*dst = '\0';
-		found = !strcmp(mnt, path);
-	}
-	fclose(f);
-	return found;
+	return mountinfo_foreach(mountpoint_match, (void *)path) == 1;
 }
 
 static int check_mountpoint(struct sqcd_opts *o)
