@@ -412,7 +412,7 @@ static void wait_for_priming(struct sqcd *d)
 {
 	struct timespec t0, tick = { 0, 1000000 };
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	mono_now(&t0);
 	while (atomic_load(&d->prime_state) == SQCD_PRIME_RUNNING &&
 	       mono_since(&t0) < d->o.prime_wait)
 		nanosleep(&tick, NULL);
@@ -717,7 +717,7 @@ int main(int argc, char **argv)
 		else
 			log_set_sink(LOG_SINK_SYSLOG);
 	}
-	clock_gettime(CLOCK_MONOTONIC, &d->started);
+	mono_now(&d->started);
 	err = pf_new(d->img,
 		     &(struct pf_opts){ .workers = d->o.workers,
 					.queue_max = 256,

@@ -20,6 +20,7 @@
 
 #include "ctl/ctl.h"
 #include "mountctl.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/mountinfo.h"
 
@@ -266,10 +267,7 @@ bool mc_is_running(pid_t pid)
 
 double mc_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)mono_ns() / 1e9;
 }
 
 void mc_sleep_ms(int ms)
