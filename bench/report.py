@@ -134,8 +134,9 @@ class Report:
         r, mi = self.r, self.r["machine"]
         quick = "-quick" in (r.get("command") or "") or \
             "--quick" in (r.get("command") or "")
-        self.w("# squashcache benchmark%s: %s, %s" % (
-            " (quick smoke run)" if quick else "", r["started"], mi["host"]))
+        self.w("# squashcache benchmark%s: %s, commit %s, machine %s" % (
+            " (quick smoke run)" if quick else "", r["started"],
+            mi.get("squashcache_commit") or "?", mi["host"]))
         self.w()
         self.w("Command: `%s` (from `make bench` or directly), run %s to %s: "
                "%.0f s measuring (%.0f s main part, %.0f s slow storage)." % (

@@ -10,7 +10,9 @@
 # Steps: generate the seeded data sets (cached under $BENCH_WORK), build
 # their SquashFS images and tars (cached too, with the time each took),
 # copy images and tars into /dev/shm, run bench/bench.py (every pass,
-# interleaved), and write bench/results/<date>-<host>[-quick].{json,md}.
+# interleaved), write the raw results to
+# $BENCH_WORK/results/<date>-<host>[-quick].json (outside git) and the
+# report to bench/results/<date>-<host>[-quick].md (kept in git).
 # Needs root: mounts, loop devices and drop_caches.
 #
 # Every parameter can be set from the environment; the defaults are below.
@@ -24,7 +26,7 @@ for a in "$@"; do
 	case $a in
 	--quick) QUICK=1 ;;
 	-h | --help)
-		sed -n '3,15p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -59,6 +61,7 @@ fi
 : "${TAR_BLOCKING:=2048}"
 : "${BENCH_WORK:=/var/tmp/squashcache-bench}"
 : "${RESULTS:=bench/results}"
+: "${RAW_RESULTS:=$BENCH_WORK/results}"
 export BUILD PYTHON REPS SLOW_REPS PIL_SUBSET PASS_TIMEOUT SLOW_TIMEOUT \
 	TAR_BLOCKING
 
@@ -188,10 +191,11 @@ WARMUP_FILE=$BENCH_WORK/$images_key/$(head -n 1 "$BENCH_WORK/$images_key.list")
 BENCH_CMDLINE="sh bench/run.sh $*"
 export DATASETS_JSON WARMUP_FILE BENCH_CMDLINE
 
-mkdir -p "$RESULTS"
-out=$RESULTS/$(date +%Y-%m-%d-%H%M)-$(hostname -s)$SUFFIX
+mkdir -p "$RESULTS" "$RAW_RESULTS"
+name=$(date +%Y-%m-%d-%H%M)-$(hostname -s)$SUFFIX
+raw=$RAW_RESULTS/$name.json
 t0=$(now)
-"$PYTHON" bench/bench.py "$out.json"
+"$PYTHON" bench/bench.py "$raw"
 say "measured in $(since "$t0") s"
-"$PYTHON" bench/report.py "$out.json" >"$out.md"
-say "wrote $out.md and $out.json"
+"$PYTHON" bench/report.py "$raw" >"$RESULTS/$name.md"
+say "wrote $RESULTS/$name.md (raw results: $raw)"

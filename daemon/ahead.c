@@ -481,7 +481,7 @@ static void run_prime(struct ahead *a)
 	double secs;
 	int err;
 
-	clock_gettime(CLOCK_MONOTONIC, &d->prime_t0);
+	mono_now(&d->prime_t0);
 	ino_set_add(&r.seen, a->root);
 	err = walk_tree(a, &r, &top);
 	free(r.seen.slot);

@@ -39,15 +39,13 @@
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/mountinfo.h"
 #include "util/size.h"
+#include "util/version.h"
 
 /* Exit status for an image that is missing, unreadable or invalid (as
  * mountctl's, so that mountctl passes it on). */
 #define EXIT_BAD_IMAGE 4
-
-#ifndef SQC_VERSION
-#define SQC_VERSION "0.1"
-#endif
 
 #define READY_TIMEOUT_S 60 /* the parent gives up waiting after this */
 
@@ -318,39 +316,15 @@ static int parse_opts(struct sqcd_opts *o, char *list)
 	}
 }
 
+static int mountpoint_match(const struct mountinfo_entry *e, void *arg)
+{
+	return !strcmp(e->mountpoint, arg);
+}
+
 /* Is @path a mount point in this namespace? */
 static bool is_mountpoint(const char *path)
 {
-	char line[4096 + 256], mnt[4096];
-	bool found = false;
-	FILE *f;
-
-	f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *src, *dst;
-
-		/* id parent major:minor root MOUNTPOINT ... */
-		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
-			continue;
-		/* Undo the kernel's octal escapes (\040 for space). */
-		for (src = dst = mnt; *src; dst++) {
-			if (src[0] == '\\' && src[1] >= '0' && src[1] <= '7' &&
-			    src[2] && src[3]) {
-				*dst = (char)((src[1] - '0') * 64 +
-					      (src[2] - '0') * 8 +
-					      (src[3] - '0'));
-				src += 4;
-			} else {
-				*dst = *src++;
-			}
-		}
-		*dst = '\0';
-		found = !strcmp(mnt, path);
-	}
-	fclose(f);
-	return found;
+	return mountinfo_foreach(mountpoint_match, (void *)path) == 1;
 }
 
 static int check_mountpoint(struct sqcd_opts *o)
@@ -485,7 +459,7 @@ static void wait_for_priming(struct sqcd *d)
 {
 	struct timespec t0, tick = { 0, 1000000 };
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	mono_now(&t0);
 	while (atomic_load(&d->prime_state) == SQCD_PRIME_RUNNING &&
 	       mono_since(&t0) < d->o.prime_wait)
 		nanosleep(&tick, NULL);
@@ -796,7 +770,7 @@ int main(int argc, char **argv)
 		else
 			log_set_sink(LOG_SINK_SYSLOG);
 	}
-	clock_gettime(CLOCK_MONOTONIC, &d->started);
+	mono_now(&d->started);
 	err = pf_new(d->img,
 		     &(struct pf_opts){ .workers = d->o.workers,
 					.queue_max = 256,

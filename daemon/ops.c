@@ -452,13 +452,7 @@ static int do_readdir(struct sqcd *d, fuse_req_t req, fuse_ino_t node,
 		} else {
 			memset(&e.attr, 0, sizeof(e.attr));
 			e.attr.st_ino = de.ino;
-			e.attr.st_mode = (de.type == IMG_DIR	 ? S_IFDIR :
-					  de.type == IMG_REG	 ? S_IFREG :
-					  de.type == IMG_SYMLINK ? S_IFLNK :
-					  de.type == IMG_BLKDEV	 ? S_IFBLK :
-					  de.type == IMG_CHRDEV	 ? S_IFCHR :
-					  de.type == IMG_FIFO	 ? S_IFIFO :
-								   S_IFSOCK);
+			e.attr.st_mode = img_type_mode(de.type);
 			n = fuse_add_direntry(req, buf + pos, size - pos,
 					      de.name, &e.attr,
 					      (off_t)(de.next + 2));

@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -104,14 +105,6 @@ struct warm {
 	atomic_uint reads;
 	atomic_bool waiting;
 };
-
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
 
 static void enqueue(struct warm *w, const struct warm_item *it);
 
@@ -262,7 +255,7 @@ static bool wait_quiet(struct warm *w, const struct warm_item *it)
 		pthread_mutex_unlock(&w->lock);
 		if (stop)
 			return false;
-		wait = until - now_ns();
+		wait = until - mono_ns();
 		if (wait <= 0)
 			return true;
 		wait = MIN(wait, WARM_QUIET_NS);
@@ -340,7 +333,7 @@ static void *warm_main(void *arg)
 		if (warm_file(w, &it) == -ENOENT && !it.retried) {
 			/* The lister may not have made the inode yet. */
 			it.retried = true;
-			it.queued = now_ns();
+			it.queued = mono_ns();
 			pthread_mutex_lock(&w->lock);
 			enqueue(w, &it);
 			pthread_mutex_unlock(&w->lock);
@@ -459,7 +452,7 @@ static void enqueue(struct warm *w, const struct warm_item *it)
 
 void sqcd_warm_add(struct sqcd *d, fuse_ino_t node, uint64_t ref)
 {
-	struct warm_item it = { node, ref, now_ns(), 0, false };
+	struct warm_item it = { node, ref, mono_ns(), 0, false };
 	struct warm *w = d->warm;
 
 	if (!w)

@@ -24,10 +24,7 @@
 #include <sys/types.h>
 
 #include "util/compiler.h"
-
-#ifndef SQC_VERSION
-#define SQC_VERSION "0.1"
-#endif
+#include "util/version.h"
 
 /* Exit codes shared by every verb (a verb documents what 1 means). */
 #define MC_EXIT_OK 0 /* done */

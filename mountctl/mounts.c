@@ -20,31 +20,9 @@
 
 #include "ctl/ctl.h"
 #include "mountctl.h"
+#include "util/clock.h"
 #include "util/err.h"
-
-/* Undo the kernel's octal escapes ("\040" for a space) into @dst. */
-static int unescape(const char *src, size_t len, char *dst, size_t cap)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < len; i++) {
-		char c = src[i];
-
-		if (c == '\\' && i + 3 < len && src[i + 1] >= '0' &&
-		    src[i + 1] <= '3' && src[i + 2] >= '0' &&
-		    src[i + 2] <= '7' && src[i + 3] >= '0' &&
-		    src[i + 3] <= '7') {
-			c = (char)((src[i + 1] - '0') * 64 +
-				   (src[i + 2] - '0') * 8 + (src[i + 3] - '0'));
-			i += 3;
-		}
-		if (n + 1 >= cap)
-			return -ENAMETOOLONG;
-		dst[n++] = c;
-	}
-	dst[n] = '\0';
-	return 0;
-}
+#include "util/mountinfo.h"
 
 /* The user_id= value in a comma-separated option list. */
 static uid_t opt_uid(const char *opts, size_t len)
@@ -69,76 +47,50 @@ static uid_t opt_uid(const char *opts, size_t len)
 	return (uid_t)-1;
 }
 
-/*
- * Parse one mountinfo line:
- *   id parent major:minor root MOUNTPOINT opts [optional...] - TYPE SOURCE
- *   SUPEROPTS
- * Return: 0, or -EINVAL for a line of another shape.
- */
-static int parse_line(char *line, struct mc_mount *m)
+/* Copy @src into @dst of @cap bytes; -ENAMETOOLONG if it does not fit. */
+static int copy_field(char *dst, size_t cap, const char *src)
 {
-	char *f[64];
-	size_t lens[64];
-	int n = 0, dash = -1;
-	char *p = line;
+	size_t n = strlen(src);
 
-	while (*p && n < (int)ARRAY_SIZE(f)) {
-		while (*p == ' ')
-			p++;
-		if (!*p || *p == '\n')
-			break;
-		f[n] = p;
-		while (*p && *p != ' ' && *p != '\n')
-			p++;
-		lens[n] = (size_t)(p - f[n]);
-		if (dash < 0 && n >= 6 && lens[n] == 1 && f[n][0] == '-')
-			dash = n;
-		n++;
-	}
-	if (dash < 0 || n < dash + 3)
-		return -EINVAL;
-	if (unescape(f[4], lens[4], m->path, sizeof(m->path)) ||
-	    unescape(f[dash + 1], lens[dash + 1], m->fstype,
-		     sizeof(m->fstype)) ||
-	    unescape(f[dash + 2], lens[dash + 2], m->source, sizeof(m->source)))
-		return -EINVAL;
-	m->uid = n > dash + 3 ? opt_uid(f[dash + 3], lens[dash + 3]) :
-				(uid_t)-1;
-	m->is_sqc = !strcmp(m->fstype, CTL_FSTYPE);
+	if (n >= cap)
+		return -ENAMETOOLONG;
+	memcpy(dst, src, n + 1);
 	return 0;
+}
+
+struct scan_arg {
+	int (*fn)(const struct mc_mount *m, void *arg);
+	void *arg;
+	struct mc_mount *m;
+};
+
+static int scan_one(const struct mountinfo_entry *e, void *arg)
+{
+	struct scan_arg *a = arg;
+	struct mc_mount *m = a->m;
+
+	/* A field too long for struct mc_mount is not one of ours: skip. */
+	if (copy_field(m->path, sizeof(m->path), e->mountpoint) ||
+	    copy_field(m->fstype, sizeof(m->fstype), e->fstype) ||
+	    copy_field(m->source, sizeof(m->source), e->source))
+		return 0;
+	m->uid = opt_uid(e->super_opts, strlen(e->super_opts));
+	m->is_sqc = !strcmp(m->fstype, CTL_FSTYPE);
+	return a->fn(m, a->arg);
 }
 
 /* Call @fn for each mount; stops early when it returns non-zero. */
 static int scan(int (*fn)(const struct mc_mount *m, void *arg), void *arg)
 {
-	struct mc_mount *m;
-	char *line = NULL;
-	size_t cap = 0;
-	FILE *f;
-	int err = 0;
+	struct scan_arg a = { .fn = fn, .arg = arg };
+	int err;
 
-	m = malloc(sizeof(*m));
-	if (!m)
+	a.m = malloc(sizeof(*a.m));
+	if (!a.m)
 		return -ENOMEM;
-	f = fopen("/proc/self/mountinfo", "re");
-	if (!f) {
-		err = -errno;
-		goto out_free;
-	}
-	while (getline(&line, &cap, f) > 0) {
-		if (parse_line(line, m))
-			continue;
-		err = fn(m, arg);
-		if (err)
-			break;
-	}
-	if (err > 0)
-		err = 0;
-	fclose(f);
-	free(line);
-out_free:
-	free(m);
-	return err;
+	err = mountinfo_foreach(scan_one, &a);
+	free(a.m);
+	return err > 0 ? 0 : err;
 }
 
 struct find_arg {
@@ -326,10 +278,7 @@ bool mc_is_running(pid_t pid)
 
 double mc_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)mono_ns() / 1e9;
 }
 
 void mc_sleep_ms(int ms)

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "ctl/ctl.h"
+#include "util/clock.h"
 #include "util/compiler.h"
 
 int ctl_canonical_mountpoint(const char *path, char *buf, size_t cap)
@@ -176,14 +177,6 @@ int ctl_proc_start(pid_t pid, uint64_t *start)
 	return 0;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait for @events on @fd until @deadline (ms, monotonic). */
 static int wait_fd(int fd, short events, long long deadline)
 {
@@ -192,7 +185,7 @@ static int wait_fd(int fd, short events, long long deadline)
 	int n;
 
 	for (;;) {
-		left = deadline - now_ms();
+		left = deadline - mono_ns() / 1000000;
 		if (left <= 0)
 			return -ETIMEDOUT;
 		n = poll(&p, 1, (int)MIN(left, (long long)INT_MAX));
@@ -206,7 +199,7 @@ static int wait_fd(int fd, short events, long long deadline)
 int ctl_request(const char *addr, const char *cmd, uid_t want_uid, char **reply,
 		int timeout_ms)
 {
-	long long deadline = now_ms() + timeout_ms;
+	long long deadline = mono_ns() / 1000000 + timeout_ms;
 	struct sockaddr_un sa;
 	struct ctl_buf b = { 0 };
 	char chunk[4096];

@@ -256,6 +256,16 @@ const char *img_compressor(const struct img *img);
 const char *img_path(const struct img *img);
 
 /**
+ * img_type_mode() - The st_mode file type bits of an inode type.
+ * @type: enum img_type (as in img_inode.type or img_dirent.type)
+ *
+ * Return: S_IFDIR, S_IFREG, S_IFLNK, S_IFBLK, S_IFCHR, S_IFIFO or S_IFSOCK;
+ * 0 for a value outside enum img_type.
+ * Context: any thread.
+ */
+uint32_t img_type_mode(unsigned int type);
+
+/**
  * img_inode_get() - Decode and validate the inode at @ref.
  * @img: image
  * @ref: inode reference (from the superblock or a directory entry)

@@ -24,6 +24,13 @@ static const uint32_t type_mode[] = {
 	[IMG_SOCKET] = S_IFSOCK,
 };
 
+uint32_t img_type_mode(unsigned int type)
+{
+	if (type >= ARRAY_SIZE(type_mode))
+		return 0;
+	return type_mode[type];
+}
+
 static int check_xattr(struct img *img, struct img_inode *ino, uint32_t x)
 {
 	if (x != SQFS_INVALID_XATTR && x >= img->xattr_ids.count)
@@ -152,7 +159,7 @@ int img_inode_get(struct img *img, uint64_t ref, struct img_inode *out)
 	out->gid = img->ids[gid];
 	out->extended = t > SQFS_SOCKET_TYPE;
 	out->type = (uint8_t)(out->extended ? t - SQFS_TYPE_EXT_DELTA : t);
-	out->mode = type_mode[out->type] | (le16_dec(h.mode) & 07777);
+	out->mode = img_type_mode(out->type) | (le16_dec(h.mode) & 07777);
 
 	/* The rest of the inode, by type.  Each struct starts with the
 	 * header just read, so read only what follows it. */

@@ -53,7 +53,7 @@ static void *stager_main(void *arg)
 	struct timespec last, deadline;
 	bool done = false;
 
-	clock_gettime(CLOCK_MONOTONIC, &last);
+	mono_now(&last);
 	for (;;) {
 		pthread_mutex_lock(&pf->lock);
 		if (pf->stopping) {
@@ -91,7 +91,7 @@ static void *stager_main(void *arg)
 		}
 		if (mono_since(&last) * 1000 >= PF_WATCH_MS) {
 			img_check_changed(pf->img);
-			clock_gettime(CLOCK_MONOTONIC, &last);
+			mono_now(&last);
 		}
 	}
 	return NULL;
@@ -147,7 +147,7 @@ int pf_new(struct img *img, const struct pf_opts *opts, struct pf **out)
 	pthread_mutex_init(&pf->lock, NULL);
 	pthread_cond_init(&pf->work, NULL);
 	pthread_cond_init(&pf->staged, NULL);
-	clock_gettime(CLOCK_MONOTONIC, &pf->stage_start);
+	mono_now(&pf->stage_start);
 
 	cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	n = opts->workers ? opts->workers : (unsigned int)MAX(cpus, 1L);

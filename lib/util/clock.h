@@ -1,12 +1,40 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * This file has the one clock helper the library and the daemon share:
- * seconds elapsed on the monotonic clock.
+ * This file has the monotonic clock helpers the library, the daemon and
+ * mountctl share: a reading, the time in nanoseconds, and seconds elapsed
+ * since a reading.  (Deadlines for pthread_cond_timedwait() stay on
+ * CLOCK_REALTIME where they are computed.)
  */
 #ifndef SQC_UTIL_CLOCK_H
 #define SQC_UTIL_CLOCK_H
 
+#include <stdint.h>
 #include <time.h>
+
+/**
+ * mono_now() - Read CLOCK_MONOTONIC.
+ * @t: filled in
+ *
+ * Context: any thread.
+ */
+static inline void mono_now(struct timespec *t)
+{
+	clock_gettime(CLOCK_MONOTONIC, t);
+}
+
+/**
+ * mono_ns() - CLOCK_MONOTONIC in nanoseconds.
+ *
+ * Return: nanoseconds since an unspecified start (boot, on Linux).
+ * Context: any thread.
+ */
+static inline int64_t mono_ns(void)
+{
+	struct timespec t;
+
+	mono_now(&t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
 
 /**
  * mono_since() - Seconds elapsed since a CLOCK_MONOTONIC reading.
@@ -19,7 +47,7 @@ static inline double mono_since(const struct timespec *t0)
 {
 	struct timespec t;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
+	mono_now(&t);
 	return (double)(t.tv_sec - t0->tv_sec) +
 	       (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
 }

@@ -296,6 +296,7 @@ static unsigned int walk(struct img *img, const struct img_inode *dir,
 		ck_assert_int_eq(img_inode_get(img, de.ref, &ino), 0);
 		ck_assert_uint_eq(ino.ino, de.ino);
 		ck_assert_uint_eq(ino.type, de.type);
+		ck_assert_uint_eq(img_type_mode(de.type), ino.mode & S_IFMT);
 		compare_entry(img, &ino, sub, xattrs);
 		n++;
 		if (ino.type == IMG_DIR)
@@ -325,6 +326,21 @@ static unsigned int count_tree(const char *path)
 		closedir(dp);
 	return n;
 }
+
+START_TEST(test_type_mode)
+{
+	ck_assert_uint_eq(img_type_mode(IMG_DIR), S_IFDIR);
+	ck_assert_uint_eq(img_type_mode(IMG_REG), S_IFREG);
+	ck_assert_uint_eq(img_type_mode(IMG_SYMLINK), S_IFLNK);
+	ck_assert_uint_eq(img_type_mode(IMG_BLKDEV), S_IFBLK);
+	ck_assert_uint_eq(img_type_mode(IMG_CHRDEV), S_IFCHR);
+	ck_assert_uint_eq(img_type_mode(IMG_FIFO), S_IFIFO);
+	ck_assert_uint_eq(img_type_mode(IMG_SOCKET), S_IFSOCK);
+	ck_assert_uint_eq(img_type_mode(0), 0);
+	ck_assert_uint_eq(img_type_mode(8), 0);
+	ck_assert_uint_eq(img_type_mode(~0u), 0);
+}
+END_TEST
 
 START_TEST(test_whole_tree)
 {
@@ -717,6 +733,7 @@ static Suite *image_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("open");
+	tcase_add_test(tc, test_type_mode);
 	tcase_add_test(tc, test_open_errors);
 	tcase_add_test(tc, test_changed);
 	suite_add_tcase(s, tc);

@@ -14,6 +14,7 @@
 #include "util/endian.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/mountinfo.h"
 #include "util/size.h"
 
 START_TEST(test_size_parse)
@@ -142,6 +143,104 @@ START_TEST(test_log)
 }
 END_TEST
 
+/* A mount table as the kernel writes it: escapes, optional fields. */
+static const char sample_table[] =
+	"22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw,errors=remount-ro\n"
+	"35 22 0:30 / /dev/shm rw,nosuid,nodev shared:4 - tmpfs tmpfs rw\n"
+	"not a mountinfo line\n"
+	"51 35 0:45 / /dev/shm/ann/squashcache/my\\040data rw,nosuid,nodev "
+	"shared:30 master:2 - fuse.squashcache /data/my\\040data.sqfs "
+	"ro,user_id=1000,group_id=1000\n"
+	"52 35 0:46 / /dev/shm/bob/squashcache/a\\134b\\011c rw - "
+	"fuse.squashcache /x/a.sqfs ro,user_id=1001\n"
+	"53 35 0:47 / /mnt/no_superopts rw - fuse.squashcache /y.sqfs\n"
+	"54 35 0:48 / /mnt/short rw - fuse.squashcache\n";
+
+struct seen {
+	int n;
+	char mnt[8][256];
+	char fstype[8][64];
+	char source[8][256];
+	char opts[8][256];
+};
+
+static int collect(const struct mountinfo_entry *e, void *arg)
+{
+	struct seen *s = arg;
+
+	ck_assert_int_lt(s->n, 8);
+	snprintf(s->mnt[s->n], sizeof(s->mnt[0]), "%s", e->mountpoint);
+	snprintf(s->fstype[s->n], sizeof(s->fstype[0]), "%s", e->fstype);
+	snprintf(s->source[s->n], sizeof(s->source[0]), "%s", e->source);
+	snprintf(s->opts[s->n], sizeof(s->opts[0]), "%s", e->super_opts);
+	s->n++;
+	return 0;
+}
+
+static int stop_at_fuse(const struct mountinfo_entry *e, void *arg)
+{
+	int *calls = arg;
+
+	(*calls)++;
+	return strcmp(e->fstype, "fuse.squashcache") ? 0 : 7;
+}
+
+START_TEST(test_mountinfo)
+{
+	struct mountinfo_entry e;
+	struct seen *s = calloc(1, sizeof(*s));
+	char line[256];
+	int calls = 0;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(s);
+	f = fmemopen((void *)sample_table, sizeof(sample_table) - 1, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(mountinfo_scan(f, collect, s), 0);
+	/* The malformed and the truncated lines are skipped. */
+	ck_assert_int_eq(s->n, 5);
+	ck_assert_str_eq(s->mnt[0], "/");
+	ck_assert_str_eq(s->fstype[0], "ext4");
+	ck_assert_str_eq(s->source[0], "/dev/sda1");
+	ck_assert_str_eq(s->opts[0], "rw,errors=remount-ro");
+	ck_assert_str_eq(s->mnt[1], "/dev/shm");
+	ck_assert_str_eq(s->mnt[2], "/dev/shm/ann/squashcache/my data");
+	ck_assert_str_eq(s->fstype[2], "fuse.squashcache");
+	ck_assert_str_eq(s->source[2], "/data/my data.sqfs");
+	ck_assert_str_eq(s->opts[2], "ro,user_id=1000,group_id=1000");
+	ck_assert_str_eq(s->mnt[3], "/dev/shm/bob/squashcache/a\\b\tc");
+	ck_assert_str_eq(s->opts[3], "ro,user_id=1001");
+	ck_assert_str_eq(s->mnt[4], "/mnt/no_superopts");
+	ck_assert_str_eq(s->source[4], "/y.sqfs");
+	ck_assert_str_eq(s->opts[4], "");
+
+	/* A non-zero return stops the scan and comes back. */
+	rewind(f);
+	ck_assert_int_eq(mountinfo_scan(f, stop_at_fuse, &calls), 7);
+	ck_assert_int_eq(calls, 3);
+	fclose(f);
+
+	/* A separator inside the six fixed fields is not the separator. */
+	snprintf(line, sizeof(line), "1 2 3:4 / - rw - ext4 /dev/x rw");
+	ck_assert_int_eq(mountinfo_parse_line(line, &e), 0);
+	ck_assert_str_eq(e.mountpoint, "-");
+	ck_assert_str_eq(e.fstype, "ext4");
+	/* A backslash not followed by three octal digits stays. */
+	snprintf(line, sizeof(line), "1 2 3:4 / /a\\9b\\04 rw - t s o\n");
+	ck_assert_int_eq(mountinfo_parse_line(line, &e), 0);
+	ck_assert_str_eq(e.mountpoint, "/a\\9b\\04");
+	ck_assert_str_eq(e.super_opts, "o");
+	snprintf(line, sizeof(line), "\n");
+	ck_assert_int_eq(mountinfo_parse_line(line, &e), -EINVAL);
+
+	/* The real table has at least the root mount. */
+	calls = 0;
+	ck_assert_int_eq(mountinfo_foreach(stop_at_fuse, &calls) >= 0, 1);
+	ck_assert_int_gt(calls, 0);
+	free(s);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("util");
@@ -155,6 +254,7 @@ int main(void)
 	tcase_add_test(tc, test_ckd);
 	tcase_add_test(tc, test_endian);
 	tcase_add_test(tc, test_log);
+	tcase_add_test(tc, test_mountinfo);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
