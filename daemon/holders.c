@@ -229,7 +229,7 @@ static void *watch_main(void *arg)
 		}
 		if (!empty) {
 			empty = true;
-			clock_gettime(CLOCK_MONOTONIC, &empty_since);
+			mono_now(&empty_since);
 		}
 		if (mono_since(&empty_since) >= h->grace && try_close(h))
 			break;
