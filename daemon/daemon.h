@@ -339,6 +339,21 @@ int sqcd_uring_start(struct sqcd *d);
  */
 void sqcd_uring_stop(struct sqcd *d);
 
+/**
+ * sqcd_uring_available() - Whether this build and libfuse can use io_uring.
+ * @why: set to the reason when not ("" when available)
+ * @len: bytes at @why
+ * @log: log the fallback to /dev/fuse (once per process)
+ *
+ * False when built without liburing (SQC_HAVE_URING=0) or with, or running
+ * on, a libfuse other than the tested 3.14.x (see daemon/uring.c).
+ * Configuration (-o no_uring, the fuse module's enable_uring) is not asked.
+ *
+ * Return: true when io_uring may be used.
+ * Context: any thread.
+ */
+bool sqcd_uring_available(char *why, size_t len, bool log);
+
 /* Whether the kernel offered io_uring in INIT (and it may be used). */
 bool sqcd_uring_offered(const struct sqcd *d);
 
