@@ -350,6 +350,7 @@ static void patch_init(struct sqcd_uring *u, struct iovec *iov, int count)
 	struct init_out_head o;
 	struct timespec ts;
 	unsigned int ok;
+	bool on;
 
 	if (count < 2 || iov[1].iov_len < sizeof(o))
 		return;
@@ -360,22 +361,24 @@ static void patch_init(struct sqcd_uring *u, struct iovec *iov, int count)
 	       cond_wait_until(&u->cond, &u->lock, &ts) != ETIMEDOUT)
 		;
 	ok = u->gave_up || atomic_load(&u->stop) ? 0 : u->setup_ok;
-	/* From here no thread gives up waiting for INIT's answer. */
+	on = ok == u->nthreads && o.max_write <= URING_PAYLOAD &&
+	     (size_t)o.max_pages * (size_t)getpagesize() <= URING_PAYLOAD;
+	/* Decided and the state set at once, under the lock: a ring thread
+	 * that sees decided knows whether to wait for go or to end, and from
+	 * here none gives up waiting for INIT's answer. */
+	atomic_store(&u->state, on ? URING_ON : URING_OFF);
 	u->decided = true;
 	pthread_cond_broadcast(&u->cond);
 	pthread_mutex_unlock(&u->lock);
-	if (ok < u->nthreads || o.max_write > URING_PAYLOAD ||
-	    (size_t)o.max_pages * (size_t)getpagesize() > URING_PAYLOAD) {
+	if (!on) {
 		log_info("not using io_uring: %u of %u rings set up, "
 			 "max_write %u, max_pages %u",
 			 ok, u->nthreads, o.max_write, o.max_pages);
-		atomic_store(&u->state, URING_OFF);
 		return;
 	}
 	o.flags |= URING_INIT_EXT;
 	o.flags2 |= URING_INIT_FLAG2;
 	memcpy(iov[1].iov_base, &o, sizeof(o));
-	atomic_store(&u->state, URING_ON);
 }
 
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
