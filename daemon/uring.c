@@ -214,6 +214,7 @@ static _Thread_local struct ring_thread *self;
 #define URING_SETUP_WAIT_S 10 /* INIT reply waits for the rings' setup */
 #define URING_INIT_WAIT_S 60 /* ring threads wait for INIT's answer */
 #define URING_TICK_S 1 /* recheck of u->stop while a reply is due */
+#define URING_PUSH_WAIT_MS 10000 /* stop waits for pushes in progress */
 
 static void deadline_in(struct timespec *ts, time_t s)
 {
@@ -664,7 +665,9 @@ static void *ring_main(void *arg)
 		int res;
 
 		/* One system call: the commit (or registration) queued last,
-		 * and the wait for the next request. */
+		 * and the wait for the next request.  Its way out is the poll
+		 * of stop_fd armed in ring_setup(): sqcd_uring_stop() writes
+		 * it, and the kernel ends the entries of a dead connection. */
 		err = io_uring_submit_and_wait(&t->ring, 1);
 		if (err == -EINTR) {
 			err = 0;
@@ -793,9 +796,18 @@ void sqcd_uring_stop(struct sqcd *d)
 	/* A push may wait for a READ that only a ring thread can answer:
 	 * let those in progress end while every thread still serves. */
 	atomic_store(&u->stopping, true);
-	for (unsigned int q = 0; q < u->nqueues; q++)
-		while (atomic_load(&u->pushing[q]))
+	for (unsigned int q = 0, ms = 0; q < u->nqueues; q++)
+		while (atomic_load(&u->pushing[q])) {
+			/* Bounded: the mount is gone, its READs fail. */
+			if (ms >= URING_PUSH_WAIT_MS) {
+				log_warn("io_uring: queue %u still pushing "
+					 "after %u ms; stopping anyway",
+					 q, ms);
+				break;
+			}
+			ms++;
 			usleep(1000);
+		}
 	pthread_mutex_lock(&u->lock);
 	atomic_store(&u->stop, true);
 	pthread_cond_broadcast(&u->cond);
