@@ -321,7 +321,9 @@ int sqcd_splice_reply(fuse_req_t req, const struct img_span *spans,
  * sqcd_uring_start() - Start serving requests over io_uring, if possible.
  * @d: daemon, mounted, its session not yet looping
  *
- * Does nothing with -o no_uring or when the fuse module's enable_uring
+ * Does nothing with -o no_uring, when io_uring is not available (built
+ * without liburing, or a libfuse other than 3.14.x: one log line, see
+ * sqcd_uring_available()), or when the fuse module's enable_uring
  * parameter is off.  Otherwise starts one thread per queue entry and hooks
  * the session's I/O, so that the INIT reply asks for io_uring if the kernel
  * offers it and every ring was set up.

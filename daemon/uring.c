@@ -31,6 +31,13 @@
  * ring that cannot be set up must be known before INIT is answered: the
  * threads create their rings first, and the INIT reply asks for io_uring
  * only if all of them did.
+ *
+ * Fenced (below): only with libfuse 3.14.x, checked at build and run time;
+ * the kernel's structs checked against its uapi layout; every wait ends
+ * on stop or a deadline; replies to ring requests are never spliced
+ * (FUSE_CAP_SPLICE_WRITE is not asked for once io_uring is offered, and a
+ * splice all the same is read back into the entry).  Built without
+ * liburing (SQC_HAVE_URING=0), the functions below report it unavailable.
  */
 #define LOG_MOD "uring"
 
