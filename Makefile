@@ -45,6 +45,20 @@ LDFLAGS += $(SAN_FLAGS) -pthread
 LIB_LIBS := -llz4 -lzstd -lz -llzma -llzo2 -lm
 FUSE_CFLAGS = $(shell $(PKG_CONFIG) --cflags fuse3 2>/dev/null)
 FUSE_LIBS = $(shell $(PKG_CONFIG) --libs fuse3 2>/dev/null || echo -lfuse3)
+# io_uring (daemon/uring.c) only where liburing is installed; SQC_NO_URING=1
+# builds without it (uring.c then reports io_uring unavailable).
+ifeq ($(SQC_NO_URING),1)
+HAVE_URING := 0
+else
+HAVE_URING := $(shell $(PKG_CONFIG) --exists liburing 2>/dev/null && echo 1 || \
+	{ test -f /usr/include/liburing.h && echo 1 || echo 0; })
+endif
+ifeq ($(HAVE_URING),1)
+URING_LIBS := $(shell $(PKG_CONFIG) --libs liburing 2>/dev/null || echo -luring)
+else
+URING_LIBS :=
+endif
+CPPFLAGS += -DSQC_HAVE_URING=$(HAVE_URING)
 CHECK_CFLAGS = $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS = $(shell $(PKG_CONFIG) --libs check 2>/dev/null || echo -lcheck)
 
@@ -116,7 +130,7 @@ $(LIB): $(LIB_OBJS)
 	$(AR) rcs $@ $^
 
 $(DAEMON): $(DAEMON_OBJS) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJS) $(LIB) $(FUSE_LIBS) -luring $(LIB_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJS) $(LIB) $(FUSE_LIBS) $(URING_LIBS) $(LIB_LIBS)
 
 $(MOUNTCTL): $(MOUNTCTL_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(MOUNTCTL_OBJS) $(LIB) $(LIB_LIBS)

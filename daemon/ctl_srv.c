@@ -19,7 +19,9 @@
  *   fuse:   {lookup, getattr, readlink, open, read, opendir, readdir,
  *            readdirplus, statfs, getxattr, listxattr, write, ioctl,
  *            bytes_served, eio, readaheads, spliced, no_open,
- *            uring_threads, uring_requests}
+ *            uring_threads, uring_requests, uring_available (false:
+ *            built without liburing or an untested libfuse),
+ *            uring_unavailable (why, "" when available)}
  *   warm:   {budget, files, bytes, dropped, open_files, open_bytes}
  *           (page-cache warming; open_*: pushed when opened)
  *   prime:  {state (off, running, done, stopped), dirs, entries, seconds}
@@ -123,6 +125,9 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 	const struct img_super *sb = img_get_super(d->img);
 	struct pf_stats pfs = { 0 };
 	struct img_stats st;
+	char uring_why[96];
+	bool uring_ok =
+		sqcd_uring_available(uring_why, sizeof(uring_why), false);
 	double up, user, sys, secs, pct;
 	unsigned int threads;
 	uint64_t rss;
@@ -190,7 +195,8 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		"\"listxattr\":%llu,\"write\":%llu,\"ioctl\":%llu,"
 		"\"bytes_served\":%llu,"
 		"\"eio\":%llu,\"readaheads\":%llu,\"spliced\":%llu,"
-		"\"no_open\":%s,\"uring_threads\":%u,\"uring_requests\":%llu},",
+		"\"no_open\":%s,\"uring_threads\":%u,\"uring_requests\":%llu,"
+		"\"uring_available\":%s,\"uring_unavailable\":\"%s\"},",
 		(unsigned long long)d->ops[SQCD_OP_LOOKUP],
 		(unsigned long long)d->ops[SQCD_OP_GETATTR],
 		(unsigned long long)d->ops[SQCD_OP_READLINK],
@@ -208,7 +214,8 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		(unsigned long long)d->readaheads,
 		(unsigned long long)d->spliced,
 		atomic_load(&d->no_open) ? "true" : "false",
-		sqcd_uring_threads(d), (unsigned long long)d->uring_requests);
+		sqcd_uring_threads(d), (unsigned long long)d->uring_requests,
+		uring_ok ? "true" : "false", uring_why);
 	ctl_buf_printf(
 		b,
 		"\"warm\":{\"budget\":%llu,\"files\":%llu,\"bytes\":%llu,"

@@ -326,7 +326,9 @@ int sqcd_splice_reply(fuse_req_t req, const struct img_span *spans,
  * sqcd_uring_start() - Start serving requests over io_uring, if possible.
  * @d: daemon, mounted, its session not yet looping
  *
- * Does nothing with -o no_uring or when the fuse module's enable_uring
+ * Does nothing with -o no_uring, when io_uring is not available (built
+ * without liburing, or a libfuse other than 3.14.x: one log line, see
+ * sqcd_uring_available()), or when the fuse module's enable_uring
  * parameter is off.  Otherwise starts one thread per queue entry and hooks
  * the session's I/O, so that the INIT reply asks for io_uring if the kernel
  * offers it and every ring was set up.
@@ -343,6 +345,21 @@ int sqcd_uring_start(struct sqcd *d);
  * Context: main thread, after unmounting; cannot fail.
  */
 void sqcd_uring_stop(struct sqcd *d);
+
+/**
+ * sqcd_uring_available() - Whether this build and libfuse can use io_uring.
+ * @why: set to the reason when not ("" when available)
+ * @len: bytes at @why
+ * @log: log the fallback to /dev/fuse (once per process)
+ *
+ * False when built without liburing (SQC_HAVE_URING=0) or with, or running
+ * on, a libfuse other than the tested 3.14.x (see daemon/uring.c).
+ * Configuration (-o no_uring, the fuse module's enable_uring) is not asked.
+ *
+ * Return: true when io_uring may be used.
+ * Context: any thread.
+ */
+bool sqcd_uring_available(char *why, size_t len, bool log);
 
 /* Whether the kernel offered io_uring in INIT (and it may be used). */
 bool sqcd_uring_offered(const struct sqcd *d);

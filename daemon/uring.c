@@ -31,13 +31,19 @@
  * ring that cannot be set up must be known before INIT is answered: the
  * threads create their rings first, and the INIT reply asks for io_uring
  * only if all of them did.
+ *
+ * Fenced (below): only with libfuse 3.14.x, checked at build and run time;
+ * the kernel's structs checked against its uapi layout; every wait ends
+ * on stop or a deadline; replies to ring requests are never spliced
+ * (FUSE_CAP_SPLICE_WRITE is not asked for once io_uring is offered, and a
+ * splice all the same is read back into the entry).  Built without
+ * liburing (SQC_HAVE_URING=0), the functions below report it unavailable.
  */
 #define LOG_MOD "uring"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fuse.h>
-#include <liburing.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
@@ -53,16 +59,50 @@
 #include "util/log.h"
 
 /*
- * The kernel's side (include/uapi/linux/fuse.h, protocol 7.42); the
- * headers of Debian 12 are older.
+ * The fence.  This file relies on how libfuse 3.14 behaves inside: each
+ * reply is one writev() through the custom-io hook, INIT arrives through
+ * the hook's read() and its reply may be edited before it is written.
+ * Newer releases answer INIT differently (3.18 brings its own io_uring),
+ * so io_uring is used only with the libfuse series it was tested with,
+ * checked where the daemon is built (fuse_common.h) and where it runs
+ * (fuse_pkgversion()); any other libfuse gets one log line and /dev/fuse.
+ */
+#define URING_LIBFUSE_MAJOR 3
+#define URING_LIBFUSE_MINOR 14
+#define URING_BUILT_TESTED                            \
+	(FUSE_MAJOR_VERSION == URING_LIBFUSE_MAJOR && \
+	 FUSE_MINOR_VERSION == URING_LIBFUSE_MINOR)
+/* TEST ONLY: pretend to run with this libfuse version ("3.18.0"), to prove
+ * the fallback (tests/integration/089-uring-fence.sh).  Not for users. */
+#define URING_TEST_VERSION_ENV "SQC_TEST_LIBFUSE_VERSION"
+
+#if SQC_HAVE_URING
+#include <liburing.h>
+
+/*
+ * The kernel's side (include/uapi/linux/fuse.h, protocol 7.42).  Taken
+ * from <linux/fuse.h> when it has them; Debian 12's (7.38) does not, so
+ * they are declared here with their size and every offset checked
+ * against the kernel's.
  */
 #define URING_INIT_FLAG2 (1u << (41 - 32)) /* FUSE_OVER_IO_URING in flags2 */
 #define URING_INIT_EXT (1u << 30) /* FUSE_INIT_EXT: flags2 is valid */
-#define URING_CMD_REGISTER 1
-#define URING_CMD_COMMIT_AND_FETCH 2
-#define URING_OP_IN_MAX 128 /* bytes of a request's first argument */
+_Static_assert(URING_INIT_EXT == FUSE_INIT_EXT, "FUSE_INIT_EXT");
 
-struct uring_ent_in_out {
+#if FUSE_KERNEL_MINOR_VERSION >= 42
+#define URING_CMD_REGISTER FUSE_IO_URING_CMD_REGISTER
+#define URING_CMD_COMMIT_AND_FETCH FUSE_IO_URING_CMD_COMMIT_AND_FETCH
+#define URING_OP_IN_MAX FUSE_URING_OP_IN_OUT_SZ
+#define uring_ent_in_out fuse_uring_ent_in_out
+#define uring_req_header fuse_uring_req_header
+#define uring_cmd_req fuse_uring_cmd_req
+_Static_assert(FUSE_OVER_IO_URING == (1ull << 41), "FUSE_OVER_IO_URING");
+#else
+#define URING_CMD_REGISTER 1 /* FUSE_IO_URING_CMD_REGISTER */
+#define URING_CMD_COMMIT_AND_FETCH 2 /* FUSE_IO_URING_CMD_COMMIT_AND_FETCH */
+#define URING_OP_IN_MAX 128 /* FUSE_URING_OP_IN_OUT_SZ */
+
+struct uring_ent_in_out { /* struct fuse_uring_ent_in_out */
 	uint64_t flags;
 	uint64_t commit_id; /* the request's unique, to commit it */
 	uint32_t payload_sz; /* bytes in the payload buffer */
@@ -70,18 +110,45 @@ struct uring_ent_in_out {
 	uint64_t reserved;
 };
 
-struct uring_req_header {
-	char in_out[128]; /* fuse_in_header, then fuse_out_header */
+struct uring_req_header { /* struct fuse_uring_req_header */
+	char in_out[128]; /* FUSE_URING_IN_OUT_HEADER_SZ: in, then out header */
 	char op_in[URING_OP_IN_MAX]; /* the first argument (e.g. read_in) */
-	struct uring_ent_in_out ent;
+	struct uring_ent_in_out ring_ent_in_out;
 };
 
-struct uring_cmd_req {
+struct uring_cmd_req { /* struct fuse_uring_cmd_req */
 	uint64_t flags;
 	uint64_t commit_id;
 	uint16_t qid;
 	uint8_t padding[6];
 };
+#endif
+
+#define URING_ASSERT_AT(type, field, off)                     \
+	_Static_assert(offsetof(struct type, field) == (off), \
+		       #type "." #field " at the kernel's offset")
+_Static_assert(sizeof(struct uring_ent_in_out) == 32, "ent_in_out size");
+URING_ASSERT_AT(uring_ent_in_out, flags, 0);
+URING_ASSERT_AT(uring_ent_in_out, commit_id, 8);
+URING_ASSERT_AT(uring_ent_in_out, payload_sz, 16);
+URING_ASSERT_AT(uring_ent_in_out, padding, 20);
+URING_ASSERT_AT(uring_ent_in_out, reserved, 24);
+_Static_assert(sizeof(struct uring_req_header) == 288, "req_header size");
+URING_ASSERT_AT(uring_req_header, in_out, 0);
+URING_ASSERT_AT(uring_req_header, op_in, 128);
+URING_ASSERT_AT(uring_req_header, ring_ent_in_out, 256);
+_Static_assert(sizeof(struct uring_cmd_req) == 24, "cmd_req size");
+URING_ASSERT_AT(uring_cmd_req, flags, 0);
+URING_ASSERT_AT(uring_cmd_req, commit_id, 8);
+URING_ASSERT_AT(uring_cmd_req, qid, 16);
+URING_ASSERT_AT(uring_cmd_req, padding, 18);
+_Static_assert(URING_CMD_REGISTER == 1 && URING_CMD_COMMIT_AND_FETCH == 2,
+	       "FUSE_IO_URING_CMD_* values");
+_Static_assert(URING_OP_IN_MAX == 128, "FUSE_URING_OP_IN_OUT_SZ");
+/* The in and out headers fit the in_out area. */
+_Static_assert(sizeof(struct fuse_in_header) <= 128 &&
+		       sizeof(struct fuse_out_header) <= 128,
+	       "FUSE_URING_IN_OUT_HEADER_SZ");
 
 /* What the kernel sends and expects, at the offsets libfuse uses too. */
 struct init_in_head {
@@ -138,13 +205,46 @@ struct sqcd_uring {
 	pthread_cond_t cond;
 	unsigned int setup_done; /* threads that tried to set up */
 	unsigned int setup_ok; /* of which succeeded */
+	bool decided; /* patch_init() chose, or INIT did not offer it */
 	bool go; /* INIT answered: register */
+	bool gave_up; /* a thread stopped waiting for INIT: not used */
 	atomic_bool stopping; /* no more pushes: sqcd_uring_stop() began */
 	atomic_bool stop; /* threads end */
 	struct ring_thread t[];
 };
 
 static _Thread_local struct ring_thread *self;
+
+/* Every wait below has a way out: u->stop (set with a broadcast by
+ * sqcd_uring_stop()) and, where a libfuse that never calls the hook could
+ * leave it waiting, a deadline. */
+#define URING_SETUP_WAIT_S 10 /* INIT reply waits for the rings' setup */
+#define URING_INIT_WAIT_S 60 /* ring threads wait for INIT's answer */
+#define URING_TICK_S 1 /* recheck of u->stop while a reply is due */
+#define URING_PUSH_WAIT_MS 10000 /* stop waits for pushes in progress */
+
+static void deadline_in(struct timespec *ts, time_t s)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += s;
+}
+
+/* Return: 0 signalled (or spurious), ETIMEDOUT past @ts. */
+static int cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m,
+			   const struct timespec *ts)
+{
+	return pthread_cond_timedwait(c, m, ts);
+}
+
+static void cond_init_mono(pthread_cond_t *c)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(c, &a);
+	pthread_condattr_destroy(&a);
+}
 
 static unsigned int possible_cpus(void)
 {
@@ -201,7 +301,7 @@ static void answer_bare(struct ring_thread *t, uint64_t unique, int error)
 				       .unique = unique };
 
 	memcpy(t->hdr->in_out, &out, sizeof(out));
-	t->hdr->ent.payload_sz = 0;
+	t->hdr->ring_ent_in_out.payload_sz = 0;
 }
 
 /* Copy a reply into @t's entry; the thread commits it. */
@@ -226,7 +326,7 @@ static ssize_t ring_reply(struct ring_thread *t, const struct iovec *iov,
 	 * in reply order: moved last first, none is overwritten before it
 	 * moves, and one already in place is not copied at all. */
 	at = count > 1 ? total - sizeof(out) : 0;
-	t->hdr->ent.payload_sz = (uint32_t)at;
+	t->hdr->ring_ent_in_out.payload_sz = (uint32_t)at;
 	for (int i = count - 1; i >= 1; i--) {
 		at -= iov[i].iov_len;
 		if (iov[i].iov_base != t->payload + at)
@@ -256,28 +356,37 @@ static struct ring_thread *holder_of(struct sqcd_uring *u, uint64_t unique)
 static void patch_init(struct sqcd_uring *u, struct iovec *iov, int count)
 {
 	struct init_out_head o;
+	struct timespec ts;
 	unsigned int ok;
+	bool on;
 
 	if (count < 2 || iov[1].iov_len < sizeof(o))
 		return;
 	memcpy(&o, iov[1].iov_base, sizeof(o));
+	deadline_in(&ts, URING_SETUP_WAIT_S);
 	pthread_mutex_lock(&u->lock);
-	while (u->setup_done < u->nthreads)
-		pthread_cond_wait(&u->cond, &u->lock);
-	ok = u->setup_ok;
+	while (u->setup_done < u->nthreads && !atomic_load(&u->stop) &&
+	       cond_wait_until(&u->cond, &u->lock, &ts) != ETIMEDOUT)
+		;
+	ok = u->gave_up || atomic_load(&u->stop) ? 0 : u->setup_ok;
+	on = ok == u->nthreads && o.max_write <= URING_PAYLOAD &&
+	     (size_t)o.max_pages * (size_t)getpagesize() <= URING_PAYLOAD;
+	/* Decided and the state set at once, under the lock: a ring thread
+	 * that sees decided knows whether to wait for go or to end, and from
+	 * here none gives up waiting for INIT's answer. */
+	atomic_store(&u->state, on ? URING_ON : URING_OFF);
+	u->decided = true;
+	pthread_cond_broadcast(&u->cond);
 	pthread_mutex_unlock(&u->lock);
-	if (ok < u->nthreads || o.max_write > URING_PAYLOAD ||
-	    (size_t)o.max_pages * (size_t)getpagesize() > URING_PAYLOAD) {
+	if (!on) {
 		log_info("not using io_uring: %u of %u rings set up, "
 			 "max_write %u, max_pages %u",
 			 ok, u->nthreads, o.max_write, o.max_pages);
-		atomic_store(&u->state, URING_OFF);
 		return;
 	}
 	o.flags |= URING_INIT_EXT;
 	o.flags2 |= URING_INIT_FLAG2;
 	memcpy(iov[1].iov_base, &o, sizeof(o));
-	atomic_store(&u->state, URING_ON);
 }
 
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
@@ -304,6 +413,8 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 		/* The kernel took the reply: registering may begin. */
 		pthread_mutex_lock(&u->lock);
 		u->go = r >= 0;
+		if (!u->go)
+			atomic_store(&u->state, URING_OFF);
 		pthread_cond_broadcast(&u->cond);
 		pthread_mutex_unlock(&u->lock);
 	}
@@ -329,15 +440,51 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 		atomic_store(&u->state, URING_OFFERED);
 	} else {
 		log_info("the kernel does not offer io_uring for this mount");
+		pthread_mutex_lock(&u->lock);
+		u->decided = true; /* the ring threads end */
+		pthread_cond_broadcast(&u->cond);
+		pthread_mutex_unlock(&u->lock);
 	}
 	return r;
 }
 
+/*
+ * Replies are not spliced on the io_uring path: sqcd_init() asks for no
+ * FUSE_CAP_SPLICE_WRITE once io_uring is offered.  Should libfuse splice a
+ * reply to a request this thread holds all the same, the message (header
+ * and data, all in the pipe) is read out and put into the entry, so the
+ * request is answered and serve() does not wait for a reply that went
+ * elsewhere.
+ */
 static ssize_t io_splice_send(int fdin, off_t *offin, int fdout, off_t *offout,
 			      size_t len, unsigned int flags, void *userdata)
 {
-	(void)userdata;
-	return splice(fdin, offin, fdout, offout, len, flags);
+	struct sqcd *d = userdata;
+	struct ring_thread *t = self;
+	size_t got = 0;
+
+	if (!t || t->u != d->uring || !atomic_load(&t->unique) || offin ||
+	    len < sizeof(struct fuse_out_header) ||
+	    len > URING_PAYLOAD + sizeof(struct fuse_out_header))
+		return splice(fdin, offin, fdout, offout, len, flags);
+	while (got < len) {
+		ssize_t r = read(fdin, t->req + got, len - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			if (!r)
+				errno = EIO;
+			return -1;
+		}
+		got += (size_t)r;
+	}
+	return ring_reply(
+		t,
+		(struct iovec[]){ { t->req, sizeof(struct fuse_out_header) },
+				  { t->req + sizeof(struct fuse_out_header),
+				    len - sizeof(struct fuse_out_header) } },
+		len > sizeof(struct fuse_out_header) ? 2 : 1);
 }
 
 /* Queue a command for the entry of @t; submitted with the next wait. */
@@ -380,7 +527,7 @@ static void serve(struct ring_thread *t)
 {
 	struct sqcd *d = t->u->d;
 	struct fuse_in_header in;
-	uint32_t plen = t->hdr->ent.payload_sz;
+	uint32_t plen = t->hdr->ring_ent_in_out.payload_sz;
 	size_t oplen;
 
 	memcpy(&in, t->hdr->in_out, sizeof(in));
@@ -408,9 +555,17 @@ static void serve(struct ring_thread *t)
 		answer_bare(t, in.unique, 0);
 		t->replied = true;
 	}
+	/* libfuse replies to every request but FORGET before or soon after
+	 * process_buf returns (a push may take long: no deadline), through
+	 * io_writev(), or io_splice_send() (handled there).  The way out is
+	 * u->stop, rechecked every tick should a broadcast be missed. */
 	pthread_mutex_lock(&t->lock);
-	while (!t->replied && !atomic_load(&t->u->stop))
-		pthread_cond_wait(&t->replied_cond, &t->lock);
+	while (!t->replied && !atomic_load(&t->u->stop)) {
+		struct timespec ts;
+
+		deadline_in(&ts, URING_TICK_S);
+		cond_wait_until(&t->replied_cond, &t->lock, &ts);
+	}
 	pthread_mutex_unlock(&t->lock);
 	atomic_store(&t->unique, 0);
 	atomic_fetch_add_explicit(&d->uring_requests, 1, memory_order_relaxed);
@@ -472,6 +627,8 @@ static void *ring_main(void *arg)
 	struct ring_thread *t = arg;
 	struct sqcd_uring *u = t->u;
 	bool registering = true;
+	struct timespec ts;
+	bool go;
 	int err;
 
 	self = t;
@@ -482,11 +639,31 @@ static void *ring_main(void *arg)
 	setup_done(t, !err);
 	if (err)
 		goto out_exit;
+	/* Wait for INIT's answer: go, or decided without io_uring (the
+	 * state is then URING_OFF), or stop.  A libfuse that never shows
+	 * INIT through the hook leaves this thread waiting no longer than
+	 * URING_INIT_WAIT_S; then nobody registers and INIT, should it come,
+	 * asks for no io_uring (patch_init() reads gave_up). */
+	deadline_in(&ts, URING_INIT_WAIT_S);
 	pthread_mutex_lock(&u->lock);
-	while (!u->go && !atomic_load(&u->stop))
-		pthread_cond_wait(&u->cond, &u->lock);
+	while (!u->go && !atomic_load(&u->stop) &&
+	       !(u->decided && atomic_load(&u->state) != URING_ON)) {
+		if (cond_wait_until(&u->cond, &u->lock, &ts) != ETIMEDOUT)
+			continue;
+		if (u->decided) {
+			/* The INIT reply is being written: go follows. */
+			deadline_in(&ts, URING_TICK_S);
+			continue;
+		}
+		if (!u->gave_up)
+			log_info("no INIT seen in %d s: not using io_uring",
+				 URING_INIT_WAIT_S);
+		u->gave_up = true;
+		break;
+	}
+	go = u->go;
 	pthread_mutex_unlock(&u->lock);
-	if (atomic_load(&u->stop))
+	if (!go || atomic_load(&u->stop))
 		goto out_exit;
 	err = prep_cmd(t, URING_CMD_REGISTER, 0);
 	while (!err) {
@@ -495,7 +672,9 @@ static void *ring_main(void *arg)
 		int res;
 
 		/* One system call: the commit (or registration) queued last,
-		 * and the wait for the next request. */
+		 * and the wait for the next request.  Its way out is the poll
+		 * of stop_fd armed in ring_setup(): sqcd_uring_stop() writes
+		 * it, and the kernel ends the entries of a dead connection. */
 		err = io_uring_submit_and_wait(&t->ring, 1);
 		if (err == -EINTR) {
 			err = 0;
@@ -528,7 +707,7 @@ static void *ring_main(void *arg)
 		registering = false;
 		serve(t);
 		err = prep_cmd(t, URING_CMD_COMMIT_AND_FETCH,
-			       t->hdr->ent.commit_id);
+			       t->hdr->ring_ent_in_out.commit_id);
 	}
 	/* The kernel ends the entries of a connection that goes away. */
 	if (err && err != -ENOTCONN && err != -ECONNABORTED &&
@@ -553,9 +732,11 @@ int sqcd_uring_start(struct sqcd *d)
 	};
 	unsigned int nq = possible_cpus(), per;
 	struct sqcd_uring *u;
+	char why[96];
 	int err;
 
-	if (d->o.no_uring || !is_kernel_enabled() || !nq || nq > 4096)
+	if (d->o.no_uring || !sqcd_uring_available(why, sizeof(why), true) ||
+	    !is_kernel_enabled() || !nq || nq > 4096)
 		return 0;
 	/* Every queue keeps a thread free of pushes (sqcd_uring_gate()). */
 	per = (d->o.threads + nq - 1) / nq;
@@ -575,14 +756,14 @@ int sqcd_uring_start(struct sqcd *d)
 	u->per_queue = per;
 	u->nthreads = nq * per;
 	pthread_mutex_init(&u->lock, NULL);
-	pthread_cond_init(&u->cond, NULL);
+	cond_init_mono(&u->cond);
 	for (unsigned int i = 0; i < u->nthreads; i++) {
 		struct ring_thread *t = &u->t[i];
 
 		t->u = u;
 		t->qid = i / per;
 		pthread_mutex_init(&t->lock, NULL);
-		pthread_cond_init(&t->replied_cond, NULL);
+		cond_init_mono(&t->replied_cond);
 	}
 	/* Same fd: libfuse closes it when the session is destroyed. */
 	err = fuse_session_custom_io(d->se, &io, u->fd);
@@ -622,9 +803,18 @@ void sqcd_uring_stop(struct sqcd *d)
 	/* A push may wait for a READ that only a ring thread can answer:
 	 * let those in progress end while every thread still serves. */
 	atomic_store(&u->stopping, true);
-	for (unsigned int q = 0; q < u->nqueues; q++)
-		while (atomic_load(&u->pushing[q]))
+	for (unsigned int q = 0, ms = 0; q < u->nqueues; q++)
+		while (atomic_load(&u->pushing[q])) {
+			/* Bounded: the mount is gone, its READs fail. */
+			if (ms >= URING_PUSH_WAIT_MS) {
+				log_warn("io_uring: queue %u still pushing "
+					 "after %u ms; stopping anyway",
+					 q, ms);
+				break;
+			}
+			ms++;
 			usleep(1000);
+		}
 	pthread_mutex_lock(&u->lock);
 	atomic_store(&u->stop, true);
 	pthread_cond_broadcast(&u->cond);
@@ -679,4 +869,83 @@ void sqcd_uring_gate(atomic_uint **busy, unsigned int *max)
 		return;
 	*busy = &self->u->pushing[self->qid];
 	*max = atomic_load(&self->u->stopping) ? 0 : self->u->per_queue - 1;
+}
+
+#else /* !SQC_HAVE_URING: built without liburing */
+
+int sqcd_uring_start(struct sqcd *d)
+{
+	(void)d;
+	return 0;
+}
+
+void sqcd_uring_stop(struct sqcd *d)
+{
+	(void)d;
+}
+
+bool sqcd_uring_offered(const struct sqcd *d)
+{
+	(void)d;
+	return false;
+}
+
+bool sqcd_uring_on(const struct sqcd *d)
+{
+	(void)d;
+	return false;
+}
+
+unsigned int sqcd_uring_threads(const struct sqcd *d)
+{
+	(void)d;
+	return 0;
+}
+
+void sqcd_uring_gate(atomic_uint **busy, unsigned int *max)
+{
+	(void)busy;
+	(void)max;
+}
+
+#endif /* SQC_HAVE_URING */
+
+/* The libfuse this process runs with: fuse_pkgversion(), or the test's. */
+static const char *libfuse_version(void)
+{
+	const char *v = getenv(URING_TEST_VERSION_ENV);
+
+	return v && *v ? v : fuse_pkgversion();
+}
+
+bool sqcd_uring_available(char *why, size_t len, bool log)
+{
+	static atomic_bool logged;
+	const char *v = libfuse_version();
+	unsigned int major = 0, minor = 0;
+
+	if (!SQC_HAVE_URING) {
+		snprintf(why, len, "built without liburing");
+		return false;
+	}
+	if (!URING_BUILT_TESTED) {
+		snprintf(why, len, "built with libfuse %d.%d, not tested",
+			 FUSE_MAJOR_VERSION, FUSE_MINOR_VERSION);
+		if (log && !atomic_exchange(&logged, true))
+			log_info("io_uring: libfuse %d.%d not tested, using "
+				 "/dev/fuse",
+				 FUSE_MAJOR_VERSION, FUSE_MINOR_VERSION);
+		return false;
+	}
+	if (sscanf(v, "%u.%u", &major, &minor) != 2 ||
+	    major != URING_LIBFUSE_MAJOR || minor != URING_LIBFUSE_MINOR) {
+		snprintf(why, len, "libfuse %s not tested", v);
+		if (log && !atomic_exchange(&logged, true))
+			log_info("io_uring: libfuse %s not tested, using "
+				 "/dev/fuse",
+				 v);
+		return false;
+	}
+	snprintf(why, len, "%s", "");
+	return true;
 }
