@@ -2,7 +2,7 @@
 /*
  * This file implements the daemon's side of the control protocol (ctl.h):
  * a thread that accepts connections on the control socket, checks who is
- * asking, and answers ping, stats and umount.
+ * asking, and answers ping, stats, stage and umount.
  *
  * The stats object:
  *   version, pid, uid, image, mountpoint, compressor, block_size, inodes,
@@ -42,6 +42,7 @@
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/size.h"
 
 static const char *const stage_names[] = {
 	[IMG_STAGE_IDLE] = "idle",
@@ -229,6 +230,58 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		       (unsigned long long)rss, user, sys, threads);
 }
 
+/*
+ * "stage [full|meta] [BYTES]": start or extend staging (ctl.h).  The mode
+ * defaults to full, the budget to the larger of the current one and the
+ * mount's ram= (or half of memory when both are 0).
+ */
+static void stage_cmd(struct sqcd *d, const char *args, struct ctl_buf *b)
+{
+	enum img_stage_mode mode = IMG_STAGE_FULL;
+	unsigned long long budget = 0;
+	char word[16] = "";
+	struct img_stats st;
+	int n = 0, err;
+
+	if (sscanf(args, " %15[a-z]%n", word, &n) == 1) {
+		if (!strcmp(word, "meta"))
+			mode = IMG_STAGE_META;
+		else if (strcmp(word, "full"))
+			goto out_bad;
+		args += n;
+	}
+	n = 0;
+	if (sscanf(args, " %llu%n", &budget, &n) == 1)
+		args += n;
+	if (args[strspn(args, " ")])
+		goto out_bad;
+	img_get_stats(d->img, &st);
+	if (!budget)
+		budget = MAX(st.stage_budget, d->o.img.ram);
+	if (!budget)
+		budget = MAX(size_ram_total() / 2, 1ull << 30);
+	err = img_stage_resume(d->img, mode, budget);
+	if (!err && !d->pf)
+		err = -EOPNOTSUPP;
+	if (err) {
+		ctl_buf_printf(b, "{\"ok\":false,\"error\":");
+		ctl_buf_json_str(b, err_str(err));
+		ctl_buf_printf(b, "}\n");
+		return;
+	}
+	pf_stage_resume(d->pf);
+	log_info("staging %s resumed with a budget of %llu bytes",
+		 mode == IMG_STAGE_META ? "(metadata)" : "(full)",
+		 (unsigned long long)MAX(budget, st.stage_budget));
+	ctl_buf_printf(b, "{\"ok\":true,\"mode\":\"%s\",\"budget\":%llu}\n",
+		       mode == IMG_STAGE_META ? "meta" : "full",
+		       (unsigned long long)MAX(budget, st.stage_budget));
+	return;
+out_bad:
+	ctl_buf_printf(b, "{\"ok\":false,\"error\":\"usage: stage "
+			  "[full|meta] [BYTES]\"}\n");
+}
+
 static void serve(struct sqcd *d, int c)
 {
 	struct ctl_buf b = { 0 };
@@ -264,6 +317,8 @@ static void serve(struct sqcd *d, int c)
 	} else if (!strcmp(cmd, "stats")) {
 		sqcd_stats_json(d, &b);
 		ctl_buf_printf(&b, "\n");
+	} else if (!strcmp(cmd, "stage") || !strncmp(cmd, "stage ", 6)) {
+		stage_cmd(d, cmd + 5, &b);
 	} else if (!strcmp(cmd, "umount")) {
 		ctl_buf_printf(&b, "{\"ok\":true}\n");
 		umount = true;

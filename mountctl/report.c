@@ -133,6 +133,13 @@ const char *mc_stage_line(const char *stats, char *buf, size_t cap)
 	else if (!strcmp(state, "idle"))
 		snprintf(buf, cap, "[%s] %3.0f%% %s not started yet%s", bar,
 			 pct, pair, tail);
+	else if (rate > 0 && planned > staged)
+		snprintf(
+			buf, cap, "[%s] %3.0f%% %s %s, ETA %s%s", bar, pct,
+			pair, speed,
+			mc_fmt_duration((double)(planned - staged) / 1e6 / rate,
+					t, sizeof(t)),
+			tail);
 	else
 		snprintf(buf, cap, "[%s] %3.0f%% %s %s%s", bar, pct, pair,
 			 speed, tail);
