@@ -218,7 +218,8 @@ const char *mc_stage_line(const char *stats, char *buf, size_t cap);
  * mc_is_staged() - Is there nothing more to stage?
  * @stats: the daemon's stats object
  *
- * Return: true if stage.state is "done" or "off", or the image is in RAM.
+ * Return: true if stage.state is "done" or "off" (or, without a state, the
+ * image is in RAM).
  */
 bool mc_is_staged(const char *stats);
 

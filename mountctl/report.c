@@ -80,10 +80,9 @@ bool mc_is_staged(const char *stats)
 {
 	char state[16];
 
-	if (mc_json_is_true(stats, "stage.on_tmpfs"))
-		return true;
 	if (ctl_json_str(stats, "stage.state", state, sizeof(state)))
-		return false;
+		return mc_json_is_true(stats, "stage.on_tmpfs");
+	/* Staging asked for (mountctl stage) runs even from tmpfs. */
 	return !strcmp(state, "done") || !strcmp(state, "off");
 }
 
