@@ -24,6 +24,7 @@
  *           walks gone on with, directories lookups asked for, and what
  *           was listed for both)
  *   prefetch: {workers, queued, done, dropped, errors}
+ *   idle:   {timeout, open, idle_s} (-o timeout=S; only timeout when 0)
  *   process: {rss_bytes, cpu_user_s, cpu_sys_s, threads}
  */
 #define LOG_MOD "ctl"
@@ -39,6 +40,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "idle.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -224,6 +226,7 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		       (unsigned long long)pfs.done,
 		       (unsigned long long)pfs.dropped,
 		       (unsigned long long)pfs.errors);
+	idle_stats_json(d->idle, b); /* feature call site: idle timeout */
 	ctl_buf_printf(b,
 		       "\"process\":{\"rss_bytes\":%llu,\"cpu_user_s\":%.3f,"
 		       "\"cpu_sys_s\":%.3f,\"threads\":%u}}",

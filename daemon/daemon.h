@@ -44,6 +44,7 @@ struct sqcd_opts {
 	unsigned int threads; /* -o threads=N: FUSE workers at most */
 	unsigned int readahead; /* -o readahead=N: blocks decoded ahead */
 	unsigned int workers; /* -o workers=N: prefetch threads */
+	unsigned int timeout; /* -o timeout=S: unmount when idle (idle.c) */
 	struct img_opts img; /* ram=, cache=, meta=, stage= */
 };
 
@@ -92,6 +93,7 @@ struct sqcd {
 	_Atomic uint64_t open_files; /* files pushed when opened */
 	_Atomic uint64_t open_bytes; /* bytes pushed when opened */
 	struct warm *warm; /* the warming thread, or NULL */
+	struct idle *idle; /* idle timeout (idle.c), or NULL when off */
 	struct sqcd_uring *uring; /* io_uring threads, or NULL */
 	_Atomic uint64_t uring_requests; /* requests served over io_uring */
 	struct ahead *ahead; /* the listing thread (ahead.c), or NULL */
