@@ -62,8 +62,9 @@ static void *idle_main(void *arg)
 	pthread_mutex_lock(&f->lock);
 	while (!f->stopping) {
 		if (idle_ms(f) >= (uint64_t)f->timeout * 1000) {
-			log_info("no open file and no request for %u s: unmounting",
-				 f->timeout);
+			log_info(
+				"no open file and no request for %u s: unmounting",
+				f->timeout);
 			kill(getpid(), SIGTERM);
 			break;
 		}
@@ -146,8 +147,9 @@ void idle_stats_json(struct idle *f, struct ctl_buf *b)
 		ctl_buf_printf(b, "\"idle\":{\"timeout\":0},");
 		return;
 	}
-	ctl_buf_printf(b, "\"idle\":{\"timeout\":%u,\"open\":%lld,"
-			  "\"idle_s\":%.1f},",
+	ctl_buf_printf(b,
+		       "\"idle\":{\"timeout\":%u,\"open\":%lld,"
+		       "\"idle_s\":%.1f},",
 		       f->timeout, (long long)atomic_load(&f->open),
 		       (double)idle_ms(f) / 1e3);
 }

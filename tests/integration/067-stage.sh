@@ -24,20 +24,22 @@ expect_rc() {
     [ "$rc" -eq "$1" ] || { cat "$T/out" "$T/err" >&2; fail "$2: exit $rc, expected $1"; }
 }
 
-# staged MNT: "STAGED IMAGE STATE" from status --json (the top-level
+# staged MNT: set s_st, s_im, s_state (bytes staged, image bytes, state)
+# from status --json (the top-level
 # staged_bytes/image_bytes when present, else the stats object's own).
 staged() {
     "$MOUNTCTL" status --json "$1" | "$PYTHON" -c 'import json, sys
 s = json.load(sys.stdin)[0]
 st = s.get("staged_bytes", s["stage"]["staged"])
 im = s.get("image_bytes", s["image_io"]["bytes"])
-print(st, im, s["stage"]["state"])'
+print(st, im, s["stage"]["state"])' >"$T/staged"
+    read -r s_st s_im s_state <"$T/staged"
 }
 
 expect_all_staged() {
-    set -- "$1" "$2" $(staged "$1")
-    [ "$3" -gt 0 ] && [ "$3" -eq "$4" ] && [ "$5" = done ] ||
-        fail "$2: staged $3 of $4 bytes, state $5"
+    staged "$1"
+    [ "$s_st" -gt 0 ] && [ "$s_st" -eq "$s_im" ] && [ "$s_state" = "done" ] ||
+        fail "$2: staged $s_st of $s_im bytes, state $s_state"
 }
 
 compare() {
@@ -56,8 +58,8 @@ mkimg "$T/src" "$T/img.sqfs"
 note "stage=none: nothing staged, wait says so"
 m1="$T/none"
 sqc_mount "$T/img.sqfs" "$m1" -o stage=none
-set -- $(staged "$m1")
-[ "$1" -eq 0 ] && [ "$3" = off ] || fail "stage=none staged $1 bytes, state $3"
+staged "$m1"
+[ "$s_st" -eq 0 ] && [ "$s_state" = off ] || fail "stage=none staged $s_st bytes, state $s_state"
 mc wait "$m1"
 expect_rc 0 "wait on stage=none"
 grep -q "staging off" "$T/err" || { cat "$T/err" >&2; fail "wait did not say staging is off"; }
@@ -81,13 +83,13 @@ note "stage=meta: stage --meta keeps to metadata, stage then brings the rest"
 m2="$T/meta"
 sqc_mount "$T/img.sqfs" "$m2" -o stage=meta
 "$MOUNTCTL" wait --timeout 60 "$m2" 2>/dev/null
-set -- $(staged "$m2")
-[ "$1" -gt 0 ] && [ "$1" -lt "$2" ] || fail "stage=meta staged $1 of $2 bytes"
-meta=$1
+staged "$m2"
+[ "$s_st" -gt 0 ] && [ "$s_st" -lt "$s_im" ] || fail "stage=meta staged $s_st of $s_im bytes"
+meta=$s_st
 mc stage --meta --wait --timeout 60 "$m2"
 expect_rc 0 "stage --meta --wait"
-set -- $(staged "$m2")
-[ "$1" -eq "$meta" ] || fail "stage --meta went from $meta to $1 bytes"
+staged "$m2"
+[ "$s_st" -eq "$meta" ] || fail "stage --meta went from $meta to $s_st bytes"
 mc stage "$m2"
 expect_rc 0 "stage on stage=meta"
 [ ! -s "$T/out" ] || fail "stage without --wait printed '$(cat "$T/out")'"
@@ -100,8 +102,8 @@ note "a small ram= grows with stage --ram"
 m3="$T/small"
 sqc_mount "$T/img.sqfs" "$m3" -o ram=4M
 "$MOUNTCTL" wait --timeout 60 "$m3" 2>/dev/null
-set -- $(staged "$m3")
-[ "$1" -le 4194304 ] && [ "$1" -lt "$2" ] || fail "ram=4M staged $1 of $2 bytes"
+staged "$m3"
+[ "$s_st" -le 4194304 ] && [ "$s_st" -lt "$s_im" ] || fail "ram=4M staged $s_st of $s_im bytes"
 mc stage --ram 256M --wait --timeout 60 "$m3"
 expect_rc 0 "stage --ram 256M --wait"
 expect_all_staged "$m3" "ram=4M then stage --ram 256M"

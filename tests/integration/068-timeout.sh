@@ -33,7 +33,7 @@ m2="$T/held"
 sqc_mount "$T/img.sqfs" "$m2" -o timeout=1
 pid=$(sqc_pid "$m2")
 [ -n "$pid" ] || fail "no daemon for $m2"
-sleep 60 <"$m2/sub/b.txt" &
+(exec 3<"$m2/sub/b.txt" && exec sleep 60) &
 holder=$!
 at_exit "kill $holder 2>/dev/null || true"
 # Readiness: the daemon counts the handle.
