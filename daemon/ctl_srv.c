@@ -155,7 +155,11 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		       (unsigned long long)st.stage_budget,
 		       (unsigned long long)st.stage_planned,
 		       (unsigned long long)st.staged_bytes, pct, secs,
-		       secs > 0 ? (double)st.staged_bytes / 1e6 / secs : 0.0,
+		       /* Since the plan began (mountctl stage resumes). */
+		       secs > 0 && st.staged_bytes >= st.stage_base ?
+			       (double)(st.staged_bytes - st.stage_base) / 1e6 /
+				       secs :
+			       0.0,
 		       st.in_ram ? "true" : "false");
 	ctl_buf_printf(b, "\"cache\":{");
 	cache_json(b, "data", &st.data, false);

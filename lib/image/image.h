@@ -185,6 +185,7 @@ struct img_stats {
 	uint64_t stage_budget; /* RAM allowed for staging */
 	uint64_t stage_planned; /* bytes the stager will bring in */
 	uint64_t staged_bytes; /* bytes in RAM now */
+	uint64_t stage_base; /* of those, staged before the current plan */
 	enum img_stage_state stage_state; /* where staging stands */
 	bool in_ram; /* the image file itself is on tmpfs/ramfs */
 	uint64_t src_reads; /* pread calls on the image file */

@@ -60,6 +60,7 @@ struct img_stage {
 	_Atomic uint64_t budget; /* bytes allowed */
 	_Atomic uint64_t planned; /* bytes the plan brings in */
 	_Atomic uint64_t staged; /* bytes brought in so far */
+	_Atomic uint64_t base; /* staged when the current plan was made */
 	_Atomic int state; /* enum img_stage_state */
 	int mode; /* enum img_stage_mode of the plan; stager thread only */
 	/* A request of img_stage_resume(), applied by the stager thread. */

@@ -220,6 +220,7 @@ static void plan_build(struct img *img, enum img_stage_mode mode)
 	st->plan_pos = 0;
 	st->mode = (int)mode;
 	st->planned = atomic_load(&st->staged);
+	st->base = st->planned;
 	/* Metadata first: a mount answers lookups from it at once. */
 	meta_first = (uint32_t)(img->sb.inode_table >> IMG_CHUNK_SHIFT);
 	for (c = meta_first; c < st->nchunks; c++)
