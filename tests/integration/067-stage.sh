@@ -109,6 +109,20 @@ expect_rc 0 "stage --ram 256M --wait"
 expect_all_staged "$m3" "ram=4M then stage --ram 256M"
 compare "$m3"
 
+note "on a terminal: a bar redrawn in place"
+if command -v script >/dev/null 2>&1; then
+    m4="$T/tty"
+    sqc_mount "$T/img.sqfs" "$m4" -o stage=none
+    script -qec "'$MOUNTCTL' stage --wait --timeout 60 '$m4'" /dev/null >"$T/tty.log" 2>&1 ||
+        { cat "$T/tty.log" >&2; fail "stage --wait on a terminal failed"; }
+    grep -q "$(printf '\r')\[" "$T/tty.log" || { cat -A "$T/tty.log" >&2; fail "no bar redrawn with CR on a terminal"; }
+    grep -q '\[############\] 100%' "$T/tty.log" || { cat -A "$T/tty.log" >&2; fail "no full bar on a terminal"; }
+    expect_all_staged "$m4" "stage --wait on a terminal"
+    sqc_umount "$m4"
+else
+    note "script(1) missing: terminal output not checked"
+fi
+
 note "mistakes"
 mc stage "$T/src"
 expect_rc 2 "stage on a plain directory"
