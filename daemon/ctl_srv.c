@@ -267,9 +267,8 @@ static void stage_cmd(struct sqcd *d, const char *args, struct ctl_buf *b)
 		budget = MAX(st.stage_budget, d->o.img.ram);
 	if (!budget)
 		budget = MAX(size_ram_total() / 2, 1ull << 30);
-	err = img_stage_resume(d->img, mode, budget);
-	if (!err && !d->pf)
-		err = -EOPNOTSUPP;
+	/* No stager, no staging: say so rather than leave it "idle". */
+	err = d->pf ? img_stage_resume(d->img, mode, budget) : -EOPNOTSUPP;
 	if (err) {
 		ctl_buf_printf(b, "{\"ok\":false,\"error\":");
 		ctl_buf_json_str(b, err_str(err));
