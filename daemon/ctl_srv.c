@@ -2,7 +2,7 @@
 /*
  * This file implements the daemon's side of the control protocol (ctl.h):
  * a thread that accepts connections on the control socket, checks who is
- * asking, and answers ping, stats, umount, hold and release.
+ * asking, and answers ping, stats, stage, umount, hold and release.
  *
  * The stats object:
  *   schema, healthy, version, pid, uid, image_bytes, staged_bytes, image,
@@ -29,6 +29,7 @@
  *           walks gone on with, directories lookups asked for, and what
  *           was listed for both)
  *   prefetch: {workers, queued, done, dropped, errors}
+ *   idle:   {timeout, open, idle_s} (-o timeout=S; only timeout when 0)
  *   process: {rss_bytes, cpu_user_s, cpu_sys_s, threads}
  */
 #define LOG_MOD "ctl"
@@ -45,9 +46,11 @@
 
 #include "daemon.h"
 #include "holders.h"
+#include "idle.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/size.h"
 
 static const char *const stage_names[] = {
 	[IMG_STAGE_IDLE] = "idle",
@@ -169,7 +172,11 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		       (unsigned long long)st.stage_budget,
 		       (unsigned long long)st.stage_planned,
 		       (unsigned long long)st.staged_bytes, pct, secs,
-		       secs > 0 ? (double)st.staged_bytes / 1e6 / secs : 0.0,
+		       /* Since the plan began (mountctl stage resumes). */
+		       secs > 0 && st.staged_bytes >= st.stage_base ?
+			       (double)(st.staged_bytes - st.stage_base) / 1e6 /
+				       secs :
+			       0.0,
 		       st.in_ram ? "true" : "false");
 	ctl_buf_printf(b, "\"cache\":{");
 	cache_json(b, "data", &st.data, false);
@@ -242,6 +249,7 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		       (unsigned long long)pfs.done,
 		       (unsigned long long)pfs.dropped,
 		       (unsigned long long)pfs.errors);
+	idle_stats_json(d->idle, b); /* feature call site: idle timeout */
 	ctl_buf_printf(b,
 		       "\"process\":{\"rss_bytes\":%llu,\"cpu_user_s\":%.3f,"
 		       "\"cpu_sys_s\":%.3f,\"threads\":%u}}",
@@ -276,6 +284,57 @@ static void holder_cmd(struct sqcd *d, const char *cmd, struct ctl_buf *b)
 		       n == -ENOENT	? "not a holder" :
 		       n == -ESRCH	? "no such process" :
 					  err_str(n));
+}
+
+/*
+ * "stage [full|meta] [BYTES]": start or extend staging (ctl.h).  The mode
+ * defaults to full, the budget to the larger of the current one and the
+ * mount's ram= (or half of memory when both are 0).
+ */
+static void stage_cmd(struct sqcd *d, const char *args, struct ctl_buf *b)
+{
+	enum img_stage_mode mode = IMG_STAGE_FULL;
+	unsigned long long budget = 0;
+	char word[16] = "";
+	struct img_stats st;
+	int n = 0, err;
+
+	if (sscanf(args, " %15[a-z]%n", word, &n) == 1) {
+		if (!strcmp(word, "meta"))
+			mode = IMG_STAGE_META;
+		else if (strcmp(word, "full"))
+			goto out_bad;
+		args += n;
+	}
+	n = 0;
+	if (sscanf(args, " %llu%n", &budget, &n) == 1)
+		args += n;
+	if (args[strspn(args, " ")])
+		goto out_bad;
+	img_get_stats(d->img, &st);
+	if (!budget)
+		budget = MAX(st.stage_budget, d->o.img.ram);
+	if (!budget)
+		budget = MAX(size_ram_total() / 2, 1ull << 30);
+	/* No stager, no staging: say so rather than leave it "idle". */
+	err = d->pf ? img_stage_resume(d->img, mode, budget) : -EOPNOTSUPP;
+	if (err) {
+		ctl_buf_printf(b, "{\"ok\":false,\"error\":");
+		ctl_buf_json_str(b, err_str(err));
+		ctl_buf_printf(b, "}\n");
+		return;
+	}
+	pf_stage_resume(d->pf);
+	log_info("staging %s resumed with a budget of %llu bytes",
+		 mode == IMG_STAGE_META ? "(metadata)" : "(full)",
+		 (unsigned long long)MAX(budget, st.stage_budget));
+	ctl_buf_printf(b, "{\"ok\":true,\"mode\":\"%s\",\"budget\":%llu}\n",
+		       mode == IMG_STAGE_META ? "meta" : "full",
+		       (unsigned long long)MAX(budget, st.stage_budget));
+	return;
+out_bad:
+	ctl_buf_printf(b, "{\"ok\":false,\"error\":\"usage: stage "
+			  "[full|meta] [BYTES]\"}\n");
 }
 
 static void serve(struct sqcd *d, int c)
@@ -315,6 +374,8 @@ static void serve(struct sqcd *d, int c)
 		ctl_buf_printf(&b, "\n");
 	} else if (!strncmp(cmd, "hold ", 5) || !strncmp(cmd, "release ", 8)) {
 		holder_cmd(d, cmd, &b);
+	} else if (!strcmp(cmd, "stage") || !strncmp(cmd, "stage ", 6)) {
+		stage_cmd(d, cmd + 5, &b);
 	} else if (!strcmp(cmd, "umount")) {
 		ctl_buf_printf(&b, "{\"ok\":true}\n");
 		umount = true;

@@ -48,6 +48,7 @@ struct sqcd_opts {
 	pid_t hold_pid; /* -o hold=PID:START: first holder, or 0 */
 	uint64_t hold_start; /* its start time (ctl_proc_start()) */
 	double grace; /* -o grace=S: holderless seconds before unmounting */
+	unsigned int timeout; /* -o timeout=S: unmount when idle (idle.c) */
 	struct img_opts img; /* ram=, cache=, meta=, stage= */
 };
 
@@ -96,6 +97,7 @@ struct sqcd {
 	_Atomic uint64_t open_files; /* files pushed when opened */
 	_Atomic uint64_t open_bytes; /* bytes pushed when opened */
 	struct warm *warm; /* the warming thread, or NULL */
+	struct idle *idle; /* idle timeout (idle.c), or NULL when off */
 	struct sqcd_uring *uring; /* io_uring threads, or NULL */
 	_Atomic uint64_t uring_requests; /* requests served over io_uring */
 	struct ahead *ahead; /* the listing thread (ahead.c), or NULL */

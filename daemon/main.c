@@ -36,6 +36,7 @@
 
 #include "daemon.h"
 #include "holders.h"
+#include "idle.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -96,6 +97,8 @@ static void usage(FILE *f)
 		"                     2 to 16, if the image is on tmpfs; else 16)\n"
 		"  workers=N          readahead threads (default: one per core)\n"
 		"  readahead=N        blocks decoded ahead of sequential reads (default 4)\n"
+		"  timeout=S          unmount after S seconds with no open file and no\n"
+		"                     request (default 0 = never)\n"
 		"  ctl=PATH           control socket path (default: abstract, from the\n"
 		"                     mountpoint; mountctl finds it)\n"
 		"  log=FILE           append the log to FILE once detached (default:\n"
@@ -215,6 +218,8 @@ static int parse_one(struct sqcd_opts *o, char *opt)
 		return parse_uint_opt(opt, val, 1024, &o->threads);
 	if (!strcmp(opt, "workers") && val)
 		return parse_uint_opt(opt, val, 64, &o->workers);
+	if (!strcmp(opt, "timeout") && val)
+		return parse_uint_opt(opt, val, 1u << 30, &o->timeout);
 	if (!strcmp(opt, "readahead") && val)
 		return parse_uint_opt(opt, val, 256, &o->readahead);
 	if (!strcmp(opt, "ctl") && val && *val) {
@@ -785,6 +790,8 @@ int main(int argc, char **argv)
 	/* Before the control socket, which serves "hold" and "release". */
 	if (!err)
 		err = holders_start(d, &d->holders);
+	if (!err) /* feature call site: idle timeout */
+		err = idle_start(d, &d->idle);
 	/* Last: it reads what the others set up. */
 	if (!err)
 		err = sqcd_ctl_start(d);
@@ -834,6 +841,8 @@ out_unmount:
 	 * they stop first.  Unmounting closes the FUSE device, which releases
 	 * the ready check or a listing blocked on a request; those threads
 	 * are joined once the session is gone. */
+	idle_stop(d->idle); /* feature call site: idle timeout */
+	d->idle = NULL;
 	sqcd_ahead_stop(d);
 	sqcd_ctl_stop(d);
 	/* A push of the warming thread may wait for a READ that an io_uring

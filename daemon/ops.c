@@ -22,6 +22,7 @@
 #include <sys/statvfs.h>
 
 #include "daemon.h"
+#include "idle.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -35,6 +36,7 @@ static struct sqcd *req_daemon(fuse_req_t req)
 static void count(struct sqcd *d, enum sqcd_op op)
 {
 	atomic_fetch_add_explicit(&d->ops[op], 1, memory_order_relaxed);
+	idle_touch(d->idle); /* feature call site: idle timeout */
 }
 
 /* Map an error for the kernel; corruption and I/O failures are EIO. */
@@ -115,9 +117,11 @@ static void sqcd_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	if (conn->capable & FUSE_CAP_ASYNC_READ)
 		conn->want |= FUSE_CAP_ASYNC_READ;
-	d->no_open = !d->o.direct_io &&
+	/* The idle timeout counts open handles: it needs every OPEN. */
+	d->no_open = !d->o.direct_io && !d->o.timeout &&
 		     (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT);
-	d->no_opendir = conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
+	d->no_opendir = !d->o.timeout &&
+			(conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT);
 	/* Raw bytes that are not staged go from the image's page cache to
 	 * the kernel by splice (see reply_spliced()); over io_uring a reply
 	 * is copied into the ring entry, so a pipe would be one copy more. */
@@ -272,6 +276,7 @@ static void sqcd_open(fuse_req_t req, fuse_ino_t node,
 		fi->keep_cache = 1;
 		fi->noflush = 1;
 	}
+	idle_open(d->idle); /* feature call site: idle timeout */
 	fuse_reply_open(req, fi);
 }
 
@@ -281,6 +286,7 @@ static void sqcd_release(fuse_req_t req, fuse_ino_t node,
 {
 	(void)node;
 	(void)fi;
+	idle_release(req_daemon(req)->idle); /* feature call site */
 	fuse_reply_err(req, 0);
 }
 
@@ -374,6 +380,7 @@ static void sqcd_opendir(fuse_req_t req, fuse_ino_t node,
 		return (void)fuse_reply_err(req, ENOSYS);
 	fi->cache_readdir = 1;
 	fi->keep_cache = 1;
+	idle_open(d->idle); /* feature call site: idle timeout */
 	fuse_reply_open(req, fi);
 }
 
@@ -383,6 +390,7 @@ static void sqcd_releasedir(fuse_req_t req, fuse_ino_t node,
 {
 	(void)node;
 	(void)fi;
+	idle_release(req_daemon(req)->idle); /* feature call site */
 	fuse_reply_err(req, 0);
 }
 

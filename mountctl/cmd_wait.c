@@ -3,7 +3,8 @@
  * This file implements `mountctl wait`: poll a mount's daemon until it has
  * staged everything it plans to keep in RAM, so that a job script can
  * start training only once reads no longer touch the shared filesystem.
- * Progress goes to stderr when that is a terminal.
+ * Progress goes to stderr: a bar redrawn in place on a terminal, a plain
+ * line every few seconds otherwise.  `mountctl stage --wait` shares it.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -15,6 +16,54 @@
 #include "util/err.h"
 
 #define WAIT_POLL_MS 200 /* between two stats requests */
+#define WAIT_PLAIN_S 5 /* between two plain lines when not on a terminal */
+
+int mc_wait_staged(struct mc_mount *m, double timeout)
+{
+	char line[256], why[PATH_MAX + 256];
+	bool tty = isatty(STDERR_FILENO), shown = false;
+	double deadline = mc_now() + timeout, next_plain = 0;
+	char *st = NULL;
+	int err;
+
+	for (;;) {
+		free(st);
+		err = mc_request(m, "stats", &st);
+		if (err) {
+			if (shown)
+				fputc('\n', stderr);
+			mc_err("%s",
+			       mc_explain(m, err, true, why, sizeof(why)));
+			return MC_EXIT_USAGE;
+		}
+		if (mc_is_staged(st))
+			break;
+		if (tty) {
+			fprintf(stderr, "\r%s\033[K",
+				mc_stage_line(st, line, sizeof(line)));
+			shown = true;
+		} else if (mc_now() >= next_plain) {
+			fprintf(stderr, "%s\n",
+				mc_stage_line(st, line, sizeof(line)));
+			next_plain = mc_now() + WAIT_PLAIN_S;
+		}
+		if (timeout > 0 && mc_now() >= deadline) {
+			if (shown)
+				fputc('\n', stderr);
+			mc_err("staging of '%s' is not done after %g s: %s",
+			       m->path, timeout,
+			       mc_stage_line(st, line, sizeof(line)));
+			free(st);
+			return MC_EXIT_FAIL;
+		}
+		mc_sleep_ms(WAIT_POLL_MS);
+	}
+	/* The last line says how it ended, on a terminal or not. */
+	fprintf(stderr, "%s%s%s\n", tty ? "\r" : "",
+		mc_stage_line(st, line, sizeof(line)), tty ? "\033[K" : "");
+	free(st);
+	return MC_EXIT_OK;
+}
 
 static int run(int argc, char **argv)
 {
@@ -23,12 +72,10 @@ static int run(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char path[PATH_MAX], line[256], why[PATH_MAX + 256];
-	bool tty = isatty(STDERR_FILENO), shown = false;
-	double timeout = 0, deadline;
+	char path[PATH_MAX];
+	double timeout = 0;
 	struct mc_mount m;
-	char *st = NULL;
-	int c, err, ret;
+	int c, err;
 
 	while ((c = getopt_long(argc, argv, "t:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -62,42 +109,7 @@ static int run(int argc, char **argv)
 		       err_str(err));
 		return MC_EXIT_USAGE;
 	}
-	deadline = mc_now() + timeout;
-	for (;;) {
-		free(st);
-		err = mc_request(&m, "stats", &st);
-		if (err) {
-			if (shown)
-				fputc('\n', stderr);
-			mc_err("%s",
-			       mc_explain(&m, err, true, why, sizeof(why)));
-			return MC_EXIT_USAGE;
-		}
-		if (tty) {
-			fprintf(stderr, "\r%s\033[K",
-				mc_stage_line(st, line, sizeof(line)));
-			shown = true;
-		}
-		if (mc_is_staged(st)) {
-			ret = MC_EXIT_OK;
-			break;
-		}
-		if (timeout > 0 && mc_now() >= deadline) {
-			if (shown)
-				fputc('\n', stderr);
-			shown = false;
-			mc_err("staging of '%s' is not done after %g s: %s",
-			       m.path, timeout,
-			       mc_stage_line(st, line, sizeof(line)));
-			ret = MC_EXIT_FAIL;
-			break;
-		}
-		mc_sleep_ms(WAIT_POLL_MS);
-	}
-	if (shown)
-		fputc('\n', stderr);
-	free(st);
-	return ret;
+	return mc_wait_staged(&m, timeout);
 }
 
 const struct mc_cmd mc_cmd_wait = {
@@ -106,8 +118,9 @@ const struct mc_cmd mc_cmd_wait = {
 	.summary = "wait until a mount's image is staged in RAM",
 	.help = "\n"
 		"Returns once the daemon has staged all it plans to (or staging is\n"
-		"off, or the image already sits in RAM).  Shows progress on stderr\n"
-		"when it is a terminal.\n"
+		"off, or the image already sits in RAM).  Shows progress on stderr:\n"
+		"a bar (bytes, %, MB/s, ETA) on a terminal, a plain line every 5 s\n"
+		"otherwise.\n"
 		"\n"
 		"  -t, --timeout S    give up after S seconds (default: no limit)\n"
 		"  -h, --help         this text\n"

@@ -50,6 +50,7 @@ extern const struct mc_cmd mc_cmd_mount;
 extern const struct mc_cmd mc_cmd_umount;
 extern const struct mc_cmd mc_cmd_status;
 extern const struct mc_cmd mc_cmd_wait;
+extern const struct mc_cmd mc_cmd_stage;
 extern const struct mc_cmd mc_cmd_check;
 extern const struct mc_cmd mc_cmd_acquire;
 extern const struct mc_cmd mc_cmd_release;
@@ -261,9 +262,24 @@ const char *mc_stage_line(const char *stats, char *buf, size_t cap);
  * mc_is_staged() - Is there nothing more to stage?
  * @stats: the daemon's stats object
  *
- * Return: true if stage.state is "done" or "off", or the image is in RAM.
+ * Return: true if stage.state is "done" or "off" (or, without a state, the
+ * image is in RAM).
  */
 bool mc_is_staged(const char *stats);
+
+/**
+ * mc_wait_staged() - Poll a mount's daemon until staging is done.
+ * @m: the mount
+ * @timeout: give up after this many seconds; 0 for no limit
+ *
+ * Shows progress on stderr: a bar redrawn in place when stderr is a
+ * terminal, a plain line every few seconds otherwise, and a last line
+ * saying how staging ended.
+ *
+ * Return: MC_EXIT_OK; MC_EXIT_FAIL on timeout; MC_EXIT_USAGE if the
+ * daemon does not answer (said on stderr).
+ */
+int mc_wait_staged(struct mc_mount *m, double timeout);
 
 /**
  * mc_fmt_duration() - Print seconds for people ("3m 12s").

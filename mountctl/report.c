@@ -80,10 +80,9 @@ bool mc_is_staged(const char *stats)
 {
 	char state[16];
 
-	if (mc_json_is_true(stats, "stage.on_tmpfs"))
-		return true;
 	if (ctl_json_str(stats, "stage.state", state, sizeof(state)))
-		return false;
+		return mc_json_is_true(stats, "stage.on_tmpfs");
+	/* Staging asked for (mountctl stage) runs even from tmpfs. */
 	return !strcmp(state, "done") || !strcmp(state, "off");
 }
 
@@ -133,6 +132,13 @@ const char *mc_stage_line(const char *stats, char *buf, size_t cap)
 	else if (!strcmp(state, "idle"))
 		snprintf(buf, cap, "[%s] %3.0f%% %s not started yet%s", bar,
 			 pct, pair, tail);
+	else if (rate > 0 && planned > staged)
+		snprintf(
+			buf, cap, "[%s] %3.0f%% %s %s, ETA %s%s", bar, pct,
+			pair, speed,
+			mc_fmt_duration((double)(planned - staged) / 1e6 / rate,
+					t, sizeof(t)),
+			tail);
 	else
 		snprintf(buf, cap, "[%s] %3.0f%% %s %s%s", bar, pct, pair,
 			 speed, tail);

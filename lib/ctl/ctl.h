@@ -16,6 +16,11 @@
  *
  *   ping     {"ok":true,"pid":N}
  *   stats    {"ok":true, ...}: see daemon/ctl_srv.c for the fields
+ *   stage [full|meta] [BYTES]
+ *            {"ok":true,"mode":"full","budget":N}: start or extend
+ *            staging (a mount made with stage=none|meta or a smaller
+ *            ram=); mode defaults to full, BYTES (the RAM budget, which
+ *            only grows) to the mount's ram=; progress shows in stats
  *   umount   {"ok":true}, then the daemon unmounts and exits
  *   hold PID START     {"ok":true,"holders":N}: process PID, started at
  *            START (ctl_proc_start() of it), holds the mount; refused

@@ -185,6 +185,7 @@ struct img_stats {
 	uint64_t stage_budget; /* RAM allowed for staging */
 	uint64_t stage_planned; /* bytes the stager will bring in */
 	uint64_t staged_bytes; /* bytes in RAM now */
+	uint64_t stage_base; /* of those, staged before the current plan */
 	enum img_stage_state stage_state; /* where staging stands */
 	bool in_ram; /* the image file itself is on tmpfs/ramfs */
 	uint64_t src_reads; /* pread calls on the image file */
@@ -505,6 +506,24 @@ int img_ino_to_ref(struct img *img, uint32_t ino, uint64_t *ref);
  * Context: one stager thread at a time; readers may run meanwhile.
  */
 int img_stage_next(struct img *img);
+
+/**
+ * img_stage_resume() - Start or extend staging after the image was opened.
+ * @img: the image
+ * @mode: IMG_STAGE_FULL or IMG_STAGE_META (a plan already FULL stays FULL)
+ * @budget: bytes of RAM allowed; the budget only grows (the larger of this
+ *          and the current one is used)
+ *
+ * Only records the request: the stager thread applies it at its next
+ * img_stage_next() call, planning every chunk not yet in RAM, metadata
+ * first.  The state reads IMG_STAGE_IDLE until then.
+ *
+ * Return: 0; -EINVAL for another mode; -ENOMEM if no staging area could be
+ * reserved when the image was opened.
+ * Context: any thread; one caller at a time.
+ */
+int img_stage_resume(struct img *img, enum img_stage_mode mode,
+		     uint64_t budget);
 
 /**
  * img_stage_state() - Where staging stands.

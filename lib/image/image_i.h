@@ -57,10 +57,16 @@ struct img_stage {
 	uint32_t *plan; /* chunk indexes in staging order */
 	uint32_t plan_len; /* entries in plan */
 	uint32_t plan_pos; /* next plan entry; stager thread only */
-	uint64_t budget; /* bytes allowed */
-	uint64_t planned; /* bytes the plan brings in */
+	_Atomic uint64_t budget; /* bytes allowed */
+	_Atomic uint64_t planned; /* bytes the plan brings in */
 	_Atomic uint64_t staged; /* bytes brought in so far */
+	_Atomic uint64_t base; /* staged when the current plan was made */
 	_Atomic int state; /* enum img_stage_state */
+	int mode; /* enum img_stage_mode of the plan; stager thread only */
+	/* A request of img_stage_resume(), applied by the stager thread. */
+	_Atomic bool want; /* a request is pending */
+	_Atomic int want_mode; /* its enum img_stage_mode */
+	_Atomic uint64_t want_budget; /* its budget */
 };
 
 struct img {

@@ -209,18 +209,44 @@ static void plan_add(struct img_stage *st, uint32_t c, uint64_t bytes_used)
 	st->planned += len;
 }
 
+/* Plan every chunk not in RAM yet, metadata first, within the budget. */
+static void plan_build(struct img *img, enum img_stage_mode mode)
+{
+	struct img_stage *st = &img->stage;
+	uint64_t used = img->sb.bytes_used;
+	uint32_t meta_first, c;
+
+	st->plan_len = 0;
+	st->plan_pos = 0;
+	st->mode = (int)mode;
+	st->planned = atomic_load(&st->staged);
+	st->base = st->planned;
+	/* Metadata first: a mount answers lookups from it at once. */
+	meta_first = (uint32_t)(img->sb.inode_table >> IMG_CHUNK_SHIFT);
+	for (c = meta_first; c < st->nchunks; c++)
+		if (!atomic_load(&st->ready[c]))
+			plan_add(st, c, used);
+	if (mode == IMG_STAGE_FULL)
+		for (c = 0; c < meta_first; c++)
+			if (!atomic_load(&st->ready[c]))
+				plan_add(st, c, used);
+}
+
 int img__stage_init(struct img *img, const struct img_opts *o)
 {
 	struct img_stage *st = &img->stage;
 	uint64_t used = img->sb.bytes_used;
 	enum img_stage_mode mode = o->stage;
-	uint32_t meta_first, c;
 
 	atomic_store(&st->state, IMG_STAGE_OFF);
 	if (mode == IMG_STAGE_AUTO)
 		mode = img->in_ram ? IMG_STAGE_NONE : IMG_STAGE_FULL;
-	if (mode == IMG_STAGE_NONE || o->ram == 0)
-		return 0;
+	/*
+	 * The mapping and the chunk table exist even when nothing is to be
+	 * staged now (they cost address space, one byte and one plan entry
+	 * per 2 MiB chunk), so that img_stage_resume() can start staging
+	 * later without readers ever seeing them change.
+	 */
 	st->budget = o->ram;
 	st->nchunks = (uint32_t)DIV_ROUND_UP(used, (uint64_t)IMG_CHUNK_SIZE);
 	st->map_len = (size_t)used;
@@ -228,9 +254,10 @@ int img__stage_init(struct img *img, const struct img_opts *o)
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (st->mem == MAP_FAILED) {
 		st->mem = NULL;
-		log_warn(
-			"cannot reserve address space to stage '%s' (%s); reading on demand",
-			img->path, err_str(errno));
+		if (mode != IMG_STAGE_NONE && o->ram)
+			log_warn(
+				"cannot reserve address space to stage '%s' (%s); reading on demand",
+				img->path, err_str(errno));
 		return 0;
 	}
 	st->ready = calloc(st->nchunks, sizeof(*st->ready));
@@ -239,13 +266,10 @@ int img__stage_init(struct img *img, const struct img_opts *o)
 		img__stage_release(img);
 		return -ENOMEM;
 	}
-	/* Metadata first: a mount answers lookups from it at once. */
-	meta_first = (uint32_t)(img->sb.inode_table >> IMG_CHUNK_SHIFT);
-	for (c = meta_first; c < st->nchunks; c++)
-		plan_add(st, c, used);
-	if (mode == IMG_STAGE_FULL)
-		for (c = 0; c < meta_first; c++)
-			plan_add(st, c, used);
+	st->mode = (int)IMG_STAGE_NONE;
+	if (mode == IMG_STAGE_NONE || o->ram == 0)
+		return 0;
+	plan_build(img, mode);
 	atomic_store(&st->state, IMG_STAGE_IDLE);
 	return 0;
 }
@@ -270,8 +294,17 @@ int img_stage_next(struct img *img)
 	uint32_t c, n;
 	int err;
 
+	if (st->mem && atomic_exchange(&st->want, false)) {
+		enum img_stage_mode mode = atomic_load(&st->want_mode);
+
+		if (st->mode == IMG_STAGE_FULL)
+			mode = IMG_STAGE_FULL;
+		st->budget = MAX(atomic_load(&st->budget),
+				 atomic_load(&st->want_budget));
+		plan_build(img, mode);
+	}
 	if (!st->mem || st->plan_pos >= st->plan_len) {
-		if (st->mem)
+		if (st->mem && st->mode != IMG_STAGE_NONE)
 			atomic_store(&st->state, IMG_STAGE_DONE);
 		return 0;
 	}
@@ -304,6 +337,23 @@ int img_stage_next(struct img *img)
 	if (st->plan_pos >= st->plan_len)
 		atomic_store(&st->state, IMG_STAGE_DONE);
 	return 1;
+}
+
+int img_stage_resume(struct img *img, enum img_stage_mode mode, uint64_t budget)
+{
+	struct img_stage *st = &img->stage;
+
+	if (mode != IMG_STAGE_FULL && mode != IMG_STAGE_META)
+		return -EINVAL;
+	if (!st->mem)
+		return -ENOMEM;
+	atomic_store(&st->want_mode, (int)mode);
+	atomic_store(&st->want_budget, budget);
+	/* Idle before the request shows, so that the stager's "done" for
+	 * the old plan cannot come after it. */
+	atomic_store(&st->state, IMG_STAGE_IDLE);
+	atomic_store(&st->want, true);
+	return 0;
 }
 
 enum img_stage_state img_stage_state(const struct img *img)

@@ -502,6 +502,7 @@ void img_get_stats(struct img *img, struct img_stats *out)
 	out->stage_budget = img->stage.budget;
 	out->stage_planned = img->stage.planned;
 	out->staged_bytes = atomic_load(&img->stage.staged);
+	out->stage_base = atomic_load(&img->stage.base);
 	out->stage_state = img_stage_state(img);
 	out->in_ram = img->in_ram;
 	out->src_reads = atomic_load(&img->src_reads);

@@ -38,6 +38,7 @@ struct pf {
 	unsigned int queue_max; /* the most allowed */
 	bool stopping; /* pf_free() was called */
 	bool stage_done; /* the stager has finished its plan */
+	unsigned int resumes; /* pf_stage_resume() calls */
 	pthread_t workers[PF_MAX_WORKERS];
 	unsigned int nworkers; /* threads started */
 	pthread_t stager;
@@ -51,6 +52,7 @@ static void *stager_main(void *arg)
 {
 	struct pf *pf = arg;
 	struct timespec last, deadline;
+	unsigned int seen = 0; /* pf->resumes when img_stage_next() ran */
 	bool done = false;
 
 	mono_now(&last);
@@ -60,6 +62,8 @@ static void *stager_main(void *arg)
 			pthread_mutex_unlock(&pf->lock);
 			break;
 		}
+		if (done && pf->resumes != seen)
+			done = false; /* staging was resumed */
 		if (done) {
 			/* Only watch the file from now on. */
 			clock_gettime(CLOCK_REALTIME, &deadline);
@@ -69,11 +73,17 @@ static void *stager_main(void *arg)
 			img_check_changed(pf->img);
 			continue;
 		}
+		seen = pf->resumes;
 		pthread_mutex_unlock(&pf->lock);
 
 		if (img_stage_next(pf->img) == 0) {
-			done = true;
 			pthread_mutex_lock(&pf->lock);
+			if (pf->resumes != seen) {
+				/* Resumed meanwhile: plan again at once. */
+				pthread_mutex_unlock(&pf->lock);
+				continue;
+			}
+			done = true;
 			pf->stage_done = true;
 			pf->stage_seconds = mono_since(&pf->stage_start);
 			pthread_cond_broadcast(&pf->staged);
@@ -242,6 +252,18 @@ void pf_get_stats(struct pf *pf, struct pf_stats *out)
 	out->workers = pf->nworkers;
 	out->stage_seconds = pf->stage_done ? pf->stage_seconds :
 					      mono_since(&pf->stage_start);
+	pthread_mutex_unlock(&pf->lock);
+}
+
+void pf_stage_resume(struct pf *pf)
+{
+	pthread_mutex_lock(&pf->lock);
+	if (pf->stager_started) {
+		pf->resumes++;
+		pf->stage_done = false;
+		clock_gettime(CLOCK_MONOTONIC, &pf->stage_start);
+		pthread_cond_broadcast(&pf->work);
+	}
 	pthread_mutex_unlock(&pf->lock);
 }
 

@@ -81,6 +81,18 @@ int pf_readahead(struct pf *pf, const struct img_inode *ino, uint32_t first,
 void pf_get_stats(struct pf *pf, struct pf_stats *out);
 
 /**
+ * pf_stage_resume() - Wake the stager after img_stage_resume().
+ * @pf: prefetcher
+ *
+ * The stager plans again and streams what is missing; the staging time
+ * and rate in pf_get_stats() count from now.  Does nothing if the
+ * prefetcher runs no stager.
+ *
+ * Context: any thread but the stager.
+ */
+void pf_stage_resume(struct pf *pf);
+
+/**
  * pf_wait_staged() - Wait until staging has finished.
  * @pf: prefetcher
  * @timeout_ms: give up after this long; negative waits for ever

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements the idle timeout declared in idle.h: FUSE workers
+ * stamp the time of each request and count open handles (atomics, no
+ * lock); one thread wakes at most once a second and, once the mount has
+ * had no handle open and no request for the timeout, asks the daemon to
+ * unmount the way the control socket's "umount" does (SIGTERM to itself:
+ * the session's handler unmounts cleanly).
+ */
+#define LOG_MOD "idle"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "idle.h"
+#include "util/log.h"
+
+#define IDLE_TICK_MS 1000 /* the longest between two looks */
+
+struct idle {
+	struct sqcd *core; /* not owned */
+	unsigned int timeout; /* seconds */
+	_Atomic int64_t open; /* handles open now */
+	_Atomic uint64_t last_ms; /* CLOCK_MONOTONIC of the last request */
+	pthread_mutex_t lock; /* protects stopping */
+	pthread_cond_t wake; /* stopping was set */
+	bool stopping; /* idle_stop() was called */
+	pthread_t thread;
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Milliseconds the mount has been idle, or 0 while a handle is open. */
+static uint64_t idle_ms(struct idle *f)
+{
+	uint64_t last = atomic_load(&f->last_ms), now = now_ms();
+
+	if (atomic_load(&f->open) > 0)
+		return 0;
+	return now > last ? now - last : 0;
+}
+
+static void *idle_main(void *arg)
+{
+	struct idle *f = arg;
+	struct timespec at;
+
+	pthread_mutex_lock(&f->lock);
+	while (!f->stopping) {
+		if (idle_ms(f) >= (uint64_t)f->timeout * 1000) {
+			log_info(
+				"no open file and no request for %u s: unmounting",
+				f->timeout);
+			kill(getpid(), SIGTERM);
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &at);
+		at.tv_sec += IDLE_TICK_MS / 1000;
+		pthread_cond_timedwait(&f->wake, &f->lock, &at);
+	}
+	pthread_mutex_unlock(&f->lock);
+	return NULL;
+}
+
+int idle_start(struct sqcd *core, struct idle **out)
+{
+	struct idle *f;
+	int err;
+
+	*out = NULL;
+	if (!core->o.timeout)
+		return 0;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->core = core;
+	f->timeout = core->o.timeout;
+	atomic_store(&f->last_ms, now_ms());
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->wake, NULL);
+	err = -pthread_create(&f->thread, NULL, idle_main, f);
+	if (err)
+		goto out_free;
+	*out = f;
+	return 0;
+
+out_free:
+	pthread_cond_destroy(&f->wake);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+	return err;
+}
+
+void idle_stop(struct idle *f)
+{
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->lock);
+	f->stopping = true;
+	pthread_cond_broadcast(&f->wake);
+	pthread_mutex_unlock(&f->lock);
+	pthread_join(f->thread, NULL);
+	pthread_cond_destroy(&f->wake);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+}
+
+void idle_touch(struct idle *f)
+{
+	if (f)
+		atomic_store_explicit(&f->last_ms, now_ms(),
+				      memory_order_relaxed);
+}
+
+void idle_open(struct idle *f)
+{
+	if (f)
+		atomic_fetch_add(&f->open, 1);
+}
+
+void idle_release(struct idle *f)
+{
+	if (!f)
+		return;
+	/* Also a request: the idle time counts from the last release. */
+	idle_touch(f);
+	atomic_fetch_sub(&f->open, 1);
+}
+
+void idle_stats_json(struct idle *f, struct ctl_buf *b)
+{
+	if (!f) {
+		ctl_buf_printf(b, "\"idle\":{\"timeout\":0},");
+		return;
+	}
+	ctl_buf_printf(b,
+		       "\"idle\":{\"timeout\":%u,\"open\":%lld,"
+		       "\"idle_s\":%.1f},",
+		       f->timeout, (long long)atomic_load(&f->open),
+		       (double)idle_ms(f) / 1e3);
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * This file declares the idle timeout (-o timeout=S): the daemon unmounts
+ * itself once it has had no open file or directory and no FUSE request
+ * for S seconds, as squashfuse_ll does, so that a forgotten mount does
+ * not hold its RAM for ever.
+ *
+ * Open files are counted from OPEN and RELEASE, so a mount with a timeout
+ * never asks the kernel to skip OPEN (no_open) or OPENDIR (no_opendir).
+ */
+#ifndef SQCD_IDLE_H
+#define SQCD_IDLE_H
+
+struct sqcd;
+struct idle;
+struct ctl_buf;
+
+/**
+ * idle_start() - Start watching for idleness.
+ * @core: the daemon; core->o.timeout is the timeout in seconds
+ * @out: set to the module, or NULL when the timeout is off (0)
+ *
+ * Return: 0; -ENOMEM; -errno from pthread_create().
+ * Context: main thread, before the session loop.
+ */
+int idle_start(struct sqcd *core, struct idle **out);
+
+/**
+ * idle_stop() - Stop the watching thread and free the module.
+ * @f: the module; NULL is fine
+ *
+ * Context: main thread, after the session loop.
+ */
+void idle_stop(struct idle *f);
+
+/**
+ * idle_touch() - A FUSE request arrived.
+ * @f: the module; NULL is fine
+ *
+ * Context: any FUSE worker; lock-free.
+ */
+void idle_touch(struct idle *f);
+
+/**
+ * idle_open() - A file or directory was opened (the kernel holds a handle).
+ * @f: the module; NULL is fine
+ *
+ * Context: any FUSE worker; lock-free.
+ */
+void idle_open(struct idle *f);
+
+/**
+ * idle_release() - A handle from idle_open() was released.
+ * @f: the module; NULL is fine
+ *
+ * Context: any FUSE worker; lock-free.
+ */
+void idle_release(struct idle *f);
+
+/**
+ * idle_stats_json() - Append "idle":{timeout,open,idle_s}, and a comma.
+ * @f: the module; NULL appends a timeout of 0
+ * @b: the stats reply
+ *
+ * Context: the control thread.
+ */
+void idle_stats_json(struct idle *f, struct ctl_buf *b);
+
+#endif /* SQCD_IDLE_H */
