@@ -21,6 +21,7 @@
 
 #include "daemon.h"
 #include "idle.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define IDLE_TICK_MS 1000 /* the longest between two looks */
@@ -38,10 +39,7 @@ struct idle {
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return mono_ns() / 1000000;
 }
 
 /* Milliseconds the mount has been idle, or 0 while a handle is open. */
