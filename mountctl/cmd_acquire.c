@@ -375,12 +375,8 @@ static int run_release(int argc, char **argv)
 	} else {
 		pid = getppid();
 	}
-	err = mc_resolve(argv[optind], path, &m);
-	if (err) {
-		mc_err("'%s' is not a squashcache mount (see mountctl status)",
-		       argv[optind]);
+	if (mc_resolve_arg(argv[optind], path, &m))
 		return MC_EXIT_FAIL;
-	}
 	snprintf(cmd, sizeof(cmd), "release %d", (int)pid);
 	err = mc_request_why(&m, cmd, &reply, error, sizeof(error));
 	if (!err) {

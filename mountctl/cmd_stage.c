@@ -69,17 +69,8 @@ static int run(int argc, char **argv)
 		return mc_bad_usage(&mc_cmd_stage,
 				    "expected one MOUNTPOINT, got %d arguments",
 				    argc - optind);
-	err = mc_resolve(argv[optind], path, &m);
-	if (err == -ENOENT || err == -EMEDIUMTYPE) {
-		mc_err("'%s' is not a squashcache mount (see mountctl status)",
-		       argv[optind]);
+	if (mc_resolve_arg(argv[optind], path, &m))
 		return MC_EXIT_USAGE;
-	}
-	if (err) {
-		mc_err("cannot resolve mountpoint '%s': %s", argv[optind],
-		       err_str(err));
-		return MC_EXIT_USAGE;
-	}
 	snprintf(cmd, sizeof(cmd), "stage %s %llu", meta ? "meta" : "full",
 		 (unsigned long long)ram);
 	err = mc_request(&m, cmd, &reply);

@@ -75,7 +75,7 @@ static int run(int argc, char **argv)
 	char path[PATH_MAX];
 	double timeout = 0;
 	struct mc_mount m;
-	int c, err;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "t:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -98,17 +98,8 @@ static int run(int argc, char **argv)
 		return mc_bad_usage(&mc_cmd_wait,
 				    "expected one MOUNTPOINT, got %d arguments",
 				    argc - optind);
-	err = mc_resolve(argv[optind], path, &m);
-	if (err == -ENOENT || err == -EMEDIUMTYPE) {
-		mc_err("'%s' is not a squashcache mount (see mountctl status)",
-		       argv[optind]);
+	if (mc_resolve_arg(argv[optind], path, &m))
 		return MC_EXIT_USAGE;
-	}
-	if (err) {
-		mc_err("cannot resolve mountpoint '%s': %s", argv[optind],
-		       err_str(err));
-		return MC_EXIT_USAGE;
-	}
 	return mc_wait_staged(&m, timeout);
 }
 

@@ -161,6 +161,17 @@ int mc_mount_list(struct mc_mount **out, size_t *n);
 int mc_resolve(const char *arg, char *path, struct mc_mount *m);
 
 /**
+ * mc_resolve_arg() - mc_resolve() for a MOUNTPOINT argument that must be a
+ * squashcache mount, saying on stderr what is wrong when it is not.
+ * @arg: the path as the user gave it
+ * @path: as for mc_resolve()
+ * @m: as for mc_resolve()
+ *
+ * Return: 0, or mc_resolve()'s error once printed.
+ */
+int mc_resolve_arg(const char *arg, char *path, struct mc_mount *m);
+
+/**
  * mc_request() - Send one command to the daemon of a mount.
  * @m: the mount
  * @cmd: "ping", "stats", "umount"

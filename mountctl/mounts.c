@@ -175,6 +175,18 @@ int mc_resolve(const char *arg, char *path, struct mc_mount *m)
 	return m->is_sqc ? 0 : -EMEDIUMTYPE;
 }
 
+int mc_resolve_arg(const char *arg, char *path, struct mc_mount *m)
+{
+	int err = mc_resolve(arg, path, m);
+
+	if (err == -ENOENT || err == -EMEDIUMTYPE)
+		mc_err("'%s' is not a squashcache mount (see mountctl status)",
+		       arg);
+	else if (err)
+		mc_err("cannot resolve mountpoint '%s': %s", arg, err_str(err));
+	return err;
+}
+
 int mc_request_why(const struct mc_mount *m, const char *cmd, char **reply,
 		   char *why, size_t cap)
 {
