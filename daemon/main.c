@@ -841,8 +841,6 @@ out_unmount:
 	 * they stop first.  Unmounting closes the FUSE device, which releases
 	 * the ready check or a listing blocked on a request; those threads
 	 * are joined once the session is gone. */
-	idle_stop(d->idle); /* feature call site: idle timeout */
-	d->idle = NULL;
 	sqcd_ahead_stop(d);
 	sqcd_ctl_stop(d);
 	/* A push of the warming thread may wait for a READ that an io_uring
@@ -851,6 +849,10 @@ out_unmount:
 	 * listing thread, which may end -o prime by arming it, is joined. */
 	sqcd_warm_stop(d);
 	sqcd_uring_stop(d);
+	/* Every thread that serves requests (FUSE workers, io_uring) is
+	 * joined now: none can touch the idle state any more. */
+	idle_stop(d->idle); /* feature call site: idle timeout */
+	d->idle = NULL;
 	fuse_session_unmount(d->se);
 	/* Holds the directory lock that acquirers wait on: released only
 	 * once the mount is gone. */
