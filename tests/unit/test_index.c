@@ -154,7 +154,8 @@ static void list_source(const char *dir, const char *shown, struct paths *out)
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
 			paths_add(&names, de->d_name);
 	closedir(dp);
-	qsort(names.v, names.len, sizeof(*names.v), cmp_name);
+	if (names.len)
+		qsort(names.v, names.len, sizeof(*names.v), cmp_name);
 	for (size_t i = 0; i < names.len; i++) {
 		char p[PATH_MAX], s[PATH_MAX];
 		struct stat st;
