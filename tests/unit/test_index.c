@@ -546,6 +546,91 @@ START_TEST(test_corrupt_flips)
 }
 END_TEST
 
+/* The inode of @path (a '/'-separated path under the root) in @img. */
+static void inode_at(struct img *img, const char *path, struct img_inode *out)
+{
+	char buf[PATH_MAX], *name, *save = NULL;
+	struct img_dirent de;
+
+	ck_assert_int_eq(img_inode_get(img, img_get_super(img)->root_ref, out),
+			 0);
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (name = strtok_r(buf, "/", &save); name;
+	     name = strtok_r(NULL, "/", &save)) {
+		ck_assert_int_eq(
+			img_dir_lookup(img, out, name, strlen(name), &de), 0);
+		ck_assert_int_eq(img_inode_get(img, de.ref, out), 0);
+	}
+}
+
+static uint16_t get16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static void put16(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+static void put32(unsigned char *p, uint32_t v)
+{
+	put16(p, v);
+	put16(p + 2, v >> 16);
+}
+
+/*
+ * A loop: in the uncompressed image, the entry "3" of deep/1/2 is made to
+ * point at deep/1.  The walk reports corruption there instead of going
+ * round, and returns every directory once.
+ */
+START_TEST(test_corrupt_cycle)
+{
+	struct img *img = open_image("raw.sqfs");
+	struct img_inode one, two;
+	unsigned char b[24];
+	struct paths got = { 0 };
+	char from[PATH_MAX], to[PATH_MAX];
+	off_t at;
+	int fd, err;
+
+	inode_at(img, "deep/1", &one);
+	inode_at(img, "deep/1/2", &two);
+	img_close(img);
+	wpath(from, sizeof(from), "raw.sqfs");
+	wpath(to, sizeof(to), "bad.sqfs");
+	sh("cp '%s' '%s'", from, to);
+	fd = open(to, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	/* The listing's metadata block is stored uncompressed. */
+	ck_assert_int_eq(pread(fd, b, 2, (off_t)two.dir.block), 2);
+	ck_assert(get16(b) & 0x8000);
+	ck_assert_uint_le(two.dir.off + two.dir.listing, get16(b) & 0x7fff);
+	/* One header {count - 1, inode block, inode number}, one entry
+	 * {offset, inode number delta, type, name length - 1, "3"}. */
+	at = (off_t)(two.dir.block + 2 + two.dir.off);
+	ck_assert_int_eq(pread(fd, b, 21, at), 21);
+	ck_assert_int_eq(b[0], 0);
+	ck_assert_int_eq(b[18], 0);
+	ck_assert_int_eq(b[20], '3');
+	put32(b + 4, (uint32_t)(one.ref >> 16));
+	put32(b + 8, one.ino);
+	put16(b + 12, (uint32_t)(one.ref & 0xffff));
+	put16(b + 14, 0);
+	ck_assert_int_eq(pwrite(fd, b, 21, at), 21);
+	close(fd);
+	img = open_image("bad.sqfs");
+	err = walk_all(img, UINT64_MAX, &got, NULL);
+	ck_assert_msg(err == -EFSCORRUPTED, "walk: %s", err_str(err));
+	for (size_t i = 0; i < got.len; i++)
+		ck_assert_msg(strcmp(got.v[i], "./deep/1/2/3"),
+			      "the walk went into the loop");
+	paths_free(&got);
+	img_close(img);
+}
+END_TEST
+
 static Suite *index_suite(void)
 {
 	Suite *s = suite_create("index");
@@ -574,6 +659,7 @@ static Suite *index_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_corrupt_block);
 	tcase_add_test(tc, test_corrupt_flips);
+	tcase_add_test(tc, test_corrupt_cycle);
 	suite_add_tcase(s, tc);
 	return s;
 }
