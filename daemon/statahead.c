@@ -118,7 +118,7 @@ struct statahead {
 	_Atomic int all_state; /* enum statahead_all_state */
 	_Atomic uint64_t all_dirs; /* statahead=all: directories listed */
 	_Atomic uint64_t all_entries; /* and entries */
-	struct timespec all_t0; /* CLOCK_MONOTONIC when it started */
+	struct timespec all_t0; /* CLOCK_MONOTONIC when it started; @lock */
 	_Atomic uint64_t all_ms; /* how long it took, once ended */
 	_Atomic uint64_t table_dirs; /* copies of dirs.len and */
 	_Atomic uint64_t table_bytes; /* idx_dirs_bytes(), for the stats */
@@ -284,14 +284,18 @@ static void run_all(struct statahead *sa)
 	double secs;
 	int err;
 
+	pthread_mutex_lock(&sa->lock);
 	mono_now(&sa->all_t0);
+	pthread_mutex_unlock(&sa->lock);
 	err = idx_walk_new(sa->img, UINT64_MAX, &r.walk);
 	if (!err)
 		err = idx_walk_add(r.walk, sa->root_ref, sa->root, sa->top, 0);
 	if (!err)
 		err = pull_walk(sa, &r);
 	idx_walk_free(r.walk);
+	pthread_mutex_lock(&sa->lock);
 	secs = mono_since(&sa->all_t0);
+	pthread_mutex_unlock(&sa->lock);
 	atomic_store(&sa->all_ms, (uint64_t)(secs * 1e3));
 	if (atomic_load(&sa->stop) || err) {
 		atomic_store(&sa->all_state, STATAHEAD_ALL_STOPPED);
@@ -459,8 +463,10 @@ int statahead_start(struct sqcd *core, struct statahead **out)
 		goto out_free;
 	atomic_store(&sa->table_dirs, sa->dirs.len);
 	atomic_store(&sa->table_bytes, idx_dirs_bytes(&sa->dirs));
-	if (sa->all)
+	if (sa->all) {
+		mono_now(&sa->all_t0); /* again once the mount answers */
 		atomic_store(&sa->all_state, STATAHEAD_ALL_RUNNING);
+	}
 	err = -pthread_create(&sa->thread, NULL, lister_main, sa);
 	if (err) {
 		log_warn("cannot start listing ahead: %s", err_str(err));
@@ -522,8 +528,11 @@ void statahead_stats_json(struct statahead *sa, struct ctl_buf *b)
 	int state = sa ? atomic_load(&sa->all_state) : STATAHEAD_ALL_OFF;
 	double secs = sa ? (double)atomic_load(&sa->all_ms) / 1e3 : 0;
 
-	if (state == STATAHEAD_ALL_RUNNING)
+	if (state == STATAHEAD_ALL_RUNNING) {
+		pthread_mutex_lock(&sa->lock);
 		secs = mono_since(&sa->all_t0);
+		pthread_mutex_unlock(&sa->lock);
+	}
 #define SA_U64(field) (unsigned long long)(sa ? atomic_load(&sa->field) : 0)
 	ctl_buf_printf(b,
 		       "\"statahead\":{\"window\":%u,\"walks\":%llu,"
