@@ -55,6 +55,11 @@ ls "$T/m" >/dev/null
 wait_listed "$T/m" 1632
 [ "$(stat_of "$T/m" statahead.dirs)" -eq 40 ] || fail "listed $(stat_of "$T/m" statahead.dirs) directories ahead, not 40"
 [ "$(stat_of "$T/m" statahead.walks)" -ge 1 ] || fail "no walk counted"
+# The table of directories the kernel was shown: the root and all 40.
+[ "$(stat_of "$T/m" statahead.table_dirs)" -eq 41 ] || fail "the table holds $(stat_of "$T/m" statahead.table_dirs) directories, not 41"
+[ "$(stat_of "$T/m" statahead.table_budget)" -eq 134217728 ] || fail "table budget $(stat_of "$T/m" statahead.table_budget)"
+[ "$(stat_of "$T/m" statahead.table_bytes)" -gt 0 ] &&
+    [ "$(stat_of "$T/m" statahead.table_bytes)" -le 134217728 ] || fail "table bytes $(stat_of "$T/m" statahead.table_bytes)"
 rdp0=$(stat_of "$T/m" fuse.readdirplus)
 lk0=$(stat_of "$T/m" fuse.lookup)
 ga0=$(stat_of "$T/m" fuse.getattr)
