@@ -164,4 +164,14 @@ sleep 0.05
 kill -TERM "$pid"
 wait_gone "$pid" 10 "daemon (SIGTERM while listing ahead)"
 ! is_mounted "$T/m" || fail "SIGTERM while listing ahead left the mount behind"
+
+note "SIGTERM while statahead=all lists the mount unmounts cleanly"
+sqc_mount "$T/big.sqfs" "$T/m" -o "statahead=all,statahead_wait=0,log=$T/d8.log"
+pid=$(sqc_pid "$T/m")
+state=$(stat_of "$T/m" statahead.all_state)
+case $state in running | done) ;; *) fail "statahead=all is $state after the mount" ;; esac
+kill -TERM "$pid"
+wait_gone "$pid" 10 "daemon (SIGTERM while listing the mount)"
+! is_mounted "$T/m" || fail "SIGTERM during statahead=all left the mount behind"
+! grep -q "listing the mount stopped" "$T/d8.log" || fail "stopping was logged as an error: $(cat "$T/d8.log")"
 echo "listing ahead checks passed"
