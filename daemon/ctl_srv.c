@@ -24,10 +24,9 @@
  *            uring_unavailable (why, "" when available)}
  *   warm:   {budget, files, bytes, dropped, open_files, open_bytes}
  *           (page-cache warming; open_*: pushed when opened)
- *   prime:  {state (off, running, done, stopped), dirs, entries, seconds}
- *   ahead:  {window, walks, lookup_dirs, dirs, entries} (listing ahead:
- *           walks gone on with, directories lookups asked for, and what
- *           was listed for both)
+ *   statahead: {window, walks, lookup_dirs, dirs, entries, all_state,
+ *           all_dirs, all_entries, all_seconds, table_dirs, table_bytes,
+ *           table_budget} (listing ahead; see statahead_stats_json())
  *   prefetch: {workers, queued, done, dropped, errors}
  *   idle:   {timeout, open, idle_s} (-o timeout=S; only timeout when 0)
  *   process: {rss_bytes, cpu_user_s, cpu_sys_s, threads}
@@ -47,6 +46,7 @@
 #include "daemon.h"
 #include "holders.h"
 #include "idle.h"
+#include "statahead.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -58,24 +58,6 @@ static const char *const stage_names[] = {
 	[IMG_STAGE_DONE] = "done",
 	[IMG_STAGE_OFF] = "off",
 };
-
-static void prime_json(struct ctl_buf *b, struct sqcd *d)
-{
-	static const char *const names[] = { "off", "running", "done",
-					     "stopped" };
-	int state = atomic_load(&d->prime_state);
-	double secs = (double)atomic_load(&d->prime_ms) / 1e3;
-
-	if (state == SQCD_PRIME_RUNNING)
-		secs = mono_since(&d->prime_t0);
-	ctl_buf_printf(b,
-		       "\"prime\":{\"state\":\"%s\",\"dirs\":%llu,"
-		       "\"entries\":%llu,\"seconds\":%.3f},",
-		       names[state & 3],
-		       (unsigned long long)atomic_load(&d->prime_dirs),
-		       (unsigned long long)atomic_load(&d->prime_entries),
-		       secs);
-}
 
 static void cache_json(struct ctl_buf *b, const char *name,
 		       const struct cache_stats *c, bool last)
@@ -233,15 +215,7 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		(unsigned long long)d->warm_dropped,
 		(unsigned long long)d->open_files,
 		(unsigned long long)d->open_bytes);
-	prime_json(b, d);
-	ctl_buf_printf(b,
-		       "\"ahead\":{\"window\":%u,\"walks\":%llu,"
-		       "\"lookup_dirs\":%llu,\"dirs\":%llu,\"entries\":%llu},",
-		       d->ahead ? d->o.statahead : 0,
-		       (unsigned long long)atomic_load(&d->ahead_walks),
-		       (unsigned long long)atomic_load(&d->ahead_lookup_dirs),
-		       (unsigned long long)atomic_load(&d->ahead_dirs),
-		       (unsigned long long)atomic_load(&d->ahead_entries));
+	statahead_stats_json(d->statahead, b); /* feature call site */
 	ctl_buf_printf(b,
 		       "\"prefetch\":{\"workers\":%u,\"queued\":%llu,"
 		       "\"done\":%llu,\"dropped\":%llu,\"errors\":%llu},",

@@ -52,13 +52,6 @@ struct sqcd_opts {
 	struct img_opts img; /* ram=, cache=, meta=, stage= */
 };
 
-enum sqcd_prime_state {
-	SQCD_PRIME_OFF,
-	SQCD_PRIME_RUNNING,
-	SQCD_PRIME_DONE,
-	SQCD_PRIME_STOPPED, /* the daemon stopped first, or an error */
-};
-
 enum sqcd_op {
 	SQCD_OP_LOOKUP,
 	SQCD_OP_GETATTR,
@@ -100,16 +93,8 @@ struct sqcd {
 	struct idle *idle; /* idle timeout (idle.c), or NULL when off */
 	struct sqcd_uring *uring; /* io_uring threads, or NULL */
 	_Atomic uint64_t uring_requests; /* requests served over io_uring */
-	struct ahead *ahead; /* the listing thread (ahead.c), or NULL */
-	_Atomic uint64_t ahead_walks; /* walks it went on with */
-	_Atomic uint64_t ahead_lookup_dirs; /* directories lookups asked for */
-	_Atomic uint64_t ahead_dirs; /* directories it listed ahead */
-	_Atomic uint64_t ahead_entries; /* entries it listed ahead */
-	_Atomic int prime_state; /* enum sqcd_prime_state */
-	_Atomic uint64_t prime_dirs; /* directories listed */
-	_Atomic uint64_t prime_entries; /* entries listed */
-	struct timespec prime_t0; /* CLOCK_MONOTONIC when it started */
-	_Atomic uint64_t prime_ms; /* how long it took, once done */
+	/* feature: listing ahead (statahead.h), or NULL when off */
+	struct statahead *statahead;
 	int ctl_fd; /* listening control socket, or -1 */
 	pthread_t ctl_thread; /* serves it */
 	bool ctl_running; /* ctl_thread was started */
@@ -144,95 +129,23 @@ void sqcd_warm_stop(struct sqcd *d);
  * @d: daemon
  *
  * Context: main thread, after sqcd_warm_stop(), sqcd_uring_stop() and
- * sqcd_ahead_join() (the listing thread arms warming when -o prime ends).
+ * statahead_stop() (the listing thread arms warming when statahead=all
+ * ends, through sqcd_tree_listed()).
  */
 void sqcd_warm_free(struct sqcd *d);
 
 /**
- * sqcd_ahead_start() - Start the thread that lists directories ahead.
- * @d: daemon, mounted
+ * sqcd_tree_listed() - Core hook: listing ahead listed the whole mount.
+ * @core: daemon
  *
- * The thread waits for the mount to answer, lists the whole tree with
- * -o prime, then lists what readers are about to need (see ahead.c).
- * Does nothing with statahead=0 and without -o prime.
+ * statahead=all calls it once its listing of the mount is done.  The core
+ * forwards it to the features that want it, in this order: warming (the
+ * listing stands for a reader, so the files it listed may be pushed
+ * without waiting for a first read: sqcd_warm_read(core, NULL, 0, 0)).
  *
- * Return: 0; -ENOMEM; -EFSCORRUPTED (the root inode); -errno from
- * pthread_create().
- * Context: main thread, before the session loop.
+ * Context: the listing thread; never blocks on the warming itself.
  */
-int sqcd_ahead_start(struct sqcd *d);
-
-/**
- * sqcd_ahead_stop() - Ask the listing thread to stop.
- * @d: daemon
- *
- * Context: main thread, after the session loop; cannot fail.
- */
-void sqcd_ahead_stop(struct sqcd *d);
-
-/**
- * sqcd_ahead_join() - Wait for the listing thread to end, and free it.
- * @d: daemon
- *
- * Call once the FUSE connection is gone, so that a listing blocked on a
- * request is released, and no FUSE worker calls the hooks below.
- *
- * Context: main thread; cannot fail.
- */
-void sqcd_ahead_join(struct sqcd *d);
-
-/**
- * sqcd_ahead_dir() - The kernel was shown a directory.
- * @d: daemon
- * @parent: the parent directory's inode number
- * @name: the directory's name in it (vetted by lib/image)
- * @dir: the directory
- *
- * Remembers where it is, so that the listing thread can reach it.
- *
- * Context: FUSE workers (LOOKUP, READDIRPLUS).
- */
-void sqcd_ahead_dir(struct sqcd *d, uint32_t parent, const char *name,
-		    const struct img_inode *dir);
-
-/**
- * sqcd_ahead_lookup() - A reader looked up an entry of @dir that exists.
- * @d: daemon
- * @req: the LOOKUP
- * @dir: the directory
- *
- * Once enough of its entries were looked up, the thread lists it.
- *
- * Context: FUSE workers; never blocks on the listing itself.
- */
-void sqcd_ahead_lookup(struct sqcd *d, fuse_req_t req,
-		       const struct img_inode *dir);
-
-/**
- * sqcd_ahead_listing() - A READDIRPLUS of @dir is being answered.
- * @d: daemon
- * @req: the request
- * @dir: the directory
- * @first: the request starts at the first entry
- * @eof: the reply ends the listing (and holds entries)
- *
- * A reader that ends a listing itself has the thread walk on from there.
- *
- * Context: FUSE workers; never blocks on the listing itself.
- */
-void sqcd_ahead_listing(struct sqcd *d, fuse_req_t req,
-			const struct img_inode *dir, bool first, bool eof);
-
-/**
- * sqcd_ahead_forget() - The kernel dropped an inode.
- * @d: daemon
- * @ino: the inode
- *
- * A directory's entries went with it: it may be listed again.
- *
- * Context: FUSE workers (FORGET).
- */
-void sqcd_ahead_forget(struct sqcd *d, const struct img_inode *ino);
+void sqcd_tree_listed(struct sqcd *core);
 
 /**
  * sqcd_warm_add() - Queue a file that the kernel has just been shown.
@@ -268,7 +181,7 @@ void sqcd_warm_push(struct sqcd *d, fuse_ino_t node,
 /**
  * sqcd_warm_read() - A file's data was asked for.
  * @d: daemon
- * @ino: the file, or NULL (the caller stands for a reader: -o prime)
+ * @ino: the file, or NULL (the caller stands for a reader: statahead=all)
  * @off: first byte asked for
  * @size: how many
  *

@@ -37,6 +37,7 @@
 #include "daemon.h"
 #include "holders.h"
 #include "idle.h"
+#include "statahead.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -453,28 +454,6 @@ static void tell_parent(int fd, const char *msg)
 	close(fd);
 }
 
-/*
- * With -o prime, a reader that starts the moment the mount command
- * returns would race the listing for the CPU and send the lookups the
- * listing exists to save; so readiness waits for it, up to prime_wait.
- * The listing takes about 3 us per entry when nothing competes with it.
- * Polled: it is one atomic load per millisecond for a bounded time.
- */
-static void wait_for_priming(struct sqcd *d)
-{
-	struct timespec t0, tick = { 0, 1000000 };
-
-	mono_now(&t0);
-	while (atomic_load(&d->prime_state) == SQCD_PRIME_RUNNING &&
-	       mono_since(&t0) < d->o.prime_wait)
-		nanosleep(&tick, NULL);
-	if (atomic_load(&d->prime_state) == SQCD_PRIME_RUNNING)
-		log_info(
-			"priming goes on after the mount command returned (%llu entries so far; prime_wait=%u s)",
-			(unsigned long long)atomic_load(&d->prime_entries),
-			d->o.prime_wait);
-}
-
 /* Runs beside the FUSE loop: the mount answers once this stat returns. */
 static void *ready_main(void *arg)
 {
@@ -491,8 +470,12 @@ static void *ready_main(void *arg)
 		free(r);
 		return NULL;
 	}
+	/* feature call site: listing ahead.  With statahead=all, a reader
+	 * that starts the moment the mount command returns would race the
+	 * listing for the CPU and send the lookups the listing exists to
+	 * save; so readiness waits for it, up to statahead_wait=. */
 	if (d->o.prime && d->o.prime_wait)
-		wait_for_priming(d);
+		statahead_wait_all(d->statahead, d->o.prime_wait);
 	tell_parent(r->fd, "OK\n");
 	snprintf(msg, sizeof(msg), "READY=1\nMAINPID=%ld\nSTATUS=serving",
 		 (long)getpid());
@@ -784,7 +767,7 @@ int main(int argc, char **argv)
 	if (!err)
 		err = sqcd_warm_start(d);
 	if (!err)
-		err = sqcd_ahead_start(d);
+		err = statahead_start(d, &d->statahead); /* feature call site */
 	if (!err)
 		err = sqcd_uring_start(d);
 	/* Before the control socket, which serves "hold" and "release". */
@@ -841,12 +824,13 @@ out_unmount:
 	 * they stop first.  Unmounting closes the FUSE device, which releases
 	 * the ready check or a listing blocked on a request; those threads
 	 * are joined once the session is gone. */
-	sqcd_ahead_stop(d);
+	statahead_cancel(d->statahead); /* feature call site */
 	sqcd_ctl_stop(d);
 	/* A push of the warming thread may wait for a READ that an io_uring
 	 * thread answers, and io_uring threads push too: the warming thread
 	 * stops first, then the io_uring threads.  Its state goes once the
-	 * listing thread, which may end -o prime by arming it, is joined. */
+	 * listing thread, which may end statahead=all by arming it, is
+	 * joined. */
 	sqcd_warm_stop(d);
 	sqcd_uring_stop(d);
 	/* Every thread that serves requests (FUSE workers, io_uring) is
@@ -864,10 +848,13 @@ out_session:
 	pf_free(d->pf);
 	d->pf = NULL;
 	fuse_session_destroy(d->se);
-	sqcd_ahead_join(d);
-	sqcd_warm_free(d);
+	/* The ready check waits for statahead=all: joined before listing
+	 * ahead is freed.  feature call site: listing ahead */
 	if (ready_running)
 		pthread_join(ready_thread, NULL);
+	statahead_stop(d->statahead);
+	d->statahead = NULL;
+	sqcd_warm_free(d);
 out_args:
 	fuse_opt_free_args(&args);
 	if (cfg)

@@ -23,6 +23,7 @@
 
 #include "daemon.h"
 #include "idle.h"
+#include "statahead.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -158,9 +159,10 @@ static int do_lookup(struct sqcd *d, fuse_req_t req, fuse_ino_t parent,
 	if (err)
 		return err;
 	fill_entry(d, &ino, e);
+	/* feature call site: listing ahead */
 	if (ino.type == IMG_DIR)
-		sqcd_ahead_dir(d, dir.ino, name, &ino);
-	sqcd_ahead_lookup(d, req, &dir);
+		statahead_dir(d->statahead, dir.ino, name, &ino);
+	statahead_lookup(d->statahead, req, &dir);
 	return 0;
 }
 
@@ -192,11 +194,11 @@ static void forget_one(struct sqcd *d, fuse_ino_t node)
 	struct img_inode ino;
 
 	/* Nothing keeps state per inode without warming or listing ahead. */
-	if (node == FUSE_ROOT_ID || (!d->warm && !d->ahead) ||
+	if (node == FUSE_ROOT_ID || (!d->warm && !d->statahead) ||
 	    img_inode_get(d->img, node_to_ref(d, node), &ino))
 		return;
 	sqcd_warm_forget(d, &ino);
-	sqcd_ahead_forget(d, &ino);
+	statahead_forget(d->statahead, &ino); /* feature call site */
 }
 
 /* Valid replies: fuse_reply_none. */
@@ -456,7 +458,8 @@ static int do_readdir(struct sqcd *d, fuse_req_t req, fuse_ino_t node,
 			if (n <= size - pos && child.type == IMG_REG)
 				sqcd_warm_add(d, e.ino, child.ref);
 			else if (n <= size - pos && child.type == IMG_DIR)
-				sqcd_ahead_dir(d, dir.ino, de.name, &child);
+				statahead_dir(d->statahead, dir.ino, de.name,
+					      &child);
 		} else {
 			memset(&e.attr, 0, sizeof(e.attr));
 			e.attr.st_ino = de.ino;
@@ -471,11 +474,12 @@ static int do_readdir(struct sqcd *d, fuse_req_t req, fuse_ino_t node,
 	}
 	if (err < 0 && pos == 0)
 		return err;
-	/* img_dir_next() returned 0: the listing ends in this reply. */
+	/* img_dir_next() returned 0: the listing ends in this reply.
+	 * feature call site: listing ahead */
 	if (plus && err == 0 && pos)
-		sqcd_ahead_listing(d, req, &dir, off == 0, true);
+		statahead_listing(d->statahead, req, &dir, off == 0, true);
 	else if (plus && off == 0)
-		sqcd_ahead_listing(d, req, &dir, true, false);
+		statahead_listing(d->statahead, req, &dir, true, false);
 out:
 	*used = pos;
 	return 0;
@@ -740,6 +744,13 @@ static void sqcd_ioctl(fuse_req_t req, fuse_ino_t node, unsigned int cmd,
 		sqcd_warm_push(d, node, &ino, 0);
 	}
 	fuse_reply_err(req, ENOTTY);
+}
+
+/* Core hook (daemon.h), called by listing ahead; a thin forward. */
+void sqcd_tree_listed(struct sqcd *core)
+{
+	/* Warming: the listing stands for a reader. */
+	sqcd_warm_read(core, NULL, 0, 0);
 }
 
 const struct fuse_lowlevel_ops sqcd_ops = {

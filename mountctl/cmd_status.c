@@ -128,19 +128,22 @@ static void print_human(struct ctl_buf *b, const char *st)
 			(unsigned long long)mc_json_u64(st, "warm.open_files"),
 			size_format(mc_json_u64(st, "warm.open_bytes"), s2,
 				    sizeof(s2)));
-	if (!ctl_json_str(st, "prime.state", s1, sizeof(s1)) &&
+	if (!ctl_json_str(st, "statahead.all_state", s1, sizeof(s1)) &&
 	    strcmp(s1, "off"))
-		ctl_buf_printf(
-			b, LABEL "%s, %llu entries in %llu directories\n",
-			"primed", s1,
-			(unsigned long long)mc_json_u64(st, "prime.entries"),
-			(unsigned long long)mc_json_u64(st, "prime.dirs"));
-	if (mc_json_u64(st, "ahead.entries"))
+		ctl_buf_printf(b,
+			       LABEL "%s, %llu entries in %llu directories\n",
+			       "primed", s1,
+			       (unsigned long long)mc_json_u64(
+				       st, "statahead.all_entries"),
+			       (unsigned long long)mc_json_u64(
+				       st, "statahead.all_dirs"));
+	if (mc_json_u64(st, "statahead.entries"))
 		ctl_buf_printf(
 			b, LABEL "%llu directories, %llu entries ahead\n",
 			"listed",
-			(unsigned long long)mc_json_u64(st, "ahead.dirs"),
-			(unsigned long long)mc_json_u64(st, "ahead.entries"));
+			(unsigned long long)mc_json_u64(st, "statahead.dirs"),
+			(unsigned long long)mc_json_u64(st,
+							"statahead.entries"));
 	corrupt = mc_json_u64(st, "image_io.corrupt");
 	rerr = mc_json_u64(st, "image_io.read_errors");
 	if (corrupt || rerr)

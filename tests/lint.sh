@@ -33,6 +33,7 @@ out=$(
     allowed cache util
     allowed image util decompress cache
     allowed prefetch util image cache
+    allowed index util image
     allowed ctl util
 )
 [ -n "$out" ] && { echo "$out"; bad=1; }

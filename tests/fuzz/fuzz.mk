@@ -76,7 +76,7 @@ seeds:
 			[ -f "$$f" ] && cp "$$f" $$d/; \
 		done; \
 		if [ -d tests/fuzz/seeds/$$t ]; then cp tests/fuzz/seeds/$$t/* $$d/; fi; \
-		if [ $$t = fuzz_image ]; then \
+		if [ $$t = fuzz_image ] || [ $$t = fuzz_index ]; then \
 			sh tests/images/mkimages.sh $$d/images >/dev/null && \
 			mv $$d/images/*.sqfs $$d/ && rm -rf $$d/images; \
 		fi; \

@@ -17,7 +17,10 @@
  *      read at odd offsets with few spans (img_file_spans, img_file_read,
  *      img_file_prefetch), its link read with small and exact buffers, and
  *      its xattrs listed and read with size probes;
- *   3. img_ino_to_ref() for a few inode numbers, img_get_stats().
+ *   3. img_ino_to_ref() for a few inode numbers, img_get_stats();
+ *   4. the listing-ahead walk of lib/index (the order statahead=all
+ *      takes), bounded by WALK_MAX_ENTRIES entries, with each directory
+ *      put in a lib/index table and its path built back from it.
  *
  * Options come from the input's size modulo 3 (bytes past bytes_used are
  * padding, so the fuzzer can flip this without changing the image):
@@ -47,6 +50,7 @@
 #include <unistd.h>
 
 #include "image/image.h"
+#include "index/index.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -411,6 +415,37 @@ static void walk_dir(struct walk_state *w, uint64_t ref)
 	walk_absent(w, &dir, have_last ? &last : NULL);
 }
 
+/* Step 4: walk as listing ahead does; only a crash is a failure here. */
+static void walk_index(struct walk_state *w, const struct img_inode *root)
+{
+	const struct idx_walk_dir *d;
+	struct idx_walk *iw;
+	struct idx_dirs t;
+	char *path;
+
+	if (idx_walk_new(w->img, WALK_MAX_ENTRIES, &iw))
+		return;
+	idx_dirs_init(&t, 4, 1u << 20);
+	if (idx_walk_add(iw, root->ref, root->ino, "", 0) ||
+	    idx_dirs_add(&t, root->ino, NULL, root->ino, root->ref, NULL))
+		goto out;
+	while (idx_walk_next(iw, &d) == 1) {
+		const char *slash = strrchr(d->path, '/');
+
+		/* Every directory under the root, named by its last name:
+		 * enough to exercise the table and the path builder. */
+		if (slash &&
+		    !idx_dirs_add(&t, root->ino, slash + 1, d->ino, d->ref,
+				  NULL) &&
+		    !idx_dirs_path(&t, root->ino, d->ino, "", &path))
+			free(path);
+		(void)idx_walk_descend(iw, d, NULL);
+	}
+out:
+	idx_dirs_release(&t);
+	idx_walk_free(iw);
+}
+
 static void walk_mount(struct walk_state *w)
 {
 	const struct img_super *sb = img_get_super(w->img);
@@ -442,6 +477,7 @@ static void walk_mount(struct walk_state *w)
 	}
 	img_get_stats(w->img, &st);
 	(void)img_check_changed(w->img);
+	walk_index(w, &root);
 }
 
 /*
@@ -502,7 +538,8 @@ static int walk_image_fd(int fd, unsigned int mode, const char *name)
  *
  * Return: as walk_image_fd(), or -errno if the memfd could not be made.
  */
-static int walk_image_buf(const uint8_t *data, size_t size, const char *name)
+static __attribute__((unused)) int walk_image_buf(const uint8_t *data,
+						  size_t size, const char *name)
 {
 	size_t done = 0;
 	ssize_t n;

@@ -228,11 +228,11 @@ note "prime: files opened by path, never listed, need no lookup and no read"
 # Priming stands for a reader: what it lists is pushed without a read.
 sqc_mount "$T/img.sqfs" "$T/m" -o prime
 # The mount command returns once the listing is done (prime_wait).
-[ "$(stat_of "$T/m" prime.state)" = "done" ] ||
-    fail "the mount command returned while priming was $(stat_of "$T/m" prime.state)"
+[ "$(stat_of "$T/m" statahead.all_state)" = "done" ] ||
+    fail "the mount command returned while priming was $(stat_of "$T/m" statahead.all_state)"
 wait_warmed 90
-[ "$(stat_of "$T/m" prime.dirs)" -eq 4 ] || fail "primed $(stat_of "$T/m" prime.dirs) directories, not 4"
-[ "$(stat_of "$T/m" prime.entries)" -eq 93 ] || fail "primed $(stat_of "$T/m" prime.entries) entries, not 93"
+[ "$(stat_of "$T/m" statahead.all_dirs)" -eq 4 ] || fail "primed $(stat_of "$T/m" statahead.all_dirs) directories, not 4"
+[ "$(stat_of "$T/m" statahead.all_entries)" -eq 93 ] || fail "primed $(stat_of "$T/m" statahead.all_entries) entries, not 93"
 "$MOUNTCTL" status "$T/m" | grep -Eq "^ *primed +done, 93 entries in 4 directories" ||
     fail "mountctl status does not show the priming: $("$MOUNTCTL" status "$T/m")"
 lookups0=$(stat_of "$T/m" fuse.lookup)

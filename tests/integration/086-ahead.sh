@@ -37,7 +37,7 @@ wait_listed() {
     _wl=0
     _wl_last=-1
     while :; do
-        _wl_now=$(stat_of "$1" ahead.entries)
+        _wl_now=$(stat_of "$1" statahead.entries)
         [ "$_wl_now" -ge "$2" ] && [ "$_wl_now" -eq "$_wl_last" ] && return 0
         _wl_last=$_wl_now
         _wl=$((_wl + 1))
@@ -48,13 +48,18 @@ wait_listed() {
 
 note "a reader lists the root: the daemon lists the rest, and a walk sends nothing"
 sqc_mount "$T/img.sqfs" "$T/m" -o "log=$T/d1.log"
-[ "$(stat_of "$T/m" ahead.window)" -eq 65536 ] || fail "the default window is $(stat_of "$T/m" ahead.window)"
+[ "$(stat_of "$T/m" statahead.window)" -eq 65536 ] || fail "the default window is $(stat_of "$T/m" statahead.window)"
 ls "$T/m" >/dev/null
 # The reader listed the root: the daemon pulls the 8 + 32 directories
 # below it, 32 + 1,600 entries.
 wait_listed "$T/m" 1632
-[ "$(stat_of "$T/m" ahead.dirs)" -eq 40 ] || fail "listed $(stat_of "$T/m" ahead.dirs) directories ahead, not 40"
-[ "$(stat_of "$T/m" ahead.walks)" -ge 1 ] || fail "no walk counted"
+[ "$(stat_of "$T/m" statahead.dirs)" -eq 40 ] || fail "listed $(stat_of "$T/m" statahead.dirs) directories ahead, not 40"
+[ "$(stat_of "$T/m" statahead.walks)" -ge 1 ] || fail "no walk counted"
+# The table of directories the kernel was shown: the root and all 40.
+[ "$(stat_of "$T/m" statahead.table_dirs)" -eq 41 ] || fail "the table holds $(stat_of "$T/m" statahead.table_dirs) directories, not 41"
+[ "$(stat_of "$T/m" statahead.table_budget)" -eq 134217728 ] || fail "table budget $(stat_of "$T/m" statahead.table_budget)"
+[ "$(stat_of "$T/m" statahead.table_bytes)" -gt 0 ] &&
+    [ "$(stat_of "$T/m" statahead.table_bytes)" -le 134217728 ] || fail "table bytes $(stat_of "$T/m" statahead.table_bytes)"
 rdp0=$(stat_of "$T/m" fuse.readdirplus)
 lk0=$(stat_of "$T/m" fuse.lookup)
 ga0=$(stat_of "$T/m" fuse.getattr)
@@ -83,7 +88,7 @@ note "the window bounds how far ahead the daemon lists"
 sqc_mount "$T/img.sqfs" "$T/m" -o "statahead=100,log=$T/d3.log"
 ls "$T/m" >/dev/null
 wait_listed "$T/m" 1
-n=$(stat_of "$T/m" ahead.entries)
+n=$(stat_of "$T/m" statahead.entries)
 # The window counts every entry gone past (the root's 8, then 4 and 50
 # and 50), checked between directories: at most one directory more.
 [ "$n" -ge 100 ] && [ "$n" -le 150 ] || fail "statahead=100 listed $n entries ahead"
@@ -99,8 +104,8 @@ rdp0=$(stat_of "$T/m" fuse.readdirplus)
 listing "$T/m" >"$T/m.list"
 cmp -s "$T/src.list" "$T/m.list" || fail "statahead=0: another tree"
 [ "$(stat_of "$T/m" fuse.readdirplus)" -gt "$rdp0" ] || fail "statahead=0: the walk sent no listing"
-[ "$(stat_of "$T/m" ahead.entries)" -eq 0 ] || fail "statahead=0 listed ahead"
-[ "$(stat_of "$T/m" ahead.window)" -eq 0 ] || fail "statahead=0 shows a window"
+[ "$(stat_of "$T/m" statahead.entries)" -eq 0 ] || fail "statahead=0 listed ahead"
+[ "$(stat_of "$T/m" statahead.window)" -eq 0 ] || fail "statahead=0 shows a window"
 sqc_umount "$T/m"
 
 note "files opened by path: after 4 lookups the daemon lists their directory"
@@ -109,12 +114,12 @@ for f in 10 11 12; do
     cat "$T/m/d3/s1/f$f" >/dev/null
 done
 sleep 0.2
-[ "$(stat_of "$T/m" ahead.lookup_dirs)" -eq 0 ] || fail "3 lookups had the directory listed"
+[ "$(stat_of "$T/m" statahead.lookup_dirs)" -eq 0 ] || fail "3 lookups had the directory listed"
 cat "$T/m/d3/s1/f13" >/dev/null
 i=0
-until [ "$(stat_of "$T/m" ahead.lookup_dirs)" -eq 1 ] && [ "$(stat_of "$T/m" ahead.entries)" -eq 50 ]; do
+until [ "$(stat_of "$T/m" statahead.lookup_dirs)" -eq 1 ] && [ "$(stat_of "$T/m" statahead.entries)" -eq 50 ]; do
     i=$((i + 1))
-    [ $i -lt 100 ] || fail "4 lookups: $(stat_of "$T/m" ahead.lookup_dirs) directories, $(stat_of "$T/m" ahead.entries) entries listed"
+    [ $i -lt 100 ] || fail "4 lookups: $(stat_of "$T/m" statahead.lookup_dirs) directories, $(stat_of "$T/m" statahead.entries) entries listed"
     sleep 0.1
 done
 lk0=$(stat_of "$T/m" fuse.lookup)
@@ -123,7 +128,7 @@ for f in $(seq 14 49); do
 done
 [ "$(stat_of "$T/m" fuse.lookup)" -eq "$lk0" ] ||
     fail "36 files of a listed directory cost $(($(stat_of "$T/m" fuse.lookup) - lk0)) lookups"
-[ "$(stat_of "$T/m" ahead.walks)" -eq 0 ] || fail "opening by path started a walk"
+[ "$(stat_of "$T/m" statahead.walks)" -eq 0 ] || fail "opening by path started a walk"
 sqc_umount "$T/m"
 
 if [ "$(id -u)" -eq 0 ]; then
@@ -134,7 +139,7 @@ if [ "$(id -u)" -eq 0 ]; then
     sync
     echo 3 >/proc/sys/vm/drop_caches
     sleep 0.5
-    e0=$(stat_of "$T/m" ahead.entries)
+    e0=$(stat_of "$T/m" statahead.entries)
     ls "$T/m" >/dev/null
     wait_listed "$T/m" $((e0 + 1632))
     rdp0=$(stat_of "$T/m" fuse.readdirplus)
@@ -159,4 +164,14 @@ sleep 0.05
 kill -TERM "$pid"
 wait_gone "$pid" 10 "daemon (SIGTERM while listing ahead)"
 ! is_mounted "$T/m" || fail "SIGTERM while listing ahead left the mount behind"
+
+note "SIGTERM while statahead=all lists the mount unmounts cleanly"
+sqc_mount "$T/big.sqfs" "$T/m" -o "statahead=all,statahead_wait=0,log=$T/d8.log"
+pid=$(sqc_pid "$T/m")
+state=$(stat_of "$T/m" statahead.all_state)
+case $state in running | done) ;; *) fail "statahead=all is $state after the mount" ;; esac
+kill -TERM "$pid"
+wait_gone "$pid" 10 "daemon (SIGTERM while listing the mount)"
+! is_mounted "$T/m" || fail "SIGTERM during statahead=all left the mount behind"
+! grep -q "listing the mount stopped" "$T/d8.log" || fail "stopping was logged as an error: $(cat "$T/d8.log")"
 echo "listing ahead checks passed"
