@@ -149,7 +149,9 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 	ctl_buf_printf(b,
 		       "\"stage\":{\"state\":\"%s\",\"budget\":%llu,"
 		       "\"planned\":%llu,\"staged\":%llu,\"percent\":%.1f,"
-		       "\"seconds\":%.3f,\"mb_per_s\":%.1f,\"on_tmpfs\":%s},",
+		       "\"seconds\":%.3f,\"mb_per_s\":%.1f,\"on_tmpfs\":%s,"
+		       "\"streams\":%u,\"inflight\":%u,\"inflight_max\":%u,"
+		       "\"by_readers\":%llu,\"error\":",
 		       stage_names[st.stage_state],
 		       (unsigned long long)st.stage_budget,
 		       (unsigned long long)st.stage_planned,
@@ -159,19 +161,30 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 			       (double)(st.staged_bytes - st.stage_base) / 1e6 /
 				       secs :
 			       0.0,
-		       st.in_ram ? "true" : "false");
-	ctl_buf_printf(b, "\"cache\":{");
+		       st.in_ram ? "true" : "false", pfs.stagers,
+		       st.stage_inflight, st.stage_inflight_max,
+		       (unsigned long long)st.staged_by_readers);
+	if (st.stage_error)
+		ctl_buf_json_str(b, err_str(-st.stage_error));
+	else
+		ctl_buf_printf(b, "null");
+	ctl_buf_printf(b, "},\"cache\":{");
 	cache_json(b, "data", &st.data, false);
 	cache_json(b, "meta", &st.meta, false);
 	cache_json(b, "bmap", &st.bmap, true);
 	ctl_buf_printf(b,
 		       "},\"image_io\":{\"bytes\":%llu,\"reads\":%llu,"
-		       "\"read_bytes\":%llu,\"read_errors\":%llu,"
+		       "\"read_bytes\":%llu,\"stager_bytes\":%llu,"
+		       "\"demand_bytes\":%llu,\"readahead_bytes\":%llu,"
+		       "\"read_errors\":%llu,"
 		       "\"decompressions\":%llu,\"decompressed_bytes\":%llu,"
 		       "\"corrupt\":%llu},",
 		       (unsigned long long)st.image_bytes,
 		       (unsigned long long)st.src_reads,
 		       (unsigned long long)st.src_bytes,
+		       (unsigned long long)st.src_by[IMG_READ_STAGER],
+		       (unsigned long long)st.src_by[IMG_READ_DEMAND],
+		       (unsigned long long)st.src_by[IMG_READ_READAHEAD],
 		       (unsigned long long)st.src_errors,
 		       (unsigned long long)st.decompressions,
 		       (unsigned long long)st.decompressed_bytes,

@@ -170,6 +170,14 @@ struct img_span {
 	uint64_t fd_off; /* and the bytes' offset in it */
 };
 
+/* On whose behalf the image file is read (img_read_source()). */
+enum img_read_source {
+	IMG_READ_DEMAND, /* a reader of the mount (the default) */
+	IMG_READ_STAGER, /* the stager */
+	IMG_READ_READAHEAD, /* a readahead worker */
+	IMG_READ__COUNT
+};
+
 enum img_stage_state {
 	IMG_STAGE_IDLE, /* not started */
 	IMG_STAGE_RUNNING, /* streaming */
@@ -190,6 +198,11 @@ struct img_stats {
 	bool in_ram; /* the image file itself is on tmpfs/ramfs */
 	uint64_t src_reads; /* pread calls on the image file */
 	uint64_t src_bytes; /* bytes they returned */
+	uint64_t src_by[IMG_READ__COUNT]; /* of those, per reader */
+	uint64_t staged_by_readers; /* staged chunks that readers read in */
+	unsigned int stage_inflight; /* stager reads under way now */
+	unsigned int stage_inflight_max; /* the most at once */
+	int stage_error; /* errno that stopped the stager, or 0 */
 	uint64_t src_errors; /* failed or short reads */
 	uint64_t decompressions; /* blocks decompressed (data + meta) */
 	uint64_t decompressed_bytes; /* bytes they produced */
@@ -498,12 +511,17 @@ int img_ino_to_ref(struct img *img, uint32_t ino, uint64_t *ref);
  * @img: image
  *
  * The plan is the metadata tables first, then the data from the start of
- * the image, up to the RAM budget.  Each call reads one chunk with one
- * large sequential read.  A failed read is logged and the chunk skipped
- * (reads of it then go to the file and fail or succeed on their own).
+ * the image, up to the RAM budget.  Each call reads one chunk, skipping
+ * those a reader brought in already; once the metadata is in, a chunk
+ * that follows a reader's last one comes first, so that readers ahead
+ * of the stager find their next bytes staged.  While readers wait on the
+ * file, a call with another stager read under way waits up to 2 ms for
+ * them instead (readers first).  A failed read stops the plan, logged
+ * once: reads of what is not staged then go to the file.
  *
- * Return: 1 if a chunk was handled, 0 when the plan is complete.
- * Context: one stager thread at a time; readers may run meanwhile.
+ * Return: 1 if a chunk was handled (or the call gave way to readers), 0
+ * when the plan is complete and no chunk read is under way.
+ * Context: any number of stager threads; readers may run meanwhile.
  */
 int img_stage_next(struct img *img);
 
@@ -532,6 +550,15 @@ int img_stage_resume(struct img *img, enum img_stage_mode mode,
  * Return: the state.  Context: any thread.
  */
 enum img_stage_state img_stage_state(const struct img *img);
+
+/**
+ * img_read_source() - Say on whose behalf this thread reads the image.
+ * @src: IMG_READ_DEMAND (the default), IMG_READ_READAHEAD, ...
+ *
+ * Only counts bytes read (struct img_stats.src_by).  Context: any thread;
+ * sets a thread-local value.
+ */
+void img_read_source(enum img_read_source src);
 
 /**
  * img_get_stats() - Snapshot the image's counters and cache stats.

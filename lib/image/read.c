@@ -8,10 +8,18 @@
  * laid out at the same offsets, so any staged range is contiguous and can
  * be handed to a decompressor without a copy.  Pages of chunks that are not
  * planned are never touched and cost no memory; the plan holds at most the
- * RAM budget.  A chunk becomes visible to readers by a release store of its
- * ready flag after its bytes are written; readers load it with acquire.
- * Bytes that are not staged yet are read from the file with pread(), at
- * once, so a read never waits for the stream to reach it.
+ * RAM budget.
+ *
+ * Each byte of the image is read from the file once.  A chunk of the plan
+ * is brought in by whoever needs it first: the stager threads walking the
+ * plan, or a reader (a FUSE request, a readahead worker) that reads inside
+ * it, which then reads the whole chunk into the staged copy rather than
+ * only its range.  A compare-and-swap from PLANNED to INFLIGHT decides who
+ * reads it; everyone else waits on the condition variable for that read
+ * instead of reading the bytes a second time.  Readers come first: while
+ * one waits on the file, the stager keeps a single read under way.
+ * Bytes outside the plan (stage=none or meta, past ram=) are read from the
+ * file at once, with pread() of just the range.
  */
 #define LOG_MOD "image"
 
@@ -22,6 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "image/image_i.h"
@@ -76,30 +85,107 @@ void *img__reply_buf(void)
 	return reply_own ? reply_own : tls_buf(&reply_key, IMG_REPLY_BYTES);
 }
 
-static bool range_staged(struct img *img, uint64_t off, size_t len)
+static _Thread_local int read_source; /* enum img_read_source */
+
+void img_read_source(enum img_read_source src)
+{
+	read_source = (int)src;
+}
+
+static uint64_t chunk_len(const struct img *img, uint32_t c)
+{
+	uint64_t start = (uint64_t)c << IMG_CHUNK_SHIFT;
+
+	return MIN((uint64_t)IMG_CHUNK_SIZE, img->sb.bytes_used - start);
+}
+
+static int file_pread(struct img *img, uint64_t off, void *dst, size_t len);
+
+/*
+ * Read chunk @c, which the caller moved to INFLIGHT, into the staged copy.
+ * @stager: the caller is a stager thread (it counted itself in inflight).
+ */
+static int chunk_read(struct img *img, uint32_t c, bool stager)
 {
 	struct img_stage *st = &img->stage;
-	uint64_t c, last;
+	uint64_t start = (uint64_t)c << IMG_CHUNK_SHIFT;
+	uint64_t len = chunk_len(img, c);
+	int err;
 
-	if (!st->mem || !len)
-		return false;
-	c = off >> IMG_CHUNK_SHIFT;
-	last = (off + len - 1) >> IMG_CHUNK_SHIFT;
-	for (; c <= last; c++)
-		if (!atomic_load_explicit(&st->ready[c], memory_order_acquire))
-			return false;
-	return true;
+	err = file_pread(img, start, st->mem + start, (size_t)len);
+	if (!err) {
+		atomic_store_explicit(&st->chunk[c], IMG_CHUNK_STAGED,
+				      memory_order_release);
+		atomic_fetch_add(&st->staged, len);
+		if (!stager) {
+			atomic_fetch_add(&st->by_readers, len);
+			atomic_store(&st->follow, c + 1);
+		}
+		/* The staged copy serves these bytes from now on; keep the
+		 * page cache from holding them a second time. */
+		if (!img->in_ram)
+			posix_fadvise(img->fd, (off_t)(start + img->offset),
+				      (off_t)len, POSIX_FADV_DONTNEED);
+	} else {
+		/* Give the untouched pages back; readers go to the file. */
+		madvise(st->mem + start, (size_t)len, MADV_DONTNEED);
+		atomic_store_explicit(&st->chunk[c], IMG_CHUNK_FAILED,
+				      memory_order_release);
+	}
+	pthread_mutex_lock(&st->lock);
+	st->filling--;
+	if (stager)
+		st->inflight--;
+	pthread_cond_broadcast(&st->cond);
+	pthread_mutex_unlock(&st->lock);
+	return err;
+}
+
+/*
+ * Make chunk @c staged for a reader: it is, or another thread is reading
+ * it (wait), or it is planned (read it whole).  False if it stays out of
+ * RAM: not planned, or its read failed.
+ */
+static bool chunk_fill(struct img *img, uint32_t c)
+{
+	struct img_stage *st = &img->stage;
+	uint8_t s = IMG_CHUNK_PLANNED;
+
+	if (atomic_compare_exchange_strong(&st->chunk[c], &s,
+					   IMG_CHUNK_INFLIGHT)) {
+		pthread_mutex_lock(&st->lock);
+		st->filling++;
+		pthread_mutex_unlock(&st->lock);
+		return chunk_read(img, c, false) == 0;
+	}
+	if (s == IMG_CHUNK_INFLIGHT) {
+		pthread_mutex_lock(&st->lock);
+		while ((s = atomic_load_explicit(&st->chunk[c],
+						 memory_order_acquire)) ==
+		       IMG_CHUNK_INFLIGHT)
+			pthread_cond_wait(&st->cond, &st->lock);
+		pthread_mutex_unlock(&st->lock);
+	}
+	return s == IMG_CHUNK_STAGED;
 }
 
 const void *img__staged_ptr(struct img *img, uint64_t off, size_t len)
 {
-	uint64_t end;
+	struct img_stage *st = &img->stage;
+	uint64_t end, c, last;
 
 	if (ckd_add(&end, off, len) || end > img->sb.bytes_used)
 		return NULL;
-	if (!range_staged(img, off, len))
+	if (!st->mem || !len)
 		return NULL;
-	return img->stage.mem + off;
+	c = off >> IMG_CHUNK_SHIFT;
+	last = (end - 1) >> IMG_CHUNK_SHIFT;
+	for (; c <= last; c++)
+		if (atomic_load_explicit(&st->chunk[c], memory_order_acquire) !=
+			    IMG_CHUNK_STAGED &&
+		    !chunk_fill(img, (uint32_t)c))
+			return NULL;
+	return st->mem + off;
 }
 
 /* Read from the file itself; short reads are the file shrinking under us. */
@@ -115,6 +201,8 @@ static int file_pread(struct img *img, uint64_t off, void *dst, size_t len)
 	}
 	/* bytes_used <= file_size = size - offset, checked at open. */
 	off += img->offset;
+	if (read_source != IMG_READ_STAGER)
+		atomic_fetch_add(&img->stage.demand_reading, 1);
 	while (done < len) {
 		n = pread(img->fd, (char *)dst + done, len - done,
 			  (off_t)(off + done));
@@ -122,6 +210,9 @@ static int file_pread(struct img *img, uint64_t off, void *dst, size_t len)
 			continue;
 		if (n <= 0) {
 			int err = n < 0 ? errno : 0;
+
+			if (read_source != IMG_READ_STAGER)
+				atomic_fetch_sub(&img->stage.demand_reading, 1);
 
 			atomic_fetch_add_explicit(&img->src_errors, 1,
 						  memory_order_relaxed);
@@ -144,8 +235,12 @@ static int file_pread(struct img *img, uint64_t off, void *dst, size_t len)
 		}
 		done += (size_t)n;
 	}
+	if (read_source != IMG_READ_STAGER)
+		atomic_fetch_sub(&img->stage.demand_reading, 1);
 	atomic_fetch_add_explicit(&img->src_reads, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&img->src_bytes, len, memory_order_relaxed);
+	atomic_fetch_add_explicit(&img->src_by[read_source], len,
+				  memory_order_relaxed);
 	return 0;
 }
 
@@ -198,38 +293,51 @@ int img__read(struct img *img, uint64_t off, void *dst, size_t len)
 	return file_pread(img, off, dst, len);
 }
 
-static void plan_add(struct img_stage *st, uint32_t c, uint64_t bytes_used)
+static void plan_add(struct img *img, uint32_t c)
 {
-	uint64_t start = (uint64_t)c << IMG_CHUNK_SHIFT;
-	uint64_t len = MIN((uint64_t)IMG_CHUNK_SIZE, bytes_used - start);
+	struct img_stage *st = &img->stage;
+	uint64_t len = chunk_len(img, c);
+	uint8_t s = atomic_load(&st->chunk[c]);
 
+	if (s == IMG_CHUNK_STAGED || s == IMG_CHUNK_INFLIGHT)
+		return; /* counted in planned already */
 	if (st->planned + len > st->budget)
 		return;
+	/* EMPTY or FAILED (tried again) become PLANNED; a reader may claim
+	 * the chunk from here on. */
+	atomic_store(&st->chunk[c], IMG_CHUNK_PLANNED);
 	st->plan[st->plan_len++] = c;
 	st->planned += len;
 }
 
-/* Plan every chunk not in RAM yet, metadata first, within the budget. */
+/* Plan every chunk not in RAM yet, metadata first, within the budget.
+ * Context: under st->lock, or before any reader runs. */
 static void plan_build(struct img *img, enum img_stage_mode mode)
 {
 	struct img_stage *st = &img->stage;
-	uint64_t used = img->sb.bytes_used;
 	uint32_t meta_first, c;
+	uint64_t held = 0;
 
+	for (c = 0; c < st->nchunks; c++) {
+		uint8_t s = atomic_load(&st->chunk[c]);
+
+		if (s == IMG_CHUNK_STAGED || s == IMG_CHUNK_INFLIGHT)
+			held += chunk_len(img, c);
+	}
 	st->plan_len = 0;
 	st->plan_pos = 0;
 	st->mode = (int)mode;
-	st->planned = atomic_load(&st->staged);
-	st->base = st->planned;
+	st->planned = held;
+	st->base = atomic_load(&st->staged);
+	atomic_store(&st->error, 0);
 	/* Metadata first: a mount answers lookups from it at once. */
 	meta_first = (uint32_t)(img->sb.inode_table >> IMG_CHUNK_SHIFT);
 	for (c = meta_first; c < st->nchunks; c++)
-		if (!atomic_load(&st->ready[c]))
-			plan_add(st, c, used);
+		plan_add(img, c);
+	st->plan_meta = st->plan_len;
 	if (mode == IMG_STAGE_FULL)
 		for (c = 0; c < meta_first; c++)
-			if (!atomic_load(&st->ready[c]))
-				plan_add(st, c, used);
+			plan_add(img, c);
 }
 
 int img__stage_init(struct img *img, const struct img_opts *o)
@@ -260,12 +368,16 @@ int img__stage_init(struct img *img, const struct img_opts *o)
 				img->path, err_str(errno));
 		return 0;
 	}
-	st->ready = calloc(st->nchunks, sizeof(*st->ready));
+	st->chunk = calloc(st->nchunks, sizeof(*st->chunk));
 	st->plan = calloc(st->nchunks, sizeof(*st->plan));
-	if (!st->ready || !st->plan) {
+	if (!st->chunk || !st->plan) {
 		img__stage_release(img);
 		return -ENOMEM;
 	}
+	pthread_mutex_init(&st->lock, NULL);
+	pthread_cond_init(&st->cond, NULL);
+	st->sync = true;
+	atomic_store(&st->follow, UINT32_MAX);
 	st->mode = (int)IMG_STAGE_NONE;
 	if (mode == IMG_STAGE_NONE || o->ram == 0)
 		return 0;
@@ -281,20 +393,52 @@ void img__stage_release(struct img *img)
 	if (st->mem)
 		munmap(st->mem, st->map_len);
 	st->mem = NULL;
-	free(st->ready);
-	st->ready = NULL;
+	free(st->chunk);
+	st->chunk = NULL;
+	if (st->sync) {
+		pthread_cond_destroy(&st->cond);
+		pthread_mutex_destroy(&st->lock);
+		st->sync = false;
+	}
 	free(st->plan);
 	st->plan = NULL;
+}
+
+/* Take the next chunk for a stager thread, or UINT32_MAX.  Under lock. */
+static uint32_t plan_take(struct img *img)
+{
+	struct img_stage *st = &img->stage;
+	uint32_t c = atomic_load(&st->follow);
+	uint8_t s = IMG_CHUNK_PLANNED;
+
+	/* Where the readers are, once the metadata is in. */
+	if (st->plan_pos >= st->plan_meta && c < st->nchunks &&
+	    atomic_compare_exchange_strong(&st->chunk[c], &s,
+					   IMG_CHUNK_INFLIGHT)) {
+		atomic_store(&st->follow, c + 1);
+		return c;
+	}
+	while (st->plan_pos < st->plan_len) {
+		c = st->plan[st->plan_pos++];
+		s = IMG_CHUNK_PLANNED;
+		if (atomic_compare_exchange_strong(&st->chunk[c], &s,
+						   IMG_CHUNK_INFLIGHT))
+			return c;
+	}
+	return UINT32_MAX;
 }
 
 int img_stage_next(struct img *img)
 {
 	struct img_stage *st = &img->stage;
-	uint64_t start, len;
-	uint32_t c, n;
+	struct timespec until;
+	uint32_t c;
 	int err;
 
-	if (st->mem && atomic_exchange(&st->want, false)) {
+	if (!st->mem)
+		return 0;
+	pthread_mutex_lock(&st->lock);
+	if (atomic_exchange(&st->want, false)) {
 		enum img_stage_mode mode = atomic_load(&st->want_mode);
 
 		if (st->mode == IMG_STAGE_FULL)
@@ -303,40 +447,62 @@ int img_stage_next(struct img *img)
 				 atomic_load(&st->want_budget));
 		plan_build(img, mode);
 	}
-	if (!st->mem || st->plan_pos >= st->plan_len) {
-		if (st->mem && st->mode != IMG_STAGE_NONE)
+	if (st->inflight && atomic_load(&st->demand_reading)) {
+		/* Readers first: give way for a moment, then ask again. */
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += 2000000;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&st->cond, &st->lock, &until);
+		pthread_mutex_unlock(&st->lock);
+		return 1;
+	}
+	c = plan_take(img);
+	if (c == UINT32_MAX) {
+		/* Done once the last chunk read, a reader's too, is in. */
+		while (st->filling)
+			pthread_cond_wait(&st->cond, &st->lock);
+		if (st->mode != IMG_STAGE_NONE)
 			atomic_store(&st->state, IMG_STAGE_DONE);
+		pthread_mutex_unlock(&st->lock);
 		return 0;
 	}
 	atomic_store(&st->state, IMG_STAGE_RUNNING);
-	/* One read covers up to IMG_STAGE_BATCH chunks that follow each
-	 * other in both the plan and the image. */
-	c = st->plan[st->plan_pos];
-	for (n = 1; n < IMG_STAGE_BATCH && st->plan_pos + n < st->plan_len &&
-		    st->plan[st->plan_pos + n] == c + n;
-	     n++)
-		;
-	st->plan_pos += n;
-	start = (uint64_t)c << IMG_CHUNK_SHIFT;
-	len = MIN((uint64_t)n << IMG_CHUNK_SHIFT, img->sb.bytes_used - start);
-	err = file_pread(img, start, st->mem + start, (size_t)len);
-	if (!err) {
-		for (uint32_t i = 0; i < n; i++)
-			atomic_store_explicit(&st->ready[c + i], 1,
-					      memory_order_release);
-		atomic_fetch_add(&st->staged, len);
-		/* The staged copy serves these bytes from now on; keep the
-		 * page cache from holding them a second time. */
-		if (!img->in_ram)
-			posix_fadvise(img->fd, (off_t)(start + img->offset),
-				      (off_t)len, POSIX_FADV_DONTNEED);
-	} else {
-		/* Give the untouched pages back; readers go to the file. */
-		madvise(st->mem + start, (size_t)len, MADV_DONTNEED);
+	st->filling++;
+	st->inflight++;
+	st->inflight_max = MAX(st->inflight_max, st->inflight);
+	pthread_mutex_unlock(&st->lock);
+
+	img_read_source(IMG_READ_STAGER);
+	err = chunk_read(img, c, true);
+	if (err) {
+		/* Stop here: the storage is failing, and each read of it may
+		 * take long.  What is not staged is read from the file. */
+		pthread_mutex_lock(&st->lock);
+		st->plan_pos = st->plan_len;
+		pthread_mutex_unlock(&st->lock);
+		if (!atomic_exchange(&st->error, -err))
+			log_err("staging of '%s' stopped at %llu: %s; what is not in RAM is read from the image file",
+				img->path,
+				(unsigned long long)c << IMG_CHUNK_SHIFT,
+				err_str(err));
 	}
-	if (st->plan_pos >= st->plan_len)
-		atomic_store(&st->state, IMG_STAGE_DONE);
 	return 1;
+}
+
+void img__stage_inflight(struct img *img, unsigned int *now, unsigned int *max)
+{
+	struct img_stage *st = &img->stage;
+
+	*now = *max = 0;
+	if (!st->sync)
+		return;
+	pthread_mutex_lock(&st->lock);
+	*now = st->inflight;
+	*max = st->inflight_max;
+	pthread_mutex_unlock(&st->lock);
 }
 
 int img_stage_resume(struct img *img, enum img_stage_mode mode, uint64_t budget)

@@ -507,6 +507,12 @@ void img_get_stats(struct img *img, struct img_stats *out)
 	out->in_ram = img->in_ram;
 	out->src_reads = atomic_load(&img->src_reads);
 	out->src_bytes = atomic_load(&img->src_bytes);
+	for (int i = 0; i < IMG_READ__COUNT; i++)
+		out->src_by[i] = atomic_load(&img->src_by[i]);
+	out->staged_by_readers = atomic_load(&img->stage.by_readers);
+	out->stage_error = atomic_load(&img->stage.error);
+	img__stage_inflight(img, &out->stage_inflight,
+			    &out->stage_inflight_max);
 	out->src_errors = atomic_load(&img->src_errors);
 	out->decompressions = atomic_load(&img->decompressions);
 	out->decompressed_bytes = atomic_load(&img->decompressed_bytes);

@@ -27,6 +27,7 @@ struct pf_opts {
 	unsigned int workers; /* readahead threads; 0 = one per core */
 	unsigned int queue_max; /* jobs waiting at most; more are dropped */
 	bool stage; /* run the stager, which also watches the file */
+	unsigned int stagers; /* stager threads; 0 = the default (4) */
 };
 
 struct pf_stats {
@@ -36,6 +37,7 @@ struct pf_stats {
 	uint64_t errors; /* jobs that failed */
 	double stage_seconds; /* staging time so far (or total when done) */
 	unsigned int workers; /* worker threads running */
+	unsigned int stagers; /* stager threads running */
 };
 
 /**
