@@ -295,8 +295,10 @@ static void *warm_main(void *arg)
 	struct sqcd *d = w->d;
 	struct warm_item it;
 
-	/* Readers first: this thread only uses what they leave. */
+	/* Readers first: this thread only uses what they leave, and only
+	 * bytes in RAM, never reading what a reader reads a second time. */
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+	img_read_source(IMG_READ_WARM);
 	while (d->pf && pf_wait_staged(d->pf, 500) == -ETIMEDOUT) {
 		pthread_mutex_lock(&w->lock);
 		if (w->stop) {

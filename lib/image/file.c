@@ -283,6 +283,8 @@ static int raw_span(struct img *img, struct reply_buf *rb, uint64_t pos,
 	uint64_t end;
 	int err;
 
+	if (!img__may_read_file(img))
+		return -EAGAIN; /* warming: not staged, leave it to readers */
 	if (rb->fd_ok) {
 		if (ckd_add(&end, pos, len) || end > img->sb.bytes_used)
 			return IMG_CORRUPT(

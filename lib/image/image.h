@@ -175,6 +175,10 @@ enum img_read_source {
 	IMG_READ_DEMAND, /* a reader of the mount (the default) */
 	IMG_READ_STAGER, /* the stager */
 	IMG_READ_READAHEAD, /* a readahead worker */
+	/* Warming: only bytes staged or planned for staging (or an image
+	 * file on tmpfs), never a read of the storage besides (-EAGAIN), so
+	 * that it cannot read what a reader reads at once a second time. */
+	IMG_READ_WARM,
 	IMG_READ__COUNT
 };
 

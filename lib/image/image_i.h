@@ -220,8 +220,10 @@ void *img__reply_buf(void);
 
 int img__stage_init(struct img *img, const struct img_opts *o);
 void img__stage_release(struct img *img);
-void img__stage_inflight(struct img *img, unsigned int *now,
-			 unsigned int *max);
+/* False on a warming thread, unless the image file is in RAM itself: it
+ * reads only the staged copy. */
+bool img__may_read_file(const struct img *img);
+void img__stage_inflight(struct img *img, unsigned int *now, unsigned int *max);
 
 /* meta.c: metadata blocks. */
 

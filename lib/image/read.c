@@ -99,7 +99,13 @@ static uint64_t chunk_len(const struct img *img, uint32_t c)
 	return MIN((uint64_t)IMG_CHUNK_SIZE, img->sb.bytes_used - start);
 }
 
-static int file_pread(struct img *img, uint64_t off, void *dst, size_t len);
+static int file_pread_as(struct img *img, uint64_t off, void *dst, size_t len,
+			 int src);
+
+bool img__may_read_file(const struct img *img)
+{
+	return read_source != IMG_READ_WARM || img->in_ram;
+}
 
 /*
  * Read chunk @c, which the caller moved to INFLIGHT, into the staged copy.
@@ -112,7 +118,8 @@ static int chunk_read(struct img *img, uint32_t c, bool stager)
 	uint64_t len = chunk_len(img, c);
 	int err;
 
-	err = file_pread(img, start, st->mem + start, (size_t)len);
+	err = file_pread_as(img, start, st->mem + start, (size_t)len,
+			    stager ? IMG_READ_STAGER : read_source);
 	if (!err) {
 		atomic_store_explicit(&st->chunk[c], IMG_CHUNK_STAGED,
 				      memory_order_release);
@@ -188,8 +195,10 @@ const void *img__staged_ptr(struct img *img, uint64_t off, size_t len)
 	return st->mem + off;
 }
 
-/* Read from the file itself; short reads are the file shrinking under us. */
-static int file_pread(struct img *img, uint64_t off, void *dst, size_t len)
+/* Read from the file itself; short reads are the file shrinking under us.
+ * @src: on whose behalf (enum img_read_source), for the counts. */
+static int file_pread_as(struct img *img, uint64_t off, void *dst, size_t len,
+			 int src)
 {
 	size_t done = 0;
 	ssize_t n;
@@ -201,7 +210,7 @@ static int file_pread(struct img *img, uint64_t off, void *dst, size_t len)
 	}
 	/* bytes_used <= file_size = size - offset, checked at open. */
 	off += img->offset;
-	if (read_source != IMG_READ_STAGER)
+	if (src != IMG_READ_STAGER)
 		atomic_fetch_add(&img->stage.demand_reading, 1);
 	while (done < len) {
 		n = pread(img->fd, (char *)dst + done, len - done,
@@ -211,7 +220,7 @@ static int file_pread(struct img *img, uint64_t off, void *dst, size_t len)
 		if (n <= 0) {
 			int err = n < 0 ? errno : 0;
 
-			if (read_source != IMG_READ_STAGER)
+			if (src != IMG_READ_STAGER)
 				atomic_fetch_sub(&img->stage.demand_reading, 1);
 
 			atomic_fetch_add_explicit(&img->src_errors, 1,
@@ -235,13 +244,20 @@ static int file_pread(struct img *img, uint64_t off, void *dst, size_t len)
 		}
 		done += (size_t)n;
 	}
-	if (read_source != IMG_READ_STAGER)
+	if (src != IMG_READ_STAGER)
 		atomic_fetch_sub(&img->stage.demand_reading, 1);
 	atomic_fetch_add_explicit(&img->src_reads, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&img->src_bytes, len, memory_order_relaxed);
-	atomic_fetch_add_explicit(&img->src_by[read_source], len,
-				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&img->src_by[src], len, memory_order_relaxed);
 	return 0;
+}
+
+/* A read outside the staged copy, on behalf of this thread. */
+static int file_pread(struct img *img, uint64_t off, void *dst, size_t len)
+{
+	if (!img__may_read_file(img))
+		return -EAGAIN;
+	return file_pread_as(img, off, dst, len, read_source);
 }
 
 int img__src(struct img *img, uint64_t off, size_t len, void *scratch,

@@ -426,6 +426,11 @@ int img_open(const char *path, const struct img_opts *opts, struct img **out)
 	err = decode_super(img);
 	if (err)
 		goto out_close;
+	/* Before the tables are read: their chunks are staged as they are
+	 * read, so that no byte but the superblock's is read twice. */
+	err = img__stage_init(img, opts);
+	if (err)
+		goto out_close;
 	/* The metadata cache is needed to read the options and tables. */
 	err = make_caches(img, opts);
 	if (err)
@@ -443,9 +448,6 @@ int img_open(const char *path, const struct img_opts *opts, struct img **out)
 		err = IMG_CORRUPT(img, "root inode is not a directory");
 		goto out_close;
 	}
-	err = img__stage_init(img, opts);
-	if (err)
-		goto out_close;
 	*out = img;
 	return 0;
 

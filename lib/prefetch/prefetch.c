@@ -103,11 +103,13 @@ static void *stager_main(void *arg)
 			first = !pf->stage_done;
 			if (first) {
 				pf->stage_done = true;
-				pf->stage_seconds = mono_since(&pf->stage_start);
+				pf->stage_seconds =
+					mono_since(&pf->stage_start);
 				pthread_cond_broadcast(&pf->staged);
 			}
 			pthread_mutex_unlock(&pf->lock);
-			if (first && img_stage_state(pf->img) == IMG_STAGE_DONE) {
+			if (first &&
+			    img_stage_state(pf->img) == IMG_STAGE_DONE) {
 				struct img_stats st;
 				char a[32];
 

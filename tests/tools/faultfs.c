@@ -12,6 +12,11 @@
  * The image file is served with direct_io and no attribute caching, so
  * every read and every size change reaches this process.  Runs in the
  * foreground until unmounted (fusermount3 -u).
+ *
+ * Environment: FAULTFS_LOG=FILE appends "OFFSET LENGTH" for each read
+ * served, so that a test can count how often each byte was read;
+ * FAULTFS_DELAY_US=N makes each read take N microseconds longer (requests
+ * are served one at a time: slow storage with one queue).
  */
 #define FUSE_USE_VERSION 314
 
@@ -27,6 +32,8 @@
 static int src_fd;
 static const char *failfile;
 static unsigned long long reads, failed;
+static FILE *readlog;
+static useconds_t delay_us;
 
 static int overlaps_failure(off_t off, size_t len)
 {
@@ -99,6 +106,8 @@ static void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	(void)ino;
 	(void)fi;
 	reads++;
+	if (delay_us)
+		usleep(delay_us);
 	if (overlaps_failure(off, size)) {
 		failed++;
 		return (void)fuse_reply_err(req, EIO);
@@ -107,10 +116,15 @@ static void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (!buf)
 		return (void)fuse_reply_err(req, ENOMEM);
 	n = pread(src_fd, buf, size, off);
-	if (n < 0)
+	if (n < 0) {
 		fuse_reply_err(req, errno);
-	else
+	} else {
+		if (readlog && n > 0) {
+			fprintf(readlog, "%lld %zd\n", (long long)off, n);
+			fflush(readlog);
+		}
 		fuse_reply_buf(req, buf, (size_t)n);
+	}
 	free(buf);
 }
 
@@ -154,6 +168,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	failfile = argv[3];
+	if (getenv("FAULTFS_LOG")) {
+		readlog = fopen(getenv("FAULTFS_LOG"), "a");
+		if (!readlog) {
+			perror(getenv("FAULTFS_LOG"));
+			return 1;
+		}
+	}
+	if (getenv("FAULTFS_DELAY_US"))
+		delay_us = (useconds_t)strtoul(getenv("FAULTFS_DELAY_US"), NULL,
+					       10);
 	se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
 	if (!se || fuse_set_signal_handlers(se) ||
 	    fuse_session_mount(se, argv[2])) {

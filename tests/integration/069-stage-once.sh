@@ -1,0 +1,176 @@
+#!/bin/sh
+# TIMEOUT: 300
+# TSAN: yes
+# Staging reads each byte of the image from storage once.  The image sits
+# behind tests/tools/faultfs, which logs every read it serves (and can
+# make reads slow or fail).  Checks that:
+#   - while 16 threads read the mount during staging, no byte of the image
+#     is read twice (only the superblock, read before anything is known),
+#     all bytes read add up to the image, the stats account for them per
+#     reader, and the readers get the source tree's bytes;
+#   - once staged, a second epoch reads nothing from storage;
+#   - a reader is served while staging runs behind slow storage, long
+#     before staging ends;
+#   - ram= at half the image: staging stops at the budget, and a second
+#     epoch reads from storage only what is not staged;
+#   - storage that fails half-way: staging stops with a logged reason,
+#     readers get EIO only for files in the failing range, never wrong
+#     bytes, and the daemon keeps serving.
+. "$(dirname "$0")/lib.sh"
+need_root
+need_fuse
+need_cmd mksquashfs
+
+note "a tree of ~24 MB of incompressible files, and small ones"
+mkdir -p "$T/src"
+"$PYTHON" - "$T/src" <<'PY'
+import os, random, sys
+r = random.Random(69)
+top = sys.argv[1]
+for d in range(6):
+    os.makedirs(f"{top}/d{d}", exist_ok=True)
+    for f in range(40):
+        n = r.choice([3000, 40000, 100000, 160000])
+        with open(f"{top}/d{d}/f{f:03d}", "wb") as o:
+            o.write(r.randbytes(n))
+PY
+mkimg "$T/src" "$T/img.sqfs" -comp lz4
+size=$(stat -c %s "$T/img.sqfs")
+"$TOOLS/stress" --manifest "$T/src" >"$T/manifest"
+
+mkdir -p "$T/store"
+: >"$T/failfile"
+start_store() {
+    # start_store [DELAY_US]: faultfs over the image, logging to reads.log
+    : >"$T/reads.log"
+    _mounts="$T/store $_mounts"
+    FAULTFS_LOG="$T/reads.log" FAULTFS_DELAY_US="${1:-0}" \
+        "$TOOLS/faultfs" "$T/img.sqfs" "$T/store" "$T/failfile" 2>"$T/faultfs.log" &
+    _pids="$! $_pids"
+    _i=0
+    while ! is_mounted "$T/store"; do
+        _i=$((_i + 1)); [ $_i -lt 250 ] || fail "faultfs did not mount"; sleep 0.02
+    done
+}
+stop_store() {
+    fusermount3 -u "$T/store"
+}
+
+# reads_check LOG: "total overlap" of the reads in LOG (bytes read in all,
+# and bytes read more than once, the first 4 KiB apart).
+reads_check() {
+    "$PYTHON" - "$1" <<'PY'
+import sys
+rs = sorted(tuple(map(int, l.split())) for l in open(sys.argv[1]) if l.strip())
+total = sum(n for _, n in rs)
+over, end = 0, 0
+for off, n in rs:
+    lo = max(off, 4096)
+    if end > lo:
+        over += min(end, off + n) - lo
+    end = max(end, off + n)
+print(total, over)
+PY
+}
+
+# epoch MNT: read every file once, 16 at a time, then compare them all.
+epoch() {
+    ( cd "$1" && find . -type f -print0 | xargs -0 -P 16 -n 4 cat >/dev/null ) ||
+        fail "readers saw errors"
+    ( cd "$T/src" && find . -type f | sort ) | while read -r f; do
+        cmp -s "$T/src/$f" "$1/$f" || echo "$f"
+    done >"$T/wrong"
+    [ ! -s "$T/wrong" ] || fail "wrong bytes in $(head -3 "$T/wrong")"
+}
+
+note "16 readers during staging: each byte read from storage once"
+start_store 2000 # 2 ms a read: staging takes a while, readers race it
+sqc_mount "$T/store/image" "$T/m" -o "log=$T/d1.log"
+"$TOOLS/stress" "$T/m" "$T/manifest" 16 2 69 >"$T/stress.out" 2>&1 ||
+    { cat "$T/stress.out"; fail "readers saw errors"; }
+epoch "$T/m"
+"$MOUNTCTL" wait "$T/m" >/dev/null
+set -- $(reads_check "$T/reads.log")
+note "read $1 bytes from storage for an image of $size; $2 read twice"
+[ "$2" -eq 0 ] || fail "$2 bytes of the image were read from storage twice"
+[ "$1" -le $((size + size / 50)) ] || fail "read $1 bytes for an image of $size"
+[ "$(stat_of "$T/m" staged_bytes)" -eq "$(stat_of "$T/m" image_bytes)" ] || fail "not all staged"
+st=$(stat_of "$T/m" image_io.stager_bytes)
+dm=$(stat_of "$T/m" image_io.demand_bytes)
+ra=$(stat_of "$T/m" image_io.readahead_bytes)
+[ $((st + dm + ra)) -eq "$(stat_of "$T/m" image_io.read_bytes)" ] ||
+    fail "per-reader bytes $st + $dm + $ra do not add up"
+[ $((st + dm + ra)) -le "$1" ] || fail "the daemon counts more than faultfs served"
+[ "$(stat_of "$T/m" stage.streams)" -ge 2 ] || fail "one stager stream only"
+note "stager $st, readers $dm, readahead $ra bytes; at most $(stat_of "$T/m" stage.inflight_max) stager reads at once"
+
+note "second epoch after staging: nothing from storage"
+: >"$T/reads.log"
+echo 3 >/proc/sys/vm/drop_caches
+epoch "$T/m"
+[ ! -s "$T/reads.log" ] || fail "the second epoch read $(reads_check "$T/reads.log") from storage"
+sqc_umount "$T/m"
+stop_store
+
+note "slow storage (20 ms a read): a reader is served before staging ends"
+start_store 20000
+sqc_mount "$T/store/image" "$T/m" -o "log=$T/d2.log"
+last=$(cd "$T/src" && find . -type f | sort | tail -n 1)
+cmp "$T/src/$last" "$T/m/$last" || fail "wrong bytes under slow storage"
+state=$(stat_of "$T/m" stage.state)
+staged=$(stat_of "$T/m" staged_bytes)
+note "after one file: staging $state, $staged of $size bytes staged"
+[ "$state" != done ] || fail "staging ended before one file could be read"
+"$MOUNTCTL" wait "$T/m" >/dev/null
+set -- $(reads_check "$T/reads.log")
+[ "$2" -eq 0 ] || fail "slow storage: $2 bytes read twice"
+sqc_umount "$T/m"
+stop_store
+
+note "ram= half the image: staging stops at the budget; epoch 2 reads the rest"
+start_store
+half=$((size / 2))
+sqc_mount "$T/store/image" "$T/m" -o "ram=$half,log=$T/d3.log"
+"$MOUNTCTL" wait "$T/m" >/dev/null
+staged=$(stat_of "$T/m" staged_bytes)
+[ "$staged" -le "$half" ] || fail "staged $staged bytes over a budget of $half"
+[ "$staged" -ge $((half - 2 * 1048576)) ] || fail "staged only $staged of a budget of $half"
+epoch "$T/m"
+: >"$T/reads.log"
+echo 3 >/proc/sys/vm/drop_caches
+epoch "$T/m"
+set -- $(reads_check "$T/reads.log")
+rest=$((size - staged))
+note "epoch 2 read $1 bytes from storage ($2 of them twice); $rest are not staged; daemon: $(stat_of "$T/m" image_io)"
+[ "$1" -le $((rest + rest / 50)) ] || fail "epoch 2 read $1 bytes, more than the $rest not staged"
+[ "$(stat_of "$T/m" staged_bytes)" -eq "$staged" ] || fail "staged bytes changed after the budget was reached"
+sqc_umount "$T/m"
+stop_store
+
+note "storage failing half-way: staging stops, EIO only there"
+start_store
+fail_at=$((size / 2))
+echo "$fail_at 65536" >"$T/failfile"
+sqc_mount "$T/store/image" "$T/m" -o "log=$T/d4.log"
+"$MOUNTCTL" wait "$T/m" >/dev/null || true
+err=$(stat_of "$T/m" stage.error)
+[ "$err" != None ] || fail "staging did not stop on a read error"
+grep -q "staging of .* stopped" "$T/d4.log" || fail "no logged reason for the stop"
+[ "$(grep -c "staging of .* stopped" "$T/d4.log")" -eq 1 ] || fail "the stop was logged more than once"
+( cd "$T/src" && find . -type f | sort ) | while read -r f; do
+    if cat "$T/m/$f" >"$T/one" 2>"$T/one.err"; then
+        cmp -s "$T/src/$f" "$T/one" && echo ok || echo "WRONG $f"
+    else
+        grep -q "Input/output error" "$T/one.err" && echo EIO || echo "OTHER $f"
+    fi
+done >"$T/results"
+grep -qE '^(WRONG|OTHER)' "$T/results" && fail "$(grep -E '^(WRONG|OTHER)' "$T/results" | head -3)"
+n_eio=$(grep -c '^EIO' "$T/results" || true)
+n_ok=$(grep -c '^ok' "$T/results" || true)
+note "staging stopped ($err); $n_ok files read, $n_eio failed with EIO"
+[ "$n_eio" -gt 0 ] || fail "no EIO from the failing range"
+[ "$n_eio" -le 3 ] || fail "$n_eio files failed for 64 KiB of failing storage"
+stat "$T/m/d0" >/dev/null || fail "the daemon stopped serving"
+: >"$T/failfile"
+sqc_umount "$T/m"
+stop_store
