@@ -795,23 +795,29 @@ class Bench:
 
     def slow(self):
         sc = self.cfg["slow"]
-        out = self.res["slow"]
-        out["params"] = {k: sc[k] for k in ("latency_ms", "meta_latency_ms",
-                                            "bw", "blksize", "threads")}
-        pfs = os.path.join(self.cfg["scratch"], "pfs")
-        os.makedirs(pfs, exist_ok=True)
-        opts = "latency_ms=%s,meta_latency_ms=%s,bw=%s,blksize=%s,threads=%s" \
-            % (sc["latency_ms"], sc["meta_latency_ms"], sc["bw"],
-               sc["blksize"], sc["threads"])
-        cmd = [os.path.join(self.cfg["build"], "bench", "slowfs"), "-o", opts,
-               self.cfg["store"], pfs]
-        out["command"] = " ".join(cmd)
-        run(cmd, timeout=60)
-        self.reg.add(pfs, find_daemon("slowfs", pfs))
-        try:
-            self._slow_runs(pfs)
-        finally:
-            run(["fusermount3", "-u", pfs], check=False)
+        self.res["slow_profiles"] = []
+        for prof in sc["profiles"]:
+            out = {"profile": prof["name"], "runs": []}
+            self.res["slow_profiles"].append(out)
+            out["params"] = dict(prof, blksize=sc["blksize"],
+                                 threads=sc["threads"])
+            pfs = os.path.join(self.cfg["scratch"], "pfs")
+            os.makedirs(pfs, exist_ok=True)
+            opts = ("latency_ms=%s,meta_latency_ms=%s,bw=%s,blksize=%s,"
+                    "threads=%s,stripes=%s,stripe_size=%s" % (
+                        prof["latency_ms"], prof["meta_latency_ms"],
+                        prof["bw"], sc["blksize"], sc["threads"],
+                        prof["stripes"], prof["stripe_size"]))
+            cmd = [os.path.join(self.cfg["build"], "bench", "slowfs"), "-o",
+                   opts, self.cfg["store"], pfs]
+            out["command"] = " ".join(cmd)
+            log("slow storage profile %s: %s" % (prof["name"], opts))
+            run(cmd, timeout=60)
+            self.reg.add(pfs, find_daemon("slowfs", pfs))
+            try:
+                self._slow_runs(pfs, out)
+            finally:
+                run(["fusermount3", "-u", pfs], check=False)
 
     def _pfs_stats(self, pfs):
         try:
@@ -820,9 +826,26 @@ class Bench:
         except (OSError, ValueError):
             return {}
 
-    def _slow_runs(self, pfs):
+    def _aggregate(self, pfs, big, streams=8):
+        """Aggregate bandwidth of the storage: several 1 MiB streams at
+        once over distinct parts of one file, as a striped reader does."""
+        mib = max(1, min(64, os.path.getsize(big) // streams // 1048576))
+        s0 = self._pfs_stats(pfs)
+        t0 = time.monotonic()
+        procs = [subprocess.Popen(
+            ["dd", "if=" + big, "of=/dev/null", "bs=1M", "count=%d" % mib,
+             "skip=%d" % (i * mib)], stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL) for i in range(streams)]
+        for p in procs:
+            p.wait()
+        secs = time.monotonic() - t0
+        nbytes = self._pfs_stats(pfs).get("read_bytes", 0) - \
+            s0.get("read_bytes", 0)
+        return {"streams": streams, "seconds": secs, "bytes": nbytes,
+                "mb_per_s": nbytes / secs / 1e6}
+
+    def _slow_runs(self, pfs, out):
         sc = self.cfg["slow"]
-        out = self.res["slow"]
         # calibration: one sequential stream, and one 4 MiB pread at a time
         big = os.path.join(pfs, os.path.basename(
             self.cfg["datasets"]["images"]["image"]))
@@ -838,8 +861,14 @@ class Bench:
             cal["dd_bs_" + bs] = {"seconds": secs, "bytes": nbytes,
                                   "mb_per_s": nbytes / secs / 1e6}
         out["calibration"] = cal
+        out["aggregate"] = self._aggregate(pfs, big)
+        out["image_bytes"] = {
+            n: os.path.getsize(d["image"]) for n, d in
+            self.cfg["datasets"].items() if os.path.exists(d["image"])}
         log("slowfs calibration: " + ", ".join(
-            "%s %.0f MB/s" % (k, v["mb_per_s"]) for k, v in cal.items()))
+            "%s %.0f MB/s" % (k, v["mb_per_s"]) for k, v in cal.items()) +
+            ", %d streams %.0f MB/s" % (out["aggregate"]["streams"],
+                                        out["aggregate"]["mb_per_s"]))
         runs = out.setdefault("runs", [])
         names = [c for c in sc["contenders"]
                  if c not in self.skipped_slow()]
@@ -851,13 +880,15 @@ class Bench:
                 k = rep % len(names)
                 for name in names[k:] + names[:k]:
                     rec = self.slow_one(pfs, name, rd, ds, rep)
+                    rec["profile"] = out["profile"]
                     runs.append(rec)
                     self.checkpoint()
                     if "total_s" in rec:
                         log("slow rep %d %s %s %-16s total %.2f s (%s)" % (
                             rep, rd["id"], ds["name"], name, rec["total_s"],
                             ", ".join("%s %.2f" % (k2, rec[k2]) for k2 in
-                                      ("prep_s", "mount_s", "epoch_s")
+                                      ("prep_s", "mount_s", "epoch_s",
+                                       "epoch2_s")
                                       if rec.get(k2) is not None)))
                     else:
                         log("slow rep %d %s %s %s: %s" % (
@@ -869,6 +900,10 @@ class Bench:
         if "squashfuse_ll" in self.skipped:
             s["cp_squashfuse_ll"] = self.skipped["squashfuse_ll"]
             s["direct_squashfuse_ll"] = self.skipped["squashfuse_ll"]
+        if not os.path.exists(os.path.join(self.cfg["base_build"],
+                                           "squashcached")):
+            s["sqc_stage_base"] = "no daemon in BASE_BUILD=%s" % \
+                self.cfg["base_build"]
         if "squashcached" in self.skipped:
             s["sqc_stage"] = s["sqc_demand"] = self.skipped["squashcached"]
             s["sqc_stage_no_uring"] = self.skipped["squashcached"]
@@ -891,12 +926,18 @@ class Bench:
         os.makedirs(local)
         drop_caches()
         s0 = self._pfs_stats(pfs)
+        s_mid = None
         drops0 = drops()
         t_start = time.monotonic()
         try:
             prep = 0.0
-            if name in ("sqc_stage", "sqc_demand", "sqc_stage_no_uring"):
-                c = Squashcached(self.cfg, self.reg)
+            if name in ("sqc_stage", "sqc_demand", "sqc_stage_no_uring",
+                        "sqc_stage_base"):
+                # sqc_stage_base: the daemon built from another commit
+                # (BASE_BUILD), for a before/after in one run
+                c = Squashcached(dict(self.cfg, build=self.cfg["base_build"])
+                                 if name == "sqc_stage_base" else self.cfg,
+                                 self.reg)
                 extra = "stage=full" if name != "sqc_demand" else "stage=none"
                 if name == "sqc_stage_no_uring":
                     extra += ",no_uring"
@@ -930,31 +971,42 @@ class Bench:
             if c:
                 c.after_mount()
             guard = c or Tmpfs(self.cfg, self.reg)
-            with Watchdog(guard, sc["timeout"]) as wd:
-                t0 = time.monotonic()
-                if rd["kind"] == "cread":
-                    r = pass_preader(self.cfg, root, ds, rd["threads"],
-                                     self.cfg["seed"] + rep)
-                else:
-                    paths = [os.path.join(root, p) for p in
-                             shuffled(self.lists[ds["name"]],
-                                      self.cfg["seed"] + rep)]
-                    r = pass_dl(self.loaders, rd["mode"], rd["workers"],
-                                paths)
-                rec["epoch_s"] = time.monotonic() - t0
-            if wd.fired:
-                raise RuntimeError("epoch aborted after %d s" % sc["timeout"])
-            if r.get("errors"):
-                raise RuntimeError("%d files failed" % r["errors"])
+
+            def epoch(seed):
+                with Watchdog(guard, sc["timeout"]) as wd:
+                    t0 = time.monotonic()
+                    if rd["kind"] == "cread":
+                        r = pass_preader(self.cfg, root, ds, rd["threads"],
+                                         seed)
+                    else:
+                        paths = [os.path.join(root, p) for p in
+                                 shuffled(self.lists[ds["name"]], seed)]
+                        r = pass_dl(self.loaders, rd["mode"], rd["workers"],
+                                    paths)
+                    secs = time.monotonic() - t0
+                if wd.fired:
+                    raise RuntimeError("epoch aborted after %d s" %
+                                       sc["timeout"])
+                if r.get("errors"):
+                    raise RuntimeError("%d files failed" % r["errors"])
+                return r, secs
+
+            r, rec["epoch_s"] = epoch(self.cfg["seed"] + rep)
             rec["total_s"] = time.monotonic() - t_start
-            rec["files"] = r.get("files")
-            rec["bytes"] = r.get("bytes")
-            rec["prep_s"] = prep
+            s_mid = self._pfs_stats(pfs)
             if isinstance(c, Squashcached):
                 st = c.stats()
                 if st:
                     rec["sqc"] = {k: st.get(k) for k in
                                   ("stage", "fuse", "image_io", "process")}
+            # The second epoch: another order, the page cache dropped, so
+            # that what it reads from storage is what the contender lost.
+            drop_caches()
+            _, rec["epoch2_s"] = epoch(self.cfg["seed"] + rep + 1000)
+            rec["pfs2"] = numeric_delta(self._pfs_stats(pfs), s_mid)
+            rec["files"] = r.get("files")
+            rec["bytes"] = r.get("bytes")
+            rec["prep_s"] = prep
             if c and c.pid:
                 rec["daemon"] = c.daemon_sample()
         except Exception as e:  # noqa: BLE001 - recorded
@@ -963,7 +1015,8 @@ class Bench:
             if c:
                 c.umount()
             s1 = self._pfs_stats(pfs)
-            rec["pfs"] = numeric_delta(s1, s0)
+            # first epoch (with its copy or untar) only, when it ended
+            rec["pfs"] = numeric_delta(s_mid if s_mid else s1, s0)
             rec["foreign_drops"] = drops() - drops0
             run(["rm", "-rf", local], check=False)
         return rec
@@ -1082,15 +1135,34 @@ def config_from_env():
         {"id": "cread_t16", "kind": "cread", "threads": 16, "set": "images"},
         {"id": "dl_raw_w4", "kind": "dl", "mode": "raw", "workers": 4,
          "set": "images"},
+        {"id": "dl_raw_w8", "kind": "dl", "mode": "raw", "workers": 8,
+         "set": "images"},
         {"id": "cread_t16", "kind": "cread", "threads": 16, "set": "small"},
     ]
-    only_slow = env("SLOW_READERS", "all")
+    only_slow = env("SLOW_READERS", "cread_t16/images,dl_raw_w4/images,"
+                    "dl_raw_w8/images")
     if only_slow != "all":
         keep = set(only_slow.split(","))
         slow_readers = [m for m in slow_readers
                         if "%s/%s" % (m["id"], m["set"]) in keep]
     slow_cont = env("SLOW_CONTENDERS", "sqc_stage,sqc_demand,"
-                    "cp_squashfuse_ll,cp_kernel,untar_tmpfs")
+                    "cp_squashfuse_ll,untar_tmpfs")
+    # Storage profiles: a parallel file system as one link (the first
+    # takes SLOW_LATENCY_MS and SLOW_BW), one with more latency and less
+    # bandwidth, and one striped over 4 servers with a queue each.
+    profiles = {
+        "pfs": {"latency_ms": env("SLOW_LATENCY_MS", "1"),
+                "meta_latency_ms": env("SLOW_META_LATENCY_MS", "1"),
+                "bw": env("SLOW_BW", "500M"), "stripes": 1,
+                "stripe_size": "1M"},
+        "pfs_slow": {"latency_ms": "5", "meta_latency_ms": "5",
+                     "bw": "200M", "stripes": 1, "stripe_size": "1M"},
+        "striped": {"latency_ms": "1", "meta_latency_ms": "1",
+                    "bw": "500M", "stripes": 4, "stripe_size": "1M"},
+    }
+    slow_profiles = [dict(profiles[n], name=n) for n in
+                     env("SLOW_PROFILES", "pfs,pfs_slow,striped").split(",")
+                     if n in profiles]
     return {
         "build": env("BUILD", "build"),
         "scratch": os.environ["SCRATCH"],
@@ -1109,6 +1181,7 @@ def config_from_env():
         "tar_blocking": env("TAR_BLOCKING", 2048),
         "warm_tries": env("WARM_TRIES", 3),
         "sqc_opts": env("SQC_OPTS", ""),
+        "base_build": os.path.abspath(env("BASE_BUILD", "build-base")),
         "first_drop": "before_mount",
         "warmup_file": os.environ["WARMUP_FILE"],
         "slow": {
@@ -1121,6 +1194,7 @@ def config_from_env():
             "timeout": env("SLOW_TIMEOUT", 900),
             "readers": slow_readers,
             "contenders": slow_cont.split(","),
+            "profiles": slow_profiles,
         },
     }
 

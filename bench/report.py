@@ -17,6 +17,7 @@ MEASURE_NAMES = {
     "imagefolder": "ImageFolder construction",
     "dl_raw_w2": "DataLoader raw bytes, 2 workers",
     "dl_raw_w4": "DataLoader raw bytes, 4 workers",
+    "dl_raw_w8": "DataLoader raw bytes, 8 workers",
     "train_w4": "ImageFolder, then DataLoader raw bytes, 4 workers",
     "dl_pil_w2": "DataLoader PIL+RandomResizedCrop, 2 workers",
     "dl_pil_w4": "DataLoader PIL+RandomResizedCrop, 4 workers",
@@ -28,6 +29,8 @@ MEASURE_NAMES = {
 SLOW_NAMES = {
     "sqc_stage": "squashcached on the PFS image (staging)",
     "sqc_demand": "squashcached on the PFS image, stage=none",
+    "sqc_stage_base": "squashcached before this change (BASE_BUILD), "
+                      "staging",
     "sqc_stage_no_uring": "squashcached on the PFS image (staging), "
                           "-o no_uring",
     "cp_squashfuse_ll": "cp image to /dev/shm + squashfuse_ll",
@@ -292,7 +295,7 @@ class Report:
             mi.get("drop_pagecache_start", 0)
         ours = len([p for p in passes if p["phase"] in ("first", "cold")]) \
             + 2 * len(self.reps) + len(self.r.get("mount_first_byte", [])) \
-            + len((self.r.get("slow") or {}).get("runs", []))
+            + 2 * sum(len(p["runs"]) for p in self.slow_profiles())
         dist = [p for p in passes if p.get("foreign_drops")]
         retried = [p for p in passes if p["phase"] == "warm-disturbed"]
         left = [p for p in passes if p["phase"] == "warm" and
@@ -459,33 +462,60 @@ class Report:
                      ["data hit%", "decompressions"], rows))
         self.w()
 
-    def slow_table(self):
+    def slow_profiles(self):
+        """The slow-storage profiles measured (older results: one)."""
+        if self.r.get("slow_profiles"):
+            return [p for p in self.r["slow_profiles"] if p.get("runs")]
         sl = self.r.get("slow") or {}
-        if not sl.get("runs"):
+        return [dict(sl, profile="pfs")] if sl.get("runs") else []
+
+    @staticmethod
+    def slow_limit(p, dset):
+        """Storage limit: image bytes / measured aggregate bandwidth."""
+        agg = (p.get("aggregate") or {}).get("mb_per_s")
+        size = (p.get("image_bytes") or {}).get(dset)
+        return size / (agg * 1e6) if agg and size else None
+
+    def slow_table(self):
+        profs = self.slow_profiles()
+        if not profs:
             if not self.cfg["slow"]["enabled"]:
                 self.w("## Slow storage\n\nNot run (SLOW=0).\n")
             return
-        p = sl["params"]
-        self.w("## Slow storage: first epoch from a parallel-file-system "
-               "stand-in")
+        self.w("## Slow storage: first and second epoch from a "
+               "parallel-file-system stand-in")
         self.w()
         self.w("The images and tars sit behind `bench/slowfs` (a FUSE "
-               "passthrough with direct_io: %s ms per read request, %s ms per "
-               "metadata request, %s B/s shared bandwidth, st_blksize %s, %s "
-               "threads): `%s`.  Measured single-stream reads through it: %s."
-               % (p["latency_ms"], p["meta_latency_ms"], p["bw"],
-                  p["blksize"], p["threads"], sl.get("command"),
-                  ", ".join("dd %s %.0f MB/s" % (k.replace("dd_bs_", "bs="),
-                                                 v["mb_per_s"])
-                            for k, v in (sl.get("calibration") or
-                                         {}).items())))
-        self.w()
-        self.w("Each contender starts from nothing local (page cache "
+               "passthrough with direct_io), once per storage profile.  "
+               "Each contender starts from nothing local (page cache "
                "dropped) and is timed until one shuffled epoch is done: "
-               "total = copy or untar + mount + epoch.  Median [min–max] "
-               "seconds over %d repetitions; *vs* = this total / "
-               "squashcached's (staging) total, per repetition." %
-               self.cfg["slow_reps"])
+               "total = copy or untar + mount + epoch.  Then the page cache "
+               "is dropped and a second epoch (another order) runs.  "
+               "Median [min–max] over %d repetitions; *vs* = this total / "
+               "squashcached's (staging) total, per repetition; bytes read "
+               "from storage are slowfs's own count, as a multiple of the "
+               "image (or tar) size.  **Storage limit** = image bytes / the "
+               "aggregate bandwidth measured with 8 parallel 1 MiB streams."
+               % self.cfg["slow_reps"])
+        self.w()
+        for p in profs:
+            self.slow_profile(p)
+
+    def slow_profile(self, sl):
+        p = sl["params"]
+        self.w("### Profile `%s`: %s ms a request, %s B/s%s" % (
+            sl["profile"], p["latency_ms"], p["bw"],
+            (", %s servers, %s stripes" % (p["stripes"], p["stripe_size"])
+             if int(p.get("stripes") or 1) > 1 else ", one link")))
+        self.w()
+        agg = sl.get("aggregate") or {}
+        self.w("`%s`.  Measured single-stream reads: %s; %s parallel "
+               "streams: %.0f MB/s." % (
+                   sl.get("command"),
+                   ", ".join("dd %s %.0f MB/s" % (
+                       k.replace("dd_bs_", "bs="), v["mb_per_s"])
+                       for k, v in (sl.get("calibration") or {}).items()),
+                   agg.get("streams", "–"), agg.get("mb_per_s", 0)))
         self.w()
         for k, v in (sl.get("skipped") or {}).items():
             self.w("**%s did not run**: %s." % (k, v))
@@ -495,7 +525,10 @@ class Report:
             if k not in readers:
                 readers.append(k)
         for rd, s in readers:
-            self.w("**%s, %s set**" % (MEASURE_NAMES.get(rd, rd), s))
+            lim = self.slow_limit(sl, s)
+            size = (sl.get("image_bytes") or {}).get(s)
+            self.w("**%s, %s set** (storage limit %s s)" % (
+                MEASURE_NAMES.get(rd, rd), s, fmt(lim)))
             self.w()
             rows = []
             names = []
@@ -521,6 +554,14 @@ class Report:
                     stage = "%s, %.0f%% staged at epoch end" % (
                         st[-1].get("state"), med([y.get("percent", 0)
                                                   for y in st]))
+
+                def rd_bytes(key):
+                    v = med([x.get(key, {}).get("read_bytes", 0)
+                             for x in ok])
+                    if v is None:
+                        return "–"
+                    return "%s (%.2f×)" % (mb(v), v / size) if size \
+                        else mb(v)
                 rows.append([
                     SLOW_NAMES.get(n, n),
                     mrange([x["total_s"] for x in ok]) +
@@ -530,11 +571,14 @@ class Report:
                     mrange([x["mount_s"] for x in ok
                             if x.get("mount_s") is not None], 3),
                     mrange([x["epoch_s"] for x in ok]),
-                    mb(med([x["pfs"].get("read_bytes", 0) for x in ok]))
-                    if ok else "–",
+                    rd_bytes("pfs"),
+                    mrange([x["epoch2_s"] for x in ok
+                            if x.get("epoch2_s") is not None]),
+                    rd_bytes("pfs2"),
                     fmt(med(vs)) if vs else "–", stage])
             self.w(table(["contender", "total s", "copy/untar s", "mount s",
-                          "epoch s", "read from PFS", "vs squashcached",
+                          "epoch s", "read from storage", "epoch 2 s",
+                          "epoch 2 from storage", "vs squashcached",
                           "staging"], rows))
             self.w()
 
@@ -596,23 +640,46 @@ class Report:
             chk("daemon RSS <= budgets + 100 B/file (worst pass: %s, %s)"
                 % (worst[2], worst[3]), "%.0f MB" % (worst[0] / 1e6),
                 "<= %.0f MB" % (worst[1] / 1e6), worst[0] <= worst[1])
-        sl = self.r.get("slow") or {}
-        for rd, s in sorted({(x["reader"], x["set"])
-                             for x in sl.get("runs", [])}):
-            def tot(n):
-                v = [x["total_s"] for x in sl["runs"] if
-                     (x["reader"], x["set"], x["contender"]) == (rd, s, n)
-                     and "total_s" in x]
-                return med(v) if v else None
-            a = tot("sqc_stage")
-            for other in ("cp_squashfuse_ll", "cp_kernel", "untar_tmpfs"):
-                b = tot(other)
-                if a is None and b is None:
-                    continue
-                chk("slow storage, %s, %s: first epoch vs %s" % (
-                    MEASURE_NAMES.get(rd, rd), s, SLOW_NAMES[other]),
-                    "%s s vs %s s" % (fmt(a), fmt(b)), "sooner",
-                    None if a is None or b is None else a < b)
+        for sl in self.slow_profiles():
+            pn = sl["profile"]
+            for rd, s in sorted({(x["reader"], x["set"])
+                                 for x in sl["runs"]}):
+                def runs(n, sl=sl, rd=rd, s=s):
+                    return [x for x in sl["runs"] if
+                            (x["reader"], x["set"], x["contender"]) ==
+                            (rd, s, n) and "total_s" in x]
+
+                def tot(n):
+                    v = [x["total_s"] for x in runs(n)]
+                    return med(v) if v else None
+                a = tot("sqc_stage")
+                lim = self.slow_limit(sl, s)
+                size = (sl.get("image_bytes") or {}).get(s)
+                name = "%s, %s, %s" % (pn, MEASURE_NAMES.get(rd, rd), s)
+                if a is not None and lim:
+                    chk("slow storage %s: first epoch vs storage limit" %
+                        name, "%s s vs %s s (%.2f×)" % (
+                            fmt(a), fmt(lim), a / lim), "<= 1.10×",
+                        a <= 1.10 * lim)
+                byt = [x["pfs"].get("read_bytes", 0)
+                       for x in runs("sqc_stage")]
+                if byt and size:
+                    chk("slow storage %s: bytes read from storage, first "
+                        "epoch" % name, "%.3f× image" % (med(byt) / size),
+                        "<= 1.02×", max(byt) <= 1.02 * size)
+                b2 = [x.get("pfs2", {}).get("read_bytes", 0)
+                      for x in runs("sqc_stage") if "pfs2" in x]
+                if b2:
+                    chk("slow storage %s: bytes read from storage, second "
+                        "epoch" % name, mb(max(b2)), "0", max(b2) == 0)
+                for other in ("cp_squashfuse_ll", "cp_kernel",
+                              "untar_tmpfs"):
+                    b = tot(other)
+                    if a is None or b is None:
+                        continue
+                    chk("slow storage %s: first epoch vs %s" % (
+                        name, SLOW_NAMES[other]),
+                        "%s s vs %s s" % (fmt(a), fmt(b)), "sooner", a < b)
         self.w(table(["target", "measured", "goal", ""], rows))
         self.w()
 

@@ -15,6 +15,11 @@
  *                      K/M/G = 2^10/2^20/2^30 (default 500M; 0 = no cap)
  *   blksize=SIZE       st_blksize reported for files (default 4M, like a
  *                      Lustre stripe); cp sizes its reads by it
+ *   stripes=N          N storage servers, each with its own queue,
+ *                      latency_ms and bw / N of bandwidth; a file is laid
+ *                      over them round robin in stripe_size pieces, as
+ *                      Lustre stripes a file over OSTs (default 1: one link)
+ *   stripe_size=SIZE   bytes per stripe (default 1M, Lustre's default)
  *   threads=N          FUSE worker threads = requests in flight (default 64)
  *   cached             let the kernel keep file data in the page cache
  *                      (default: direct_io, so the page cache cannot hide
@@ -25,6 +30,9 @@
  *	start = max(link_free, t + latency);  link_free = start + n / bw
  * and replied at link_free: a lone request costs latency + n / bw, many
  * requests in flight overlap their latencies and queue on the bandwidth.
+ * With stripes=N each server has its own link_free: a read is split at
+ * stripe boundaries, each piece queues on its server's link, and the read
+ * is replied once its last piece is done.
  * With direct_io the kernel sends each read() to us as is (split at
  * max_pages, 1 MiB here), so a reader's request size decides how much
  * latency it pays per byte: as on a real PFS client without readahead.
@@ -55,6 +63,7 @@
 #define STATS_NAME ".slowfs-stats"
 #define STATS_SIZE 4096 /* st_size of the stats file; replies are shorter */
 #define TIMEOUT 86400.0 /* entry and attribute timeout: nothing changes */
+#define MAX_STRIPES 64
 
 struct sf_file {
 	char *name; /* name in BACKING_DIR */
@@ -70,8 +79,10 @@ struct sf {
 	double bw; /* bytes per second, 0 = unlimited */
 	uint64_t blksize; /* st_blksize reported */
 	bool cached; /* no direct_io */
+	unsigned int stripes; /* servers; 1 = one shared link */
+	uint64_t stripe_size; /* bytes per stripe */
 	pthread_mutex_t link_lock; /* protects link_free */
-	double link_free; /* when the shared link is idle again */
+	double link_free[MAX_STRIPES]; /* when each server is idle again */
 	atomic_uint_fast64_t reads; /* read requests */
 	atomic_uint_fast64_t read_bytes; /* bytes replied */
 	atomic_uint_fast64_t meta_ops; /* lookup, getattr, open, readdir */
@@ -103,17 +114,35 @@ static void sleep_until(double when)
 		;
 }
 
-/* Delay the calling request as the model says; n = bytes transferred. */
-static void delay(double latency, uint64_t n)
+/* Delay the calling request as the model says: @n bytes at @off. */
+static void delay(double latency, uint64_t off, uint64_t n)
 {
-	double t = now(), done = t + latency;
+	double t = now(), done = t + latency, bw = sf.bw / sf.stripes;
 
 	if (n && sf.bw > 0) {
 		pthread_mutex_lock(&sf.link_lock);
-		if (sf.link_free < done)
-			sf.link_free = done;
-		sf.link_free += (double)n / sf.bw;
-		done = sf.link_free;
+		while (n) {
+			/* The piece of this read on one server. */
+			uint64_t in =
+				sf.stripes > 1 ?
+					sf.stripe_size - off % sf.stripe_size :
+					n;
+			unsigned int s =
+				sf.stripes > 1 ?
+					(unsigned int)(off / sf.stripe_size %
+						       sf.stripes) :
+					0;
+			double *free_at = &sf.link_free[s];
+
+			in = in < n ? in : n;
+			if (*free_at < t + latency)
+				*free_at = t + latency;
+			*free_at += (double)in / bw;
+			if (*free_at > done)
+				done = *free_at;
+			off += in;
+			n -= in;
+		}
 		pthread_mutex_unlock(&sf.link_lock);
 	}
 	sleep_until(done);
@@ -173,7 +202,7 @@ static void sf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	for (size_t i = 0; !ino && i < sf.nfiles; i++)
 		if (!strcmp(sf.files[i].name, name))
 			ino = FIRST_INO + i;
-	delay(sf.meta_latency, 0);
+	delay(sf.meta_latency, 0, 0);
 	if (!ino)
 		return (void)fuse_reply_err(req, ENOENT);
 	memset(&e, 0, sizeof(e));
@@ -192,7 +221,7 @@ static void sf_getattr(fuse_req_t req, fuse_ino_t ino,
 
 	(void)fi;
 	atomic_fetch_add(&sf.meta_ops, 1);
-	delay(sf.meta_latency, 0);
+	delay(sf.meta_latency, 0, 0);
 	if (err)
 		return (void)fuse_reply_err(req, -err);
 	fuse_reply_attr(req, &st, TIMEOUT);
@@ -207,7 +236,7 @@ static void sf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return (void)fuse_reply_err(req, ino == FUSE_ROOT_ID ? EISDIR :
 								       ENOENT);
 	if (ino != STATS_INO)
-		delay(sf.meta_latency, 0);
+		delay(sf.meta_latency, 0, 0);
 	fi->direct_io = ino == STATS_INO || !sf.cached;
 	fi->keep_cache = sf.cached;
 	fuse_reply_open(req, fi);
@@ -242,6 +271,7 @@ static void stats_read(fuse_req_t req, size_t size, off_t off)
 		"{\"reads\":%llu,\"read_bytes\":%llu,\"meta_ops\":%llu,"
 		"\"wait_s\":%.3f,\"max_inflight\":%u,\"latency_ms\":%.3f,"
 		"\"meta_latency_ms\":%.3f,\"bw\":%.0f,\"blksize\":%llu,"
+		"\"stripes\":%u,\"stripe_size\":%llu,"
 		"\"direct_io\":%s}\n",
 		(unsigned long long)atomic_load(&sf.reads),
 		(unsigned long long)atomic_load(&sf.read_bytes),
@@ -249,6 +279,7 @@ static void stats_read(fuse_req_t req, size_t size, off_t off)
 		(double)atomic_load(&sf.wait_us) / 1e6,
 		atomic_load(&sf.max_inflight), sf.latency * 1e3,
 		sf.meta_latency * 1e3, sf.bw, (unsigned long long)sf.blksize,
+		sf.stripes, (unsigned long long)sf.stripe_size,
 		sf.cached ? "false" : "true");
 
 	if (n < 0 || off >= n)
@@ -286,7 +317,7 @@ static void sf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		atomic_fetch_sub(&sf.inflight, 1);
 		return (void)fuse_reply_err(req, err);
 	}
-	delay(sf.latency, (uint64_t)n);
+	delay(sf.latency, (uint64_t)off, (uint64_t)n);
 	atomic_fetch_add(&sf.reads, 1);
 	atomic_fetch_add(&sf.read_bytes, (uint64_t)n);
 	atomic_fetch_sub(&sf.inflight, 1);
@@ -303,7 +334,7 @@ static void sf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (ino != FUSE_ROOT_ID)
 		return (void)fuse_reply_err(req, ENOTDIR);
 	atomic_fetch_add(&sf.meta_ops, 1);
-	delay(sf.meta_latency, 0);
+	delay(sf.meta_latency, 0, 0);
 	buf = malloc(size);
 	if (!buf)
 		return (void)fuse_reply_err(req, ENOMEM);
@@ -410,6 +441,13 @@ static int parse_opts(char *list, unsigned int *threads, bool *allow_other)
 		else if (val && !strcmp(opt, "blksize") &&
 			 !parse_size(val, &v) && v)
 			sf.blksize = v;
+		else if (val && !strcmp(opt, "stripes") &&
+			 strtoul(val, NULL, 10) >= 1 &&
+			 strtoul(val, NULL, 10) <= MAX_STRIPES)
+			sf.stripes = (unsigned int)strtoul(val, NULL, 10);
+		else if (val && !strcmp(opt, "stripe_size") &&
+			 !parse_size(val, &v) && v)
+			sf.stripe_size = v;
 		else if (val && !strcmp(opt, "threads"))
 			*threads = (unsigned int)strtoul(val, NULL, 10);
 		else if (!val && !strcmp(opt, "cached"))
@@ -475,6 +513,8 @@ int main(int argc, char **argv)
 	sf.latency = 1e-3;
 	sf.meta_latency = -1;
 	sf.bw = 500.0 * 1048576.0;
+	sf.stripes = 1;
+	sf.stripe_size = 1048576;
 	sf.blksize = 4u << 20;
 	while ((opt = getopt(argc, argv, "fo:h")) != -1) {
 		switch (opt) {
@@ -487,7 +527,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr,
-				"usage: slowfs [-f] [-o latency_ms=F,meta_latency_ms=F,bw=SIZE,blksize=SIZE,threads=N,cached,allow_other] BACKING_DIR MOUNTPOINT\n");
+				"usage: slowfs [-f] [-o latency_ms=F,meta_latency_ms=F,bw=SIZE,blksize=SIZE,stripes=N,stripe_size=SIZE,threads=N,cached,allow_other] BACKING_DIR MOUNTPOINT\n");
 			return 2;
 		}
 	}
