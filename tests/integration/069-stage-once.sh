@@ -90,6 +90,7 @@ sqc_mount "$T/store/image" "$T/m" -o "log=$T/d1.log"
     { cat "$T/stress.out"; fail "readers saw errors"; }
 epoch "$T/m"
 "$MOUNTCTL" wait "$T/m" >/dev/null
+# shellcheck disable=SC2046 # two numbers
 set -- $(reads_check "$T/reads.log")
 note "read $1 bytes from storage for an image of $size; $2 read twice"
 [ "$2" -eq 0 ] || fail "$2 bytes of the image were read from storage twice"
@@ -120,8 +121,9 @@ cmp "$T/src/$last" "$T/m/$last" || fail "wrong bytes under slow storage"
 state=$(stat_of "$T/m" stage.state)
 staged=$(stat_of "$T/m" staged_bytes)
 note "after one file: staging $state, $staged of $size bytes staged"
-[ "$state" != done ] || fail "staging ended before one file could be read"
+[ "$state" != "done" ] || fail "staging ended before one file could be read"
 "$MOUNTCTL" wait "$T/m" >/dev/null
+# shellcheck disable=SC2046 # two numbers
 set -- $(reads_check "$T/reads.log")
 [ "$2" -eq 0 ] || fail "slow storage: $2 bytes read twice"
 sqc_umount "$T/m"
@@ -139,6 +141,7 @@ epoch "$T/m"
 : >"$T/reads.log"
 echo 3 >/proc/sys/vm/drop_caches
 epoch "$T/m"
+# shellcheck disable=SC2046 # two numbers
 set -- $(reads_check "$T/reads.log")
 rest=$((size - staged))
 note "epoch 2 read $1 bytes from storage ($2 of them twice); $rest are not staged; daemon: $(stat_of "$T/m" image_io)"
