@@ -499,7 +499,7 @@ static void run_prime(struct ahead *a)
 	atomic_store(&d->prime_state, SQCD_PRIME_DONE);
 	/* Priming prepares the mount for reading: the files it listed may
 	 * be pushed without waiting for a first read. */
-	sqcd_warm_read(d, NULL, 0, 0);
+	sqcd_dir_listed(d); /* core hook: warming may push */
 	log_info("primed %llu entries in %llu directories in %.2f s",
 		 (unsigned long long)atomic_load(&d->prime_entries),
 		 (unsigned long long)atomic_load(&d->prime_dirs), secs);

@@ -47,6 +47,7 @@
 #include "daemon.h"
 #include "holders.h"
 #include "idle.h"
+#include "warm.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -223,16 +224,7 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		atomic_load(&d->no_open) ? "true" : "false",
 		sqcd_uring_threads(d), (unsigned long long)d->uring_requests,
 		uring_ok ? "true" : "false", uring_why);
-	ctl_buf_printf(
-		b,
-		"\"warm\":{\"budget\":%llu,\"files\":%llu,\"bytes\":%llu,"
-		"\"dropped\":%llu,\"open_files\":%llu,\"open_bytes\":%llu},",
-		(unsigned long long)(d->warm ? d->o.warm : 0),
-		(unsigned long long)d->warm_files,
-		(unsigned long long)d->warm_bytes,
-		(unsigned long long)d->warm_dropped,
-		(unsigned long long)d->open_files,
-		(unsigned long long)d->open_bytes);
+	warm_stats_json(d->warm, b); /* feature call site: warming */
 	prime_json(b, d);
 	ctl_buf_printf(b,
 		       "\"ahead\":{\"window\":%u,\"walks\":%llu,"

@@ -91,12 +91,7 @@ struct sqcd {
 	_Atomic uint64_t eio; /* EIO replies (corruption, I/O) */
 	_Atomic uint64_t readaheads; /* readahead jobs queued */
 	_Atomic uint64_t spliced; /* read replies spliced from the file */
-	_Atomic uint64_t warm_files; /* files pushed into the page cache */
-	_Atomic uint64_t warm_bytes; /* bytes pushed */
-	_Atomic uint64_t warm_dropped; /* files not queued: queue full */
-	_Atomic uint64_t open_files; /* files pushed when opened */
-	_Atomic uint64_t open_bytes; /* bytes pushed when opened */
-	struct warm *warm; /* the warming thread, or NULL */
+	struct warm *warm; /* page-cache warming (warm.h), or NULL */
 	struct idle *idle; /* idle timeout (idle.c), or NULL when off */
 	struct sqcd_uring *uring; /* io_uring threads, or NULL */
 	_Atomic uint64_t uring_requests; /* requests served over io_uring */
@@ -119,34 +114,19 @@ struct sqcd {
 extern const struct fuse_lowlevel_ops sqcd_ops;
 
 /**
- * sqcd_warm_start() - Start pushing listed files into the page cache.
- * @d: daemon, with its session and prefetcher set up
+ * sqcd_dir_listed() - Core hook: directories were listed for readers.
+ * @core: the daemon
  *
- * Does nothing when d->o.warm is 0 or with direct_io.
+ * Listing ahead calls this when it has listed the mount for readers that
+ * are about to come (-o statahead=all done): the files the listing showed
+ * the kernel may be warmed now, without waiting for a first read.  The
+ * core forwards it to its subscribers in a fixed order: warming
+ * (warm_read() with no file).  Features never call each other; this is
+ * the one way listing ahead asks for warming.
  *
- * Return: 0; -ENOMEM; -errno from pthread_create().
- * Context: main thread, before the session loop.
+ * Context: any thread, while the session runs; cannot fail.
  */
-int sqcd_warm_start(struct sqcd *d);
-
-/**
- * sqcd_warm_stop() - Stop the warming thread.
- * @d: daemon
- *
- * What it keeps stays for pushes at open until sqcd_warm_free().
- *
- * Context: main thread, after the session loop; cannot fail.
- */
-void sqcd_warm_stop(struct sqcd *d);
-
-/**
- * sqcd_warm_free() - Free what warming kept, once nothing pushes.
- * @d: daemon
- *
- * Context: main thread, after sqcd_warm_stop(), sqcd_uring_stop() and
- * sqcd_ahead_join() (the listing thread arms warming when -o prime ends).
- */
-void sqcd_warm_free(struct sqcd *d);
+void sqcd_dir_listed(struct sqcd *core);
 
 /**
  * sqcd_ahead_start() - Start the thread that lists directories ahead.
@@ -233,62 +213,6 @@ void sqcd_ahead_listing(struct sqcd *d, fuse_req_t req,
  * Context: FUSE workers (FORGET).
  */
 void sqcd_ahead_forget(struct sqcd *d, const struct img_inode *ino);
-
-/**
- * sqcd_warm_add() - Queue a file that the kernel has just been shown.
- * @d: daemon
- * @node: its node id, as given to the kernel
- * @ref: its inode reference
- *
- * Context: FUSE workers; never blocks on the warming itself.
- */
-void sqcd_warm_add(struct sqcd *d, fuse_ino_t node, uint64_t ref);
-
-/**
- * sqcd_warm_push() - Push an open file into the page cache, once.
- * @d: daemon
- * @node: its node id; the kernel holds the inode (the file is open)
- * @ino: the file
- * @from: the first byte to push: 0 for a file being opened, or where the
- *        READ being answered ends (its own pages stay locked until then)
- *
- * Pushes bytes @from to the end (files up to 1 MiB) before the caller
- * replies, so that the reader finds them in the page cache.  Does nothing
- * without warming, for other inodes, if the kernel was given the file
- * since it made the inode, or if enough workers are pushing already:
- * half the FUSE workers, or over io_uring all but one thread of the
- * caller's queue (a push can wait for a READ, which needs a worker).
- *
- * Context: FUSE workers, inside a request on the open file, before the
- * reply.
- */
-void sqcd_warm_push(struct sqcd *d, fuse_ino_t node,
-		    const struct img_inode *ino, uint64_t from);
-
-/**
- * sqcd_warm_read() - A file's data was asked for.
- * @d: daemon
- * @ino: the file, or NULL (the caller stands for a reader: -o prime)
- * @off: first byte asked for
- * @size: how many
- *
- * Files listed before this call may now be pushed: something reads the
- * mount.  A request for all of @ino marks it given, so warming skips it.
- *
- * Context: FUSE workers (READ, ioctl), any thread; takes no lock
- * unless the warming thread waits for a read.
- */
-void sqcd_warm_read(struct sqcd *d, const struct img_inode *ino, uint64_t off,
-		    size_t size);
-
-/**
- * sqcd_warm_forget() - The kernel dropped an inode, and its page cache.
- * @d: daemon
- * @ino: the inode
- *
- * Context: FUSE workers (FORGET).
- */
-void sqcd_warm_forget(struct sqcd *d, const struct img_inode *ino);
 
 /**
  * sqcd_splice_fill() - Splice image bytes into this thread's pipe.

@@ -37,6 +37,7 @@
 #include "daemon.h"
 #include "holders.h"
 #include "idle.h"
+#include "warm.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -782,7 +783,7 @@ int main(int argc, char **argv)
 					.stage = true },
 		     &d->pf);
 	if (!err)
-		err = sqcd_warm_start(d);
+		err = warm_start(d, &d->warm);
 	if (!err)
 		err = sqcd_ahead_start(d);
 	if (!err)
@@ -847,7 +848,7 @@ out_unmount:
 	 * thread answers, and io_uring threads push too: the warming thread
 	 * stops first, then the io_uring threads.  Its state goes once the
 	 * listing thread, which may end -o prime by arming it, is joined. */
-	sqcd_warm_stop(d);
+	warm_stop(d->warm);
 	sqcd_uring_stop(d);
 	/* Every thread that serves requests (FUSE workers, io_uring) is
 	 * joined now: none can touch the idle state any more. */
@@ -865,7 +866,8 @@ out_session:
 	d->pf = NULL;
 	fuse_session_destroy(d->se);
 	sqcd_ahead_join(d);
-	sqcd_warm_free(d);
+	warm_free(d->warm);
+	d->warm = NULL;
 	if (ready_running)
 		pthread_join(ready_thread, NULL);
 out_args:

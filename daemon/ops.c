@@ -23,6 +23,7 @@
 
 #include "daemon.h"
 #include "idle.h"
+#include "warm.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -195,7 +196,7 @@ static void forget_one(struct sqcd *d, fuse_ino_t node)
 	if (node == FUSE_ROOT_ID || (!d->warm && !d->ahead) ||
 	    img_inode_get(d->img, node_to_ref(d, node), &ino))
 		return;
-	sqcd_warm_forget(d, &ino);
+	warm_forget(d->warm, &ino);
 	sqcd_ahead_forget(d, &ino);
 }
 
@@ -322,11 +323,11 @@ static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 		return (void)fuse_reply_err(req, EINVAL);
 	err = get_inode(d, node, &ino);
 	if (!err)
-		sqcd_warm_read(d, &ino, (uint64_t)off, size);
+		warm_read(d->warm, &ino, (uint64_t)off, size);
 	/* A file larger than the kernel's first READ: push the rest before
 	 * answering, so that reading on needs no second round trip. */
 	if (!err && off == 0 && size < ino.size)
-		sqcd_warm_push(d, node, &ino, size);
+		warm_push(d->warm, node, &ino, size);
 	if (!err && d->splice)
 		err = img_file_map(d->img, &ino, (uint64_t)off, size, spans,
 				   READ_SPANS_MAX, &n);
@@ -454,7 +455,7 @@ static int do_readdir(struct sqcd *d, fuse_req_t req, fuse_ino_t node,
 			/* The kernel now holds this inode: worth warming, or
 			 * for a directory, worth listing ahead. */
 			if (n <= size - pos && child.type == IMG_REG)
-				sqcd_warm_add(d, e.ino, child.ref);
+				warm_add(d->warm, e.ino, child.ref);
 			else if (n <= size - pos && child.type == IMG_DIR)
 				sqcd_ahead_dir(d, dir.ino, de.name, &child);
 		} else {
@@ -736,8 +737,8 @@ static void sqcd_ioctl(fuse_req_t req, fuse_ino_t node, unsigned int cmd,
 	(void)in_bufsz, (void)out_bufsz;
 	count(d, SQCD_OP_IOCTL);
 	if (d->warm && !(flags & FUSE_IOCTL_DIR) && !get_inode(d, node, &ino)) {
-		sqcd_warm_read(d, NULL, 0, 0);
-		sqcd_warm_push(d, node, &ino, 0);
+		warm_read(d->warm, NULL, 0, 0);
+		warm_push(d->warm, node, &ino, 0);
 	}
 	fuse_reply_err(req, ENOTTY);
 }
@@ -774,3 +775,9 @@ const struct fuse_lowlevel_ops sqcd_ops = {
 	.fallocate = sqcd_fallocate,
 	.ioctl = sqcd_ioctl,
 };
+
+void sqcd_dir_listed(struct sqcd *d)
+{
+	/* Subscribers, in order: warming. */
+	warm_read(d->warm, NULL, 0, 0);
+}
