@@ -47,6 +47,7 @@
 #include "daemon.h"
 #include "holders.h"
 #include "idle.h"
+#include "uring.h"
 #include "warm.h"
 #include "util/clock.h"
 #include "util/err.h"
@@ -129,9 +130,6 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 	const struct img_super *sb = img_get_super(d->img);
 	struct pf_stats pfs = { 0 };
 	struct img_stats st;
-	char uring_why[96];
-	bool uring_ok =
-		sqcd_uring_available(uring_why, sizeof(uring_why), false);
 	double up, user, sys, secs, pct;
 	unsigned int threads;
 	uint64_t rss;
@@ -203,8 +201,7 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		"\"listxattr\":%llu,\"write\":%llu,\"ioctl\":%llu,"
 		"\"bytes_served\":%llu,"
 		"\"eio\":%llu,\"readaheads\":%llu,\"spliced\":%llu,"
-		"\"no_open\":%s,\"uring_threads\":%u,\"uring_requests\":%llu,"
-		"\"uring_available\":%s,\"uring_unavailable\":\"%s\"},",
+		"\"no_open\":%s,",
 		(unsigned long long)d->ops[SQCD_OP_LOOKUP],
 		(unsigned long long)d->ops[SQCD_OP_GETATTR],
 		(unsigned long long)d->ops[SQCD_OP_READLINK],
@@ -221,9 +218,9 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		(unsigned long long)d->bytes_served, (unsigned long long)d->eio,
 		(unsigned long long)d->readaheads,
 		(unsigned long long)d->spliced,
-		atomic_load(&d->no_open) ? "true" : "false",
-		sqcd_uring_threads(d), (unsigned long long)d->uring_requests,
-		uring_ok ? "true" : "false", uring_why);
+		atomic_load(&d->no_open) ? "true" : "false");
+	uring_stats_json(d->uring, b); /* feature call site: io_uring */
+	ctl_buf_printf(b, "},");
 	warm_stats_json(d->warm, b); /* feature call site: warming */
 	prime_json(b, d);
 	ctl_buf_printf(b,

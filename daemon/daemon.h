@@ -93,8 +93,7 @@ struct sqcd {
 	_Atomic uint64_t spliced; /* read replies spliced from the file */
 	struct warm *warm; /* page-cache warming (warm.h), or NULL */
 	struct idle *idle; /* idle timeout (idle.c), or NULL when off */
-	struct sqcd_uring *uring; /* io_uring threads, or NULL */
-	_Atomic uint64_t uring_requests; /* requests served over io_uring */
+	struct uring *uring; /* io_uring transport (uring.h), or NULL */
 	struct ahead *ahead; /* the listing thread (ahead.c), or NULL */
 	_Atomic uint64_t ahead_walks; /* walks it went on with */
 	_Atomic uint64_t ahead_lookup_dirs; /* directories lookups asked for */
@@ -247,66 +246,6 @@ void sqcd_splice_drain(void);
  */
 int sqcd_splice_reply(fuse_req_t req, const struct img_span *spans,
 		      unsigned int n, size_t total);
-
-/**
- * sqcd_uring_start() - Start serving requests over io_uring, if possible.
- * @d: daemon, mounted, its session not yet looping
- *
- * Does nothing with -o no_uring, when io_uring is not available (built
- * without liburing, or a libfuse other than 3.14.x: one log line, see
- * sqcd_uring_available()), or when the fuse module's enable_uring
- * parameter is off.  Otherwise starts one thread per queue entry and hooks
- * the session's I/O, so that the INIT reply asks for io_uring if the kernel
- * offers it and every ring was set up.
- *
- * Return: 0; -ENOMEM; -errno.
- * Context: main thread, after detaching, before the session loop.
- */
-int sqcd_uring_start(struct sqcd *d);
-
-/**
- * sqcd_uring_stop() - Stop the io_uring threads and free them.
- * @d: daemon
- *
- * Context: main thread, after unmounting; cannot fail.
- */
-void sqcd_uring_stop(struct sqcd *d);
-
-/**
- * sqcd_uring_available() - Whether this build and libfuse can use io_uring.
- * @why: set to the reason when not ("" when available)
- * @len: bytes at @why
- * @log: log the fallback to /dev/fuse (once per process)
- *
- * False when built without liburing (SQC_HAVE_URING=0) or with, or running
- * on, a libfuse other than the tested 3.14.x (see daemon/uring.c).
- * Configuration (-o no_uring, the fuse module's enable_uring) is not asked.
- *
- * Return: true when io_uring may be used.
- * Context: any thread.
- */
-bool sqcd_uring_available(char *why, size_t len, bool log);
-
-/* Whether the kernel offered io_uring in INIT (and it may be used). */
-bool sqcd_uring_offered(const struct sqcd *d);
-
-/* Whether requests go over io_uring (INIT asked for it). */
-bool sqcd_uring_on(const struct sqcd *d);
-
-/* How many threads serve io_uring queues; 0 when not in use. */
-unsigned int sqcd_uring_threads(const struct sqcd *d);
-
-/**
- * sqcd_uring_gate() - The push counter the calling thread counts in.
- * @busy: left alone, or set to the counter of the thread's queue
- * @max: left alone, or set to how many of that queue's threads may push
- *
- * A push can wait for a READ that the kernel queued on the same core, so
- * every queue keeps one thread free of pushes.
- *
- * Context: FUSE workers and io_uring threads.
- */
-void sqcd_uring_gate(atomic_uint **busy, unsigned int *max);
 
 /**
  * sqcd_ctl_start() - Serve the control socket from a thread.

@@ -37,6 +37,7 @@
 #include "daemon.h"
 #include "holders.h"
 #include "idle.h"
+#include "uring.h"
 #include "warm.h"
 #include "util/clock.h"
 #include "util/err.h"
@@ -787,7 +788,7 @@ int main(int argc, char **argv)
 	if (!err)
 		err = sqcd_ahead_start(d);
 	if (!err)
-		err = sqcd_uring_start(d);
+		err = uring_start(d, &d->uring);
 	/* Before the control socket, which serves "hold" and "release". */
 	if (!err)
 		err = holders_start(d, &d->holders);
@@ -849,7 +850,8 @@ out_unmount:
 	 * stops first, then the io_uring threads.  Its state goes once the
 	 * listing thread, which may end -o prime by arming it, is joined. */
 	warm_stop(d->warm);
-	sqcd_uring_stop(d);
+	uring_stop(d->uring);
+	d->uring = NULL;
 	/* Every thread that serves requests (FUSE workers, io_uring) is
 	 * joined now: none can touch the idle state any more. */
 	idle_stop(d->idle); /* feature call site: idle timeout */

@@ -23,6 +23,7 @@
 
 #include "daemon.h"
 #include "idle.h"
+#include "uring.h"
 #include "warm.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -126,7 +127,7 @@ static void sqcd_init(void *userdata, struct fuse_conn_info *conn)
 	/* Raw bytes that are not staged go from the image's page cache to
 	 * the kernel by splice (see reply_spliced()); over io_uring a reply
 	 * is copied into the ring entry, so a pipe would be one copy more. */
-	if (!d->o.no_splice && !sqcd_uring_offered(d) &&
+	if (!d->o.no_splice && !uring_is_offered(d->uring) &&
 	    (conn->capable & FUSE_CAP_SPLICE_WRITE)) {
 		conn->want |= FUSE_CAP_SPLICE_WRITE;
 		d->splice = true;

@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "uring.h"
 #include "warm.h"
 #include "util/clock.h"
 #include "util/err.h"
@@ -478,7 +479,7 @@ void warm_push(struct warm *w, fuse_ino_t node, const struct img_inode *ino,
 		return;
 	busy = &w->opening;
 	max = w->opening_max;
-	sqcd_uring_gate(&busy, &max);
+	uring_gate(&busy, &max);
 	/* Enough workers busy pushing: the reads will do. */
 	if (atomic_fetch_add(busy, 1) < max)
 		push_once(w, node, ino, from, &w->open_files, &w->open_bytes);
