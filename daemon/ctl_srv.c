@@ -44,6 +44,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "ctl_srv.h"
 #include "daemon.h"
 #include "holders.h"
 #include "idle.h"
@@ -385,55 +386,79 @@ out_close:
 	}
 }
 
+struct ctl_srv {
+	struct sqcd *d; /* the daemon */
+	int fd; /* the listening socket */
+	pthread_t thread; /* serves it */
+	bool running; /* @thread was started */
+};
+
 static void *ctl_main(void *arg)
 {
-	struct sqcd *d = arg;
+	struct ctl_srv *f = arg;
 	int c;
 
 	for (;;) {
-		c = accept4(d->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
+		c = accept4(f->fd, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			break; /* the socket was shut down */
 		}
-		serve(d, c);
+		serve(f->d, c);
 	}
 	return NULL;
 }
 
-int sqcd_ctl_start(struct sqcd *d)
+int ctl_srv_listen(struct sqcd *d, struct ctl_srv **out)
 {
+	struct ctl_srv *f;
 	int err;
 
-	if (d->ctl_fd < 0) {
-		err = ctl_listen(d->o.ctl_addr, &d->ctl_fd);
-		if (err) {
-			d->ctl_fd = -1;
-			return err;
-		}
-	}
-	err = -pthread_create(&d->ctl_thread, NULL, ctl_main, d);
+	*out = NULL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->d = d;
+	err = ctl_listen(d->o.ctl_addr, &f->fd);
 	if (err) {
-		close(d->ctl_fd);
-		d->ctl_fd = -1;
+		free(f);
 		return err;
 	}
-	d->ctl_running = true;
+	*out = f;
 	return 0;
 }
 
-void sqcd_ctl_stop(struct sqcd *d)
+int ctl_srv_start(struct sqcd *d, struct ctl_srv **out)
 {
-	if (d->ctl_fd >= 0)
-		shutdown(d->ctl_fd, SHUT_RDWR);
-	if (d->ctl_running)
-		pthread_join(d->ctl_thread, NULL);
-	if (d->ctl_fd >= 0) {
-		close(d->ctl_fd);
-		if (d->o.ctl_addr[0] != '@')
-			unlink(d->o.ctl_addr);
+	struct ctl_srv *f = *out;
+	int err;
+
+	if (!f) {
+		err = ctl_srv_listen(d, &f);
+		if (err)
+			return err;
 	}
-	d->ctl_fd = -1;
-	d->ctl_running = false;
+	err = -pthread_create(&f->thread, NULL, ctl_main, f);
+	if (err) {
+		ctl_srv_stop(f);
+		*out = NULL;
+		return err;
+	}
+	f->running = true;
+	*out = f;
+	return 0;
+}
+
+void ctl_srv_stop(struct ctl_srv *f)
+{
+	if (!f)
+		return;
+	shutdown(f->fd, SHUT_RDWR);
+	if (f->running)
+		pthread_join(f->thread, NULL);
+	close(f->fd);
+	if (f->d->o.ctl_addr[0] != '@')
+		unlink(f->d->o.ctl_addr);
+	free(f);
 }

@@ -104,9 +104,7 @@ struct sqcd {
 	_Atomic uint64_t prime_entries; /* entries listed */
 	struct timespec prime_t0; /* CLOCK_MONOTONIC when it started */
 	_Atomic uint64_t prime_ms; /* how long it took, once done */
-	int ctl_fd; /* listening control socket, or -1 */
-	pthread_t ctl_thread; /* serves it */
-	bool ctl_running; /* ctl_thread was started */
+	struct ctl_srv *ctl; /* control socket (ctl_srv.h), or NULL */
 	struct holders *holders; /* holders.h; NULL unless -o hold= */
 };
 
@@ -246,23 +244,6 @@ void sqcd_splice_drain(void);
  */
 int sqcd_splice_reply(fuse_req_t req, const struct img_span *spans,
 		      unsigned int n, size_t total);
-
-/**
- * sqcd_ctl_start() - Serve the control socket from a thread.
- * @d: daemon; d->ctl_fd is the listening socket, or -1 to create it
- *
- * Return: 0; -EADDRINUSE if another daemon answers on the address; -errno.
- * Context: main thread, before the session loop.
- */
-int sqcd_ctl_start(struct sqcd *d);
-
-/**
- * sqcd_ctl_stop() - Stop serving the control socket.
- * @d: daemon
- *
- * Context: main thread, after the session loop.
- */
-void sqcd_ctl_stop(struct sqcd *d);
 
 /**
  * sqcd_stats_json() - Describe the daemon's state as one JSON object.

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ctl_srv.h"
 #include "daemon.h"
 #include "holders.h"
 #include "idle.h"
@@ -641,7 +642,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "squashcached: out of memory\n");
 		return 1;
 	}
-	d->ctl_fd = -1;
 	img_opts_default(&d->o.img);
 	d->o.threads = 0; /* default_threads() once the image is open */
 	d->o.warm = size_ram_total() / 4;
@@ -722,13 +722,13 @@ int main(int argc, char **argv)
 	if (!d->o.ctl_addr[0])
 		ctl_default_address(d->o.canonical, d->o.ctl_addr,
 				    sizeof(d->o.ctl_addr));
-	err = ctl_listen(d->o.ctl_addr, &d->ctl_fd);
+	err = ctl_srv_listen(d, &d->ctl);
 	/* The mountpoint is not mounted, so a daemon still holding the
 	 * address is on its way out: the kernel takes a second or two to
 	 * release a FUSE connection after an unmount. */
 	for (int i = 0; err == -EADDRINUSE && i < 50; i++) {
 		usleep(100 * 1000);
-		err = ctl_listen(d->o.ctl_addr, &d->ctl_fd);
+		err = ctl_srv_listen(d, &d->ctl);
 	}
 	if (err) {
 		fprintf(stderr,
@@ -796,7 +796,7 @@ int main(int argc, char **argv)
 		err = idle_start(d, &d->idle);
 	/* Last: it reads what the others set up. */
 	if (!err)
-		err = sqcd_ctl_start(d);
+		err = ctl_srv_start(d, &d->ctl);
 	if (err) {
 		char msg[256];
 
@@ -844,7 +844,8 @@ out_unmount:
 	 * the ready check or a listing blocked on a request; those threads
 	 * are joined once the session is gone. */
 	sqcd_ahead_stop(d);
-	sqcd_ctl_stop(d);
+	ctl_srv_stop(d->ctl);
+	d->ctl = NULL;
 	/* A push of the warming thread may wait for a READ that an io_uring
 	 * thread answers, and io_uring threads push too: the warming thread
 	 * stops first, then the io_uring threads.  Its state goes once the
@@ -877,8 +878,7 @@ out_args:
 	if (cfg)
 		fuse_loop_cfg_destroy(cfg);
 out_img:
-	if (d->ctl_fd >= 0)
-		sqcd_ctl_stop(d);
+	ctl_srv_stop(d->ctl); /* still listening when the mount failed */
 	img_close(d->img);
 	free(d);
 	return ret;
