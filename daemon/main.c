@@ -618,6 +618,127 @@ static char *fuse_mount_opts(const struct sqcd *d)
 	return b.p;
 }
 
+/*
+ * The daemon's features, in start order, each with the reason for its
+ * place.  They start in this order after the prefetcher, and stop in the
+ * reverse order: first those that stop while the mount is still there,
+ * then (after the unmount) those marked after_unmount.  Every stop is safe
+ * on a feature that is off or did not start.  Two features keep state
+ * past their stop: the listing thread is joined and warming's state freed
+ * only once the session is destroyed (see main()).
+ */
+struct feature {
+	const char *name; /* for the reader */
+	int (*start)(struct sqcd *d); /* 0 or -errno */
+	void (*stop)(struct sqcd *d); /* cannot fail */
+	bool after_unmount; /* stops once the mount is gone */
+};
+
+static int start_holders(struct sqcd *d)
+{
+	return holders_start(d, &d->holders);
+}
+
+static void stop_holders(struct sqcd *d)
+{
+	holders_stop(d->holders);
+	d->holders = NULL;
+}
+
+static int start_idle(struct sqcd *d)
+{
+	return idle_start(d, &d->idle);
+}
+
+static void stop_idle(struct sqcd *d)
+{
+	idle_stop(d->idle);
+	d->idle = NULL;
+}
+
+static int start_uring(struct sqcd *d)
+{
+	return uring_start(d, &d->uring);
+}
+
+static void stop_uring(struct sqcd *d)
+{
+	uring_stop(d->uring);
+	d->uring = NULL;
+}
+
+static int start_warm(struct sqcd *d)
+{
+	return warm_start(d, &d->warm);
+}
+
+static void stop_warm(struct sqcd *d)
+{
+	warm_stop(d->warm); /* warm_free() once the session is gone */
+}
+
+static void stop_ahead(struct sqcd *d)
+{
+	sqcd_ahead_stop(d); /* sqcd_ahead_join() once the session is gone */
+}
+
+static int start_ctl(struct sqcd *d)
+{
+	return ctl_srv_start(d, &d->ctl);
+}
+
+static void stop_ctl(struct sqcd *d)
+{
+	ctl_srv_stop(d->ctl);
+	d->ctl = NULL;
+}
+
+static const struct feature features[] = {
+	/* First: before the control socket, which serves "hold" and
+	 * "release".  Stops after the unmount: it holds the directory lock
+	 * that acquirers wait on, released only once the mount is gone. */
+	{ "holders", start_holders, stop_holders, true },
+	/* Stops once every thread that serves requests (FUSE workers,
+	 * io_uring) is joined: none can touch the idle state any more. */
+	{ "idle timeout", start_idle, stop_idle, false },
+	/* Stops after warming: a push of the warming thread may wait for a
+	 * READ that an io_uring thread answers. */
+	{ "io_uring", start_uring, stop_uring, false },
+	/* Before listing ahead, which arms it through sqcd_dir_listed().
+	 * Its thread uses the session and the image: stops before the
+	 * unmount. */
+	{ "warming", start_warm, stop_warm, false },
+	/* Uses the session and the image: asked to stop before the unmount,
+	 * which releases a listing blocked on a request. */
+	{ "listing ahead", sqcd_ahead_start, stop_ahead, false },
+	/* Last: it reads what the others set up.  Stops first. */
+	{ "control socket", start_ctl, stop_ctl, false },
+};
+
+/* Start every feature in order.  Return: 0 or the first -errno. */
+static int start_features(struct sqcd *d)
+{
+	for (size_t i = 0; i < sizeof(features) / sizeof(features[0]); i++) {
+		int err = features[i].start(d);
+
+		if (err) {
+			log_err("cannot start %s: %s", features[i].name,
+				err_str(err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* Stop, in reverse order, the features that stop before the unmount
+ * (@after_unmount false) or after it (true). */
+static void stop_features(struct sqcd *d, bool after_unmount)
+{
+	for (size_t i = sizeof(features) / sizeof(features[0]); i-- > 0;)
+		if (features[i].after_unmount == after_unmount)
+			features[i].stop(d);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -784,19 +905,7 @@ int main(int argc, char **argv)
 					.stage = true },
 		     &d->pf);
 	if (!err)
-		err = warm_start(d, &d->warm);
-	if (!err)
-		err = sqcd_ahead_start(d);
-	if (!err)
-		err = uring_start(d, &d->uring);
-	/* Before the control socket, which serves "hold" and "release". */
-	if (!err)
-		err = holders_start(d, &d->holders);
-	if (!err) /* feature call site: idle timeout */
-		err = idle_start(d, &d->idle);
-	/* Last: it reads what the others set up. */
-	if (!err)
-		err = ctl_srv_start(d, &d->ctl);
+		err = start_features(d);
 	if (err) {
 		char msg[256];
 
@@ -839,35 +948,19 @@ int main(int argc, char **argv)
 	ret = 0;
 
 out_unmount:
-	/* The control and warming threads use the session and the image:
-	 * they stop first.  Unmounting closes the FUSE device, which releases
-	 * the ready check or a listing blocked on a request; those threads
-	 * are joined once the session is gone. */
-	sqcd_ahead_stop(d);
-	ctl_srv_stop(d->ctl);
-	d->ctl = NULL;
-	/* A push of the warming thread may wait for a READ that an io_uring
-	 * thread answers, and io_uring threads push too: the warming thread
-	 * stops first, then the io_uring threads.  Its state goes once the
-	 * listing thread, which may end -o prime by arming it, is joined. */
-	warm_stop(d->warm);
-	uring_stop(d->uring);
-	d->uring = NULL;
-	/* Every thread that serves requests (FUSE workers, io_uring) is
-	 * joined now: none can touch the idle state any more. */
-	idle_stop(d->idle); /* feature call site: idle timeout */
-	d->idle = NULL;
+	/* See features[]: the order and its reasons. */
+	stop_features(d, false);
 	fuse_session_unmount(d->se);
-	/* Holds the directory lock that acquirers wait on: released only
-	 * once the mount is gone. */
-	holders_stop(d->holders);
-	d->holders = NULL;
+	stop_features(d, true);
 out_signals:
 	fuse_remove_signal_handlers(d->se);
 out_session:
 	pf_free(d->pf);
 	d->pf = NULL;
 	fuse_session_destroy(d->se);
+	/* Unmounting closed the FUSE device, which released the ready check
+	 * or a listing blocked on a request: those threads are joined now,
+	 * and warming's state, which the listing thread may arm, goes. */
 	sqcd_ahead_join(d);
 	warm_free(d->warm);
 	d->warm = NULL;
