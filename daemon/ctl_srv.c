@@ -126,24 +126,11 @@ static void process_stats(uint64_t *rss, double *user, double *sys,
 	*sys = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
-void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
+/* The image and the process: the keys of mountctl's stable contract. */
+static void image_json(struct sqcd *d, struct ctl_buf *b,
+		       const struct img_stats *st)
 {
 	const struct img_super *sb = img_get_super(d->img);
-	struct pf_stats pfs = { 0 };
-	struct img_stats st;
-	double up, user, sys, secs, pct;
-	unsigned int threads;
-	uint64_t rss;
-
-	img_get_stats(d->img, &st);
-	if (d->pf)
-		pf_get_stats(d->pf, &pfs);
-	process_stats(&rss, &user, &sys, &threads);
-	up = mono_since(&d->started);
-	secs = pfs.stage_seconds;
-	pct = st.stage_planned ? 100.0 * (double)st.staged_bytes /
-					 (double)st.stage_planned :
-				 (st.stage_state == IMG_STAGE_OFF ? 0 : 100);
 
 	/* The keys of mountctl's stable contract come first (ctl.h). */
 	ctl_buf_printf(b,
@@ -152,8 +139,8 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		       "\"image_bytes\":%llu,\"staged_bytes\":%llu,",
 		       CTL_SCHEMA, CTL_VERSION, (int)getpid(),
 		       (unsigned int)getuid(),
-		       (unsigned long long)st.image_bytes,
-		       (unsigned long long)st.staged_bytes);
+		       (unsigned long long)st->image_bytes,
+		       (unsigned long long)st->staged_bytes);
 	ctl_buf_printf(b, "\"image\":");
 	ctl_buf_json_str(b, d->o.image_abs);
 	ctl_buf_printf(b, ",\"mountpoint\":");
@@ -162,38 +149,59 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		       ",\"compressor\":\"%s\",\"block_size\":%u,"
 		       "\"inodes\":%u,\"uptime_s\":%.3f,",
 		       img_compressor(d->img), sb->block_size, sb->inode_count,
-		       up);
-	holders_stats_json(d->holders, b);
+		       mono_since(&d->started));
+}
+
+/* "stage":{...}, from the image's staging state and the stager's. */
+static void stage_json(struct ctl_buf *b, const struct img_stats *st,
+		       const struct pf_stats *pfs)
+{
+	double secs = pfs->stage_seconds;
+	double pct = st->stage_planned ?
+			     100.0 * (double)st->staged_bytes /
+				     (double)st->stage_planned :
+			     (st->stage_state == IMG_STAGE_OFF ? 0 : 100);
+
 	ctl_buf_printf(b,
 		       "\"stage\":{\"state\":\"%s\",\"budget\":%llu,"
 		       "\"planned\":%llu,\"staged\":%llu,\"percent\":%.1f,"
 		       "\"seconds\":%.3f,\"mb_per_s\":%.1f,\"on_tmpfs\":%s},",
-		       stage_names[st.stage_state],
-		       (unsigned long long)st.stage_budget,
-		       (unsigned long long)st.stage_planned,
-		       (unsigned long long)st.staged_bytes, pct, secs,
+		       stage_names[st->stage_state],
+		       (unsigned long long)st->stage_budget,
+		       (unsigned long long)st->stage_planned,
+		       (unsigned long long)st->staged_bytes, pct, secs,
 		       /* Since the plan began (mountctl stage resumes). */
-		       secs > 0 && st.staged_bytes >= st.stage_base ?
-			       (double)(st.staged_bytes - st.stage_base) / 1e6 /
-				       secs :
+		       secs > 0 && st->staged_bytes >= st->stage_base ?
+			       (double)(st->staged_bytes - st->stage_base) /
+				       1e6 / secs :
 			       0.0,
-		       st.in_ram ? "true" : "false");
+		       st->in_ram ? "true" : "false");
+}
+
+/* "cache":{...} and "image_io":{...}. */
+static void image_io_json(struct ctl_buf *b, struct img_stats *st)
+{
 	ctl_buf_printf(b, "\"cache\":{");
-	cache_json(b, "data", &st.data, false);
-	cache_json(b, "meta", &st.meta, false);
-	cache_json(b, "bmap", &st.bmap, true);
+	cache_json(b, "data", &st->data, false);
+	cache_json(b, "meta", &st->meta, false);
+	cache_json(b, "bmap", &st->bmap, true);
 	ctl_buf_printf(b,
 		       "},\"image_io\":{\"bytes\":%llu,\"reads\":%llu,"
 		       "\"read_bytes\":%llu,\"read_errors\":%llu,"
 		       "\"decompressions\":%llu,\"decompressed_bytes\":%llu,"
 		       "\"corrupt\":%llu},",
-		       (unsigned long long)st.image_bytes,
-		       (unsigned long long)st.src_reads,
-		       (unsigned long long)st.src_bytes,
-		       (unsigned long long)st.src_errors,
-		       (unsigned long long)st.decompressions,
-		       (unsigned long long)st.decompressed_bytes,
-		       (unsigned long long)st.corrupt);
+		       (unsigned long long)st->image_bytes,
+		       (unsigned long long)st->src_reads,
+		       (unsigned long long)st->src_bytes,
+		       (unsigned long long)st->src_errors,
+		       (unsigned long long)st->decompressions,
+		       (unsigned long long)st->decompressed_bytes,
+		       (unsigned long long)st->corrupt);
+}
+
+/* The core's "fuse" members (requests per kind, bytes, flags). */
+static void fuse_json(struct sqcd *d, struct ctl_buf *b)
+{
 	ctl_buf_printf(
 		b,
 		"\"fuse\":{\"lookup\":%llu,\"getattr\":%llu,\"readlink\":%llu,"
@@ -220,6 +228,28 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		(unsigned long long)d->readaheads,
 		(unsigned long long)d->spliced,
 		atomic_load(&d->no_open) ? "true" : "false");
+}
+
+void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
+{
+	struct pf_stats pfs = { 0 };
+	struct img_stats st;
+	double user, sys;
+	unsigned int threads;
+	uint64_t rss;
+
+	img_get_stats(d->img, &st);
+	if (d->pf)
+		pf_get_stats(d->pf, &pfs);
+	process_stats(&rss, &user, &sys, &threads);
+
+	/* The core's part, with each feature's part in between: a feature
+	 * appends its own keys (see its header). */
+	image_json(d, b, &st);
+	holders_stats_json(d->holders, b); /* feature call site: holders */
+	stage_json(b, &st, &pfs);
+	image_io_json(b, &st);
+	fuse_json(d, b);
 	uring_stats_json(d->uring, b); /* feature call site: io_uring */
 	ctl_buf_printf(b, "},");
 	warm_stats_json(d->warm, b); /* feature call site: warming */
