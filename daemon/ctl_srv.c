@@ -14,7 +14,8 @@
  *            on_tmpfs (the image file itself is on tmpfs or ramfs)}
  *   cache:  {data, meta, bmap: {budget, bytes, peak, entries, hits, misses,
  *            waits, evictions, bypass, errors}}
- *   image_io: {bytes, reads, read_bytes, read_errors, decompressions,
+ *   image_io: {bytes, reads, read_bytes, stager_bytes, demand_bytes,
+ *            readahead_bytes, read_errors, decompressions,
  *            decompressed_bytes, corrupt}
  *   fuse:   {lookup, getattr, readlink, open, read, opendir, readdir,
  *            readdirplus, statfs, getxattr, listxattr, write, ioctl,
@@ -43,10 +44,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "ctl_srv.h"
 #include "daemon.h"
 #include "holders.h"
 #include "idle.h"
 #include "statahead.h"
+#include "uring.h"
+#include "warm.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -105,27 +109,11 @@ static void process_stats(uint64_t *rss, double *user, double *sys,
 	*sys = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
-void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
+/* The image and the process: the keys of mountctl's stable contract. */
+static void image_json(struct sqcd *d, struct ctl_buf *b,
+		       const struct img_stats *st)
 {
 	const struct img_super *sb = img_get_super(d->img);
-	struct pf_stats pfs = { 0 };
-	struct img_stats st;
-	char uring_why[96];
-	bool uring_ok =
-		sqcd_uring_available(uring_why, sizeof(uring_why), false);
-	double up, user, sys, secs, pct;
-	unsigned int threads;
-	uint64_t rss;
-
-	img_get_stats(d->img, &st);
-	if (d->pf)
-		pf_get_stats(d->pf, &pfs);
-	process_stats(&rss, &user, &sys, &threads);
-	up = mono_since(&d->started);
-	secs = pfs.stage_seconds;
-	pct = st.stage_planned ? 100.0 * (double)st.staged_bytes /
-					 (double)st.stage_planned :
-				 (st.stage_state == IMG_STAGE_OFF ? 0 : 100);
 
 	/* The keys of mountctl's stable contract come first (ctl.h). */
 	ctl_buf_printf(b,
@@ -134,8 +122,8 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		       "\"image_bytes\":%llu,\"staged_bytes\":%llu,",
 		       CTL_SCHEMA, CTL_VERSION, (int)getpid(),
 		       (unsigned int)getuid(),
-		       (unsigned long long)st.image_bytes,
-		       (unsigned long long)st.staged_bytes);
+		       (unsigned long long)st->image_bytes,
+		       (unsigned long long)st->staged_bytes);
 	ctl_buf_printf(b, "\"image\":");
 	ctl_buf_json_str(b, d->o.image_abs);
 	ctl_buf_printf(b, ",\"mountpoint\":");
@@ -144,34 +132,51 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		       ",\"compressor\":\"%s\",\"block_size\":%u,"
 		       "\"inodes\":%u,\"uptime_s\":%.3f,",
 		       img_compressor(d->img), sb->block_size, sb->inode_count,
-		       up);
-	holders_stats_json(d->holders, b);
+		       mono_since(&d->started));
+}
+
+/* "stage":{...}, from the image's staging state and the stager's. */
+static void stage_json(struct ctl_buf *b, const struct img_stats *st,
+		       const struct pf_stats *pfs)
+{
+	double secs = pfs->stage_seconds;
+	double pct = st->stage_planned ?
+			     100.0 * (double)st->staged_bytes /
+				     (double)st->stage_planned :
+			     (st->stage_state == IMG_STAGE_OFF ? 0 : 100);
+
 	ctl_buf_printf(b,
 		       "\"stage\":{\"state\":\"%s\",\"budget\":%llu,"
 		       "\"planned\":%llu,\"staged\":%llu,\"percent\":%.1f,"
 		       "\"seconds\":%.3f,\"mb_per_s\":%.1f,\"on_tmpfs\":%s,"
 		       "\"streams\":%u,\"inflight\":%u,\"inflight_max\":%u,"
 		       "\"by_readers\":%llu,\"error\":",
-		       stage_names[st.stage_state],
-		       (unsigned long long)st.stage_budget,
-		       (unsigned long long)st.stage_planned,
-		       (unsigned long long)st.staged_bytes, pct, secs,
+		       stage_names[st->stage_state],
+		       (unsigned long long)st->stage_budget,
+		       (unsigned long long)st->stage_planned,
+		       (unsigned long long)st->staged_bytes, pct, secs,
 		       /* Since the plan began (mountctl stage resumes). */
-		       secs > 0 && st.staged_bytes >= st.stage_base ?
-			       (double)(st.staged_bytes - st.stage_base) / 1e6 /
-				       secs :
+		       secs > 0 && st->staged_bytes >= st->stage_base ?
+			       (double)(st->staged_bytes - st->stage_base) /
+				       1e6 / secs :
 			       0.0,
-		       st.in_ram ? "true" : "false", pfs.stagers,
-		       st.stage_inflight, st.stage_inflight_max,
-		       (unsigned long long)st.staged_by_readers);
-	if (st.stage_error)
-		ctl_buf_json_str(b, err_str(-st.stage_error));
+		       st->in_ram ? "true" : "false", pfs->stagers,
+		       st->stage_inflight, st->stage_inflight_max,
+		       (unsigned long long)st->staged_by_readers);
+	if (st->stage_error)
+		ctl_buf_json_str(b, err_str(-st->stage_error));
 	else
 		ctl_buf_printf(b, "null");
-	ctl_buf_printf(b, "},\"cache\":{");
-	cache_json(b, "data", &st.data, false);
-	cache_json(b, "meta", &st.meta, false);
-	cache_json(b, "bmap", &st.bmap, true);
+	ctl_buf_printf(b, "},");
+}
+
+/* "cache":{...} and "image_io":{...}. */
+static void image_io_json(struct ctl_buf *b, struct img_stats *st)
+{
+	ctl_buf_printf(b, "\"cache\":{");
+	cache_json(b, "data", &st->data, false);
+	cache_json(b, "meta", &st->meta, false);
+	cache_json(b, "bmap", &st->bmap, true);
 	ctl_buf_printf(b,
 		       "},\"image_io\":{\"bytes\":%llu,\"reads\":%llu,"
 		       "\"read_bytes\":%llu,\"stager_bytes\":%llu,"
@@ -179,16 +184,21 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		       "\"read_errors\":%llu,"
 		       "\"decompressions\":%llu,\"decompressed_bytes\":%llu,"
 		       "\"corrupt\":%llu},",
-		       (unsigned long long)st.image_bytes,
-		       (unsigned long long)st.src_reads,
-		       (unsigned long long)st.src_bytes,
-		       (unsigned long long)st.src_by[IMG_READ_STAGER],
-		       (unsigned long long)st.src_by[IMG_READ_DEMAND],
-		       (unsigned long long)st.src_by[IMG_READ_READAHEAD],
-		       (unsigned long long)st.src_errors,
-		       (unsigned long long)st.decompressions,
-		       (unsigned long long)st.decompressed_bytes,
-		       (unsigned long long)st.corrupt);
+		       (unsigned long long)st->image_bytes,
+		       (unsigned long long)st->src_reads,
+		       (unsigned long long)st->src_bytes,
+		       (unsigned long long)st->src_by[IMG_READ_STAGER],
+		       (unsigned long long)st->src_by[IMG_READ_DEMAND],
+		       (unsigned long long)st->src_by[IMG_READ_READAHEAD],
+		       (unsigned long long)st->src_errors,
+		       (unsigned long long)st->decompressions,
+		       (unsigned long long)st->decompressed_bytes,
+		       (unsigned long long)st->corrupt);
+}
+
+/* The core's "fuse" members (requests per kind, bytes, flags). */
+static void fuse_json(struct sqcd *d, struct ctl_buf *b)
+{
 	ctl_buf_printf(
 		b,
 		"\"fuse\":{\"lookup\":%llu,\"getattr\":%llu,\"readlink\":%llu,"
@@ -197,8 +207,7 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		"\"listxattr\":%llu,\"write\":%llu,\"ioctl\":%llu,"
 		"\"bytes_served\":%llu,"
 		"\"eio\":%llu,\"readaheads\":%llu,\"spliced\":%llu,"
-		"\"no_open\":%s,\"uring_threads\":%u,\"uring_requests\":%llu,"
-		"\"uring_available\":%s,\"uring_unavailable\":\"%s\"},",
+		"\"no_open\":%s,",
 		(unsigned long long)d->ops[SQCD_OP_LOOKUP],
 		(unsigned long long)d->ops[SQCD_OP_GETATTR],
 		(unsigned long long)d->ops[SQCD_OP_READLINK],
@@ -215,19 +224,32 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		(unsigned long long)d->bytes_served, (unsigned long long)d->eio,
 		(unsigned long long)d->readaheads,
 		(unsigned long long)d->spliced,
-		atomic_load(&d->no_open) ? "true" : "false",
-		sqcd_uring_threads(d), (unsigned long long)d->uring_requests,
-		uring_ok ? "true" : "false", uring_why);
-	ctl_buf_printf(
-		b,
-		"\"warm\":{\"budget\":%llu,\"files\":%llu,\"bytes\":%llu,"
-		"\"dropped\":%llu,\"open_files\":%llu,\"open_bytes\":%llu},",
-		(unsigned long long)(d->warm ? d->o.warm : 0),
-		(unsigned long long)d->warm_files,
-		(unsigned long long)d->warm_bytes,
-		(unsigned long long)d->warm_dropped,
-		(unsigned long long)d->open_files,
-		(unsigned long long)d->open_bytes);
+		atomic_load(&d->no_open) ? "true" : "false");
+}
+
+void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
+{
+	struct pf_stats pfs = { 0 };
+	struct img_stats st;
+	double user, sys;
+	unsigned int threads;
+	uint64_t rss;
+
+	img_get_stats(d->img, &st);
+	if (d->pf)
+		pf_get_stats(d->pf, &pfs);
+	process_stats(&rss, &user, &sys, &threads);
+
+	/* The core's part, with each feature's part in between: a feature
+	 * appends its own keys (see its header). */
+	image_json(d, b, &st);
+	holders_stats_json(d->holders, b); /* feature call site: holders */
+	stage_json(b, &st, &pfs);
+	image_io_json(b, &st);
+	fuse_json(d, b);
+	uring_stats_json(d->uring, b); /* feature call site: io_uring */
+	ctl_buf_printf(b, "},");
+	warm_stats_json(d->warm, b); /* feature call site: warming */
 	statahead_stats_json(d->statahead, b); /* feature call site */
 	ctl_buf_printf(b,
 		       "\"prefetch\":{\"workers\":%u,\"queued\":%llu,"
@@ -383,55 +405,79 @@ out_close:
 	}
 }
 
+struct ctl_srv {
+	struct sqcd *d; /* the daemon */
+	int fd; /* the listening socket */
+	pthread_t thread; /* serves it */
+	bool running; /* @thread was started */
+};
+
 static void *ctl_main(void *arg)
 {
-	struct sqcd *d = arg;
+	struct ctl_srv *f = arg;
 	int c;
 
 	for (;;) {
-		c = accept4(d->ctl_fd, NULL, NULL, SOCK_CLOEXEC);
+		c = accept4(f->fd, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			break; /* the socket was shut down */
 		}
-		serve(d, c);
+		serve(f->d, c);
 	}
 	return NULL;
 }
 
-int sqcd_ctl_start(struct sqcd *d)
+int ctl_srv_listen(struct sqcd *d, struct ctl_srv **out)
 {
+	struct ctl_srv *f;
 	int err;
 
-	if (d->ctl_fd < 0) {
-		err = ctl_listen(d->o.ctl_addr, &d->ctl_fd);
-		if (err) {
-			d->ctl_fd = -1;
-			return err;
-		}
-	}
-	err = -pthread_create(&d->ctl_thread, NULL, ctl_main, d);
+	*out = NULL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->d = d;
+	err = ctl_listen(d->o.ctl_addr, &f->fd);
 	if (err) {
-		close(d->ctl_fd);
-		d->ctl_fd = -1;
+		free(f);
 		return err;
 	}
-	d->ctl_running = true;
+	*out = f;
 	return 0;
 }
 
-void sqcd_ctl_stop(struct sqcd *d)
+int ctl_srv_start(struct sqcd *d, struct ctl_srv **out)
 {
-	if (d->ctl_fd >= 0)
-		shutdown(d->ctl_fd, SHUT_RDWR);
-	if (d->ctl_running)
-		pthread_join(d->ctl_thread, NULL);
-	if (d->ctl_fd >= 0) {
-		close(d->ctl_fd);
-		if (d->o.ctl_addr[0] != '@')
-			unlink(d->o.ctl_addr);
+	struct ctl_srv *f = *out;
+	int err;
+
+	if (!f) {
+		err = ctl_srv_listen(d, &f);
+		if (err)
+			return err;
 	}
-	d->ctl_fd = -1;
-	d->ctl_running = false;
+	err = -pthread_create(&f->thread, NULL, ctl_main, f);
+	if (err) {
+		ctl_srv_stop(f);
+		*out = NULL;
+		return err;
+	}
+	f->running = true;
+	*out = f;
+	return 0;
+}
+
+void ctl_srv_stop(struct ctl_srv *f)
+{
+	if (!f)
+		return;
+	shutdown(f->fd, SHUT_RDWR);
+	if (f->running)
+		pthread_join(f->thread, NULL);
+	close(f->fd);
+	if (f->d->o.ctl_addr[0] != '@')
+		unlink(f->d->o.ctl_addr);
+	free(f);
 }

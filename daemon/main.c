@@ -34,10 +34,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ctl_srv.h"
 #include "daemon.h"
 #include "holders.h"
 #include "idle.h"
 #include "statahead.h"
+#include "uring.h"
+#include "warm.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -598,6 +601,133 @@ static char *fuse_mount_opts(const struct sqcd *d)
 	return b.p;
 }
 
+/*
+ * The daemon's features, in start order, each with the reason for its
+ * place.  They start in this order after the prefetcher, and stop in the
+ * reverse order: first those that stop while the mount is still there,
+ * then (after the unmount) those marked after_unmount.  Every stop is safe
+ * on a feature that is off or did not start.  Two features keep state
+ * past their stop: the listing thread is joined and warming's state freed
+ * only once the session is destroyed (see main()).
+ */
+struct feature {
+	const char *name; /* for the reader */
+	int (*start)(struct sqcd *d); /* 0 or -errno */
+	void (*stop)(struct sqcd *d); /* cannot fail */
+	bool after_unmount; /* stops once the mount is gone */
+};
+
+static int start_holders(struct sqcd *d)
+{
+	return holders_start(d, &d->holders);
+}
+
+static void stop_holders(struct sqcd *d)
+{
+	holders_stop(d->holders);
+	d->holders = NULL;
+}
+
+static int start_idle(struct sqcd *d)
+{
+	return idle_start(d, &d->idle);
+}
+
+static void stop_idle(struct sqcd *d)
+{
+	idle_stop(d->idle);
+	d->idle = NULL;
+}
+
+static int start_uring(struct sqcd *d)
+{
+	return uring_start(d, &d->uring);
+}
+
+static void stop_uring(struct sqcd *d)
+{
+	uring_stop(d->uring);
+	d->uring = NULL;
+}
+
+static int start_warm(struct sqcd *d)
+{
+	return warm_start(d, &d->warm);
+}
+
+static void stop_warm(struct sqcd *d)
+{
+	warm_stop(d->warm); /* warm_free() once the session is gone */
+}
+
+static int start_statahead(struct sqcd *d)
+{
+	return statahead_start(d, &d->statahead);
+}
+
+static void cancel_statahead(struct sqcd *d)
+{
+	/* Only asked to stop: statahead_stop() once the session is gone. */
+	statahead_cancel(d->statahead);
+}
+
+static int start_ctl(struct sqcd *d)
+{
+	return ctl_srv_start(d, &d->ctl);
+}
+
+static void stop_ctl(struct sqcd *d)
+{
+	ctl_srv_stop(d->ctl);
+	d->ctl = NULL;
+}
+
+static const struct feature features[] = {
+	/* First: before the control socket, which serves "hold" and
+	 * "release".  Stops after the unmount: it holds the directory lock
+	 * that acquirers wait on, released only once the mount is gone. */
+	{ "holders", start_holders, stop_holders, true },
+	/* Stops once every thread that serves requests (FUSE workers,
+	 * io_uring) is joined: none can touch the idle state any more. */
+	{ "idle timeout", start_idle, stop_idle, false },
+	/* Stops after warming: a push of the warming thread may wait for a
+	 * READ that an io_uring thread answers. */
+	{ "io_uring", start_uring, stop_uring, false },
+	/* Before listing ahead, which arms it through sqcd_tree_listed().
+	 * Its thread uses the session and the image: stops before the
+	 * unmount. */
+	{ "warming", start_warm, stop_warm, false },
+	/* Uses the session and the image: asked to stop before the unmount,
+	 * which releases a listing blocked on a request. */
+	{ "listing ahead", start_statahead, cancel_statahead, false },
+	/* Last: it reads what the others set up.  Stops first. */
+	{ "control socket", start_ctl, stop_ctl, false },
+};
+
+/* Start every feature in order.  Return: 0 or the first -errno. */
+static int start_features(struct sqcd *d)
+{
+	for (size_t i = 0; i < sizeof(features) / sizeof(features[0]); i++) {
+		int err = features[i].start(d);
+
+		if (err) {
+			log_err("cannot start %s: %s", features[i].name,
+				err_str(err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* Stop, in reverse order, the features that stop before the unmount
+ * (@after_unmount false) or after it (true). */
+static void stop_features(struct sqcd *d, bool after_unmount)
+{
+	for (size_t i = sizeof(features) / sizeof(features[0]); i-- > 0;)
+		if (features[i].after_unmount == after_unmount)
+			features[i].stop(d);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -622,7 +752,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "squashcached: out of memory\n");
 		return 1;
 	}
-	d->ctl_fd = -1;
 	img_opts_default(&d->o.img);
 	d->o.threads = 0; /* default_threads() once the image is open */
 	d->o.warm = size_ram_total() / 4;
@@ -703,13 +832,13 @@ int main(int argc, char **argv)
 	if (!d->o.ctl_addr[0])
 		ctl_default_address(d->o.canonical, d->o.ctl_addr,
 				    sizeof(d->o.ctl_addr));
-	err = ctl_listen(d->o.ctl_addr, &d->ctl_fd);
+	err = ctl_srv_listen(d, &d->ctl);
 	/* The mountpoint is not mounted, so a daemon still holding the
 	 * address is on its way out: the kernel takes a second or two to
 	 * release a FUSE connection after an unmount. */
 	for (int i = 0; err == -EADDRINUSE && i < 50; i++) {
 		usleep(100 * 1000);
-		err = ctl_listen(d->o.ctl_addr, &d->ctl_fd);
+		err = ctl_srv_listen(d, &d->ctl);
 	}
 	if (err) {
 		fprintf(stderr,
@@ -765,19 +894,7 @@ int main(int argc, char **argv)
 					.stage = true },
 		     &d->pf);
 	if (!err)
-		err = sqcd_warm_start(d);
-	if (!err)
-		err = statahead_start(d, &d->statahead); /* feature call site */
-	if (!err)
-		err = sqcd_uring_start(d);
-	/* Before the control socket, which serves "hold" and "release". */
-	if (!err)
-		err = holders_start(d, &d->holders);
-	if (!err) /* feature call site: idle timeout */
-		err = idle_start(d, &d->idle);
-	/* Last: it reads what the others set up. */
-	if (!err)
-		err = sqcd_ctl_start(d);
+		err = start_features(d);
 	if (err) {
 		char msg[256];
 
@@ -820,48 +937,32 @@ int main(int argc, char **argv)
 	ret = 0;
 
 out_unmount:
-	/* The control and warming threads use the session and the image:
-	 * they stop first.  Unmounting closes the FUSE device, which releases
-	 * the ready check or a listing blocked on a request; those threads
-	 * are joined once the session is gone. */
-	statahead_cancel(d->statahead); /* feature call site */
-	sqcd_ctl_stop(d);
-	/* A push of the warming thread may wait for a READ that an io_uring
-	 * thread answers, and io_uring threads push too: the warming thread
-	 * stops first, then the io_uring threads.  Its state goes once the
-	 * listing thread, which may end statahead=all by arming it, is
-	 * joined. */
-	sqcd_warm_stop(d);
-	sqcd_uring_stop(d);
-	/* Every thread that serves requests (FUSE workers, io_uring) is
-	 * joined now: none can touch the idle state any more. */
-	idle_stop(d->idle); /* feature call site: idle timeout */
-	d->idle = NULL;
+	/* See features[]: the order and its reasons. */
+	stop_features(d, false);
 	fuse_session_unmount(d->se);
-	/* Holds the directory lock that acquirers wait on: released only
-	 * once the mount is gone. */
-	holders_stop(d->holders);
-	d->holders = NULL;
+	stop_features(d, true);
 out_signals:
 	fuse_remove_signal_handlers(d->se);
 out_session:
 	pf_free(d->pf);
 	d->pf = NULL;
 	fuse_session_destroy(d->se);
-	/* The ready check waits for statahead=all: joined before listing
-	 * ahead is freed.  feature call site: listing ahead */
+	/* Unmounting closed the FUSE device, which released the ready check
+	 * or a listing blocked on a request.  The ready check waits for
+	 * statahead=all: joined before listing ahead is freed; warming's
+	 * state, which the listing thread may arm, goes last. */
 	if (ready_running)
 		pthread_join(ready_thread, NULL);
-	statahead_stop(d->statahead);
+	statahead_stop(d->statahead); /* feature call site: listing ahead */
 	d->statahead = NULL;
-	sqcd_warm_free(d);
+	warm_free(d->warm);
+	d->warm = NULL;
 out_args:
 	fuse_opt_free_args(&args);
 	if (cfg)
 		fuse_loop_cfg_destroy(cfg);
 out_img:
-	if (d->ctl_fd >= 0)
-		sqcd_ctl_stop(d);
+	ctl_srv_stop(d->ctl); /* still listening when the mount failed */
 	img_close(d->img);
 	free(d);
 	return ret;

@@ -24,6 +24,8 @@
 #include "daemon.h"
 #include "idle.h"
 #include "statahead.h"
+#include "uring.h"
+#include "warm.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -126,7 +128,7 @@ static void sqcd_init(void *userdata, struct fuse_conn_info *conn)
 	/* Raw bytes that are not staged go from the image's page cache to
 	 * the kernel by splice (see reply_spliced()); over io_uring a reply
 	 * is copied into the ring entry, so a pipe would be one copy more. */
-	if (!d->o.no_splice && !sqcd_uring_offered(d) &&
+	if (!d->o.no_splice && !uring_is_offered(d->uring) &&
 	    (conn->capable & FUSE_CAP_SPLICE_WRITE)) {
 		conn->want |= FUSE_CAP_SPLICE_WRITE;
 		d->splice = true;
@@ -197,7 +199,7 @@ static void forget_one(struct sqcd *d, fuse_ino_t node)
 	if (node == FUSE_ROOT_ID || (!d->warm && !d->statahead) ||
 	    img_inode_get(d->img, node_to_ref(d, node), &ino))
 		return;
-	sqcd_warm_forget(d, &ino);
+	warm_forget(d->warm, &ino);
 	statahead_forget(d->statahead, &ino); /* feature call site */
 }
 
@@ -324,11 +326,11 @@ static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 		return (void)fuse_reply_err(req, EINVAL);
 	err = get_inode(d, node, &ino);
 	if (!err)
-		sqcd_warm_read(d, &ino, (uint64_t)off, size);
+		warm_read(d->warm, &ino, (uint64_t)off, size);
 	/* A file larger than the kernel's first READ: push the rest before
 	 * answering, so that reading on needs no second round trip. */
 	if (!err && off == 0 && size < ino.size)
-		sqcd_warm_push(d, node, &ino, size);
+		warm_push(d->warm, node, &ino, size);
 	if (!err && d->splice)
 		err = img_file_map(d->img, &ino, (uint64_t)off, size, spans,
 				   READ_SPANS_MAX, &n);
@@ -456,7 +458,7 @@ static int do_readdir(struct sqcd *d, fuse_req_t req, fuse_ino_t node,
 			/* The kernel now holds this inode: worth warming, or
 			 * for a directory, worth listing ahead. */
 			if (n <= size - pos && child.type == IMG_REG)
-				sqcd_warm_add(d, e.ino, child.ref);
+				warm_add(d->warm, e.ino, child.ref);
 			else if (n <= size - pos && child.type == IMG_DIR)
 				statahead_dir(d->statahead, dir.ino, de.name,
 					      &child);
@@ -740,8 +742,8 @@ static void sqcd_ioctl(fuse_req_t req, fuse_ino_t node, unsigned int cmd,
 	(void)in_bufsz, (void)out_bufsz;
 	count(d, SQCD_OP_IOCTL);
 	if (d->warm && !(flags & FUSE_IOCTL_DIR) && !get_inode(d, node, &ino)) {
-		sqcd_warm_read(d, NULL, 0, 0);
-		sqcd_warm_push(d, node, &ino, 0);
+		warm_read(d->warm, NULL, 0, 0);
+		warm_push(d->warm, node, &ino, 0);
 	}
 	fuse_reply_err(req, ENOTTY);
 }
@@ -749,8 +751,8 @@ static void sqcd_ioctl(fuse_req_t req, fuse_ino_t node, unsigned int cmd,
 /* Core hook (daemon.h), called by listing ahead; a thin forward. */
 void sqcd_tree_listed(struct sqcd *core)
 {
-	/* Warming: the listing stands for a reader. */
-	sqcd_warm_read(core, NULL, 0, 0);
+	/* Subscribers, in order: warming (the listing stands for a reader). */
+	warm_read(core->warm, NULL, 0, 0);
 }
 
 const struct fuse_lowlevel_ops sqcd_ops = {

@@ -25,7 +25,7 @@
  * One entry per thread: the kernel gives a request only to an entry whose
  * thread waits for one, so a thread that blocks (a push into the page cache
  * waits for pages that a READ holds) holds back no other request.  At most
- * all but one thread of a queue push at a time (sqcd_uring_gate()).
+ * all but one thread of a queue push at a time (uring_gate()).
  *
  * Until every queue has an entry the kernel holds new requests back, so a
  * ring that cannot be set up must be known before INIT is answered: the
@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "uring.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -175,7 +176,7 @@ enum uring_state {
 };
 
 struct ring_thread {
-	struct sqcd_uring *u;
+	struct uring *u;
 	unsigned int qid; /* queue, and the core it serves */
 	pthread_t thread;
 	bool started;
@@ -191,7 +192,7 @@ struct ring_thread {
 	bool replied; /* the reply is in the entry */
 };
 
-struct sqcd_uring {
+struct uring {
 	struct sqcd *d;
 	int fd; /* the session's /dev/fuse */
 	int stop_fd; /* eventfd: written once to stop every ring */
@@ -208,15 +209,16 @@ struct sqcd_uring {
 	bool decided; /* patch_init() chose, or INIT did not offer it */
 	bool go; /* INIT answered: register */
 	bool gave_up; /* a thread stopped waiting for INIT: not used */
-	atomic_bool stopping; /* no more pushes: sqcd_uring_stop() began */
+	atomic_bool stopping; /* no more pushes: uring_stop() began */
 	atomic_bool stop; /* threads end */
+	_Atomic uint64_t requests; /* requests served over io_uring */
 	struct ring_thread t[];
 };
 
 static _Thread_local struct ring_thread *self;
 
 /* Every wait below has a way out: u->stop (set with a broadcast by
- * sqcd_uring_stop()) and, where a libfuse that never calls the hook could
+ * uring_stop()) and, where a libfuse that never calls the hook could
  * leave it waiting, a deadline. */
 #define URING_SETUP_WAIT_S 10 /* INIT reply waits for the rings' setup */
 #define URING_INIT_WAIT_S 60 /* ring threads wait for INIT's answer */
@@ -340,7 +342,7 @@ static ssize_t ring_reply(struct ring_thread *t, const struct iovec *iov,
 	return (ssize_t)total;
 }
 
-static struct ring_thread *holder_of(struct sqcd_uring *u, uint64_t unique)
+static struct ring_thread *holder_of(struct uring *u, uint64_t unique)
 {
 	if (self && self->u == u &&
 	    atomic_load_explicit(&self->unique, memory_order_relaxed) == unique)
@@ -353,7 +355,7 @@ static struct ring_thread *holder_of(struct sqcd_uring *u, uint64_t unique)
 }
 
 /* Ask for io_uring in the INIT reply, if every ring is ready. */
-static void patch_init(struct sqcd_uring *u, struct iovec *iov, int count)
+static void patch_init(struct uring *u, struct iovec *iov, int count)
 {
 	struct init_out_head o;
 	struct timespec ts;
@@ -392,7 +394,7 @@ static void patch_init(struct sqcd_uring *u, struct iovec *iov, int count)
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	struct sqcd *d = userdata;
-	struct sqcd_uring *u = d->uring;
+	struct uring *u = d->uring;
 	struct fuse_out_header out;
 	struct ring_thread *t;
 	bool init = false;
@@ -424,7 +426,7 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
 	struct sqcd *d = userdata;
-	struct sqcd_uring *u = d->uring;
+	struct uring *u = d->uring;
 	ssize_t r = read(fd, buf, len);
 	struct fuse_in_header in;
 	struct init_in_head init;
@@ -568,12 +570,12 @@ static void serve(struct ring_thread *t)
 	}
 	pthread_mutex_unlock(&t->lock);
 	atomic_store(&t->unique, 0);
-	atomic_fetch_add_explicit(&d->uring_requests, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&t->u->requests, 1, memory_order_relaxed);
 }
 
 static void setup_done(struct ring_thread *t, bool ok)
 {
-	struct sqcd_uring *u = t->u;
+	struct uring *u = t->u;
 
 	pthread_mutex_lock(&u->lock);
 	u->setup_done++;
@@ -625,7 +627,7 @@ static int ring_setup(struct ring_thread *t)
 static void *ring_main(void *arg)
 {
 	struct ring_thread *t = arg;
-	struct sqcd_uring *u = t->u;
+	struct uring *u = t->u;
 	bool registering = true;
 	struct timespec ts;
 	bool go;
@@ -673,7 +675,7 @@ static void *ring_main(void *arg)
 
 		/* One system call: the commit (or registration) queued last,
 		 * and the wait for the next request.  Its way out is the poll
-		 * of stop_fd armed in ring_setup(): sqcd_uring_stop() writes
+		 * of stop_fd armed in ring_setup(): uring_stop() writes
 		 * it, and the kernel ends the entries of a dead connection. */
 		err = io_uring_submit_and_wait(&t->ring, 1);
 		if (err == -EINTR) {
@@ -723,7 +725,7 @@ out_exit:
 	return NULL;
 }
 
-int sqcd_uring_start(struct sqcd *d)
+int uring_start(struct sqcd *d, struct uring **out)
 {
 	static const struct fuse_custom_io io = {
 		.writev = io_writev,
@@ -731,14 +733,15 @@ int sqcd_uring_start(struct sqcd *d)
 		.splice_send = io_splice_send,
 	};
 	unsigned int nq = possible_cpus(), per;
-	struct sqcd_uring *u;
+	struct uring *u;
 	char why[96];
 	int err;
 
-	if (d->o.no_uring || !sqcd_uring_available(why, sizeof(why), true) ||
+	*out = NULL;
+	if (d->o.no_uring || !uring_available(why, sizeof(why), true) ||
 	    !is_kernel_enabled() || !nq || nq > 4096)
 		return 0;
-	/* Every queue keeps a thread free of pushes (sqcd_uring_gate()). */
+	/* Every queue keeps a thread free of pushes (uring_gate()). */
 	per = (d->o.threads + nq - 1) / nq;
 	per = per < 2 ? 2 : per;
 	u = calloc(1, sizeof(*u) + (size_t)nq * per * sizeof(u->t[0]));
@@ -769,7 +772,7 @@ int sqcd_uring_start(struct sqcd *d)
 	err = fuse_session_custom_io(d->se, &io, u->fd);
 	if (err)
 		goto out_free;
-	d->uring = u;
+	*out = u;
 	for (unsigned int i = 0; i < u->nthreads; i++) {
 		struct ring_thread *t = &u->t[i];
 
@@ -793,9 +796,8 @@ out_free:
 	return err;
 }
 
-void sqcd_uring_stop(struct sqcd *d)
+void uring_stop(struct uring *u)
 {
-	struct sqcd_uring *u = d->uring;
 	uint64_t one = 1;
 
 	if (!u)
@@ -845,25 +847,29 @@ void sqcd_uring_stop(struct sqcd *d)
 	pthread_mutex_destroy(&u->lock);
 	pthread_cond_destroy(&u->cond);
 	free(u);
-	d->uring = NULL;
 }
 
-bool sqcd_uring_offered(const struct sqcd *d)
+bool uring_is_offered(const struct uring *u)
 {
-	return d->uring && atomic_load(&d->uring->state) != URING_OFF;
+	return u && atomic_load(&u->state) != URING_OFF;
 }
 
-bool sqcd_uring_on(const struct sqcd *d)
+bool uring_is_on(const struct uring *u)
 {
-	return d->uring && atomic_load(&d->uring->state) == URING_ON;
+	return u && atomic_load(&u->state) == URING_ON;
 }
 
-unsigned int sqcd_uring_threads(const struct sqcd *d)
+unsigned int uring_threads(const struct uring *u)
 {
-	return sqcd_uring_on(d) ? d->uring->nthreads : 0;
+	return uring_is_on(u) ? u->nthreads : 0;
 }
 
-void sqcd_uring_gate(atomic_uint **busy, unsigned int *max)
+static uint64_t requests(const struct uring *u)
+{
+	return u ? atomic_load(&u->requests) : 0;
+}
+
+void uring_gate(atomic_uint **busy, unsigned int *max)
 {
 	if (!self)
 		return;
@@ -873,36 +879,43 @@ void sqcd_uring_gate(atomic_uint **busy, unsigned int *max)
 
 #else /* !SQC_HAVE_URING: built without liburing */
 
-int sqcd_uring_start(struct sqcd *d)
+int uring_start(struct sqcd *d, struct uring **out)
 {
 	(void)d;
+	*out = NULL;
 	return 0;
 }
 
-void sqcd_uring_stop(struct sqcd *d)
+void uring_stop(struct uring *u)
 {
-	(void)d;
+	(void)u;
 }
 
-bool sqcd_uring_offered(const struct sqcd *d)
+bool uring_is_offered(const struct uring *u)
 {
-	(void)d;
+	(void)u;
 	return false;
 }
 
-bool sqcd_uring_on(const struct sqcd *d)
+bool uring_is_on(const struct uring *u)
 {
-	(void)d;
+	(void)u;
 	return false;
 }
 
-unsigned int sqcd_uring_threads(const struct sqcd *d)
+unsigned int uring_threads(const struct uring *u)
 {
-	(void)d;
+	(void)u;
 	return 0;
 }
 
-void sqcd_uring_gate(atomic_uint **busy, unsigned int *max)
+static uint64_t requests(const struct uring *u)
+{
+	(void)u;
+	return 0;
+}
+
+void uring_gate(atomic_uint **busy, unsigned int *max)
 {
 	(void)busy;
 	(void)max;
@@ -918,7 +931,7 @@ static const char *libfuse_version(void)
 	return v && *v ? v : fuse_pkgversion();
 }
 
-bool sqcd_uring_available(char *why, size_t len, bool log)
+bool uring_available(char *why, size_t len, bool log)
 {
 	static atomic_bool logged;
 	const char *v = libfuse_version();
@@ -948,4 +961,16 @@ bool sqcd_uring_available(char *why, size_t len, bool log)
 	}
 	snprintf(why, len, "%s", "");
 	return true;
+}
+
+void uring_stats_json(struct uring *u, struct ctl_buf *b)
+{
+	char why[96];
+	bool ok = uring_available(why, sizeof(why), false);
+
+	ctl_buf_printf(b,
+		       "\"uring_threads\":%u,\"uring_requests\":%llu,"
+		       "\"uring_available\":%s,\"uring_unavailable\":\"%s\"",
+		       uring_threads(u), (unsigned long long)requests(u),
+		       ok ? "true" : "false", why);
 }

@@ -48,6 +48,8 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "uring.h"
+#include "warm.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -86,7 +88,7 @@ struct warm {
 	struct warm_item *ring; /* the queue; grows while a listing goes on */
 	unsigned int cap; /* its size, a power of two */
 	unsigned int head, len; /* first item, items queued */
-	bool stop; /* sqcd_warm_stop() was called */
+	bool stop; /* warm_stop() was called */
 	bool full; /* the byte budget is spent */
 	long long last_add; /* CLOCK_MONOTONIC ns of the newest listed file */
 	/* Bit ino - 1: the kernel was given the file's data since it made
@@ -104,6 +106,12 @@ struct warm {
 	 * and the thread sets @waiting before it checks @reads again. */
 	atomic_uint reads;
 	atomic_bool waiting;
+	uint64_t budget; /* -o warm=SIZE: bytes pushed at most */
+	_Atomic uint64_t files; /* listed files pushed */
+	_Atomic uint64_t bytes; /* their bytes */
+	_Atomic uint64_t dropped; /* files not queued: queue full */
+	_Atomic uint64_t open_files; /* files pushed when opened */
+	_Atomic uint64_t open_bytes; /* their bytes */
 };
 
 static void enqueue(struct warm *w, const struct warm_item *it);
@@ -234,7 +242,7 @@ static int warm_file(struct warm *w, const struct warm_item *it)
 	if (err || ino.type != IMG_REG || ino.size == 0 ||
 	    ino.size > WARM_FILE_MAX)
 		return err;
-	return push_once(w, it->node, &ino, 0, &d->warm_files, &d->warm_bytes);
+	return push_once(w, it->node, &ino, 0, &w->files, &w->bytes);
 }
 
 /*
@@ -322,14 +330,14 @@ static void *warm_main(void *arg)
 
 		if (!wait_read(w, &it) || !wait_quiet(w, &it))
 			return NULL;
-		if (atomic_load(&d->warm_bytes) >= d->o.warm) {
+		if (atomic_load(&w->bytes) >= w->budget) {
 			pthread_mutex_lock(&w->lock);
 			w->full = true;
 			w->len = 0;
 			pthread_mutex_unlock(&w->lock);
 			log_info(
 				"page-cache warming stopped at its budget of %llu bytes",
-				(unsigned long long)d->o.warm);
+				(unsigned long long)w->budget);
 			return NULL;
 		}
 		if (warm_file(w, &it) == -ENOENT && !it.retried) {
@@ -343,11 +351,12 @@ static void *warm_main(void *arg)
 	}
 }
 
-int sqcd_warm_start(struct sqcd *d)
+int warm_start(struct sqcd *d, struct warm **out)
 {
 	struct warm *w;
 	int err;
 
+	*out = NULL;
 	if (!d->o.warm || d->o.direct_io)
 		return 0;
 	w = calloc(1, sizeof(*w));
@@ -367,6 +376,7 @@ int sqcd_warm_start(struct sqcd *d)
 		return -ENOMEM;
 	}
 	w->opening_max = d->o.threads / 2;
+	w->budget = d->o.warm;
 	w->d = d;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->more, NULL);
@@ -379,14 +389,12 @@ int sqcd_warm_start(struct sqcd *d)
 		free(w);
 		return err;
 	}
-	d->warm = w;
+	*out = w;
 	return 0;
 }
 
-void sqcd_warm_stop(struct sqcd *d)
+void warm_stop(struct warm *w)
 {
-	struct warm *w = d->warm;
-
 	if (!w)
 		return;
 	pthread_mutex_lock(&w->lock);
@@ -396,10 +404,8 @@ void sqcd_warm_stop(struct sqcd *d)
 	pthread_join(w->thread, NULL);
 }
 
-void sqcd_warm_free(struct sqcd *d)
+void warm_free(struct warm *w)
 {
-	struct warm *w = d->warm;
-
 	if (!w)
 		return;
 	pthread_cond_destroy(&w->more);
@@ -407,7 +413,6 @@ void sqcd_warm_free(struct sqcd *d)
 	free(w->given);
 	free(w->ring);
 	free(w);
-	d->warm = NULL;
 }
 
 /*
@@ -443,7 +448,7 @@ static void enqueue(struct warm *w, const struct warm_item *it)
 		grow(w);
 	if (w->full || w->stop || w->len == w->cap) {
 		if (!w->full)
-			atomic_fetch_add_explicit(&w->d->warm_dropped, 1,
+			atomic_fetch_add_explicit(&w->dropped, 1,
 						  memory_order_relaxed);
 		return;
 	}
@@ -452,10 +457,9 @@ static void enqueue(struct warm *w, const struct warm_item *it)
 		pthread_cond_signal(&w->more);
 }
 
-void sqcd_warm_add(struct sqcd *d, fuse_ino_t node, uint64_t ref)
+void warm_add(struct warm *w, fuse_ino_t node, uint64_t ref)
 {
 	struct warm_item it = { node, ref, mono_ns(), 0, false };
-	struct warm *w = d->warm;
 
 	if (!w)
 		return;
@@ -466,10 +470,9 @@ void sqcd_warm_add(struct sqcd *d, fuse_ino_t node, uint64_t ref)
 	pthread_mutex_unlock(&w->lock);
 }
 
-void sqcd_warm_push(struct sqcd *d, fuse_ino_t node,
-		    const struct img_inode *ino, uint64_t from)
+void warm_push(struct warm *w, fuse_ino_t node, const struct img_inode *ino,
+	       uint64_t from)
 {
-	struct warm *w = d->warm;
 	atomic_uint *busy;
 	unsigned int max;
 
@@ -478,18 +481,16 @@ void sqcd_warm_push(struct sqcd *d, fuse_ino_t node,
 		return;
 	busy = &w->opening;
 	max = w->opening_max;
-	sqcd_uring_gate(&busy, &max);
+	uring_gate(&busy, &max);
 	/* Enough workers busy pushing: the reads will do. */
 	if (atomic_fetch_add(busy, 1) < max)
-		push_once(w, node, ino, from, &d->open_files, &d->open_bytes);
+		push_once(w, node, ino, from, &w->open_files, &w->open_bytes);
 	atomic_fetch_sub(busy, 1);
 }
 
-void sqcd_warm_read(struct sqcd *d, const struct img_inode *ino, uint64_t off,
-		    size_t size)
+void warm_read(struct warm *w, const struct img_inode *ino, uint64_t off,
+	       size_t size)
 {
-	struct warm *w = d->warm;
-
 	if (!w)
 		return;
 	/* A READ of the whole file puts it all in the page cache: marked
@@ -504,10 +505,22 @@ void sqcd_warm_read(struct sqcd *d, const struct img_inode *ino, uint64_t off,
 	}
 }
 
-void sqcd_warm_forget(struct sqcd *d, const struct img_inode *ino)
+void warm_forget(struct warm *w, const struct img_inode *ino)
 {
-	struct warm *w = d->warm;
-
 	if (w && ino->type == IMG_REG)
 		given_clear(w, ino->ino);
+}
+
+void warm_stats_json(struct warm *w, struct ctl_buf *b)
+{
+	ctl_buf_printf(
+		b,
+		"\"warm\":{\"budget\":%llu,\"files\":%llu,\"bytes\":%llu,"
+		"\"dropped\":%llu,\"open_files\":%llu,\"open_bytes\":%llu},",
+		(unsigned long long)(w ? w->budget : 0),
+		(unsigned long long)(w ? atomic_load(&w->files) : 0),
+		(unsigned long long)(w ? atomic_load(&w->bytes) : 0),
+		(unsigned long long)(w ? atomic_load(&w->dropped) : 0),
+		(unsigned long long)(w ? atomic_load(&w->open_files) : 0),
+		(unsigned long long)(w ? atomic_load(&w->open_bytes) : 0));
 }

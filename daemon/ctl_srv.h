@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * This file declares the control socket (ctl.h's protocol, daemon side):
+ * a thread that answers mountctl's ping, stats, stage, umount, hold and
+ * release.  The module owns the listening socket and the thread.
+ */
+#ifndef SQCD_CTL_SRV_H
+#define SQCD_CTL_SRV_H
+
+struct sqcd;
+struct ctl_srv;
+struct ctl_buf;
+
+/**
+ * ctl_srv_listen() - Bind the control socket, not yet served.
+ * @core: the daemon; core->o.ctl_addr is the address
+ * @out: set to the module, listening
+ *
+ * Called before the daemon detaches, so that a second daemon for the same
+ * mountpoint is told at once.
+ *
+ * Return: 0; -EADDRINUSE if another daemon holds the address; -ENOMEM;
+ * -errno.
+ * Context: main thread.
+ */
+int ctl_srv_listen(struct sqcd *core, struct ctl_srv **out);
+
+/**
+ * ctl_srv_start() - Serve the control socket from a thread.
+ * @core: the daemon, mounted
+ * @out: a module from ctl_srv_listen(), or NULL to listen now; set to the
+ *       serving module, or NULL on error (the module is then freed)
+ *
+ * Return: 0; -EADDRINUSE if another daemon answers on the address; -errno.
+ * Context: main thread, before the session loop; the last feature to
+ * start (it reads what the others set up).
+ */
+int ctl_srv_start(struct sqcd *core, struct ctl_srv **out);
+
+/**
+ * ctl_srv_stop() - Stop serving, close and unlink the socket, free.
+ * @f: the module, listening or serving; NULL is fine
+ *
+ * Context: main thread; cannot fail.
+ */
+void ctl_srv_stop(struct ctl_srv *f);
+
+#endif /* SQCD_CTL_SRV_H */
