@@ -144,7 +144,7 @@ $(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(LIB)
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(FUSE_LIBS) $(LIB_LIBS)
 
-tests: all $(UNIT_BINS) $(TOOL_BINS)
+tests: all $(UNIT_BINS) $(TOOL_BINS) $(BUILD)/bench/slowfs  # slowfs: tests/integration/115-slowfs.sh
 
 # Packages: `make check` and `make demo` install what is missing when run
 # as root and print the apt-get line otherwise.
