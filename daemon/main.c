@@ -728,30 +728,19 @@ static void stop_features(struct sqcd *d, bool after_unmount)
 			features[i].stop(d);
 }
 
-int main(int argc, char **argv)
+/*
+ * Parse the command line into d->o, with the defaults first.
+ * Return: -1 to go on, or the exit status (0 after --help or --version).
+ */
+static int parse_args(struct sqcd *d, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct sqcd *d;
-	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-	struct fuse_loop_config *cfg = NULL;
-	struct ready *ready;
-	pthread_t ready_thread;
-	bool ready_running = false;
-	char *mopts;
-	int c, err, log_fd = -1, ready_fd = -1, ret = 1;
+	int c;
 
-	/* A few malloc arenas: with one per thread, memory freed by one
-	 * reader sits idle in its arena and RSS drifts above the budgets. */
-	mallopt(M_ARENA_MAX, 2);
-	d = calloc(1, sizeof(*d));
-	if (!d) {
-		fprintf(stderr, "squashcached: out of memory\n");
-		return 1;
-	}
 	img_opts_default(&d->o.img);
 	d->o.threads = 0; /* default_threads() once the image is open */
 	d->o.warm = size_ram_total() / 4;
@@ -768,32 +757,26 @@ int main(int argc, char **argv)
 			d->o.foreground = true;
 			break;
 		case 'o':
-			if (parse_opts(&d->o, optarg)) {
-				ret = 2;
-				goto out_img;
-			}
+			if (parse_opts(&d->o, optarg))
+				return 2;
 			break;
 		case 'h':
 			usage(stdout);
-			ret = 0;
-			goto out_img;
+			return 0;
 		case 'V':
 			printf("squashcached %s (libfuse %s)\n", SQC_VERSION,
 			       fuse_pkgversion());
-			ret = 0;
-			goto out_img;
+			return 0;
 		default:
 			usage(stderr);
-			ret = 2;
-			goto out_img;
+			return 2;
 		}
 	}
 	if (argc - optind != 2) {
 		fprintf(stderr,
 			"squashcached: expected IMAGE and MOUNTPOINT\n");
 		usage(stderr);
-		ret = 2;
-		goto out_img;
+		return 2;
 	}
 	d->o.image = argv[optind];
 	d->o.mountpoint = argv[optind + 1];
@@ -801,9 +784,20 @@ int main(int argc, char **argv)
 	fuse_set_log_func(route_fuse_log);
 	if (d->o.deprecated)
 		log_warn("%s", d->o.deprecated);
+	return -1;
+}
+
+/*
+ * Check the mount point, open the image and settle what depends on it.
+ * Return: -1 to go on, or the exit status (EXIT_BAD_IMAGE for an image
+ * that is missing, unreadable or not SquashFS).
+ */
+static int open_image(struct sqcd *d)
+{
+	int err;
 
 	if (check_mountpoint(&d->o))
-		goto out_img;
+		return 1;
 	if (!realpath(d->o.image, d->o.image_abs)) {
 		err = -errno;
 		if (err == -ENOENT)
@@ -814,8 +808,7 @@ int main(int argc, char **argv)
 			fprintf(stderr,
 				"squashcached: cannot open image '%s': %s\n",
 				d->o.image, err_str(err));
-		ret = EXIT_BAD_IMAGE;
-		goto out_img;
+		return EXIT_BAD_IMAGE;
 	}
 	err = img_open(d->o.image_abs, &d->o.img, &d->img);
 	if (err) {
@@ -823,12 +816,22 @@ int main(int argc, char **argv)
 			d->o.image,
 			err == -EMEDIUMTYPE ? "not a SquashFS image" :
 					      err_str(err));
-		ret = EXIT_BAD_IMAGE;
-		goto out_img;
+		return EXIT_BAD_IMAGE;
 	}
 	d->root_ref = img_get_super(d->img)->root_ref;
 	if (!d->o.threads)
 		d->o.threads = default_threads(d->img);
+	return -1;
+}
+
+/*
+ * Bind the control socket now, before detaching, so that a second daemon
+ * for the same mount point is told at once.  Return: 0 or -errno (said).
+ */
+static int listen_ctl(struct sqcd *d)
+{
+	int err;
+
 	if (!d->o.ctl_addr[0])
 		ctl_default_address(d->o.canonical, d->o.ctl_addr,
 				    sizeof(d->o.ctl_addr));
@@ -840,29 +843,112 @@ int main(int argc, char **argv)
 		usleep(100 * 1000);
 		err = ctl_srv_listen(d, &d->ctl);
 	}
-	if (err) {
+	if (err)
 		fprintf(stderr,
 			"squashcached: cannot listen on control socket %s: %s%s\n",
 			d->o.ctl_addr, err_str(err),
 			err == -EADDRINUSE ?
 				" (another squashcached still serves this mountpoint; stop it first)" :
 				"");
-		goto out_img;
+	return err;
+}
+
+/* libfuse's arguments: the program name and the mount options.
+ * Return: 0 or -ENOMEM (said). */
+static int session_args(struct sqcd *d, const char *argv0,
+			struct fuse_args *args)
+{
+	char *mopts = fuse_mount_opts(d);
+	int err = 0;
+
+	if (!mopts || fuse_opt_add_arg(args, argv0) ||
+	    fuse_opt_add_arg(args, "-o") || fuse_opt_add_arg(args, mopts) ||
+	    (d->o.debug && fuse_opt_add_arg(args, "-d"))) {
+		fprintf(stderr, "squashcached: out of memory\n");
+		err = -ENOMEM;
 	}
+	free(mopts);
+	return err;
+}
+
+/* Start the prefetcher, then the features (features[]).  Return: 0 or
+ * -errno, told to the parent waiting on @ready_fd. */
+static int start_threads(struct sqcd *d, int ready_fd)
+{
+	int err;
+
+	mono_now(&d->started);
+	err = pf_new(d->img,
+		     &(struct pf_opts){ .workers = d->o.workers,
+					.queue_max = 256,
+					.stage = true },
+		     &d->pf);
+	if (!err)
+		err = start_features(d);
+	if (err) {
+		char msg[256];
+
+		snprintf(msg, sizeof(msg), "ERR cannot start threads: %s\n",
+			 err_str(err));
+		tell_parent(ready_fd, msg);
+	}
+	return err;
+}
+
+/* Serve requests until unmounted or signalled, and say why it ended. */
+static void serve(struct sqcd *d, struct fuse_loop_config *cfg)
+{
+	int err;
+
+	fuse_loop_cfg_set_clone_fd(cfg, 0);
+	fuse_loop_cfg_set_max_threads(cfg, d->o.threads);
+	fuse_loop_cfg_set_idle_threads(cfg, d->o.threads);
+	err = fuse_session_loop_mt(d->se, cfg);
+	sd_notify_msg("STOPPING=1");
+	/* libfuse reports the signal that stopped it as a positive number. */
+	if (err > 0)
+		log_info("unmounting '%s' on %s", d->o.canonical,
+			 strsignal(err));
+	else if (err && err != -ENODEV)
+		log_err("session loop ended: %s; unmounting '%s'", err_str(err),
+			d->o.canonical);
+	else
+		log_info("unmounting '%s'", d->o.canonical);
+}
+
+int main(int argc, char **argv)
+{
+	struct sqcd *d;
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_loop_config *cfg = NULL;
+	struct ready *ready;
+	pthread_t ready_thread;
+	bool ready_running = false;
+	int log_fd = -1, ready_fd = -1, ret;
+
+	/* A few malloc arenas: with one per thread, memory freed by one
+	 * reader sits idle in its arena and RSS drifts above the budgets. */
+	mallopt(M_ARENA_MAX, 2);
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		fprintf(stderr, "squashcached: out of memory\n");
+		return 1;
+	}
+	ret = parse_args(d, argc, argv);
+	if (ret < 0)
+		ret = open_image(d);
+	if (ret >= 0)
+		goto out_img;
+	ret = 1;
+	if (listen_ctl(d))
+		goto out_img;
 	if (d->o.logfile && !d->o.foreground) {
 		log_fd = open_logfile(d->o.logfile);
 		if (log_fd < 0)
 			goto out_img;
 	}
-
-	mopts = fuse_mount_opts(d);
-	if (!mopts || fuse_opt_add_arg(&args, argv[0]) ||
-	    fuse_opt_add_arg(&args, "-o") || fuse_opt_add_arg(&args, mopts) ||
-	    (d->o.debug && fuse_opt_add_arg(&args, "-d"))) {
-		fprintf(stderr, "squashcached: out of memory\n");
-		goto out_img;
-	}
-	free(mopts);
+	if (session_args(d, argv[0], &args))
+		goto out_args;
 	d->se = fuse_session_new(&args, &sqcd_ops, sizeof(sqcd_ops), d);
 	if (!d->se)
 		goto out_args;
@@ -887,22 +973,8 @@ int main(int argc, char **argv)
 		else
 			log_set_sink(LOG_SINK_SYSLOG);
 	}
-	mono_now(&d->started);
-	err = pf_new(d->img,
-		     &(struct pf_opts){ .workers = d->o.workers,
-					.queue_max = 256,
-					.stage = true },
-		     &d->pf);
-	if (!err)
-		err = start_features(d);
-	if (err) {
-		char msg[256];
-
-		snprintf(msg, sizeof(msg), "ERR cannot start threads: %s\n",
-			 err_str(err));
-		tell_parent(ready_fd, msg);
+	if (start_threads(d, ready_fd))
 		goto out_unmount;
-	}
 	ready = malloc(sizeof(*ready));
 	if (ready) {
 		ready->d = d;
@@ -918,22 +990,12 @@ int main(int argc, char **argv)
 		tell_parent(ready_fd, "ERR cannot start threads\n");
 		goto out_unmount;
 	}
-
 	cfg = fuse_loop_cfg_create();
-	fuse_loop_cfg_set_clone_fd(cfg, 0);
-	fuse_loop_cfg_set_max_threads(cfg, d->o.threads);
-	fuse_loop_cfg_set_idle_threads(cfg, d->o.threads);
-	err = fuse_session_loop_mt(d->se, cfg);
-	sd_notify_msg("STOPPING=1");
-	/* libfuse reports the signal that stopped it as a positive number. */
-	if (err > 0)
-		log_info("unmounting '%s' on %s", d->o.canonical,
-			 strsignal(err));
-	else if (err && err != -ENODEV)
-		log_err("session loop ended: %s; unmounting '%s'", err_str(err),
-			d->o.canonical);
-	else
-		log_info("unmounting '%s'", d->o.canonical);
+	if (!cfg) {
+		log_err("out of memory; unmounting '%s'", d->o.canonical);
+		goto out_unmount;
+	}
+	serve(d, cfg);
 	ret = 0;
 
 out_unmount:
