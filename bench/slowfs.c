@@ -242,6 +242,14 @@ static void sf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
+static pthread_key_t buf_key; /* frees a thread's buffer when it exits */
+static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
+
+static void buf_key_init(void)
+{
+	pthread_key_create(&buf_key, free);
+}
+
 /*
  * The calling thread's read buffer, at least size bytes; NULL if out of
  * memory.  Kept for the thread's life: a fresh 1 MiB malloc per request
@@ -252,6 +260,7 @@ static char *thread_buf(size_t size)
 	static __thread char *buf;
 	static __thread size_t cap;
 
+	pthread_once(&buf_once, buf_key_init);
 	if (size > cap) {
 		char *grown = realloc(buf, size);
 
@@ -259,6 +268,7 @@ static char *thread_buf(size_t size)
 			return NULL;
 		buf = grown;
 		cap = size;
+		pthread_setspecific(buf_key, buf);
 	}
 	return buf ? buf : thread_buf(1);
 }
