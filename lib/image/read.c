@@ -347,7 +347,10 @@ static void plan_build(struct img *img, enum img_stage_mode mode)
 	st->base = atomic_load(&st->staged);
 	atomic_store(&st->error, 0);
 	/* Metadata first: a mount answers lookups from it at once. */
-	meta_first = (uint32_t)(img->sb.inode_table >> IMG_CHUNK_SHIFT);
+	/* Planned before the tables are checked: the superblock's inode
+	 * table position is not trusted here, only clamped. */
+	meta_first = (uint32_t)MIN(img->sb.inode_table >> IMG_CHUNK_SHIFT,
+				   (uint64_t)st->nchunks);
 	for (c = meta_first; c < st->nchunks; c++)
 		plan_add(img, c);
 	st->plan_meta = st->plan_len;
