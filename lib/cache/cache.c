@@ -713,6 +713,7 @@ int cache_get(struct cache *c, uint64_t key, size_t cap, cache_fill_fn *fill,
 	int err;
 
 	*out = NULL;
+again:
 	pthread_mutex_lock(&s->lock);
 	e = table_find(s, h, key);
 	if (likely(e && e->state == ENTRY_VALID)) {
@@ -738,6 +739,14 @@ int cache_get(struct cache *c, uint64_t key, size_t cap, cache_fill_fn *fill,
 		pthread_mutex_unlock(&s->lock);
 		free(fresh);
 		entry_free_list(dead);
+		/* -EAGAIN: the other caller may not fill it (a warming thread
+		 * reads only what is in RAM), which says nothing of this one:
+		 * the entry is gone, fill it here. */
+		if (err == -EAGAIN) {
+			fresh = NULL;
+			dead = NULL;
+			goto again;
+		}
 		return err;
 	}
 

@@ -89,7 +89,9 @@ void cache_free(struct cache *c);
  * @out: set to the pinned entry on success
  *
  * Return: 0; or the negative errno of the fill (this thread's or the one it
- * waited for), or a remembered -EFSCORRUPTED; -ENOMEM.  A fill that cannot
+ * waited for, except -EAGAIN: a fill that this thread waited for and that
+ * returned -EAGAIN is run again by this thread), or a remembered
+ * -EFSCORRUPTED; -ENOMEM.  A fill that cannot
  * be given room (budget 0, @cap larger than the cache can hold, everything
  * pinned or being filled) still succeeds, as a bypass entry.
  * Ownership: on success the caller must cache_put() the entry exactly once.

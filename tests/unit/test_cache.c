@@ -362,6 +362,47 @@ START_TEST(test_single_flight_error)
 }
 END_TEST
 
+/* A fill that gives up with -EAGAIN (warming, which reads only what is in
+ * RAM) does not fail the threads waiting for it: they fill it themselves. */
+struct again_arg {
+	struct cache *c;
+	struct fill_ctl *ctl;
+	int err;
+};
+
+static void *again_main(void *p)
+{
+	struct again_arg *a = p;
+	struct cache_entry *e;
+
+	a->err = cache_get(a->c, 7, 4096, ctl_fill, a->ctl, &e);
+	if (!a->err)
+		cache_put(a->c, e);
+	return NULL;
+}
+
+START_TEST(test_again_refilled)
+{
+	struct cache *c = cache_new("data", ROOM_FOR(64), ENTRY);
+	struct fill_ctl giveup = { .delay_us = 200000, .err = -EAGAIN };
+	struct fill_ctl good = { .len = 100 };
+	struct again_arg a = { c, &giveup, 0 };
+	struct cache_entry *e;
+	pthread_t t;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, again_main, &a), 0);
+	usleep(50000); /* the first fill is under way */
+	ck_assert_int_eq(cache_get(c, 7, 4096, ctl_fill, &good, &e), 0);
+	ck_assert_uint_eq(cache_entry_size(e), 100);
+	cache_put(c, e);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(a.err, -EAGAIN); /* its own fill's error */
+	ck_assert_int_eq(atomic_load(&giveup.calls), 1);
+	ck_assert_int_eq(atomic_load(&good.calls), 1);
+	cache_free(c);
+}
+END_TEST
+
 START_TEST(test_eio_not_remembered)
 {
 	struct cache *c = cache_new("data", ROOM_FOR(64), ENTRY);
@@ -1075,6 +1116,7 @@ static Suite *cache_suite(void)
 	add_case(s, "data_integrity", test_data_integrity, 10);
 	add_case(s, "single_flight", test_single_flight, 20);
 	add_case(s, "single_flight_error", test_single_flight_error, 20);
+	add_case(s, "again_refilled", test_again_refilled, 20);
 	add_case(s, "eio_not_remembered", test_eio_not_remembered, 10);
 	add_case(s, "corrupt_remembered", test_corrupt_remembered, 10);
 	add_case(s, "budget_concurrent", test_budget_concurrent, 120);
