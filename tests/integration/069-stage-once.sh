@@ -43,14 +43,8 @@ mkdir -p "$T/store"
 start_store() {
     # start_store [DELAY_US]: faultfs over the image, logging to reads.log
     : >"$T/reads.log"
-    _mounts="$T/store $_mounts"
     FAULTFS_LOG="$T/reads.log" FAULTFS_DELAY_US="${1:-0}" \
-        "$TOOLS/faultfs" "$T/img.sqfs" "$T/store" "$T/failfile" 2>"$T/faultfs.log" &
-    _pids="$! $_pids"
-    _i=0
-    while ! is_mounted "$T/store"; do
-        _i=$((_i + 1)); [ $_i -lt 250 ] || fail "faultfs did not mount"; sleep 0.02
-    done
+        start_faultfs "$T/img.sqfs" "$T/store" "$T/failfile"
 }
 stop_store() {
     fusermount3 -u "$T/store"

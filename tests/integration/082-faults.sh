@@ -92,14 +92,7 @@ sqc_umount "$T/m"
 
 note "storage read errors (faultfs): EIO for the damaged reads only"
 cp "$T/orig.sqfs" "$T/img.sqfs"
-mkdir -p "$T/store"
-_mounts="$T/store $_mounts"
-"$TOOLS/faultfs" "$T/img.sqfs" "$T/store" "$T/failfile" 2>"$T/faultfs.log" &
-_pids="$! $_pids"
-i=0
-while ! is_mounted "$T/store"; do
-    i=$((i + 1)); [ $i -lt 250 ] || fail "faultfs did not mount"; sleep 0.02
-done
+start_faultfs "$T/img.sqfs" "$T/store" "$T/failfile"
 # Fail 200 KiB in the middle of the data area.
 echo "$((size / 3)) 204800" >"$T/failfile"
 for stage in none full; do

@@ -147,6 +147,22 @@ sqc_mount() {
     is_mounted "$_sm_mnt" || fail "squashcached returned 0 but $_sm_mnt is not mounted"
 }
 
+# start_faultfs FILE MOUNTPOINT FAILFILE: serve FILE through
+# tests/tools/faultfs (FAULTFS_LOG, FAULTFS_DELAY_US from the environment)
+# in the background, its stderr in $T/faultfs.log, and wait for the mount.
+start_faultfs() {
+    mkdir -p "$2"
+    _mounts="$2 $_mounts"
+    "$TOOLS/faultfs" "$1" "$2" "$3" 2>"$T/faultfs.log" &
+    _pids="$! $_pids"
+    _ff_i=0
+    while ! is_mounted "$2"; do
+        _ff_i=$((_ff_i + 1))
+        [ $_ff_i -lt 250 ] || fail "faultfs did not mount"
+        sleep 0.02
+    done
+}
+
 # Run the daemon in the foreground (-f) in the background of this shell,
 # and wait until the mount answers.  Sets SQC_PID.
 sqc_mount_fg() {
