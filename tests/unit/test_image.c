@@ -25,6 +25,8 @@
 #include "util/compiler.h"
 #include "util/err.h"
 
+#include "fixture.h"
+
 static char workdir[PATH_MAX / 4]; /* short: paths are built from it */
 static char srcdir[PATH_MAX / 4 + 8];
 
@@ -47,21 +49,6 @@ static const struct variant variants[] = {
 static void image_path(unsigned int v, char *buf, size_t cap)
 {
 	snprintf(buf, cap, "%s/%s.sqfs", workdir, variants[v].name);
-}
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (system(cmd) != 0) {
-		fprintf(stderr, "fixture command failed: %s\n", cmd);
-		exit(1);
-	}
 }
 
 static void write_random(const char *path, size_t size, unsigned int seed)

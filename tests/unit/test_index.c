@@ -26,25 +26,12 @@
 #include "index/index.h"
 #include "util/err.h"
 
+#include "fixture.h"
+
 static char workdir[PATH_MAX / 4]; /* short: paths are built from it */
 
 #define BIG_DIRS 300 /* directories of the big image */
 #define BIG_FILES 1000 /* empty files in each */
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-	char cmd[8192];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (system(cmd) != 0) {
-		fprintf(stderr, "fixture command failed: %s\n", cmd);
-		exit(1);
-	}
-}
 
 static void wpath(char *buf, size_t cap, const char *name)
 {
