@@ -66,8 +66,7 @@ static void *idle_main(void *arg)
 			kill(getpid(), SIGTERM);
 			break;
 		}
-		clock_gettime(CLOCK_REALTIME, &at);
-		at.tv_sec += IDLE_TICK_MS / 1000;
+		deadline_in_ms(&at, IDLE_TICK_MS);
 		pthread_cond_timedwait(&f->wake, &f->lock, &at);
 	}
 	pthread_mutex_unlock(&f->lock);

@@ -35,6 +35,7 @@
 
 #include "image/image_i.h"
 #include "util/ckd.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 /* Per-thread buffers, allocated on first use, freed at thread exit. */
@@ -371,7 +372,7 @@ int img__stage_init(struct img *img, const struct img_opts *o)
 	/*
 	 * The mapping and the chunk table exist even when nothing is to be
 	 * staged now (they cost address space, one byte and one plan entry
-	 * per 2 MiB chunk), so that img_stage_resume() can start staging
+	 * per 1 MiB chunk), so that img_stage_resume() can start staging
 	 * later without readers ever seeing them change.
 	 */
 	st->budget = o->ram;
@@ -468,12 +469,7 @@ int img_stage_next(struct img *img)
 	}
 	if (st->inflight && atomic_load(&st->demand_reading)) {
 		/* Readers first: give way for a moment, then ask again. */
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += 2000000;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
+		deadline_in_ms(&until, 2);
 		pthread_cond_timedwait(&st->cond, &st->lock, &until);
 		pthread_mutex_unlock(&st->lock);
 		return 1;

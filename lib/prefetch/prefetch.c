@@ -79,8 +79,7 @@ static void *stager_main(void *arg)
 			done = false; /* staging was resumed */
 		if (done) {
 			/* Only watch the file from now on. */
-			clock_gettime(CLOCK_REALTIME, &deadline);
-			deadline.tv_sec += PF_WATCH_MS / 1000;
+			deadline_in_ms(&deadline, PF_WATCH_MS);
 			pthread_cond_timedwait(&pf->work, &pf->lock, &deadline);
 			pthread_mutex_unlock(&pf->lock);
 			if (watch)
@@ -303,15 +302,8 @@ int pf_wait_staged(struct pf *pf, int timeout_ms)
 	struct timespec deadline;
 	int err = 0;
 
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	if (timeout_ms >= 0) {
-		deadline.tv_sec += timeout_ms / 1000;
-		deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-		if (deadline.tv_nsec >= 1000000000) {
-			deadline.tv_sec++;
-			deadline.tv_nsec -= 1000000000;
-		}
-	}
+	if (timeout_ms >= 0)
+		deadline_in_ms(&deadline, timeout_ms);
 	pthread_mutex_lock(&pf->lock);
 	while (!pf->stage_done && !pf->stopping && !err) {
 		if (timeout_ms < 0)

@@ -2,8 +2,8 @@
 /*
  * This file has the monotonic clock helpers the library, the daemon and
  * mountctl share: a reading, the time in nanoseconds, and seconds elapsed
- * since a reading.  (Deadlines for pthread_cond_timedwait() stay on
- * CLOCK_REALTIME where they are computed.)
+ * since a reading; and the CLOCK_REALTIME deadline that
+ * pthread_cond_timedwait() takes.
  */
 #ifndef SQC_UTIL_CLOCK_H
 #define SQC_UTIL_CLOCK_H
@@ -50,6 +50,24 @@ static inline double mono_since(const struct timespec *t0)
 	mono_now(&t);
 	return (double)(t.tv_sec - t0->tv_sec) +
 	       (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/**
+ * deadline_in_ms() - The CLOCK_REALTIME time @ms milliseconds from now.
+ * @t: filled in, for pthread_cond_timedwait()
+ * @ms: milliseconds, >= 0
+ *
+ * Context: any thread.
+ */
+static inline void deadline_in_ms(struct timespec *t, long ms)
+{
+	clock_gettime(CLOCK_REALTIME, t);
+	t->tv_sec += ms / 1000;
+	t->tv_nsec += (ms % 1000) * 1000000;
+	if (t->tv_nsec >= 1000000000) {
+		t->tv_sec++;
+		t->tv_nsec -= 1000000000;
+	}
 }
 
 #endif /* SQC_UTIL_CLOCK_H */
