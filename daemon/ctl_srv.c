@@ -150,6 +150,8 @@ static void stage_json(struct ctl_buf *b, const struct img_stats *st,
 		       "\"planned\":%llu,\"staged\":%llu,\"percent\":%.1f,"
 		       "\"seconds\":%.3f,\"mb_per_s\":%.1f,\"on_tmpfs\":%s,"
 		       "\"streams\":%u,\"inflight\":%u,\"inflight_max\":%u,"
+		       "\"inflight_target\":%u,\"read_ms_min\":%.2f,"
+		       "\"read_ms\":%.2f,"
 		       "\"by_readers\":%llu,\"error\":",
 		       stage_names[st->stage_state],
 		       (unsigned long long)st->stage_budget,
@@ -162,6 +164,8 @@ static void stage_json(struct ctl_buf *b, const struct img_stats *st,
 			       0.0,
 		       st->in_ram ? "true" : "false", pfs->stagers,
 		       st->stage_inflight, st->stage_inflight_max,
+		       st->stage_target, st->stage_read_ms_min,
+		       st->stage_read_ms,
 		       (unsigned long long)st->staged_by_readers);
 	if (st->stage_error)
 		ctl_buf_json_str(b, err_str(-st->stage_error));

@@ -206,6 +206,9 @@ struct img_stats {
 	uint64_t staged_by_readers; /* staged chunks that readers read in */
 	unsigned int stage_inflight; /* stager reads under way now */
 	unsigned int stage_inflight_max; /* the most at once */
+	unsigned int stage_target; /* how many it keeps under way now */
+	double stage_read_ms_min; /* its fastest 1 MiB read, ms */
+	double stage_read_ms; /* their mean time in the last round, ms */
 	int stage_error; /* errno that stopped the stager, or 0 */
 	uint64_t src_errors; /* failed or short reads */
 	uint64_t decompressions; /* blocks decompressed (data + meta) */

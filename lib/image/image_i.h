@@ -27,13 +27,26 @@
 #include "util/err.h"
 
 /*
- * Staging works in chunks of this many bytes, one pread each, whether the
- * stager or a reader brings them in.  1 MiB is a Lustre stripe by default,
- * and what one read costs a reader that waits for it: on bench/slowfs (1 ms
- * a request, 292 MB/s for one stream) 4.6 ms against 8.2 ms for 2 MiB.
+ * Staging keeps track of the image in chunks of this many bytes.  A reader
+ * that needs a planned chunk reads it (and the planned chunks after it, up
+ * to the end of its range) itself; a stager thread reads runs of up to
+ * IMG_STAGE_RUN chunks, one pread each.  Small chunks keep a reader's wait
+ * short, large runs keep the stager's requests few (see docs/design.md,
+ * "Staging", for the figures behind both).
  */
-#define IMG_CHUNK_SHIFT 20
+#define IMG_CHUNK_SHIFT 17
 #define IMG_CHUNK_SIZE (1u << IMG_CHUNK_SHIFT)
+#define IMG_STAGE_RUN (1u << (20 - IMG_CHUNK_SHIFT)) /* 1 MiB */
+/*
+ * Stager reads under way: where pace() starts, its ceiling, and how many
+ * reads it lets queue at the storage.  On bench/slowfs (docs/performance.md)
+ * 1..2 kept one link full but left striped servers idle; 2..4 filled both
+ * within 10% of the 8-stream bandwidth, and 3..6 gained no more.
+ */
+#define IMG_STAGE_TARGET_START 2u
+#define IMG_STAGE_TARGET_MAX 16u
+#define IMG_STAGE_QUEUE_LOW 2.0
+#define IMG_STAGE_QUEUE_HIGH 4.0
 
 /* Where a chunk of the staged copy stands (struct img_stage.chunk). */
 enum img_chunk_state {
@@ -80,8 +93,14 @@ struct img_stage {
 	uint32_t plan_pos; /* next plan entry */
 	unsigned int inflight; /* stager reads under way */
 	unsigned int inflight_max; /* the most at once */
+	unsigned int target; /* stager reads to keep under way (pace()) */
+	int64_t rtt_min; /* fastest full-run stager read so far, ns */
+	int64_t rtt_sum; /* this round's full-run reads: time, ns */
+	unsigned int rtt_n; /* and count */
+	int64_t rtt_last; /* the last round's mean, ns */
 	unsigned int filling; /* chunk reads under way, stager's or readers' */
-	_Atomic uint32_t follow; /* chunk after a reader's last fill */
+	_Atomic uint32_t follow; /* where a streaming reader goes next */
+	_Atomic uint32_t fill_end; /* chunk after the last reader fill */
 	_Atomic unsigned int demand_reading; /* readers waiting on the file */
 	_Atomic uint64_t budget; /* bytes allowed */
 	_Atomic uint64_t planned; /* bytes the plan brings in */
@@ -223,7 +242,9 @@ void img__stage_release(struct img *img);
 /* False on a warming thread, unless the image file is in RAM itself: it
  * reads only the staged copy. */
 bool img__may_read_file(const struct img *img);
-void img__stage_inflight(struct img *img, unsigned int *now, unsigned int *max);
+void img__stage_inflight(struct img *img, unsigned int *now, unsigned int *max,
+			 unsigned int *target, double *rtt_min_ms,
+			 double *rtt_ms);
 
 /* meta.c: metadata blocks. */
 

@@ -16,8 +16,10 @@
  * it, which then reads the whole chunk into the staged copy rather than
  * only its range.  A compare-and-swap from PLANNED to INFLIGHT decides who
  * reads it; everyone else waits on the condition variable for that read
- * instead of reading the bytes a second time.  Readers come first: while
- * one waits on the file, the stager keeps a single read under way.
+ * instead of reading the bytes a second time.  Chunks are small (128 KiB)
+ * so that a reader waits for little more than its own range; the stager
+ * reads runs of them, 1 MiB aligned, as many at once as the storage serves
+ * without queueing them (pace()), so a reader's read queues behind few.
  * Bytes outside the plan (stage=none or meta, past ram=) are read from the
  * file at once, with pread() of just the range.
  */
@@ -93,11 +95,41 @@ void img_read_source(enum img_read_source src)
 	read_source = (int)src;
 }
 
-static uint64_t chunk_len(const struct img *img, uint32_t c)
+/* Bytes in chunks [c, c + n), the last one maybe short. */
+static uint64_t chunks_len(const struct img *img, uint32_t c, uint32_t n)
 {
 	uint64_t start = (uint64_t)c << IMG_CHUNK_SHIFT;
 
-	return MIN((uint64_t)IMG_CHUNK_SIZE, img->sb.bytes_used - start);
+	return MIN((uint64_t)n << IMG_CHUNK_SHIFT, img->sb.bytes_used - start);
+}
+
+static uint64_t chunk_len(const struct img *img, uint32_t c)
+{
+	return chunks_len(img, c, 1);
+}
+
+/*
+ * Claim chunk @c and up to @max - 1 planned chunks right after it, moving
+ * each from PLANNED to INFLIGHT.  Returns how many were claimed: 0 when @c
+ * itself is not planned (*s then holds its state).
+ */
+static uint32_t run_claim(struct img_stage *st, uint32_t c, uint32_t max,
+			  uint8_t *s)
+{
+	uint32_t n = 0;
+
+	*s = IMG_CHUNK_PLANNED;
+	if (!atomic_compare_exchange_strong(&st->chunk[c], s,
+					    IMG_CHUNK_INFLIGHT))
+		return 0;
+	for (n = 1; n < max && c + n < st->nchunks; n++) {
+		uint8_t p = IMG_CHUNK_PLANNED;
+
+		if (!atomic_compare_exchange_strong(&st->chunk[c + n], &p,
+						    IMG_CHUNK_INFLIGHT))
+			break;
+	}
+	return n;
 }
 
 static int file_pread_as(struct img *img, uint64_t off, void *dst, size_t len,
@@ -109,41 +141,89 @@ bool img__may_read_file(const struct img *img)
 }
 
 /*
- * Read chunk @c, which the caller moved to INFLIGHT, into the staged copy.
+ * How many stager reads to keep under way, from how long they take (the
+ * rule of TCP Vegas).  The fastest full-run read seen is the storage's
+ * time with no queue; once per round (target reads), the mean time says
+ * how many reads wait in a queue:
+ *
+ *	queued = target * (1 - rtt_min / rtt_mean)
+ *
+ * Fewer than one: the storage has room (another server, a free share of a
+ * link) and the target grows by one.  More than two: reads queue behind
+ * each other, or behind readers' reads, and it shrinks by one.  So a
+ * reader's read waits behind about one stager read, and a store that
+ * serves several reads at once gets as many.
+ * Context: under st->lock, after a stager read of IMG_STAGE_RUN chunks.
+ */
+static void pace(struct img_stage *st, int64_t rtt)
+{
+	double queued;
+
+	if (rtt <= 0)
+		return;
+	if (!st->rtt_min || rtt < st->rtt_min)
+		st->rtt_min = rtt;
+	st->rtt_sum += rtt;
+	if (++st->rtt_n < st->target)
+		return;
+	st->rtt_last = st->rtt_sum / st->rtt_n;
+	queued =
+		st->target * (1.0 - (double)st->rtt_min / (double)st->rtt_last);
+	if (queued < IMG_STAGE_QUEUE_LOW && st->target < IMG_STAGE_TARGET_MAX)
+		st->target++;
+	else if (queued > IMG_STAGE_QUEUE_HIGH && st->target > 1)
+		st->target--;
+	st->rtt_sum = 0;
+	st->rtt_n = 0;
+}
+
+/*
+ * Read chunks [c, c + n), which the caller moved to INFLIGHT, into the
+ * staged copy with one pread.
  * @stager: the caller is a stager thread (it counted itself in inflight).
  */
-static int chunk_read(struct img *img, uint32_t c, bool stager)
+static int chunk_read(struct img *img, uint32_t c, uint32_t n, bool stager)
 {
 	struct img_stage *st = &img->stage;
 	uint64_t start = (uint64_t)c << IMG_CHUNK_SHIFT;
-	uint64_t len = chunk_len(img, c);
+	uint64_t len = chunks_len(img, c, n);
+	int64_t t0 = mono_ns();
+	uint8_t done;
 	int err;
 
 	err = file_pread_as(img, start, st->mem + start, (size_t)len,
 			    stager ? IMG_READ_STAGER : read_source);
 	if (!err) {
-		atomic_store_explicit(&st->chunk[c], IMG_CHUNK_STAGED,
-				      memory_order_release);
 		atomic_fetch_add(&st->staged, len);
 		if (!stager) {
 			atomic_fetch_add(&st->by_readers, len);
-			atomic_store(&st->follow, c + 1);
+			/* A fill that continues the last one is a reader
+			 * streaming ahead of the stager: the stager goes on
+			 * after it.  Readers in random order leave it be. */
+			if (atomic_exchange(&st->fill_end, c + n) == c)
+				atomic_store(&st->follow, c + n);
 		}
 		/* The staged copy serves these bytes from now on; keep the
 		 * page cache from holding them a second time. */
 		if (!img->in_ram)
 			posix_fadvise(img->fd, (off_t)(start + img->offset),
 				      (off_t)len, POSIX_FADV_DONTNEED);
+		done = IMG_CHUNK_STAGED;
 	} else {
 		/* Give the untouched pages back; readers go to the file. */
 		madvise(st->mem + start, (size_t)len, MADV_DONTNEED);
-		atomic_store_explicit(&st->chunk[c], IMG_CHUNK_FAILED,
-				      memory_order_release);
+		done = IMG_CHUNK_FAILED;
 	}
+	for (uint32_t i = 0; i < n; i++)
+		atomic_store_explicit(&st->chunk[c + i], done,
+				      memory_order_release);
 	pthread_mutex_lock(&st->lock);
 	st->filling--;
-	if (stager)
+	if (stager) {
 		st->inflight--;
+		if (!err && n == IMG_STAGE_RUN && !(c % IMG_STAGE_RUN))
+			pace(st, mono_ns() - t0);
+	}
 	pthread_cond_broadcast(&st->cond);
 	pthread_mutex_unlock(&st->lock);
 	return err;
@@ -151,20 +231,22 @@ static int chunk_read(struct img *img, uint32_t c, bool stager)
 
 /*
  * Make chunk @c staged for a reader: it is, or another thread is reading
- * it (wait), or it is planned (read it whole).  False if it stays out of
- * RAM: not planned, or its read failed.
+ * it (wait), or it is planned: then read it, with the planned chunks after
+ * it up to @last, in one pread.  False if it stays out of RAM: not
+ * planned, or its read failed.
  */
-static bool chunk_fill(struct img *img, uint32_t c)
+static bool chunk_fill(struct img *img, uint32_t c, uint32_t last)
 {
 	struct img_stage *st = &img->stage;
-	uint8_t s = IMG_CHUNK_PLANNED;
+	uint32_t n;
+	uint8_t s;
 
-	if (atomic_compare_exchange_strong(&st->chunk[c], &s,
-					   IMG_CHUNK_INFLIGHT)) {
+	n = run_claim(st, c, last - c + 1, &s);
+	if (n) {
 		pthread_mutex_lock(&st->lock);
 		st->filling++;
 		pthread_mutex_unlock(&st->lock);
-		return chunk_read(img, c, false) == 0;
+		return chunk_read(img, c, n, false) == 0;
 	}
 	if (s == IMG_CHUNK_INFLIGHT) {
 		pthread_mutex_lock(&st->lock);
@@ -191,7 +273,7 @@ const void *img__staged_ptr(struct img *img, uint64_t off, size_t len)
 	for (; c <= last; c++)
 		if (atomic_load_explicit(&st->chunk[c], memory_order_acquire) !=
 			    IMG_CHUNK_STAGED &&
-		    !chunk_fill(img, (uint32_t)c))
+		    !chunk_fill(img, (uint32_t)c, (uint32_t)last))
 			return NULL;
 	return st->mem + off;
 }
@@ -398,6 +480,8 @@ int img__stage_init(struct img *img, const struct img_opts *o)
 	pthread_cond_init(&st->cond, NULL);
 	st->sync = true;
 	atomic_store(&st->follow, UINT32_MAX);
+	atomic_store(&st->fill_end, UINT32_MAX);
+	st->target = IMG_STAGE_TARGET_START;
 	st->mode = (int)IMG_STAGE_NONE;
 	if (mode == IMG_STAGE_NONE || o->ram == 0)
 		return 0;
@@ -424,25 +508,26 @@ void img__stage_release(struct img *img)
 	st->plan = NULL;
 }
 
-/* Take the next chunk for a stager thread, or UINT32_MAX.  Under lock. */
-static uint32_t plan_take(struct img *img)
+/*
+ * Take the next run of chunks for a stager thread: its first chunk, and in
+ * *n how many (at most IMG_STAGE_RUN); UINT32_MAX when the plan is done.
+ * Under lock.
+ */
+static uint32_t plan_take(struct img *img, uint32_t *n, uint32_t run)
 {
 	struct img_stage *st = &img->stage;
 	uint32_t c = atomic_load(&st->follow);
-	uint8_t s = IMG_CHUNK_PLANNED;
+	uint8_t s;
 
 	/* Where the readers are, once the metadata is in. */
 	if (st->plan_pos >= st->plan_meta && c < st->nchunks &&
-	    atomic_compare_exchange_strong(&st->chunk[c], &s,
-					   IMG_CHUNK_INFLIGHT)) {
-		atomic_store(&st->follow, c + 1);
+	    (*n = run_claim(st, c, run - c % run, &s))) {
+		atomic_store(&st->follow, c + *n);
 		return c;
 	}
 	while (st->plan_pos < st->plan_len) {
 		c = st->plan[st->plan_pos++];
-		s = IMG_CHUNK_PLANNED;
-		if (atomic_compare_exchange_strong(&st->chunk[c], &s,
-						   IMG_CHUNK_INFLIGHT))
+		if ((*n = run_claim(st, c, run - c % run, &s)))
 			return c;
 	}
 	return UINT32_MAX;
@@ -452,7 +537,7 @@ int img_stage_next(struct img *img)
 {
 	struct img_stage *st = &img->stage;
 	struct timespec until;
-	uint32_t c;
+	uint32_t c, n;
 	int err;
 
 	if (!st->mem)
@@ -467,14 +552,14 @@ int img_stage_next(struct img *img)
 				 atomic_load(&st->want_budget));
 		plan_build(img, mode);
 	}
-	if (st->inflight && atomic_load(&st->demand_reading)) {
-		/* Readers first: give way for a moment, then ask again. */
+	if (st->inflight >= st->target) {
+		/* Enough under way: wait for one to end, then ask again. */
 		deadline_in_ms(&until, 2);
 		pthread_cond_timedwait(&st->cond, &st->lock, &until);
 		pthread_mutex_unlock(&st->lock);
 		return 1;
 	}
-	c = plan_take(img);
+	c = plan_take(img, &n, IMG_STAGE_RUN);
 	if (c == UINT32_MAX) {
 		/* Done once the last chunk read, a reader's too, is in. */
 		while (st->filling)
@@ -491,7 +576,7 @@ int img_stage_next(struct img *img)
 	pthread_mutex_unlock(&st->lock);
 
 	img_read_source(IMG_READ_STAGER);
-	err = chunk_read(img, c, true);
+	err = chunk_read(img, c, n, true);
 	if (err) {
 		/* Stop here: the storage is failing, and each read of it may
 		 * take long.  What is not staged is read from the file. */
@@ -507,16 +592,22 @@ int img_stage_next(struct img *img)
 	return 1;
 }
 
-void img__stage_inflight(struct img *img, unsigned int *now, unsigned int *max)
+void img__stage_inflight(struct img *img, unsigned int *now, unsigned int *max,
+			 unsigned int *target, double *rtt_min_ms,
+			 double *rtt_ms)
 {
 	struct img_stage *st = &img->stage;
 
-	*now = *max = 0;
+	*now = *max = *target = 0;
+	*rtt_min_ms = *rtt_ms = 0;
 	if (!st->sync)
 		return;
 	pthread_mutex_lock(&st->lock);
 	*now = st->inflight;
 	*max = st->inflight_max;
+	*target = st->target;
+	*rtt_min_ms = (double)st->rtt_min / 1e6;
+	*rtt_ms = (double)st->rtt_last / 1e6;
 	pthread_mutex_unlock(&st->lock);
 }
 

@@ -513,8 +513,9 @@ void img_get_stats(struct img *img, struct img_stats *out)
 		out->src_by[i] = atomic_load(&img->src_by[i]);
 	out->staged_by_readers = atomic_load(&img->stage.by_readers);
 	out->stage_error = atomic_load(&img->stage.error);
-	img__stage_inflight(img, &out->stage_inflight,
-			    &out->stage_inflight_max);
+	img__stage_inflight(img, &out->stage_inflight, &out->stage_inflight_max,
+			    &out->stage_target, &out->stage_read_ms_min,
+			    &out->stage_read_ms);
 	out->src_errors = atomic_load(&img->src_errors);
 	out->decompressions = atomic_load(&img->decompressions);
 	out->decompressed_bytes = atomic_load(&img->decompressed_bytes);

@@ -21,12 +21,11 @@
 #define PF_MAX_WORKERS 64
 #define PF_MAX_STAGERS 16
 /*
- * Stager threads, each with one 1 MiB read under way.  A parallel file
- * system gives one stream a fraction of its bandwidth: bench/slowfs (1 ms
- * a request, 500 MB/s in all) gave 292 MB/s to one 1 MiB stream.  Four
- * streams fill such a link; readers still go first (img_stage_next()).
+ * Stager threads, each with at most one read under way; how many of them
+ * read at once is the image's to say (img_stage_next() paces them by how
+ * long their reads take), so there are as many as it may ever want.
  */
-#define PF_STAGERS 4
+#define PF_STAGERS 16
 #define PF_WATCH_MS 1000 /* how often the stager looks at the image file */
 
 struct pf_job {
@@ -40,6 +39,7 @@ struct pf {
 	struct img *img; /* the image; not owned */
 	pthread_mutex_t lock; /* protects everything below */
 	pthread_cond_t work; /* a job arrived or stopping */
+	pthread_cond_t resume; /* staging resumed or stopping (stagers) */
 	pthread_cond_t staged; /* staging finished or stopping */
 	struct pf_job *head, *tail; /* the queue */
 	unsigned int queued_now; /* jobs in the queue */
@@ -78,9 +78,15 @@ static void *stager_main(void *arg)
 		if (done && pf->resumes != seen)
 			done = false; /* staging was resumed */
 		if (done) {
-			/* Only watch the file from now on. */
-			deadline_in_ms(&deadline, PF_WATCH_MS);
-			pthread_cond_timedwait(&pf->work, &pf->lock, &deadline);
+			/* Only the first watches the file from now on; the
+			 * others sleep until staging resumes or stops. */
+			if (watch) {
+				deadline_in_ms(&deadline, PF_WATCH_MS);
+				pthread_cond_timedwait(&pf->resume, &pf->lock,
+						       &deadline);
+			} else {
+				pthread_cond_wait(&pf->resume, &pf->lock);
+			}
 			pthread_mutex_unlock(&pf->lock);
 			if (watch)
 				img_check_changed(pf->img);
@@ -177,6 +183,7 @@ int pf_new(struct img *img, const struct pf_opts *opts, struct pf **out)
 	pf->queue_max = opts->queue_max ? opts->queue_max : 256;
 	pthread_mutex_init(&pf->lock, NULL);
 	pthread_cond_init(&pf->work, NULL);
+	pthread_cond_init(&pf->resume, NULL);
 	pthread_cond_init(&pf->staged, NULL);
 	mono_now(&pf->stage_start);
 
@@ -223,6 +230,7 @@ void pf_free(struct pf *pf)
 	pthread_mutex_lock(&pf->lock);
 	pf->stopping = true;
 	pthread_cond_broadcast(&pf->work);
+	pthread_cond_broadcast(&pf->resume);
 	pthread_cond_broadcast(&pf->staged);
 	pthread_mutex_unlock(&pf->lock);
 	for (unsigned int i = 0; i < pf->nworkers; i++)
@@ -235,6 +243,7 @@ void pf_free(struct pf *pf)
 	}
 	pthread_cond_destroy(&pf->staged);
 	pthread_cond_destroy(&pf->work);
+	pthread_cond_destroy(&pf->resume);
 	pthread_mutex_destroy(&pf->lock);
 	free(pf);
 }
@@ -292,7 +301,7 @@ void pf_stage_resume(struct pf *pf)
 		pf->resumes++;
 		pf->stage_done = false;
 		clock_gettime(CLOCK_MONOTONIC, &pf->stage_start);
-		pthread_cond_broadcast(&pf->work);
+		pthread_cond_broadcast(&pf->resume);
 	}
 	pthread_mutex_unlock(&pf->lock);
 }

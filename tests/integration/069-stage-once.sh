@@ -11,6 +11,9 @@
 #   - once staged, a second epoch reads nothing from storage;
 #   - a reader is served while staging runs behind slow storage, long
 #     before staging ends;
+#   - the stager sizes how many reads it keeps under way from how long
+#     they take: few on storage with one queue, more on storage that
+#     serves many reads at once;
 #   - ram= at half the image: staging stops at the budget, and a second
 #     epoch reads from storage only what is not staged;
 #   - storage that fails half-way: staging stops with a logged reason,
@@ -41,10 +44,11 @@ size=$(stat -c %s "$T/img.sqfs")
 mkdir -p "$T/store"
 : >"$T/failfile"
 start_store() {
-    # start_store [DELAY_US]: faultfs over the image, logging to reads.log
+    # start_store [DELAY_US [IMAGE]]: faultfs over the image, logging to
+    # reads.log (FAULTFS_PARALLEL from the environment)
     : >"$T/reads.log"
     FAULTFS_LOG="$T/reads.log" FAULTFS_DELAY_US="${1:-0}" \
-        start_faultfs "$T/img.sqfs" "$T/store" "$T/failfile"
+        start_faultfs "${2:-$T/img.sqfs}" "$T/store" "$T/failfile"
 }
 stop_store() {
     fusermount3 -u "$T/store"
@@ -106,6 +110,29 @@ epoch "$T/m"
 [ ! -s "$T/reads.log" ] || fail "the second epoch read $(reads_check "$T/reads.log") from storage"
 sqc_umount "$T/m"
 stop_store
+
+note "pacing: stager reads under way, by how long they take"
+mkdir -p "$T/big"
+"$PYTHON" -c 'import os, random, sys
+r = random.Random(70)
+for i in range(4):
+    open(os.path.join(sys.argv[1], "f%d" % i), "wb").write(r.randbytes(16 << 20))' "$T/big"
+mkimg "$T/big" "$T/big.sqfs" -comp lz4 -noappend
+# stage_max: the most stager reads at once while staging big.sqfs
+stage_max() {
+    start_store 5000 "$T/big.sqfs"
+    sqc_mount "$T/store/image" "$T/m" -o "log=$T/dpace.log"
+    "$MOUNTCTL" wait "$T/m" >/dev/null
+    stat_of "$T/m" stage.inflight_max
+    note "  target $(stat_of "$T/m" stage.inflight_target), reads $(stat_of "$T/m" stage.read_ms) ms, fastest $(stat_of "$T/m" stage.read_ms_min) ms" >&2
+    sqc_umount "$T/m"
+    stop_store
+}
+one=$(stage_max)
+many=$(FAULTFS_PARALLEL=1 stage_max)
+note "one queue: at most $one at once; many servers: $many"
+[ "$one" -le 5 ] || fail "$one stager reads at once on storage with one queue"
+[ "$many" -ge 8 ] || fail "only $many stager reads at once on storage that serves many"
 
 note "slow storage (20 ms a read): a reader is served before staging ends"
 start_store 20000

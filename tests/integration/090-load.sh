@@ -94,9 +94,9 @@ run_phase() {
     [ "$fds1" -le $((fds0 + 4 * threads)) ] ||
         { ls -l "/proc/$pid/fd"; fail "$name: $fds1 fds for $threads threads"; }
     [ "$fds1" -eq "$fds_end" ] || fail "$name: fds changed while idle ($fds_end -> $fds1)"
-    # 16 FUSE workers, main, ready, 8 daemon threads at most and 3 more
-    # stager threads (4 in all); the ThreadSanitizer runtime adds two.
-    tmax=$((16 + 2 + 8 + 3))
+    # 16 FUSE workers, main, ready, 8 daemon threads at most and 15 more
+    # stager threads (16 in all); the ThreadSanitizer runtime adds two.
+    tmax=$((16 + 2 + 8 + 15))
     [ -n "${SQC_TSAN:-}" ] && tmax=$((tmax + 2))
     [ "$threads1" -le "$tmax" ] || fail "$name: $threads1 threads (at most $tmax)"
     [ "$threads1" -le "$threads" ] || fail "$name: threads grew while idle ($threads -> $threads1)"

@@ -15,14 +15,17 @@
  *
  * Environment: FAULTFS_LOG=FILE appends "OFFSET LENGTH" for each read
  * served, so that a test can count how often each byte was read;
- * FAULTFS_DELAY_US=N makes each read take N microseconds longer (requests
- * are served one at a time: slow storage with one queue).
+ * FAULTFS_DELAY_US=N makes each read take N microseconds longer.  Requests
+ * are served one at a time (slow storage with one queue), or with
+ * FAULTFS_PARALLEL=1 by as many threads as are under way (storage that
+ * serves many reads at once, each as slow).
  */
 #define FUSE_USE_VERSION 314
 
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +37,7 @@ static const char *failfile;
 static unsigned long long reads, failed;
 static FILE *readlog;
 static useconds_t delay_us;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* the above */
 
 static int overlaps_failure(off_t off, size_t len)
 {
@@ -105,11 +109,15 @@ static void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	(void)ino;
 	(void)fi;
+	pthread_mutex_lock(&lock);
 	reads++;
+	pthread_mutex_unlock(&lock);
 	if (delay_us)
 		usleep(delay_us);
 	if (overlaps_failure(off, size)) {
+		pthread_mutex_lock(&lock);
 		failed++;
+		pthread_mutex_unlock(&lock);
 		return (void)fuse_reply_err(req, EIO);
 	}
 	buf = malloc(size);
@@ -120,8 +128,10 @@ static void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, errno);
 	} else {
 		if (readlog && n > 0) {
+			pthread_mutex_lock(&lock);
 			fprintf(readlog, "%lld %zd\n", (long long)off, n);
 			fflush(readlog);
+			pthread_mutex_unlock(&lock);
 		}
 		fuse_reply_buf(req, buf, (size_t)n);
 	}
@@ -184,7 +194,18 @@ int main(int argc, char **argv)
 		fuse_opt_free_args(&args); /* libfuse may have added to them */
 		return 1;
 	}
-	ret = fuse_session_loop(se);
+	if (getenv("FAULTFS_PARALLEL") && atoi(getenv("FAULTFS_PARALLEL"))) {
+		struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+
+		if (!cfg)
+			return 1;
+		fuse_loop_cfg_set_max_threads(cfg, 64);
+		fuse_loop_cfg_set_idle_threads(cfg, 64);
+		ret = fuse_session_loop_mt(se, cfg);
+		fuse_loop_cfg_destroy(cfg);
+	} else {
+		ret = fuse_session_loop(se);
+	}
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
