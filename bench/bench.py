@@ -361,11 +361,21 @@ class SquashcachedNoStatahead(Squashcached):
     option = "statahead=0"
 
 
+class SquashcachedBase(Squashcached):
+    """squashcached built from another commit (BASE_BUILD): a before/after
+    of a change side by side in one run.  Not in the default list."""
+    name = "squashcached_base"
+
+    def __init__(self, cfg, reg):
+        super().__init__(dict(cfg, build=cfg["base_build"]), reg)
+
+
 CONTENDERS = {"tmpfs": Tmpfs, "kernel": Kernel, "squashfuse_ll": Squashfuse,
               "squashcached": Squashcached,
               "squashcached_prime": SquashcachedPrime,
               "squashcached_no_uring": SquashcachedNoUring,
-              "squashcached_no_statahead": SquashcachedNoStatahead}
+              "squashcached_no_statahead": SquashcachedNoStatahead,
+              "squashcached_base": SquashcachedBase}
 
 
 class Watchdog:
@@ -610,8 +620,8 @@ class Bench:
         if c.name == "squashfuse_ll" and not shutil_which("squashfuse_ll"):
             return False, "squashfuse_ll not installed"
         if isinstance(c, Squashcached) and not os.access(
-                os.path.join(self.cfg["build"], "squashcached"), os.X_OK):
-            return False, "build/squashcached not built"
+                os.path.join(c.cfg["build"], "squashcached"), os.X_OK):
+            return False, "%s/squashcached not built" % c.cfg["build"]
         if c.name == "kernel":
             with open("/proc/filesystems") as f:
                 if "squashfs" not in f.read():
