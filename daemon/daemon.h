@@ -38,8 +38,8 @@ struct sqcd_opts {
 	bool no_splice; /* -o no_splice: never splice from the image */
 	bool no_uring; /* -o no_uring: requests through /dev/fuse only */
 	uint64_t warm; /* -o warm=SIZE: page-cache warming budget */
-	bool prime; /* -o statahead=all: list the whole mount once it answers */
-	unsigned int prime_wait; /* -o statahead_wait=S: detach waits this */
+	bool statahead_all; /* -o statahead=all: list the whole mount once it answers */
+	unsigned int statahead_wait; /* -o statahead_wait=S: detach waits this */
 	const char *deprecated; /* an old option name was used: say so */
 	unsigned int statahead; /* -o statahead=N: entries listed ahead */
 	unsigned int threads; /* -o threads=N: FUSE workers at most */

@@ -240,7 +240,7 @@ static int parse_one(struct sqcd_opts *o, char *opt)
 		return 0;
 	}
 	if (!strcmp(opt, "statahead") && val && !strcmp(val, "all")) {
-		o->prime = true;
+		o->statahead_all = true;
 		return 0;
 	}
 	if (!strcmp(opt, "statahead") && val)
@@ -253,10 +253,10 @@ static int parse_one(struct sqcd_opts *o, char *opt)
 	if ((!strcmp(opt, "statahead_wait") || !strcmp(opt, "prime_wait")) &&
 	    val)
 		return parse_uint_opt(opt, val, READY_TIMEOUT_S / 2,
-				      &o->prime_wait);
+				      &o->statahead_wait);
 	if (!val && !strcmp(opt, "prime")) {
 		o->deprecated = "-o prime is deprecated: use -o statahead=all";
-		o->prime = true;
+		o->statahead_all = true;
 		return 0;
 	}
 	if (!val && !strcmp(opt, "no_uring")) {
@@ -477,8 +477,8 @@ static void *ready_main(void *arg)
 	 * that starts the moment the mount command returns would race the
 	 * listing for the CPU and send the lookups the listing exists to
 	 * save; so readiness waits for it, up to statahead_wait=. */
-	if (d->o.prime && d->o.prime_wait)
-		statahead_wait_all(d->statahead, d->o.prime_wait);
+	if (d->o.statahead_all && d->o.statahead_wait)
+		statahead_wait_all(d->statahead, d->o.statahead_wait);
 	tell_parent(r->fd, "OK\n");
 	snprintf(msg, sizeof(msg), "READY=1\nMAINPID=%ld\nSTATUS=serving",
 		 (long)getpid());
@@ -604,17 +604,18 @@ static char *fuse_mount_opts(const struct sqcd *d)
 /*
  * The daemon's features, in start order, each with the reason for its
  * place.  They start in this order after the prefetcher, and stop in the
- * reverse order: first those that stop while the mount is still there,
- * then (after the unmount) those marked after_unmount.  Every stop is safe
- * on a feature that is off or did not start.  Two features keep state
- * past their stop: the listing thread is joined and warming's state freed
- * only once the session is destroyed (see main()).
+ * reverse order, in three rounds: first those that stop while the mount is
+ * still there, then (after the unmount) those marked after_unmount, then,
+ * once the session is destroyed and no FUSE worker can call in any more,
+ * each release (what workers may use until then).  Every step is safe on a
+ * feature that is off or did not start.
  */
 struct feature {
 	const char *name; /* for the reader */
 	int (*start)(struct sqcd *d); /* 0 or -errno */
-	void (*stop)(struct sqcd *d); /* cannot fail */
+	void (*stop)(struct sqcd *d); /* its threads stop; cannot fail */
 	bool after_unmount; /* stops once the mount is gone */
+	void (*release)(struct sqcd *d); /* after the session, or NULL */
 };
 
 static int start_holders(struct sqcd *d)
@@ -657,7 +658,13 @@ static int start_warm(struct sqcd *d)
 
 static void stop_warm(struct sqcd *d)
 {
-	warm_stop(d->warm); /* warm_free() once the session is gone */
+	warm_stop(d->warm);
+}
+
+static void release_warm(struct sqcd *d)
+{
+	warm_free(d->warm);
+	d->warm = NULL;
 }
 
 static int start_statahead(struct sqcd *d)
@@ -667,8 +674,13 @@ static int start_statahead(struct sqcd *d)
 
 static void cancel_statahead(struct sqcd *d)
 {
-	/* Only asked to stop: statahead_stop() once the session is gone. */
 	statahead_cancel(d->statahead);
+}
+
+static void release_statahead(struct sqcd *d)
+{
+	statahead_stop(d->statahead);
+	d->statahead = NULL;
 }
 
 static int start_ctl(struct sqcd *d)
@@ -686,22 +698,27 @@ static const struct feature features[] = {
 	/* First: before the control socket, which serves "hold" and
 	 * "release".  Stops after the unmount: it holds the directory lock
 	 * that acquirers wait on, released only once the mount is gone. */
-	{ "holders", start_holders, stop_holders, true },
+	{ "holders", start_holders, stop_holders, true, NULL },
 	/* Stops once every thread that serves requests (FUSE workers,
 	 * io_uring) is joined: none can touch the idle state any more. */
-	{ "idle timeout", start_idle, stop_idle, false },
+	{ "idle timeout", start_idle, stop_idle, false, NULL },
 	/* Stops after warming: a push of the warming thread may wait for a
 	 * READ that an io_uring thread answers. */
-	{ "io_uring", start_uring, stop_uring, false },
+	{ "io_uring", start_uring, stop_uring, false, NULL },
 	/* Before listing ahead, which arms it through sqcd_tree_listed().
 	 * Its thread uses the session and the image: stops before the
-	 * unmount. */
-	{ "warming", start_warm, stop_warm, false },
+	 * unmount.  FUSE workers push at open until the session is gone,
+	 * and the listing thread may arm it until it is joined: released
+	 * last. */
+	{ "warming", start_warm, stop_warm, false, release_warm },
 	/* Uses the session and the image: asked to stop before the unmount,
-	 * which releases a listing blocked on a request. */
-	{ "listing ahead", start_statahead, cancel_statahead, false },
+	 * which releases a listing blocked on a request; joined and freed
+	 * once the session is destroyed (and the ready check, which waits
+	 * for statahead=all, is joined). */
+	{ "listing ahead", start_statahead, cancel_statahead, false,
+	  release_statahead },
 	/* Last: it reads what the others set up.  Stops first. */
-	{ "control socket", start_ctl, stop_ctl, false },
+	{ "control socket", start_ctl, stop_ctl, false, NULL },
 };
 
 /* Start every feature in order.  Return: 0 or the first -errno. */
@@ -728,6 +745,14 @@ static void stop_features(struct sqcd *d, bool after_unmount)
 			features[i].stop(d);
 }
 
+/* Release, in reverse order, what features kept past their stop. */
+static void release_features(struct sqcd *d)
+{
+	for (size_t i = sizeof(features) / sizeof(features[0]); i-- > 0;)
+		if (features[i].release)
+			features[i].release(d);
+}
+
 /*
  * Parse the command line into d->o, with the defaults first.
  * Return: -1 to go on, or the exit status (0 after --help or --version).
@@ -745,7 +770,7 @@ static int parse_args(struct sqcd *d, int argc, char **argv)
 	d->o.threads = 0; /* default_threads() once the image is open */
 	d->o.warm = size_ram_total() / 4;
 	d->o.readahead = 4;
-	d->o.prime_wait = 10;
+	d->o.statahead_wait = 10;
 	d->o.statahead = 65536;
 	while ((c = getopt_long(argc, argv, "+fdo:hV", longopts, NULL)) != -1) {
 		switch (c) {
@@ -1010,15 +1035,10 @@ out_session:
 	d->pf = NULL;
 	fuse_session_destroy(d->se);
 	/* Unmounting closed the FUSE device, which released the ready check
-	 * or a listing blocked on a request.  The ready check waits for
-	 * statahead=all: joined before listing ahead is freed; warming's
-	 * state, which the listing thread may arm, goes last. */
+	 * (it waits for statahead=all) or a listing blocked on a request. */
 	if (ready_running)
 		pthread_join(ready_thread, NULL);
-	statahead_stop(d->statahead); /* feature call site: listing ahead */
-	d->statahead = NULL;
-	warm_free(d->warm);
-	d->warm = NULL;
+	release_features(d);
 out_args:
 	fuse_opt_free_args(&args);
 	if (cfg)

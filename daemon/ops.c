@@ -67,6 +67,21 @@ static int get_inode(struct sqcd *d, fuse_ino_t node, struct img_inode *ino)
 	return img_inode_get(d->img, node_to_ref(d, node), ino);
 }
 
+/*
+ * Push an open file into the page cache before the reply (warming).  The
+ * transport names the push counter of the calling thread: over io_uring,
+ * that of its queue, so that every queue keeps a thread free to answer
+ * the READ a push may wait for (uring_gate()); else warming's own.
+ */
+static void push_open(struct sqcd *d, fuse_ino_t node,
+		      const struct img_inode *ino, uint64_t from)
+{
+	struct warm_gate gate = { NULL, 0 };
+
+	uring_gate(&gate.busy, &gate.max);
+	warm_push(d->warm, node, ino, from, gate.busy ? &gate : NULL);
+}
+
 static void fill_stat(const struct img_inode *ino, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -330,7 +345,7 @@ static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 	/* A file larger than the kernel's first READ: push the rest before
 	 * answering, so that reading on needs no second round trip. */
 	if (!err && off == 0 && size < ino.size)
-		warm_push(d->warm, node, &ino, size);
+		push_open(d, node, &ino, size);
 	if (!err && d->splice)
 		err = img_file_map(d->img, &ino, (uint64_t)off, size, spans,
 				   READ_SPANS_MAX, &n);
@@ -743,7 +758,7 @@ static void sqcd_ioctl(fuse_req_t req, fuse_ino_t node, unsigned int cmd,
 	count(d, SQCD_OP_IOCTL);
 	if (d->warm && !(flags & FUSE_IOCTL_DIR) && !get_inode(d, node, &ino)) {
 		warm_read(d->warm, NULL, 0, 0);
-		warm_push(d->warm, node, &ino, 0);
+		push_open(d, node, &ino, 0);
 	}
 	fuse_reply_err(req, ENOTTY);
 }

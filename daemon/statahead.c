@@ -440,7 +440,7 @@ int statahead_start(struct sqcd *core, struct statahead **out)
 	int err;
 
 	*out = NULL;
-	if (!core->o.prime && !core->o.statahead)
+	if (!core->o.statahead_all && !core->o.statahead)
 		return 0;
 	err = img_inode_get(core->img, core->root_ref, &root);
 	if (err)
@@ -454,7 +454,7 @@ int statahead_start(struct sqcd *core, struct statahead **out)
 	sa->root_ref = root.ref;
 	sa->root = root.ino;
 	sa->window = core->o.statahead;
-	sa->all = core->o.prime;
+	sa->all = core->o.statahead_all;
 	pthread_mutex_init(&sa->lock, NULL);
 	pthread_cond_init(&sa->more, NULL);
 	idx_dirs_init(&sa->dirs, 1024, STATAHEAD_TABLE_BUDGET);

@@ -48,7 +48,6 @@
 #include <unistd.h>
 
 #include "daemon.h"
-#include "uring.h"
 #include "warm.h"
 #include "util/clock.h"
 #include "util/err.h"
@@ -471,7 +470,7 @@ void warm_add(struct warm *w, fuse_ino_t node, uint64_t ref)
 }
 
 void warm_push(struct warm *w, fuse_ino_t node, const struct img_inode *ino,
-	       uint64_t from)
+	       uint64_t from, const struct warm_gate *gate)
 {
 	atomic_uint *busy;
 	unsigned int max;
@@ -479,9 +478,8 @@ void warm_push(struct warm *w, fuse_ino_t node, const struct img_inode *ino,
 	if (!w || ino->type != IMG_REG || ino->size <= from ||
 	    ino->size > WARM_OPEN_MAX)
 		return;
-	busy = &w->opening;
-	max = w->opening_max;
-	uring_gate(&busy, &max);
+	busy = gate ? gate->busy : &w->opening;
+	max = gate ? gate->max : w->opening_max;
 	/* Enough workers busy pushing: the reads will do. */
 	if (atomic_fetch_add(busy, 1) < max)
 		push_once(w, node, ino, from, &w->open_files, &w->open_bytes);

@@ -8,6 +8,7 @@
 #ifndef SQCD_WARM_H
 #define SQCD_WARM_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,6 +57,15 @@ void warm_free(struct warm *f);
  */
 void warm_add(struct warm *f, fuse_ino_t node, uint64_t ref);
 
+/*
+ * The push counter a thread counts in, and how many may push at once: the
+ * transport's, when it limits pushes per queue of threads (uring_gate()).
+ */
+struct warm_gate {
+	atomic_uint *busy;
+	unsigned int max;
+};
+
 /**
  * warm_push() - Push an open file into the page cache, once.
  * @f: the module; NULL is fine
@@ -63,19 +73,21 @@ void warm_add(struct warm *f, fuse_ino_t node, uint64_t ref);
  * @ino: the file
  * @from: the first byte to push: 0 for a file being opened, or where the
  *        READ being answered ends (its own pages stay locked until then)
+ * @gate: the counter the calling thread pushes under, or NULL for
+ *        warming's own
  *
  * Pushes bytes @from to the end (files up to 1 MiB) before the caller
  * replies, so that the reader finds them in the page cache.  Does nothing
  * for other inodes, if the kernel was given the file since it made the
- * inode, or if enough workers are pushing already: half the FUSE workers,
- * or over io_uring all but one thread of the caller's queue (a push can
- * wait for a READ, which needs a worker).
+ * inode, or if enough workers are pushing already (a push can wait for a
+ * READ, which needs a worker): those counted in @gate, or without one half
+ * the FUSE workers.
  *
  * Context: FUSE workers, inside a request on the open file, before the
  * reply.
  */
 void warm_push(struct warm *f, fuse_ino_t node, const struct img_inode *ino,
-	       uint64_t from);
+	       uint64_t from, const struct warm_gate *gate);
 
 /**
  * warm_read() - A file's data was asked for.

@@ -119,8 +119,10 @@ for i in range(4):
     open(os.path.join(sys.argv[1], "f%d" % i), "wb").write(r.randbytes(16 << 20))' "$T/big"
 mkimg "$T/big" "$T/big.sqfs" -comp lz4 -noappend
 # stage_max: the most stager reads at once while staging big.sqfs
+# 80 ms a read: the storage's delay, not the CPU (slow under sanitizers),
+# sets how long a read takes.
 stage_max() {
-    start_store 5000 "$T/big.sqfs"
+    start_store 80000 "$T/big.sqfs"
     sqc_mount "$T/store/image" "$T/m" -o "log=$T/dpace.log"
     "$MOUNTCTL" wait "$T/m" >/dev/null
     stat_of "$T/m" stage.inflight_max
@@ -132,7 +134,8 @@ one=$(stage_max)
 many=$(FAULTFS_PARALLEL=1 stage_max)
 note "one queue: at most $one at once; many servers: $many"
 [ "$one" -le 5 ] || fail "$one stager reads at once on storage with one queue"
-[ "$many" -ge 8 ] || fail "only $many stager reads at once on storage that serves many"
+[ "$many" -ge 7 ] && [ "$many" -gt $((one + 1)) ] ||
+    fail "only $many stager reads at once on storage that serves many ($one on one queue)"
 
 note "slow storage (20 ms a read): a reader is served before staging ends"
 start_store 20000
