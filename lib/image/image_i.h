@@ -47,6 +47,9 @@
 #define IMG_STAGE_TARGET_MAX 16u
 #define IMG_STAGE_QUEUE_LOW 2.0
 #define IMG_STAGE_QUEUE_HIGH 4.0
+/* A stager over the target waits for a slot at most this long, then looks
+ * again (for a stop or a new plan, which do not signal it). */
+#define IMG_STAGE_WAIT_MS 20
 
 /* Where a chunk of the staged copy stands (struct img_stage.chunk). */
 enum img_chunk_state {
@@ -86,6 +89,7 @@ struct img_stage {
 	_Atomic uint8_t *chunk;
 	pthread_mutex_t lock; /* the plan, the counts below, waits */
 	pthread_cond_t cond; /* a chunk left INFLIGHT; a reader's read ended */
+	pthread_cond_t slot; /* a stager read ended: stagers wait here */
 	bool sync; /* lock and cond were initialised */
 	uint32_t *plan; /* chunk indexes in staging order */
 	uint32_t plan_len; /* entries in plan */

@@ -148,11 +148,12 @@ bool img__may_read_file(const struct img *img)
  *
  *	queued = target * (1 - rtt_min / rtt_mean)
  *
- * Fewer than one: the storage has room (another server, a free share of a
- * link) and the target grows by one.  More than two: reads queue behind
- * each other, or behind readers' reads, and it shrinks by one.  So a
- * reader's read waits behind about one stager read, and a store that
- * serves several reads at once gets as many.
+ * Fewer than IMG_STAGE_QUEUE_LOW: the storage has room (another server, a
+ * free share of a link) and the target grows by one.  More than
+ * IMG_STAGE_QUEUE_HIGH: reads queue behind each other, or behind readers'
+ * reads, and it shrinks by one.  So a reader's read waits behind a few
+ * stager reads at most, and a store that serves many reads at once gets
+ * as many.
  * Context: under st->lock, after a stager read of IMG_STAGE_RUN chunks.
  */
 static void pace(struct img_stage *st, int64_t rtt)
@@ -220,9 +221,17 @@ static int chunk_read(struct img *img, uint32_t c, uint32_t n, bool stager)
 	pthread_mutex_lock(&st->lock);
 	st->filling--;
 	if (stager) {
+		unsigned int was = st->target;
+
 		st->inflight--;
 		if (!err && n == IMG_STAGE_RUN && !(c % IMG_STAGE_RUN))
 			pace(st, mono_ns() - t0);
+		/* A slot is free: one stager may take it (more if the
+		 * target grew). */
+		if (st->target > was)
+			pthread_cond_broadcast(&st->slot);
+		else
+			pthread_cond_signal(&st->slot);
 	}
 	pthread_cond_broadcast(&st->cond);
 	pthread_mutex_unlock(&st->lock);
@@ -478,6 +487,7 @@ int img__stage_init(struct img *img, const struct img_opts *o)
 	}
 	pthread_mutex_init(&st->lock, NULL);
 	pthread_cond_init(&st->cond, NULL);
+	pthread_cond_init(&st->slot, NULL);
 	st->sync = true;
 	atomic_store(&st->follow, UINT32_MAX);
 	atomic_store(&st->fill_end, UINT32_MAX);
@@ -501,6 +511,7 @@ void img__stage_release(struct img *img)
 	st->chunk = NULL;
 	if (st->sync) {
 		pthread_cond_destroy(&st->cond);
+		pthread_cond_destroy(&st->slot);
 		pthread_mutex_destroy(&st->lock);
 		st->sync = false;
 	}
@@ -554,8 +565,8 @@ int img_stage_next(struct img *img)
 	}
 	if (st->inflight >= st->target) {
 		/* Enough under way: wait for one to end, then ask again. */
-		deadline_in_ms(&until, 2);
-		pthread_cond_timedwait(&st->cond, &st->lock, &until);
+		deadline_in_ms(&until, IMG_STAGE_WAIT_MS);
+		pthread_cond_timedwait(&st->slot, &st->lock, &until);
 		pthread_mutex_unlock(&st->lock);
 		return 1;
 	}

@@ -77,7 +77,7 @@ run() {
         done
     done
     # A reader holding a file open, and a walk, while SIGTERM comes.
-    sleep 30 <"$T/m/d03/f00" &
+    ( exec 3<"$T/m/d03/f00" && exec sleep 30 ) &
     holder=$!
     ( find "$T/m" -type f -exec cat {} + >/dev/null 2>&1 ) &
     walker=$!
@@ -104,7 +104,7 @@ run warming "warm=64M,statahead=0,no_uring" \
 run listing-ahead "warm=0,statahead=4096,no_uring" \
     warm.budget eq 0 statahead.window eq 4096 fuse.uring_threads eq 0
 run statahead-all "warm=0,statahead=all,statahead_wait=10,no_uring" \
-    statahead.all_state eq done statahead.all_dirs ge 13
+    statahead.all_state eq "done" statahead.all_dirs ge 13
 run idle-timeout "$off,timeout=60" \
     idle.timeout eq 60 warm.budget eq 0
 if [ "$uring" = yes ]; then
