@@ -157,76 +157,133 @@ static unsigned int default_threads(struct img *img)
 	return n < 2 ? 2 : n > 16 ? 16 : (unsigned int)n;
 }
 
+static int parse_stage_opt(const char *val, enum img_stage_mode *out)
+{
+	static const struct {
+		const char *name;
+		enum img_stage_mode mode;
+	} modes[] = { { "auto", IMG_STAGE_AUTO },
+		      { "full", IMG_STAGE_FULL },
+		      { "meta", IMG_STAGE_META },
+		      { "none", IMG_STAGE_NONE } };
+
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (!strcmp(val, modes[i].name)) {
+			*out = modes[i].mode;
+			return 0;
+		}
+	fprintf(stderr,
+		"squashcached: bad value '%s' for -o stage (auto, full, meta or none)\n",
+		val);
+	return -EINVAL;
+}
+
+/* -o hold=PID:START, as mountctl acquire passes it. */
+static int parse_hold_opt(const char *val, struct sqcd_opts *o)
+{
+	unsigned long long start;
+	int pid, end = 0;
+
+	if (sscanf(val, "%d:%llu%n", &pid, &start, &end) != 2 || val[end] ||
+	    pid <= 0) {
+		fprintf(stderr,
+			"squashcached: bad value '%s' for -o hold (PID:START, as mountctl acquire passes it)\n",
+			val);
+		return -EINVAL;
+	}
+	o->hold_pid = pid;
+	o->hold_start = start;
+	return 0;
+}
+
+static int parse_grace_opt(const char *val, double *out)
+{
+	char *end;
+
+	*out = strtod(val, &end);
+	if (end == val || *end || !(*out >= 0) || *out > 86400.0 * 365) {
+		fprintf(stderr,
+			"squashcached: bad value '%s' for -o grace (seconds)\n",
+			val);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* An option without a value.  Return: 0, or -EINVAL (said why). */
+static int parse_flag(struct sqcd_opts *o, const char *opt)
+{
+	const struct {
+		const char *name;
+		bool *field;
+	} flags[] = { { "no_uring", &o->no_uring },
+		      { "no_splice", &o->no_splice },
+		      { "direct_io", &o->direct_io },
+		      { "allow_other", &o->allow_other } };
+
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		if (!strcmp(opt, flags[i].name)) {
+			*flags[i].field = true;
+			return 0;
+		}
+	if (!strcmp(opt, "prime")) {
+		/* The old name of statahead=all, kept for a release. */
+		o->deprecated = "-o prime is deprecated: use -o statahead=all";
+		o->statahead_all = true;
+		return 0;
+	}
+	if (!strcmp(opt, "debug")) {
+		o->debug = true;
+		o->foreground = true;
+		return 0;
+	}
+	/* Always on; accepted so that fstab-style option lists work. */
+	if (!strcmp(opt, "ro") || !strcmp(opt, "default_permissions") ||
+	    !strcmp(opt, "nodev") || !strcmp(opt, "nosuid"))
+		return 0;
+	if (!strcmp(opt, "rw")) {
+		fprintf(stderr,
+			"squashcached: -o rw: SquashFS images are read-only\n");
+		return -EINVAL;
+	}
+	fprintf(stderr,
+		"squashcached: unknown option '%s'; see squashcached --help\n",
+		opt);
+	return -EINVAL;
+}
+
 static int parse_one(struct sqcd_opts *o, char *opt)
 {
 	char *val = strchr(opt, '=');
 
-	if (val)
-		*val++ = '\0';
-	if (!strcmp(opt, "ram") && val)
+	if (!val)
+		return parse_flag(o, opt);
+	*val++ = '\0';
+	if (!strcmp(opt, "ram"))
 		return parse_size_opt(opt, val, &o->img.ram);
-	if (!strcmp(opt, "cache") && val)
+	if (!strcmp(opt, "cache"))
 		return parse_size_opt(opt, val, &o->img.data_cache);
-	if (!strcmp(opt, "meta") && val)
+	if (!strcmp(opt, "meta"))
 		return parse_size_opt(opt, val, &o->img.meta_cache);
-	if (!strcmp(opt, "warm") && val)
+	if (!strcmp(opt, "warm"))
 		return parse_size_opt(opt, val, &o->warm);
-	if (!strcmp(opt, "stage") && val) {
-		if (!strcmp(val, "auto"))
-			o->img.stage = IMG_STAGE_AUTO;
-		else if (!strcmp(val, "full"))
-			o->img.stage = IMG_STAGE_FULL;
-		else if (!strcmp(val, "meta"))
-			o->img.stage = IMG_STAGE_META;
-		else if (!strcmp(val, "none"))
-			o->img.stage = IMG_STAGE_NONE;
-		else {
-			fprintf(stderr,
-				"squashcached: bad value '%s' for -o stage (auto, full, meta or none)\n",
-				val);
-			return -EINVAL;
-		}
-		return 0;
-	}
-	if (!strcmp(opt, "hold") && val) {
-		unsigned long long start;
-		int pid, end = 0;
-
-		if (sscanf(val, "%d:%llu%n", &pid, &start, &end) != 2 ||
-		    val[end] || pid <= 0) {
-			fprintf(stderr,
-				"squashcached: bad value '%s' for -o hold (PID:START, as mountctl acquire passes it)\n",
-				val);
-			return -EINVAL;
-		}
-		o->hold_pid = pid;
-		o->hold_start = start;
-		return 0;
-	}
-	if (!strcmp(opt, "grace") && val) {
-		char *end;
-
-		o->grace = strtod(val, &end);
-		if (end == val || *end || !(o->grace >= 0) ||
-		    o->grace > 86400.0 * 365) {
-			fprintf(stderr,
-				"squashcached: bad value '%s' for -o grace (seconds)\n",
-				val);
-			return -EINVAL;
-		}
-		return 0;
-	}
-	if (!strcmp(opt, "offset") && val)
+	if (!strcmp(opt, "offset"))
 		return parse_size_opt(opt, val, &o->img.offset);
-	if (!strcmp(opt, "threads") && val)
+	if (!strcmp(opt, "stage"))
+		return parse_stage_opt(val, &o->img.stage);
+	if (!strcmp(opt, "hold"))
+		return parse_hold_opt(val, o);
+	if (!strcmp(opt, "grace"))
+		return parse_grace_opt(val, &o->grace);
+	if (!strcmp(opt, "threads"))
 		return parse_uint_opt(opt, val, 1024, &o->threads);
-	if (!strcmp(opt, "workers") && val)
+	if (!strcmp(opt, "workers"))
 		return parse_uint_opt(opt, val, 64, &o->workers);
-	if (!strcmp(opt, "timeout") && val)
+	if (!strcmp(opt, "timeout"))
 		return parse_uint_opt(opt, val, 1u << 30, &o->timeout);
-	if (!strcmp(opt, "readahead") && val)
+	if (!strcmp(opt, "readahead"))
 		return parse_uint_opt(opt, val, 256, &o->readahead);
-	if (!strcmp(opt, "ctl") && val && *val) {
+	if (!strcmp(opt, "ctl") && *val) {
 		if (strlen(val) >= sizeof(o->ctl_addr)) {
 			fprintf(stderr,
 				"squashcached: -o ctl path is too long\n");
@@ -235,64 +292,27 @@ static int parse_one(struct sqcd_opts *o, char *opt)
 		strcpy(o->ctl_addr, val);
 		return 0;
 	}
-	if (!strcmp(opt, "log") && val && *val) {
+	if (!strcmp(opt, "log") && *val) {
 		o->logfile = val;
 		return 0;
 	}
-	if (!strcmp(opt, "statahead") && val && !strcmp(val, "all")) {
+	if (!strcmp(opt, "statahead") && !strcmp(val, "all")) {
 		o->statahead_all = true;
 		return 0;
 	}
-	if (!strcmp(opt, "statahead") && val)
+	if (!strcmp(opt, "statahead"))
 		return parse_uint_opt(opt, val, 1u << 30, &o->statahead);
-	/* prime and prime_wait are the old names of statahead=all and
-	 * statahead_wait=: kept for a release, with a line in the log. */
-	if (!strcmp(opt, "prime_wait") && val)
+	/* prime_wait is the old name of statahead_wait: kept for a release,
+	 * with a line in the log. */
+	if (!strcmp(opt, "prime_wait"))
 		o->deprecated =
 			"-o prime_wait= is deprecated: use -o statahead_wait=";
-	if ((!strcmp(opt, "statahead_wait") || !strcmp(opt, "prime_wait")) &&
-	    val)
+	if (!strcmp(opt, "statahead_wait") || !strcmp(opt, "prime_wait"))
 		return parse_uint_opt(opt, val, READY_TIMEOUT_S / 2,
 				      &o->statahead_wait);
-	if (!val && !strcmp(opt, "prime")) {
-		o->deprecated = "-o prime is deprecated: use -o statahead=all";
-		o->statahead_all = true;
-		return 0;
-	}
-	if (!val && !strcmp(opt, "no_uring")) {
-		o->no_uring = true;
-		return 0;
-	}
-	if (!val && !strcmp(opt, "no_splice")) {
-		o->no_splice = true;
-		return 0;
-	}
-	if (!val && !strcmp(opt, "direct_io")) {
-		o->direct_io = true;
-		return 0;
-	}
-	if (!val && !strcmp(opt, "allow_other")) {
-		o->allow_other = true;
-		return 0;
-	}
-	if (!val && !strcmp(opt, "debug")) {
-		o->debug = true;
-		o->foreground = true;
-		return 0;
-	}
-	/* Always on; accepted so that fstab-style option lists work. */
-	if (!val &&
-	    (!strcmp(opt, "ro") || !strcmp(opt, "default_permissions") ||
-	     !strcmp(opt, "nodev") || !strcmp(opt, "nosuid")))
-		return 0;
-	if (!val && !strcmp(opt, "rw")) {
-		fprintf(stderr,
-			"squashcached: -o rw: SquashFS images are read-only\n");
-		return -EINVAL;
-	}
 	fprintf(stderr,
-		"squashcached: unknown option '%s'; see squashcached --help\n",
-		opt);
+		"squashcached: unknown option '%s=%s'; see squashcached --help\n",
+		opt, val);
 	return -EINVAL;
 }
 
@@ -920,15 +940,39 @@ static int start_threads(struct sqcd *d, int ready_fd)
 	return err;
 }
 
-/* Serve requests until unmounted or signalled, and say why it ended. */
-static void serve(struct sqcd *d, struct fuse_loop_config *cfg)
+/* Start the ready check beside the FUSE loop (ready_main()).  False, told
+ * to the parent, if it cannot start. */
+static bool start_ready(struct sqcd *d, int ready_fd, pthread_t *t)
 {
+	struct ready *ready = malloc(sizeof(*ready));
+
+	if (ready) {
+		ready->d = d;
+		ready->fd = ready_fd;
+		if (!pthread_create(t, NULL, ready_main, ready))
+			return true;
+		free(ready);
+	}
+	tell_parent(ready_fd, "ERR cannot start threads\n");
+	return false;
+}
+
+/* Serve requests until unmounted or signalled, and say why it ended.
+ * Return: 0, or -ENOMEM if it could not start. */
+static int serve(struct sqcd *d)
+{
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
 	int err;
 
+	if (!cfg) {
+		log_err("out of memory; unmounting '%s'", d->o.canonical);
+		return -ENOMEM;
+	}
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
 	fuse_loop_cfg_set_max_threads(cfg, d->o.threads);
 	fuse_loop_cfg_set_idle_threads(cfg, d->o.threads);
 	err = fuse_session_loop_mt(d->se, cfg);
+	fuse_loop_cfg_destroy(cfg);
 	sd_notify_msg("STOPPING=1");
 	/* libfuse reports the signal that stopped it as a positive number. */
 	if (err > 0)
@@ -939,14 +983,13 @@ static void serve(struct sqcd *d, struct fuse_loop_config *cfg)
 			d->o.canonical);
 	else
 		log_info("unmounting '%s'", d->o.canonical);
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	struct sqcd *d;
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-	struct fuse_loop_config *cfg = NULL;
-	struct ready *ready;
 	pthread_t ready_thread;
 	bool ready_running = false;
 	int log_fd = -1, ready_fd = -1, ret;
@@ -1000,28 +1043,11 @@ int main(int argc, char **argv)
 	}
 	if (start_threads(d, ready_fd))
 		goto out_unmount;
-	ready = malloc(sizeof(*ready));
-	if (ready) {
-		ready->d = d;
-		ready->fd = ready_fd;
-		if (pthread_create(&ready_thread, NULL, ready_main, ready)) {
-			free(ready);
-			ready = NULL;
-		} else {
-			ready_running = true;
-		}
-	}
-	if (!ready) {
-		tell_parent(ready_fd, "ERR cannot start threads\n");
+	ready_running = start_ready(d, ready_fd, &ready_thread);
+	if (!ready_running)
 		goto out_unmount;
-	}
-	cfg = fuse_loop_cfg_create();
-	if (!cfg) {
-		log_err("out of memory; unmounting '%s'", d->o.canonical);
-		goto out_unmount;
-	}
-	serve(d, cfg);
-	ret = 0;
+	if (!serve(d))
+		ret = 0;
 
 out_unmount:
 	/* See features[]: the order and its reasons. */
@@ -1041,8 +1067,6 @@ out_session:
 	release_features(d);
 out_args:
 	fuse_opt_free_args(&args);
-	if (cfg)
-		fuse_loop_cfg_destroy(cfg);
 out_img:
 	ctl_srv_stop(d->ctl); /* still listening when the mount failed */
 	img_close(d->img);

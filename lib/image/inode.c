@@ -117,25 +117,29 @@ static int decode_file(struct img *img, struct img_inode *ino, uint64_t start,
 	return 0;
 }
 
-int img_inode_get(struct img *img, uint64_t ref, struct img_inode *out)
+/*
+ * Read and check the header of the inode at @ref into @out; leave
+ * @block and @off just after it, and its on-disk type in @type.
+ */
+static int decode_header(struct img *img, const struct img_region *rg,
+			 uint64_t ref, uint64_t *block, uint32_t *off,
+			 struct img_inode *out, uint32_t *type)
 {
-	const struct img_region rg = img__inode_region(img);
 	struct sqfs_disk_inode_hdr h;
-	uint64_t block;
-	uint32_t off, t, uid, gid;
+	uint32_t t, uid, gid;
 	int err;
 
 	memset(out, 0, sizeof(*out));
 	out->ref = ref;
 	out->xattr = IMG_NO_XATTR;
-	if (ckd_add(&block, img->sb.inode_table, ref >> 16) ||
-	    block >= img->sb.dir_table || (ref & 0xffff) >= SQFS_META_SIZE)
+	if (ckd_add(block, img->sb.inode_table, ref >> 16) ||
+	    *block >= img->sb.dir_table || (ref & 0xffff) >= SQFS_META_SIZE)
 		return IMG_CORRUPT(
 			img,
 			"inode reference %llx points outside the inode table",
 			(unsigned long long)ref);
-	off = (uint32_t)(ref & 0xffff);
-	err = img__meta_read(img, &rg, &block, &off, &h, sizeof(h));
+	*off = (uint32_t)(ref & 0xffff);
+	err = img__meta_read(img, rg, block, off, &h, sizeof(h));
 	if (err)
 		return err;
 	t = le16_dec(h.type);
@@ -160,12 +164,25 @@ int img_inode_get(struct img *img, uint64_t ref, struct img_inode *out)
 	out->extended = t > SQFS_SOCKET_TYPE;
 	out->type = (uint8_t)(out->extended ? t - SQFS_TYPE_EXT_DELTA : t);
 	out->mode = img_type_mode(out->type) | (le16_dec(h.mode) & 07777);
+	*type = t;
+	return 0;
+}
 
-	/* The rest of the inode, by type.  Each struct starts with the
-	 * header just read, so read only what follows it. */
-#define READ_REST(d)                                                        \
-	img__meta_read(img, &rg, &block, &off, (uint8_t *)&(d) + sizeof(h), \
-		       sizeof(d) - sizeof(h))
+/*
+ * Decode the rest of an inode of on-disk type @t, whose header
+ * decode_header() read; block/off point just after the header.
+ */
+static int decode_body(struct img *img, const struct img_region *rg, uint32_t t,
+		       uint64_t block, uint32_t off, struct img_inode *out)
+{
+	int err;
+
+	/* Each struct starts with the header already read: read only what
+	 * follows it. */
+#define HDR sizeof(struct sqfs_disk_inode_hdr)
+#define READ_REST(d)                                                 \
+	img__meta_read(img, rg, &block, &off, (uint8_t *)&(d) + HDR, \
+		       sizeof(d) - HDR)
 
 	switch (t) {
 	case SQFS_DIR_TYPE: {
@@ -248,11 +265,11 @@ int img_inode_get(struct img *img, uint64_t ref, struct img_inode *out)
 		out->symlink.block = block;
 		out->symlink.off = off;
 		if (t == SQFS_LSYMLINK_TYPE) {
-			err = img__meta_read(img, &rg, &block, &off, NULL,
+			err = img__meta_read(img, rg, &block, &off, NULL,
 					     (size_t)out->size);
 			if (!err)
-				err = img__meta_read(img, &rg, &block, &off,
-						     &xa, sizeof(xa));
+				err = img__meta_read(img, rg, &block, &off, &xa,
+						     sizeof(xa));
 			if (!err)
 				err = check_xattr(img, out, le32_dec(xa));
 		}
@@ -301,6 +318,20 @@ int img_inode_get(struct img *img, uint64_t ref, struct img_inode *out)
 	}
 	}
 #undef READ_REST
+#undef HDR
+}
+
+int img_inode_get(struct img *img, uint64_t ref, struct img_inode *out)
+{
+	const struct img_region rg = img__inode_region(img);
+	uint64_t block;
+	uint32_t off = 0, t = 0;
+	int err;
+
+	err = decode_header(img, &rg, ref, &block, &off, out, &t);
+	if (err)
+		return err;
+	return decode_body(img, &rg, t, block, off, out);
 }
 
 int img_readlink(struct img *img, const struct img_inode *ino, char *buf,

@@ -267,13 +267,86 @@ static int read_comp_opts(struct img *img)
 	return err;
 }
 
+/*
+ * The xattr id table and where the xattr key/value blocks lie, if the
+ * image has xattrs.  @next: the start of the tables after them; lowered to
+ * where these begin.
+ */
+static int load_xattr_tables(struct img *img, uint64_t *next)
+{
+	struct img_super *sb = &img->sb;
+	struct sqfs_disk_xattr_table xt;
+	uint64_t end;
+	int err;
+
+	if (sb->xattr_table == SQFS_INVALID_BLK)
+		return 0;
+	if (ckd_add(&end, sb->xattr_table, sizeof(xt)) || end > *next)
+		return IMG_CORRUPT(img, "xattr table at %llu is misplaced",
+				   (unsigned long long)sb->xattr_table);
+	err = img__read(img, sb->xattr_table, &xt, sizeof(xt));
+	if (err)
+		return err;
+	img->xattr_ids.count = le32_dec(xt.count);
+	img->xattr_ids.entry_size = sizeof(struct sqfs_disk_xattr_id);
+	img->xattr_kv.start = le64_dec(xt.kv_start);
+	err = img__table_load(img, &img->xattr_ids, end, *next, "xattr id");
+	if (err)
+		return err;
+	img->xattr_kv.end = img->xattr_ids.blocks[0];
+	if (img->xattr_kv.start < sb->dir_table ||
+	    img->xattr_kv.start >= img->xattr_kv.end)
+		return IMG_CORRUPT(
+			img, "xattr key/value blocks at %llu are misplaced",
+			(unsigned long long)img->xattr_kv.start);
+	*next = img->xattr_kv.start;
+	return 0;
+}
+
+/*
+ * The id table, decoded whole into img->ids (it is small and every inode
+ * needs it).  @next: as for load_xattr_tables().
+ */
+static int load_ids(struct img *img, uint64_t *next)
+{
+	struct img_super *sb = &img->sb;
+	struct img_table ids = { .count = sb->id_count, .entry_size = 4 };
+	struct img_region rg;
+	uint64_t block;
+	uint32_t off = 0;
+	uint8_t *raw;
+	int err;
+
+	err = img__table_load(img, &ids, sb->id_table, *next, "id");
+	if (err)
+		return err;
+	*next = ids.blocks[0];
+	raw = malloc((size_t)sb->id_count * 4);
+	img->ids = calloc(sb->id_count, sizeof(*img->ids));
+	if (!raw || !img->ids) {
+		free(raw);
+		img__table_release(&ids);
+		return -ENOMEM;
+	}
+	/* The blocks are contiguous: read the ids as one run. */
+	rg.start = ids.blocks[0];
+	rg.end = sb->id_table;
+	block = ids.blocks[0];
+	err = img__meta_read(img, &rg, &block, &off, raw,
+			     (size_t)sb->id_count * 4);
+	for (uint32_t i = 0; !err && i < sb->id_count; i++)
+		img->ids[i] = le32_get(raw + 4 * i);
+	free(raw);
+	img__table_release(&ids);
+	return err;
+}
+
 /* The tables, from the end of the image back; see the file comment. */
 static int load_tables(struct img *img)
 {
 	struct img_super *sb = &img->sb;
 	uint64_t next = sb->bytes_used;
 	uint64_t bound;
-	uint8_t *raw;
 	int err;
 
 	if (sb->inode_table < img->data_start ||
@@ -295,65 +368,11 @@ static int load_tables(struct img *img)
 			sb->inode_count,
 			(unsigned long long)(sb->dir_table - sb->inode_table));
 
-	if (sb->xattr_table != SQFS_INVALID_BLK) {
-		struct sqfs_disk_xattr_table xt;
-		uint64_t end;
-
-		if (ckd_add(&end, sb->xattr_table, sizeof(xt)) || end > next)
-			return IMG_CORRUPT(img,
-					   "xattr table at %llu is misplaced",
-					   (unsigned long long)sb->xattr_table);
-		err = img__read(img, sb->xattr_table, &xt, sizeof(xt));
-		if (err)
-			return err;
-		img->xattr_ids.count = le32_dec(xt.count);
-		img->xattr_ids.entry_size = sizeof(struct sqfs_disk_xattr_id);
-		img->xattr_kv.start = le64_dec(xt.kv_start);
-		err = img__table_load(img, &img->xattr_ids, end, next,
-				      "xattr id");
-		if (err)
-			return err;
-		img->xattr_kv.end = img->xattr_ids.blocks[0];
-		if (img->xattr_kv.start < sb->dir_table ||
-		    img->xattr_kv.start >= img->xattr_kv.end)
-			return IMG_CORRUPT(
-				img,
-				"xattr key/value blocks at %llu are misplaced",
-				(unsigned long long)img->xattr_kv.start);
-		next = img->xattr_kv.start;
-	}
-
-	{
-		struct img_table ids = { .count = sb->id_count,
-					 .entry_size = 4 };
-		struct img_region rg;
-		uint64_t block;
-		uint32_t off = 0;
-
-		err = img__table_load(img, &ids, sb->id_table, next, "id");
-		if (err)
-			return err;
-		next = ids.blocks[0];
-		raw = malloc((size_t)sb->id_count * 4);
-		img->ids = calloc(sb->id_count, sizeof(*img->ids));
-		if (!raw || !img->ids) {
-			free(raw);
-			img__table_release(&ids);
-			return -ENOMEM;
-		}
-		/* The blocks are contiguous: read the ids as one run. */
-		rg.start = ids.blocks[0];
-		rg.end = sb->id_table;
-		block = ids.blocks[0];
-		err = img__meta_read(img, &rg, &block, &off, raw,
-				     (size_t)sb->id_count * 4);
-		for (uint32_t i = 0; !err && i < sb->id_count; i++)
-			img->ids[i] = le32_get(raw + 4 * i);
-		free(raw);
-		img__table_release(&ids);
-		if (err)
-			return err;
-	}
+	err = load_xattr_tables(img, &next);
+	if (!err)
+		err = load_ids(img, &next);
+	if (err)
+		return err;
 
 	if (sb->export_table != SQFS_INVALID_BLK) {
 		img->exports.count = sb->inode_count;
