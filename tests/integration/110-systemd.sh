@@ -164,6 +164,11 @@ is_mounted "$T/mnt" && fail "still mounted after the last SIGTERM"
 
 note "USER=: the helper, run as root, starts the daemon as that user"
 if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; then
+    # /dev/fuse is 0600 where no udev ran (a fresh VM); Debian's udev
+    # makes it 0666, which a user's mount needs.
+    fuse_mode=$(stat -c %a /dev/fuse)
+    at_exit "chmod $fuse_mode /dev/fuse"
+    chmod 0666 /dev/fuse
     chmod 711 "$T"
     # systemd's own notify socket is writable by every user, as this one now.
     chmod 666 "$T/notify.sock"
