@@ -31,10 +31,13 @@
  * moments, and a walk that only stats costs no push at all.
  *
  * Bounds: at most warm= bytes are pushed over the mount's life (the kernel
- * may evict them like any page cache); nothing is pushed before staging is
- * done, so warming never competes with demand reads for slow storage, nor
- * while a listing goes on; the thread runs at a lower priority than the
- * FUSE workers; the queue grows to 1 Mi files and drops what does not fit.
+ * may evict them like any page cache); only bytes already staged are
+ * pushed, so warming never reads the storage that readers wait on: it
+ * follows the stager through the image, and during a first epoch from
+ * slow storage the files the stager has brought in reach the page cache
+ * before the readers ask for them; nothing is pushed while a listing goes
+ * on; the thread runs at a lower priority than the FUSE workers; the queue
+ * grows to 1 Mi files and drops what does not fit.
  */
 #define LOG_MOD "warm"
 
@@ -58,6 +61,7 @@
 #define WARM_FILE_MAX (16u << 20) /* larger files are read on demand */
 #define WARM_CHUNK (1u << 20) /* bytes per notify_store */
 #define WARM_OPEN_MAX (1u << 20) /* larger opened files are read on demand */
+#define WARM_STAGE_POLL_MS 5 /* how often a file not staged yet is tried */
 
 /* The kernel makes inodes from a readdirplus reply after it has been
  * sent, in the lister's context: a push right away could find none. */
@@ -244,6 +248,39 @@ static int warm_file(struct warm *w, const struct warm_item *it)
 	return push_once(w, it->node, &ino, 0, &w->files, &w->bytes);
 }
 
+/* Whether warming has been told to stop. */
+static bool is_stopping(struct warm *w)
+{
+	bool stop;
+
+	pthread_mutex_lock(&w->lock);
+	stop = w->stop;
+	pthread_mutex_unlock(&w->lock);
+	return stop;
+}
+
+/*
+ * Push a listed file once its bytes are staged.  The queue is in listing
+ * order, which is the image's order and the stager's, so this trails the
+ * stager: a file it has not reached yet is tried again every
+ * WARM_STAGE_POLL_MS until it has, or until staging ends (then what is
+ * still not in RAM, past ram= or unreadable, is left to the readers).
+ * Return: as warm_file(); -EAGAIN if the file was left.
+ */
+static int warm_staged_file(struct warm *w, const struct warm_item *it)
+{
+	struct sqcd *d = w->d;
+	bool staged = !d->pf;
+	int err;
+
+	for (;;) {
+		err = warm_file(w, it);
+		if (err != -EAGAIN || staged || is_stopping(w))
+			return err;
+		staged = pf_wait_staged(d->pf, WARM_STAGE_POLL_MS) == 0;
+	}
+}
+
 /*
  * Sleep until @it is old enough for the kernel to hold its inode and no
  * listing has gone on for WARM_QUIET_NS, in steps of at most that, so
@@ -299,21 +336,12 @@ static bool wait_read(struct warm *w, const struct warm_item *it)
 static void *warm_main(void *arg)
 {
 	struct warm *w = arg;
-	struct sqcd *d = w->d;
 	struct warm_item it;
 
 	/* Readers first: this thread only uses what they leave, and only
 	 * bytes in RAM, never reading what a reader reads a second time. */
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
 	img_read_source(IMG_READ_WARM);
-	while (d->pf && pf_wait_staged(d->pf, 500) == -ETIMEDOUT) {
-		pthread_mutex_lock(&w->lock);
-		if (w->stop) {
-			pthread_mutex_unlock(&w->lock);
-			return NULL;
-		}
-		pthread_mutex_unlock(&w->lock);
-	}
 	for (;;) {
 		pthread_mutex_lock(&w->lock);
 		while (!w->len && !w->stop)
@@ -339,7 +367,7 @@ static void *warm_main(void *arg)
 				(unsigned long long)w->budget);
 			return NULL;
 		}
-		if (warm_file(w, &it) == -ENOENT && !it.retried) {
+		if (warm_staged_file(w, &it) == -ENOENT && !it.retried) {
 			/* The lister may not have made the inode yet. */
 			it.retried = true;
 			it.queued = mono_ns();

@@ -250,6 +250,10 @@ static bool chunk_fill(struct img *img, uint32_t c, uint32_t last)
 	uint32_t n;
 	uint8_t s;
 
+	/* Warming takes only what is staged: it neither reads the file nor
+	 * waits for a read under way (it tries again later). */
+	if (!img__may_read_file(img))
+		return false;
 	n = run_claim(st, c, last - c + 1, &s);
 	if (n) {
 		pthread_mutex_lock(&st->lock);

@@ -11,6 +11,8 @@
 #   - once staged, a second epoch reads nothing from storage;
 #   - a reader is served while staging runs behind slow storage, long
 #     before staging ends;
+#   - warming pushes listed files into the page cache as soon as the
+#     stager has them, before staging ends, and never reads storage;
 #   - the stager sizes how many reads it keeps under way from how long
 #     they take: few on storage with one queue, more on storage that
 #     serves many reads at once;
@@ -150,6 +152,36 @@ note "after one file: staging $state, $staged of $size bytes staged"
 # shellcheck disable=SC2046 # two numbers
 set -- $(reads_check "$T/reads.log")
 [ "$2" -eq 0 ] || fail "slow storage: $2 bytes read twice"
+sqc_umount "$T/m"
+stop_store
+
+note "warming follows the stager: staged files pushed before staging ends"
+start_store 60000
+sqc_mount "$T/store/image" "$T/m" -o "log=$T/d4.log"
+# A listing queues every file for warming; a read lets it start.
+ls -R "$T/m" >/dev/null
+cmp "$T/src/d0/f000" "$T/m/d0/f000" || fail "wrong bytes while warming"
+pushed=0
+state=running
+while [ "$state" != done ] && [ "$pushed" -eq 0 ]; do
+    # One status: the two values from the same moment.
+    # shellcheck disable=SC2046 # two words
+    set -- $("$MOUNTCTL" status --json "$T/m" | "$PYTHON" -c 'import json, sys
+v = json.load(sys.stdin)[0]
+print(v["stage"]["state"], v["warm"]["files"])')
+    state=$1
+    [ "$state" = done ] || pushed=$2
+done
+note "pushed $pushed files while staging ran"
+[ "$pushed" -gt 0 ] || fail "warming pushed nothing before staging ended"
+"$MOUNTCTL" wait "$T/m" >/dev/null
+epoch "$T/m"
+# shellcheck disable=SC2046 # two numbers
+set -- $(reads_check "$T/reads.log")
+note "read $1 bytes from storage for an image of $size; $2 read twice"
+[ "$2" -eq 0 ] || fail "warming during staging: $2 bytes read twice"
+[ "$(stat_of "$T/m" image_io.demand_bytes)" -le "$size" ] ||
+    fail "more read on demand than the image holds"
 sqc_umount "$T/m"
 stop_store
 
