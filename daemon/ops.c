@@ -473,7 +473,7 @@ static int do_readdir(struct sqcd *d, fuse_req_t req, fuse_ino_t node,
 			/* The kernel now holds this inode: worth warming, or
 			 * for a directory, worth listing ahead. */
 			if (n <= size - pos && child.type == IMG_REG)
-				warm_add(d->warm, e.ino, child.ref);
+				warm_add(d->warm, e.ino, &child);
 			else if (n <= size - pos && child.type == IMG_DIR)
 				statahead_dir(d->statahead, dir.ino, de.name,
 					      &child);

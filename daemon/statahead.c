@@ -26,7 +26,9 @@
  *		instead of a LOOKUP each.  Listing costs about an eighth of
  *		what looking the same entries up does, so waiting for an
  *		eighth bounds the loss on a reader that stops there to about
- *		as much as it had already paid.
+ *		as much as it had already paid.  While the image is still
+ *		being staged, 4 lookups list a directory: warming then
+ *		pushes its files as the stager brings them in.
  *
  * The thread learns what a directory holds, and in which order, from the
  * image itself, and goes through the mount only to have the kernel list a
@@ -561,6 +563,14 @@ void statahead_dir(struct statahead *sa, uint32_t parent, const char *name,
 	pthread_mutex_unlock(&sa->lock);
 }
 
+/* Whether the stager is still bringing the image into RAM. */
+static bool is_staging(struct img *img)
+{
+	enum img_stage_state st = img_stage_state(img);
+
+	return st == IMG_STAGE_IDLE || st == IMG_STAGE_RUNNING;
+}
+
 void statahead_lookup(struct statahead *sa, fuse_req_t req,
 		      const struct img_inode *dir)
 {
@@ -571,6 +581,12 @@ void statahead_lookup(struct statahead *sa, fuse_req_t req,
 		return;
 	want = (uint32_t)MIN(dir->size / ENTRY_BYTES / 8, UINT32_MAX);
 	want = MAX(want, LOOKUPS_MIN);
+	/* While the image is staged from slow storage, listing is worth
+	 * more than the lookups it saves: warming can push a file only once
+	 * the kernel holds its inode, and then pushes it as soon as the
+	 * stager brings it in, before a reader asks. */
+	if (sa->core->o.warm && is_staging(sa->img))
+		want = LOOKUPS_MIN;
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, dir->ino);
 	if (e && ++e->count >= want &&

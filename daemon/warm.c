@@ -57,7 +57,7 @@
 #include "util/log.h"
 
 #define WARM_QUEUE_MIN 4096 /* the queue's first size, in files */
-#define WARM_QUEUE_MAX (1u << 20) /* files waiting at most: 32 MiB */
+#define WARM_QUEUE_MAX (1u << 20) /* files waiting at most: 40 MiB */
 #define WARM_FILE_MAX (16u << 20) /* larger files are read on demand */
 #define WARM_CHUNK (1u << 20) /* bytes per notify_store */
 #define WARM_OPEN_MAX (1u << 20) /* larger opened files are read on demand */
@@ -76,6 +76,7 @@
 #define WARM_QUIET_NS 10000000ll
 
 struct warm_item {
+	uint64_t pos; /* where its data starts in the image: the queue's order */
 	fuse_ino_t node; /* the kernel's node id */
 	uint64_t ref; /* the inode's reference */
 	long long queued; /* CLOCK_MONOTONIC ns when queued */
@@ -88,9 +89,12 @@ struct warm {
 	pthread_t thread; /* pushes */
 	pthread_mutex_t lock; /* protects everything below */
 	pthread_cond_t more; /* an item arrived, or stopping */
-	struct warm_item *ring; /* the queue; grows while a listing goes on */
-	unsigned int cap; /* its size, a power of two */
-	unsigned int head, len; /* first item, items queued */
+	/* The queue: a binary min-heap on item position, so that files are
+	 * pushed in the image's order, the stager's; it grows while a
+	 * listing goes on. */
+	struct warm_item *heap;
+	unsigned int cap; /* its size */
+	unsigned int len; /* items queued */
 	bool stop; /* warm_stop() was called */
 	bool full; /* the byte budget is spent */
 	long long last_add; /* CLOCK_MONOTONIC ns of the newest listed file */
@@ -118,6 +122,7 @@ struct warm {
 };
 
 static void enqueue(struct warm *w, const struct warm_item *it);
+static void dequeue(struct warm *w, struct warm_item *out);
 
 /* Mark inode number @nr given; return whether it was already. */
 static bool given_test_set(struct warm *w, uint32_t nr)
@@ -248,39 +253,6 @@ static int warm_file(struct warm *w, const struct warm_item *it)
 	return push_once(w, it->node, &ino, 0, &w->files, &w->bytes);
 }
 
-/* Whether warming has been told to stop. */
-static bool is_stopping(struct warm *w)
-{
-	bool stop;
-
-	pthread_mutex_lock(&w->lock);
-	stop = w->stop;
-	pthread_mutex_unlock(&w->lock);
-	return stop;
-}
-
-/*
- * Push a listed file once its bytes are staged.  The queue is in listing
- * order, which is the image's order and the stager's, so this trails the
- * stager: a file it has not reached yet is tried again every
- * WARM_STAGE_POLL_MS until it has, or until staging ends (then what is
- * still not in RAM, past ram= or unreadable, is left to the readers).
- * Return: as warm_file(); -EAGAIN if the file was left.
- */
-static int warm_staged_file(struct warm *w, const struct warm_item *it)
-{
-	struct sqcd *d = w->d;
-	bool staged = !d->pf;
-	int err;
-
-	for (;;) {
-		err = warm_file(w, it);
-		if (err != -EAGAIN || staged || is_stopping(w))
-			return err;
-		staged = pf_wait_staged(d->pf, WARM_STAGE_POLL_MS) == 0;
-	}
-}
-
 /*
  * Sleep until @it is old enough for the kernel to hold its inode and no
  * listing has gone on for WARM_QUIET_NS, in steps of at most that, so
@@ -333,10 +305,18 @@ static bool wait_read(struct warm *w, const struct warm_item *it)
 	return !stop;
 }
 
+/* Whether staging has ended (or there is none): what is not staged by
+ * now stays out of RAM. */
+static bool staging_done(struct warm *w)
+{
+	return !w->d->pf || pf_wait_staged(w->d->pf, 0) == 0;
+}
+
 static void *warm_main(void *arg)
 {
 	struct warm *w = arg;
 	struct warm_item it;
+	int err;
 
 	/* Readers first: this thread only uses what they leave, and only
 	 * bytes in RAM, never reading what a reader reads a second time. */
@@ -350,9 +330,7 @@ static void *warm_main(void *arg)
 			pthread_mutex_unlock(&w->lock);
 			return NULL;
 		}
-		it = w->ring[w->head];
-		w->head = (w->head + 1) & (w->cap - 1);
-		w->len--;
+		dequeue(w, &it);
 		pthread_mutex_unlock(&w->lock);
 
 		if (!wait_read(w, &it) || !wait_quiet(w, &it))
@@ -367,7 +345,18 @@ static void *warm_main(void *arg)
 				(unsigned long long)w->budget);
 			return NULL;
 		}
-		if (warm_staged_file(w, &it) == -ENOENT && !it.retried) {
+		err = warm_file(w, &it);
+		if (err == -EAGAIN && !staging_done(w)) {
+			/* The stager has not brought it in yet: back in the
+			 * queue, and give the stager time.  The queue is in
+			 * its order, so this waits for the next file it
+			 * brings in; a file listed later that comes earlier
+			 * goes first. */
+			pthread_mutex_lock(&w->lock);
+			enqueue(w, &it);
+			pthread_mutex_unlock(&w->lock);
+			pf_wait_staged(w->d->pf, WARM_STAGE_POLL_MS);
+		} else if (err == -ENOENT && !it.retried) {
 			/* The lister may not have made the inode yet. */
 			it.retried = true;
 			it.queued = mono_ns();
@@ -390,15 +379,15 @@ int warm_start(struct sqcd *d, struct warm **out)
 	if (!w)
 		return -ENOMEM;
 	w->cap = WARM_QUEUE_MIN;
-	w->ring = malloc(w->cap * sizeof(*w->ring));
-	if (!w->ring) {
+	w->heap = malloc(w->cap * sizeof(*w->heap));
+	if (!w->heap) {
 		free(w);
 		return -ENOMEM;
 	}
 	w->inode_count = img_get_super(d->img)->inode_count;
 	w->given = calloc(w->inode_count / 64 + 1, sizeof(*w->given));
 	if (!w->given) {
-		free(w->ring);
+		free(w->heap);
 		free(w);
 		return -ENOMEM;
 	}
@@ -412,7 +401,7 @@ int warm_start(struct sqcd *d, struct warm **out)
 		pthread_cond_destroy(&w->more);
 		pthread_mutex_destroy(&w->lock);
 		free(w->given);
-		free(w->ring);
+		free(w->heap);
 		free(w);
 		return err;
 	}
@@ -438,7 +427,7 @@ void warm_free(struct warm *w)
 	pthread_cond_destroy(&w->more);
 	pthread_mutex_destroy(&w->lock);
 	free(w->given);
-	free(w->ring);
+	free(w->heap);
 	free(w);
 }
 
@@ -446,31 +435,31 @@ void warm_free(struct warm *w)
  * Double the queue, up to WARM_QUEUE_MAX; on failure it stays as it is
  * and the caller drops the item.  Called with w->lock held.  Nothing is
  * pushed while a listing goes on (WARM_QUIET_NS), so the queue must hold
- * a whole listing: 32 bytes a file.
+ * a whole listing: 40 bytes a file.
  */
 static void grow(struct warm *w)
 {
 	struct warm_item *n;
-	unsigned int first;
 
 	if (w->cap >= WARM_QUEUE_MAX)
 		return;
-	n = malloc(2 * (size_t)w->cap * sizeof(*n));
+	n = realloc(w->heap, 2 * (size_t)w->cap * sizeof(*n));
 	if (!n)
 		return;
-	/* Unwrap: the items go to 0 .. len-1 in their order. */
-	first = MIN(w->len, w->cap - w->head);
-	memcpy(n, w->ring + w->head, first * sizeof(*n));
-	memcpy(n + first, w->ring, (w->len - first) * sizeof(*n));
-	free(w->ring);
-	w->ring = n;
-	w->head = 0;
+	w->heap = n;
 	w->cap *= 2;
+}
+
+static bool item_before(const struct warm_item *a, const struct warm_item *b)
+{
+	return a->pos < b->pos || (a->pos == b->pos && a->node < b->node);
 }
 
 /* Called with w->lock held. */
 static void enqueue(struct warm *w, const struct warm_item *it)
 {
+	unsigned int i, up;
+
 	if (w->len == w->cap && !w->full && !w->stop)
 		grow(w);
 	if (w->full || w->stop || w->len == w->cap) {
@@ -479,17 +468,47 @@ static void enqueue(struct warm *w, const struct warm_item *it)
 						  memory_order_relaxed);
 		return;
 	}
-	w->ring[(w->head + w->len) & (w->cap - 1)] = *it;
-	if (!w->len++)
+	/* Sift up from the new leaf. */
+	for (i = w->len++; i > 0; i = up) {
+		up = (i - 1) / 2;
+		if (!item_before(it, &w->heap[up]))
+			break;
+		w->heap[i] = w->heap[up];
+	}
+	w->heap[i] = *it;
+	if (w->len == 1)
 		pthread_cond_signal(&w->more);
 }
 
-void warm_add(struct warm *w, fuse_ino_t node, uint64_t ref)
+/* Take the first item (the queue is not empty).  Called with w->lock
+ * held. */
+static void dequeue(struct warm *w, struct warm_item *out)
 {
-	struct warm_item it = { node, ref, mono_ns(), 0, false };
+	struct warm_item last;
+	unsigned int i = 0, c;
+
+	*out = w->heap[0];
+	last = w->heap[--w->len];
+	/* Sift the last leaf down from the root. */
+	while ((c = 2 * i + 1) < w->len) {
+		if (c + 1 < w->len && item_before(&w->heap[c + 1], &w->heap[c]))
+			c++;
+		if (!item_before(&w->heap[c], &last))
+			break;
+		w->heap[i] = w->heap[c];
+		i = c;
+	}
+	w->heap[i] = last;
+}
+
+void warm_add(struct warm *w, fuse_ino_t node, const struct img_inode *ino)
+{
+	struct warm_item it = { 0, node, 0, mono_ns(), 0, false };
 
 	if (!w)
 		return;
+	it.pos = ino->file.blocks_start;
+	it.ref = ino->ref;
 	it.reads = atomic_load(&w->reads);
 	pthread_mutex_lock(&w->lock);
 	w->last_add = it.queued;

@@ -51,11 +51,14 @@ void warm_free(struct warm *f);
  * warm_add() - Queue a file that the kernel has just been shown.
  * @f: the module; NULL is fine
  * @node: its node id, as given to the kernel
- * @ref: its inode reference
+ * @ino: the file, as decoded for the listing (IMG_REG)
+ *
+ * Files are pushed in the order their data lies in the image, which is
+ * the order the stager brings them in.
  *
  * Context: FUSE workers; never blocks on the warming itself.
  */
-void warm_add(struct warm *f, fuse_ino_t node, uint64_t ref);
+void warm_add(struct warm *f, fuse_ino_t node, const struct img_inode *ino);
 
 /*
  * The push counter a thread counts in, and how many may push at once: the

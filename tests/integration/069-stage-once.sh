@@ -12,7 +12,9 @@
 #   - a reader is served while staging runs behind slow storage, long
 #     before staging ends;
 #   - warming pushes listed files into the page cache as soon as the
-#     stager has them, before staging ends, and never reads storage;
+#     stager has them, in the image's order whatever the listing order,
+#     before staging ends, and never reads storage; while staging runs,
+#     4 lookups list a directory, so that its files can be warmed;
 #   - the stager sizes how many reads it keeps under way from how long
 #     they take: few on storage with one queue, more on storage that
 #     serves many reads at once;
@@ -157,23 +159,29 @@ stop_store
 
 note "warming follows the stager: staged files pushed before staging ends"
 start_store 60000
-sqc_mount "$T/store/image" "$T/m" -o "log=$T/d4.log"
-# A listing queues every file for warming; a read lets it start.
-ls -R "$T/m" >/dev/null
-cmp "$T/src/d0/f000" "$T/m/d0/f000" || fail "wrong bytes while warming"
-pushed=0
+sqc_mount "$T/store/image" "$T/m" -o "log=$T/d5.log"
+# Listed last directory first: warming still goes in the image's order,
+# the stager's, so it pushes while the stager is in the first half.
+for d in d5 d4 d3 d2 d1 d0; do
+    ls "$T/m/$d" >/dev/null
+done
+# A read lets warming start.
+cmp "$T/src/d5/f039" "$T/m/d5/f039" || fail "wrong bytes while warming"
+early=0
 state=running
-while [ "$state" != done ] && [ "$pushed" -eq 0 ]; do
-    # One status: the two values from the same moment.
-    # shellcheck disable=SC2046 # two words
+while [ "$state" != "done" ]; do
+    # One status: the values from the same moment.
+    # shellcheck disable=SC2046 # three words
     set -- $("$MOUNTCTL" status --json "$T/m" | "$PYTHON" -c 'import json, sys
 v = json.load(sys.stdin)[0]
-print(v["stage"]["state"], v["warm"]["files"])')
+print(v["stage"]["state"], int(v["stage"]["percent"]), v["warm"]["files"])')
     state=$1
-    [ "$state" = done ] || pushed=$2
+    if [ "$state" != "done" ] && [ "$2" -lt 50 ]; then
+        early=$3
+    fi
 done
-note "pushed $pushed files while staging ran"
-[ "$pushed" -gt 0 ] || fail "warming pushed nothing before staging ended"
+note "pushed $early files while less than half was staged"
+[ "$early" -gt 0 ] || fail "warming pushed nothing while less than half was staged"
 "$MOUNTCTL" wait "$T/m" >/dev/null
 epoch "$T/m"
 # shellcheck disable=SC2046 # two numbers
@@ -182,6 +190,36 @@ note "read $1 bytes from storage for an image of $size; $2 read twice"
 [ "$2" -eq 0 ] || fail "warming during staging: $2 bytes read twice"
 [ "$(stat_of "$T/m" image_io.demand_bytes)" -le "$size" ] ||
     fail "more read on demand than the image holds"
+sqc_umount "$T/m"
+stop_store
+
+note "while staging runs, 4 lookups list a directory of 320 files"
+# Otherwise it takes an eighth of its entries.  Its own image, with a
+# large file that keeps the stager busy.
+mkdir -p "$T/many/dir"
+"$PYTHON" - "$T/many" <<'PY'
+import os, random, sys
+r = random.Random(690)
+for f in range(320):
+    with open(f"{sys.argv[1]}/dir/m{f:03d}", "wb") as o:
+        o.write(r.randbytes(64))
+with open(f"{sys.argv[1]}/big", "wb") as o:
+    o.write(r.randbytes(12 << 20))
+PY
+mkimg "$T/many" "$T/many.sqfs" -comp lz4
+start_store 60000 "$T/many.sqfs"
+sqc_mount "$T/store/image" "$T/m" -o "log=$T/d6.log"
+for f in m000 m001 m002 m003; do
+    cmp "$T/many/dir/$f" "$T/m/dir/$f" || fail "wrong bytes in dir/$f"
+done
+i=0
+until [ "$(stat_of "$T/m" statahead.lookup_dirs)" -ge 1 ]; do
+    i=$((i + 1))
+    [ $i -lt 50 ] || fail "4 lookups during staging did not list their directory"
+    sleep 0.1
+done
+[ "$(stat_of "$T/m" stage.state)" != "done" ] || fail "staging ended before the listing was seen"
+"$MOUNTCTL" wait "$T/m" >/dev/null
 sqc_umount "$T/m"
 stop_store
 
