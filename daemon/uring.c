@@ -624,28 +624,18 @@ static int ring_setup(struct ring_thread *t)
 	return prep_stop_poll(t);
 }
 
-static void *ring_main(void *arg)
+/*
+ * Wait for INIT's answer: go, or decided without io_uring (the state is
+ * then URING_OFF), or stop.  A libfuse that never shows INIT through the
+ * hook leaves this thread waiting no longer than URING_INIT_WAIT_S; then
+ * nobody registers and INIT, should it come, asks for no io_uring
+ * (patch_init() reads gave_up).  Return: whether to serve.
+ */
+static bool wait_for_go(struct uring *u)
 {
-	struct ring_thread *t = arg;
-	struct uring *u = t->u;
-	bool registering = true;
 	struct timespec ts;
 	bool go;
-	int err;
 
-	self = t;
-	err = ring_setup(t);
-	if (err)
-		log_err("queue %u: cannot set up io_uring: %s", t->qid,
-			err_str(err));
-	setup_done(t, !err);
-	if (err)
-		goto out_exit;
-	/* Wait for INIT's answer: go, or decided without io_uring (the
-	 * state is then URING_OFF), or stop.  A libfuse that never shows
-	 * INIT through the hook leaves this thread waiting no longer than
-	 * URING_INIT_WAIT_S; then nobody registers and INIT, should it come,
-	 * asks for no io_uring (patch_init() reads gave_up). */
 	deadline_in(&ts, URING_INIT_WAIT_S);
 	pthread_mutex_lock(&u->lock);
 	while (!u->go && !atomic_load(&u->stop) &&
@@ -665,8 +655,18 @@ static void *ring_main(void *arg)
 	}
 	go = u->go;
 	pthread_mutex_unlock(&u->lock);
-	if (!go || atomic_load(&u->stop))
-		goto out_exit;
+	return go && !atomic_load(&u->stop);
+}
+
+/*
+ * Register the queue's entry, then serve requests until stopped or the
+ * connection ends.  Return: 0 on a stop, else why it ended (-errno).
+ */
+static int serve_queue(struct ring_thread *t)
+{
+	bool registering = true;
+	int err;
+
 	err = prep_cmd(t, URING_CMD_REGISTER, 0);
 	while (!err) {
 		struct io_uring_cqe *cqe;
@@ -711,6 +711,24 @@ static void *ring_main(void *arg)
 		err = prep_cmd(t, URING_CMD_COMMIT_AND_FETCH,
 			       t->hdr->ring_ent_in_out.commit_id);
 	}
+	return err;
+}
+
+static void *ring_main(void *arg)
+{
+	struct ring_thread *t = arg;
+	struct uring *u = t->u;
+	int err;
+
+	self = t;
+	err = ring_setup(t);
+	if (err)
+		log_err("queue %u: cannot set up io_uring: %s", t->qid,
+			err_str(err));
+	setup_done(t, !err);
+	if (err || !wait_for_go(u))
+		goto out_exit;
+	err = serve_queue(t);
 	/* The kernel ends the entries of a connection that goes away. */
 	if (err && err != -ENOTCONN && err != -ECONNABORTED &&
 	    err != -ECANCELED && !atomic_load(&u->stop))

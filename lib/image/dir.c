@@ -140,41 +140,85 @@ int img_dir_open(struct img *img, const struct img_inode *dir, uint64_t cookie,
 	return 0;
 }
 
+/* Read and check the header of the next run of entries. */
+static int read_dir_header(struct img_dir_iter *it, const struct img_region *rg)
+{
+	struct img *img = it->img;
+	struct sqfs_disk_dir_header h;
+	int err;
+
+	if (it->listing - it->pos < sizeof(h))
+		return IMG_CORRUPT(img,
+				   "directory listing ends inside a header");
+	err = img__meta_buf_read(img, rg, &it->mb, &it->block, &it->off, &h,
+				 sizeof(h));
+	if (err)
+		return err;
+	it->pos += sizeof(h);
+	it->hdr_left = le32_dec(h.count) + 1;
+	it->hdr_start = le32_dec(h.start);
+	it->hdr_ino = le32_dec(h.ino);
+	if (it->hdr_left == 0 || it->hdr_left > SQFS_DIR_COUNT)
+		return IMG_CORRUPT(img, "directory header has %u entries",
+				   it->hdr_left);
+	if ((uint64_t)img->sb.inode_table + it->hdr_start >= img->sb.dir_table)
+		return IMG_CORRUPT(
+			img, "directory header points outside the inode table");
+	return 0;
+}
+
+/* Check entry @e, whose name is in @out already, and decode the rest of
+ * it into @out. */
+static int decode_dir_entry(struct img_dir_iter *it,
+			    const struct sqfs_disk_dir_entry *e,
+			    struct img_dirent *out)
+{
+	struct img *img = it->img;
+	uint32_t ino, type;
+	int32_t delta;
+
+	if (!name_is_valid(out->name, out->name_len))
+		return IMG_CORRUPT(
+			img,
+			"directory entry has an invalid name ('/', NUL, '.' or '..')");
+	type = le16_dec(e->type);
+	if (type > SQFS_SOCKET_TYPE)
+		type -= SQFS_TYPE_EXT_DELTA;
+	if (type < SQFS_DIR_TYPE || type > SQFS_SOCKET_TYPE)
+		return IMG_CORRUPT(img, "directory entry '%s' has type %u",
+				   out->name, le16_dec(e->type));
+	delta = (int16_t)le16_dec(e->ino_delta);
+	ino = it->hdr_ino + (uint32_t)delta;
+	if (ino == 0 || ino > img->sb.inode_count)
+		return IMG_CORRUPT(img,
+				   "directory entry '%s' has inode number %u",
+				   out->name, ino);
+	if (le16_dec(e->offset) >= SQFS_META_SIZE)
+		return IMG_CORRUPT(img,
+				   "directory entry '%s' has inode offset %u",
+				   out->name, le16_dec(e->offset));
+	out->ref = (uint64_t)it->hdr_start << 16 | le16_dec(e->offset);
+	out->ino = ino;
+	out->type = (uint8_t)type;
+	out->next = it->pos;
+	return 0;
+}
+
 int img_dir_next(struct img_dir_iter *it, struct img_dirent *out)
 {
 	struct img *img = it->img;
 	const struct img_region rg = img__dir_region(img);
-	struct sqfs_disk_dir_header h;
 	struct sqfs_disk_dir_entry e;
-	uint32_t entry_pos, ino, type;
-	int32_t delta;
+	uint32_t entry_pos;
 	int err;
 
 	for (;;) {
 		if (it->pos >= it->listing)
 			return 0;
 		if (!it->hdr_left) {
-			if (it->listing - it->pos < sizeof(h))
-				return IMG_CORRUPT(
-					img,
-					"directory listing ends inside a header");
-			err = img__meta_buf_read(img, &rg, &it->mb, &it->block,
-						 &it->off, &h, sizeof(h));
+			err = read_dir_header(it, &rg);
 			if (err)
 				return err;
-			it->pos += sizeof(h);
-			it->hdr_left = le32_dec(h.count) + 1;
-			it->hdr_start = le32_dec(h.start);
-			it->hdr_ino = le32_dec(h.ino);
-			if (it->hdr_left == 0 || it->hdr_left > SQFS_DIR_COUNT)
-				return IMG_CORRUPT(
-					img, "directory header has %u entries",
-					it->hdr_left);
-			if ((uint64_t)img->sb.inode_table + it->hdr_start >=
-			    img->sb.dir_table)
-				return IMG_CORRUPT(
-					img,
-					"directory header points outside the inode table");
 		}
 		entry_pos = it->pos;
 		if (it->listing - it->pos < sizeof(e))
@@ -201,32 +245,8 @@ int img_dir_next(struct img_dir_iter *it, struct img_dirent *out)
 		out->name[out->name_len] = '\0';
 		if (entry_pos < it->skip_to)
 			continue;
-		if (!name_is_valid(out->name, out->name_len))
-			return IMG_CORRUPT(
-				img,
-				"directory entry has an invalid name ('/', NUL, '.' or '..')");
-		type = le16_dec(e.type);
-		if (type > SQFS_SOCKET_TYPE)
-			type -= SQFS_TYPE_EXT_DELTA;
-		if (type < SQFS_DIR_TYPE || type > SQFS_SOCKET_TYPE)
-			return IMG_CORRUPT(img,
-					   "directory entry '%s' has type %u",
-					   out->name, le16_dec(e.type));
-		delta = (int16_t)le16_dec(e.ino_delta);
-		ino = it->hdr_ino + (uint32_t)delta;
-		if (ino == 0 || ino > img->sb.inode_count)
-			return IMG_CORRUPT(
-				img, "directory entry '%s' has inode number %u",
-				out->name, ino);
-		if (le16_dec(e.offset) >= SQFS_META_SIZE)
-			return IMG_CORRUPT(
-				img, "directory entry '%s' has inode offset %u",
-				out->name, le16_dec(e.offset));
-		out->ref = (uint64_t)it->hdr_start << 16 | le16_dec(e.offset);
-		out->ino = ino;
-		out->type = (uint8_t)type;
-		out->next = it->pos;
-		return 1;
+		err = decode_dir_entry(it, &e, out);
+		return err ? err : 1;
 	}
 }
 
