@@ -10,6 +10,7 @@
  */
 #define LOG_MOD "image"
 
+#include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -168,6 +169,17 @@ static int decode_header(struct img *img, const struct img_region *rg,
 	return 0;
 }
 
+/* An extended device or ipc inode is the basic one and an xattr id:
+ * decode_body() reads the basic one through the extended struct. */
+_Static_assert(offsetof(struct sqfs_disk_ldev, rdev) ==
+			       offsetof(struct sqfs_disk_dev, rdev) &&
+		       offsetof(struct sqfs_disk_ldev, xattr) ==
+			       sizeof(struct sqfs_disk_dev),
+	       "ldev extends dev");
+_Static_assert(offsetof(struct sqfs_disk_lipc, xattr) ==
+		       sizeof(struct sqfs_disk_ipc),
+	       "lipc extends ipc");
+
 /*
  * Decode the rest of an inode of on-disk type @t, whose header
  * decode_header() read; block/off point just after the header.
@@ -180,9 +192,9 @@ static int decode_body(struct img *img, const struct img_region *rg, uint32_t t,
 	/* Each struct starts with the header already read: read only what
 	 * follows it. */
 #define HDR sizeof(struct sqfs_disk_inode_hdr)
-#define READ_REST(d)                                                 \
-	img__meta_read(img, rg, &block, &off, (uint8_t *)&(d) + HDR, \
-		       sizeof(d) - HDR)
+#define READ_PART(d, n) \
+	img__meta_read(img, rg, &block, &off, (uint8_t *)&(d) + HDR, (n)-HDR)
+#define READ_REST(d) READ_PART(d, sizeof(d))
 
 	switch (t) {
 	case SQFS_DIR_TYPE: {
@@ -276,48 +288,39 @@ static int decode_body(struct img *img, const struct img_region *rg, uint32_t t,
 		return err;
 	}
 	case SQFS_BLKDEV_TYPE:
-	case SQFS_CHRDEV_TYPE: {
-		struct sqfs_disk_dev d;
-
-		err = READ_REST(d);
-		if (err)
-			return err;
-		out->nlink = le32_dec(d.nlink);
-		out->rdev = le32_dec(d.rdev);
-		return 0;
-	}
+	case SQFS_CHRDEV_TYPE:
 	case SQFS_LBLKDEV_TYPE:
 	case SQFS_LCHRDEV_TYPE: {
+		/* The extended layout is the basic one and an xattr id. */
 		struct sqfs_disk_ldev d;
 
-		err = READ_REST(d);
+		err = READ_PART(d, out->extended ?
+					   sizeof(d) :
+					   sizeof(struct sqfs_disk_dev));
 		if (err)
 			return err;
 		out->nlink = le32_dec(d.nlink);
 		out->rdev = le32_dec(d.rdev);
-		return check_xattr(img, out, le32_dec(d.xattr));
+		return out->extended ?
+			       check_xattr(img, out, le32_dec(d.xattr)) :
+			       0;
 	}
-	case SQFS_FIFO_TYPE:
-	case SQFS_SOCKET_TYPE: {
-		struct sqfs_disk_ipc d;
-
-		err = READ_REST(d);
-		if (err)
-			return err;
-		out->nlink = le32_dec(d.nlink);
-		return 0;
-	}
-	default: { /* SQFS_LFIFO_TYPE, SQFS_LSOCKET_TYPE */
+	default: { /* fifos and sockets, basic or extended */
 		struct sqfs_disk_lipc d;
 
-		err = READ_REST(d);
+		err = READ_PART(d, out->extended ?
+					   sizeof(d) :
+					   sizeof(struct sqfs_disk_ipc));
 		if (err)
 			return err;
 		out->nlink = le32_dec(d.nlink);
-		return check_xattr(img, out, le32_dec(d.xattr));
+		return out->extended ?
+			       check_xattr(img, out, le32_dec(d.xattr)) :
+			       0;
 	}
 	}
 #undef READ_REST
+#undef READ_PART
 #undef HDR
 }
 

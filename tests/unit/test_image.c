@@ -88,6 +88,10 @@ static void build_fixture(void)
 	   "ln d1/small hard2 && ln -s d1/small rel && "
 	   "ln -s /etc/nonexistent/target abs && mknod chr c 300 70000 && "
 	   "mknod blk b 8 1 && mkfifo fifo && chmod 4751 rand1m && "
+	   /* Extended device and fifo inodes: the ones with an xattr. */
+	   "mknod xchr c 4 5 && setfattr -n trusted.d -v dev xchr && "
+	   "mkfifo xfifo && setfattr -n trusted.f -v fifo xfifo && "
+	   "ln xfifo xfifo2 && "
 	   "chown 1000:100000 text300k && touch -d @1234567 d1/small && "
 	   "setfattr -n user.small -v hello d1/small && "
 	   "setfattr -n trusted.t -v 0x00ff00 rand1m && "
