@@ -518,15 +518,16 @@ int img_ino_to_ref(struct img *img, uint32_t ino, uint64_t *ref);
  * @img: image
  *
  * The plan is the metadata tables first, then the data from the start of
- * the image, up to the RAM budget.  Each call reads one chunk, skipping
- * those a reader brought in already; once the metadata is in, a chunk
- * that follows a reader's last one comes first, so that readers ahead
- * of the stager find their next bytes staged.  While readers wait on the
- * file, a call with another stager read under way waits up to 2 ms for
- * them instead (readers first).  A failed read stops the plan, logged
- * once: reads of what is not staged then go to the file.
+ * the image, up to the RAM budget.  Each call reads one run of chunks
+ * (1 MiB aligned) in one pread, skipping those a reader brought in
+ * already; once the metadata is in, the run after a streaming reader's
+ * last fill comes first, so that readers ahead of the stager find their
+ * next bytes staged.  When as many stager reads are under way as the
+ * storage serves without queueing them (paced by how long they take), a
+ * call waits up to 20 ms for one to end instead.  A failed read stops the
+ * plan, logged once: reads of what is not staged then go to the file.
  *
- * Return: 1 if a chunk was handled (or the call gave way to readers), 0
+ * Return: 1 if a run was read (or the call waited for a free slot), 0
  * when the plan is complete and no chunk read is under way.
  * Context: any number of stager threads; readers may run meanwhile.
  */

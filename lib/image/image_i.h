@@ -105,7 +105,6 @@ struct img_stage {
 	unsigned int filling; /* chunk reads under way, stager's or readers' */
 	_Atomic uint32_t follow; /* where a streaming reader goes next */
 	_Atomic uint32_t fill_end; /* chunk after the last reader fill */
-	_Atomic unsigned int demand_reading; /* readers waiting on the file */
 	_Atomic uint64_t budget; /* bytes allowed */
 	_Atomic uint64_t planned; /* bytes the plan brings in */
 	_Atomic uint64_t staged; /* bytes brought in so far */

@@ -306,8 +306,6 @@ static int file_pread_as(struct img *img, uint64_t off, void *dst, size_t len,
 	}
 	/* bytes_used <= file_size = size - offset, checked at open. */
 	off += img->offset;
-	if (src != IMG_READ_STAGER)
-		atomic_fetch_add(&img->stage.demand_reading, 1);
 	while (done < len) {
 		n = pread(img->fd, (char *)dst + done, len - done,
 			  (off_t)(off + done));
@@ -315,9 +313,6 @@ static int file_pread_as(struct img *img, uint64_t off, void *dst, size_t len,
 			continue;
 		if (n <= 0) {
 			int err = n < 0 ? errno : 0;
-
-			if (src != IMG_READ_STAGER)
-				atomic_fetch_sub(&img->stage.demand_reading, 1);
 
 			atomic_fetch_add_explicit(&img->src_errors, 1,
 						  memory_order_relaxed);
@@ -340,8 +335,6 @@ static int file_pread_as(struct img *img, uint64_t off, void *dst, size_t len,
 		}
 		done += (size_t)n;
 	}
-	if (src != IMG_READ_STAGER)
-		atomic_fetch_sub(&img->stage.demand_reading, 1);
 	atomic_fetch_add_explicit(&img->src_reads, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&img->src_bytes, len, memory_order_relaxed);
 	atomic_fetch_add_explicit(&img->src_by[src], len, memory_order_relaxed);
