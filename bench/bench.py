@@ -945,9 +945,8 @@ class Bench:
                         "sqc_stage_base"):
                 # sqc_stage_base: the daemon built from another commit
                 # (BASE_BUILD), for a before/after in one run
-                c = Squashcached(dict(self.cfg, build=self.cfg["base_build"])
-                                 if name == "sqc_stage_base" else self.cfg,
-                                 self.reg)
+                c = (SquashcachedBase if name == "sqc_stage_base" else
+                     Squashcached)(self.cfg, self.reg)
                 extra = "stage=full" if name != "sqc_demand" else "stage=none"
                 if name == "sqc_stage_no_uring":
                     extra += ",no_uring"
