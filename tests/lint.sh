@@ -35,6 +35,7 @@ out=$(
     allowed prefetch util image cache
     allowed index util image
     allowed ctl util
+    allowed dataset util
 )
 [ -n "$out" ] && { echo "$out"; bad=1; }
 

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,7 +56,8 @@ int mountinfo_parse_line(char *line, struct mountinfo_entry *e)
 			dash = n;
 		n++;
 	}
-	if (dash < 0 || n < dash + 3)
+	if (dash < 0 || n < dash + 3 ||
+	    sscanf(f[2], "%u:%u", &e->major, &e->minor) != 2)
 		return -EINVAL;
 	unescape(f[4]);
 	unescape(f[dash + 1]);

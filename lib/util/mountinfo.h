@@ -18,6 +18,8 @@ struct mountinfo_entry {
 	const char *fstype; /* e.g. "fuse.squashcache", decoded */
 	const char *source; /* e.g. the image path, decoded */
 	const char *super_opts; /* e.g. "ro,user_id=1000", "" if absent */
+	unsigned int major; /* st_dev of the mounted filesystem */
+	unsigned int minor; /* (a FUSE connection's number is the minor) */
 };
 
 /**

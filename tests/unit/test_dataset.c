@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements the unit tests of lib/dataset: the --dataset
+ * grammar and its escapes, mount names, the comment's dataset= word, the
+ * site configuration and the option policy (what users may not set, and
+ * forced options coming last).
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataset/dataset.h"
+
+static struct ds_list l;
+static char why[512];
+
+START_TEST(test_list_basic)
+{
+	ck_assert_int_eq(
+		ds_list_parse(
+			"/d/a.sqfs:ram=1G,cache=2G,/d/b.squashfs,direct_io", &l,
+			why, sizeof(why)),
+		0);
+	ck_assert_uint_eq(l.n, 2);
+	ck_assert_str_eq(l.im[0].path, "/d/a.sqfs");
+	ck_assert_str_eq(l.im[0].opts, "ram=1G,cache=2G");
+	ck_assert_str_eq(l.im[0].name, "a");
+	ck_assert_str_eq(l.im[1].path, "/d/b.squashfs");
+	ck_assert_str_eq(l.im[1].opts, "direct_io");
+	ck_assert_str_eq(l.im[1].name, "b");
+	/* Relative paths are images; "./ram=1G" is a file of that name. */
+	ck_assert_int_eq(ds_list_parse("x.sqfs,./ram=1G", &l, why, sizeof(why)),
+			 0);
+	ck_assert_uint_eq(l.n, 2);
+	ck_assert_str_eq(l.im[1].path, "./ram=1G");
+	ck_assert_int_eq(ds_list_parse("", &l, why, sizeof(why)), 0);
+	ck_assert_uint_eq(l.n, 0);
+}
+END_TEST
+
+START_TEST(test_list_escapes)
+{
+	char out[1024];
+
+	ck_assert_int_eq(ds_list_parse("/d/a\\,b\\:c\\\\d.sqfs:ram=1G,/e f.img",
+				       &l, why, sizeof(why)),
+			 0);
+	ck_assert_uint_eq(l.n, 2);
+	ck_assert_str_eq(l.im[0].path, "/d/a,b:c\\d.sqfs");
+	ck_assert_str_eq(l.im[0].opts, "ram=1G");
+	ck_assert_str_eq(l.im[0].name, "a_b_c_d");
+	ck_assert_str_eq(l.im[1].name, "e_f");
+	/* Formatting gives a list that parses back to the same images. */
+	ck_assert_int_eq(ds_list_format(&l, out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "/d/a\\,b\\:c\\\\d.sqfs:ram=1G,/e\\ f.img");
+	ck_assert_int_eq(ds_list_parse(out, &l, why, sizeof(why)), 0);
+	ck_assert_str_eq(l.im[0].path, "/d/a,b:c\\d.sqfs");
+	ck_assert_str_eq(l.im[1].path, "/e f.img");
+	ck_assert_int_eq(ds_list_format(&l, out, 8), -ENAMETOOLONG);
+}
+END_TEST
+
+START_TEST(test_list_bad)
+{
+	static const char *const bad[] = {
+		"ram=1G,/d/a.sqfs", /* an option before any image */
+		"/d/a.sqfs,", /* trailing comma */
+		"/d/a.sqfs,,/b", /* empty item */
+		"/d/a.sqfs\\", /* trailing backslash */
+		":ram=1G", /* empty path */
+		"/d/a.sqfs:Ram=1", /* option names are [a-z_] */
+		"/d/a.sqfs:ram=1,", /* empty option */
+		"/d/a.sqfs:=1", /* no name */
+	};
+	char many[4096] = "";
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why[0] = '\0';
+		ck_assert_msg(ds_list_parse(bad[i], &l, why, sizeof(why)) ==
+				      -EINVAL,
+			      "%s parsed", bad[i]);
+		ck_assert_msg(why[0], "no reason for %s", bad[i]);
+	}
+	for (int i = 0; i <= DS_MAX_IMAGES; i++)
+		snprintf(many + strlen(many), sizeof(many) - strlen(many),
+			 "%s/d/%d.sqfs", i ? "," : "", i);
+	ck_assert_int_eq(ds_list_parse(many, &l, why, sizeof(why)), -E2BIG);
+}
+END_TEST
+
+START_TEST(test_names)
+{
+	ck_assert_int_eq(
+		ds_list_parse("/a/data.sqfs,/b/data.sqfs,/c/data.img,"
+			      "/d/.hidden,/e/..,/f/.sqfs,/g/x\xc3\xa9.sif",
+			      &l, why, sizeof(why)),
+		0);
+	ck_assert_uint_eq(l.n, 7);
+	ck_assert_str_eq(l.im[0].name, "data");
+	ck_assert_str_eq(l.im[1].name, "data-2");
+	ck_assert_str_eq(l.im[2].name, "data-3");
+	ck_assert_str_eq(l.im[3].name, "_hidden");
+	ck_assert_str_eq(l.im[4].name, "_.");
+	ck_assert_str_eq(l.im[5].name, "_sqfs");
+	ck_assert_str_eq(l.im[6].name, "x__");
+	/* No name is ".", ".." or holds a '/'. */
+	for (unsigned int i = 0; i < l.n; i++) {
+		ck_assert_ptr_null(strchr(l.im[i].name, '/'));
+		ck_assert_int_ne(l.im[i].name[0], '.');
+	}
+}
+END_TEST
+
+START_TEST(test_comment)
+{
+	char buf[256];
+
+	ck_assert_int_eq(
+		ds_comment_list("run-42 dataset=/a.sqfs:ram=0,/b\\ c.sqfs note",
+				buf, sizeof(buf)),
+		0);
+	ck_assert_str_eq(buf, "/a.sqfs:ram=0,/b\\ c.sqfs");
+	ck_assert_int_eq(ds_list_parse(buf, &l, why, sizeof(why)), 0);
+	ck_assert_str_eq(l.im[1].path, "/b c.sqfs");
+	ck_assert_int_eq(ds_comment_list("nodataset=/x dataset", buf,
+					 sizeof(buf)),
+			 -ENOENT);
+	ck_assert_int_eq(ds_comment_list("", buf, sizeof(buf)), -ENOENT);
+	ck_assert_int_eq(ds_comment_list("dataset=/x", buf, 2), -ENAMETOOLONG);
+}
+END_TEST
+
+START_TEST(test_conf)
+{
+	struct ds_conf c;
+
+	ds_conf_default(&c);
+	ck_assert_str_eq(c.base, "/dev/shm");
+	ck_assert_uint_eq(c.timeout_s, DS_DEFAULT_TIMEOUT_S);
+	ck_assert_int_eq(ds_conf_line(&c, "# a comment\n", why, sizeof(why)),
+			 0);
+	ck_assert_int_eq(ds_conf_line(&c, "\n", why, sizeof(why)), 0);
+	ck_assert_int_eq(ds_conf_line(&c, "  base=/scratch/local \n", why,
+				      sizeof(why)),
+			 0);
+	ck_assert_str_eq(c.base, "/scratch/local");
+	ck_assert_int_eq(ds_conf_set(&c, "timeout=12", why, sizeof(why)), 0);
+	ck_assert_uint_eq(c.timeout_s, 12);
+	ck_assert_int_eq(ds_conf_set(&c, "state=/run/x", why, sizeof(why)), 0);
+	ck_assert_int_eq(ds_conf_set(&c, "prolog_spank=yes", why, sizeof(why)),
+			 0);
+	ck_assert(c.prolog_spank);
+	/* Bad values leave the setting as it was. */
+	ck_assert_int_eq(ds_conf_set(&c, "base=relative", why, sizeof(why)),
+			 -EINVAL);
+	ck_assert_str_eq(c.base, "/scratch/local");
+	ck_assert_int_eq(ds_conf_set(&c, "timeout=0", why, sizeof(why)),
+			 -EINVAL);
+	ck_assert_int_eq(ds_conf_set(&c, "timeout=-5", why, sizeof(why)),
+			 -EINVAL);
+	ck_assert_uint_eq(c.timeout_s, 12);
+	ck_assert_int_eq(ds_conf_set(&c, "allow=/a:rel", why, sizeof(why)),
+			 -EINVAL);
+	ck_assert_int_eq(ds_conf_set(&c, "force_options=ram=1G,\\x", why,
+				     sizeof(why)),
+			 -EINVAL);
+	ck_assert_int_eq(ds_conf_set(&c, "user_options=ram;rm", why,
+				     sizeof(why)),
+			 -EINVAL);
+	ck_assert_int_eq(ds_conf_set(&c, "bogus=1", why, sizeof(why)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "bogus"));
+	ck_assert_int_eq(ds_conf_set(&c, "no equals sign", why, sizeof(why)),
+			 -EINVAL);
+}
+END_TEST
+
+START_TEST(test_policy)
+{
+	struct ds_conf c;
+	char buf[256];
+
+	ds_conf_default(&c);
+	ck_assert_int_eq(ds_check_user_opts(&c, "ram=1G,stage=meta,direct_io",
+					    why, sizeof(why)),
+			 0);
+	ck_assert_int_eq(ds_check_user_opts(&c, "", why, sizeof(why)), 0);
+	/* Refused whatever user_options= says. */
+	ck_assert_int_eq(
+		ds_conf_set(&c, "user_options=ram,allow_other,log,ctl,hold",
+			    why, sizeof(why)),
+		0);
+	ck_assert_int_eq(ds_check_user_opts(&c, "allow_other", why,
+					    sizeof(why)),
+			 -EPERM);
+	ck_assert_ptr_nonnull(strstr(why, "allow_other"));
+	ck_assert_int_eq(ds_check_user_opts(&c, "ram=1,log=/etc/x", why,
+					    sizeof(why)),
+			 -EPERM);
+	ck_assert_ptr_nonnull(strstr(why, "'log'"));
+	ck_assert_int_eq(ds_check_user_opts(&c, "ctl=@x", why, sizeof(why)),
+			 -EPERM);
+	ck_assert_int_eq(ds_check_user_opts(&c, "hold=1:2", why, sizeof(why)),
+			 -EPERM);
+	/* Not in user_options=. */
+	ck_assert_int_eq(ds_check_user_opts(&c, "threads=64", why, sizeof(why)),
+			 -EPERM);
+	ck_assert_ptr_nonnull(strstr(why, "threads"));
+	ck_assert_int_eq(ds_check_user_opts(&c, "ram=1,\\,x", why, sizeof(why)),
+			 -EINVAL);
+	/* The site's options, then the user's, then the forced ones. */
+	ck_assert_int_eq(ds_conf_set(&c, "options=cache=64M", why, sizeof(why)),
+			 0);
+	ck_assert_int_eq(ds_conf_set(&c, "force_options=ram=100M,threads=4",
+				     why, sizeof(why)),
+			 0);
+	ck_assert_int_eq(ds_mount_opts(&c, "ram=10G", buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "cache=64M,ram=10G,ram=100M,threads=4");
+	ck_assert_int_eq(ds_mount_opts(&c, "", buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "cache=64M,ram=100M,threads=4");
+	ck_assert_int_eq(ds_mount_opts(&c, "ram=10G", buf, 10), -ENAMETOOLONG);
+}
+END_TEST
+
+START_TEST(test_allow)
+{
+	struct ds_conf c;
+
+	ds_conf_default(&c);
+	ck_assert(ds_is_allowed(&c, "/anything"));
+	ck_assert_int_eq(ds_conf_set(&c, "allow=/data/:/lustre/ds", why,
+				     sizeof(why)),
+			 0);
+	ck_assert(ds_is_allowed(&c, "/data/x.sqfs"));
+	ck_assert(ds_is_allowed(&c, "/lustre/ds/a/b.sqfs"));
+	ck_assert(ds_is_allowed(&c, "/lustre/ds"));
+	ck_assert(!ds_is_allowed(&c, "/database/x.sqfs"));
+	ck_assert(!ds_is_allowed(&c, "/lustre/dsx/a.sqfs"));
+	ck_assert(!ds_is_allowed(&c, "/etc/shadow"));
+	ck_assert_int_eq(ds_conf_set(&c, "allow=/", why, sizeof(why)), 0);
+	ck_assert(ds_is_allowed(&c, "/etc/x"));
+}
+END_TEST
+
+START_TEST(test_job_dir_env)
+{
+	char buf[128];
+
+	ck_assert_int_eq(ds_job_dir_name("42", "n1", buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "job42-n1");
+	ck_assert_int_eq(ds_job_dir_name("42", "../x", buf, sizeof(buf)),
+			 -EINVAL);
+	ck_assert_int_eq(ds_job_dir_name("42", ".n", buf, sizeof(buf)),
+			 -EINVAL);
+	ck_assert_int_eq(ds_job_dir_name("4 2", "n1", buf, sizeof(buf)),
+			 -EINVAL);
+	ck_assert_int_eq(ds_job_dir_name("", "n1", buf, sizeof(buf)), -EINVAL);
+	ck_assert_int_eq(ds_job_dir_name("42", "", buf, sizeof(buf)), -EINVAL);
+	ck_assert_int_eq(ds_job_dir_name("42", "n1", buf, 5), -ENAMETOOLONG);
+	ck_assert_int_eq(ds_env_name("data-2.v1", buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "SQUASHCACHE_MOUNT_DATA_2_V1");
+	ck_assert_int_eq(ds_env_name("data", buf, 10), -ENAMETOOLONG);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("dataset");
+	TCase *tc = tcase_create("dataset");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_list_basic);
+	tcase_add_test(tc, test_list_escapes);
+	tcase_add_test(tc, test_list_bad);
+	tcase_add_test(tc, test_names);
+	tcase_add_test(tc, test_comment);
+	tcase_add_test(tc, test_conf);
+	tcase_add_test(tc, test_policy);
+	tcase_add_test(tc, test_allow);
+	tcase_add_test(tc, test_job_dir_env);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
