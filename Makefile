@@ -98,7 +98,8 @@ all: $(LIB) $(DAEMON) $(MOUNTCTL) $(SPANK)
 $(BUILD)/squashcache_spank.so: slurm-hooks/squashcache_spank.c
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out $(SAN_FLAGS),$(ALL_CFLAGS)) -Wno-missing-prototypes \
-		-Wno-format-truncation -fPIC -shared -o $@ $<
+		-Wno-format-truncation -DSQC_MOUNTCTL='"$(PREFIX)/bin/mountctl"' \
+		-fPIC -shared -o $@ $<
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)

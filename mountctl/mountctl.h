@@ -54,6 +54,7 @@ extern const struct mc_cmd mc_cmd_stage;
 extern const struct mc_cmd mc_cmd_check;
 extern const struct mc_cmd mc_cmd_acquire;
 extern const struct mc_cmd mc_cmd_release;
+extern const struct mc_cmd mc_cmd_job;
 
 /**
  * mc_default_mountpoint() - Where IMAGE is mounted when no MOUNTPOINT is

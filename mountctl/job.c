@@ -1,0 +1,795 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements the root side of a job's datasets on a node:
+ * job_prolog() and job_epilog() (see job.h for the layout and the rules
+ * root follows).
+ *
+ * Time: the Prolog's mounts share one budget (timeout= of the site's
+ * configuration); the Epilog's steps are system calls that do not wait
+ * on the user's files (a lazy unmount, an abort of the FUSE connection,
+ * kill) except emptying a mount point the user filled, which runs as the
+ * user for at most EMPTY_BUDGET_S seconds.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl/ctl.h"
+#include "job.h"
+#include "mountctl.h"
+#include "util/err.h"
+#include "util/mountinfo.h"
+
+#define TOP_NAME "squashcache" /* BASE/squashcache */
+#define EMPTY_BUDGET_S 10.0 /* emptying a mount point as the user */
+#define KILL_GRACE_S 2.0 /* waiting for a killed child */
+#define MSG_MAX 1024 /* one failure message */
+#define DETACH_PASSES 8 /* mounts stacked under one job directory */
+
+#ifndef UMOUNT_NOFOLLOW
+#define UMOUNT_NOFOLLOW 8
+#endif
+
+/* A job's directories, open. */
+struct jobdir {
+	int base; /* BASE */
+	int top; /* BASE/squashcache */
+	int dir; /* BASE/squashcache/job<ID>-<NODE> */
+	char name[128]; /* job<ID>-<NODE> */
+	char path[PATH_MAX]; /* the job directory's real path */
+};
+
+static void jobdir_close(struct jobdir *j)
+{
+	if (j->dir >= 0)
+		close(j->dir);
+	if (j->top >= 0)
+		close(j->top);
+	if (j->base >= 0)
+		close(j->base);
+	j->dir = j->top = j->base = -1;
+}
+
+/* Is @st a directory of root's that nobody else may write to? */
+static bool is_root_dir(const struct stat *st)
+{
+	return S_ISDIR(st->st_mode) && st->st_uid == 0 &&
+	       !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+/* Open @name in @dirfd as a directory, never following a symlink. */
+static int open_dir_at(int dirfd, const char *name, int flags)
+{
+	return openat(dirfd, name,
+		      flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* Move the entry @name of @dirfd out of the way: "NAME.bad-<random>". */
+static int move_aside(int dirfd, const char *name, const char *why)
+{
+	char aside[256];
+	unsigned long long r = 0;
+
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		r = (unsigned long long)getpid() << 20 ^
+		    (unsigned long long)time(NULL);
+	snprintf(aside, sizeof(aside), "%s.bad-%016llx", name, r);
+	if (renameat(dirfd, name, dirfd, aside)) {
+		mc_err("cannot move '%s' (%s) aside: %s", name, why,
+		       err_str(errno));
+		return -errno;
+	}
+	mc_err("moved '%s' aside to '%s': %s", name, aside, why);
+	return 0;
+}
+
+/*
+ * Open (making it if missing) the root-owned directory @name of @dirfd
+ * with @mode.  An entry of that name that is not such a directory
+ * (another user's, a symlink, a file) is moved aside first.
+ * Return: the descriptor, or -errno (said).
+ */
+static int root_dir_at(int dirfd, const char *name, mode_t mode)
+{
+	struct stat st;
+
+	for (int tries = 0; tries < 3; tries++) {
+		bool made = !mkdirat(dirfd, name, mode);
+		int fd;
+
+		if (!made && errno != EEXIST) {
+			mc_err("cannot create '%s': %s", name, err_str(errno));
+			return -errno;
+		}
+		fd = open_dir_at(dirfd, name, O_RDONLY);
+		if (fd >= 0 && !fstat(fd, &st) && is_root_dir(&st)) {
+			if (made && fchmod(fd, mode)) {
+				close(fd);
+				return -errno;
+			}
+			return fd;
+		}
+		if (fd >= 0)
+			close(fd);
+		if (move_aside(
+			    dirfd, name,
+			    "not a directory of root's that only root writes"))
+			return -EEXIST;
+	}
+	return -EEXIST;
+}
+
+/* The real path of an open directory. */
+static int fd_path(int fd, char *buf, size_t cap)
+{
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, buf, cap - 1);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= cap - 1)
+		return -ENAMETOOLONG;
+	buf[n] = '\0';
+	return 0;
+}
+
+/*
+ * Open the job's directories.  With @create, make them; without, a
+ * missing one gives -ENOENT and one that is not root's -EPERM.
+ */
+static int jobdir_open(const struct ds_conf *c, const struct job_ids *ids,
+		       bool create, struct jobdir *j)
+{
+	struct stat st;
+	int err;
+
+	j->base = j->top = j->dir = -1;
+	err = ds_job_dir_name(ids->job, ids->node, j->name, sizeof(j->name));
+	if (err) {
+		mc_err("bad job id '%s' or node name '%s'", ids->job,
+		       ids->node);
+		return err;
+	}
+	j->base = open(c->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (j->base < 0) {
+		err = -errno;
+		mc_err("cannot open base=%s: %s", c->base, err_str(err));
+		return err;
+	}
+	if (create) {
+		j->top = root_dir_at(j->base, TOP_NAME, 0755);
+		if (j->top >= 0)
+			j->dir = root_dir_at(j->top, j->name, 0711);
+		err = j->dir < 0 ? (j->top < 0 ? j->top : j->dir) : 0;
+	} else {
+		j->top = open_dir_at(j->base, TOP_NAME, O_RDONLY);
+		if (j->top >= 0)
+			j->dir = open_dir_at(j->top, j->name, O_RDONLY);
+		err = j->dir < 0 ? (errno == ENOENT ? -ENOENT : -EPERM) : 0;
+		if (!err && (fstat(j->top, &st) || !is_root_dir(&st) ||
+			     fstat(j->dir, &st) || !is_root_dir(&st)))
+			err = -EPERM;
+	}
+	if (!err)
+		err = fd_path(j->dir, j->path, sizeof(j->path));
+	return err;
+}
+
+/*
+ * Drop from root to the job's user for good, in a child: a session of its
+ * own (so that its group can be killed), the user's groups, ids, a clean
+ * environment.  Return: 0, or -1 if any step failed.
+ */
+static int drop_to_user(const struct job_ids *ids)
+{
+	static const char *const keep[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS",
+					    "TSAN_OPTIONS", "LSAN_OPTIONS" };
+	char *kept[ARRAY_SIZE(keep)];
+
+	for (size_t i = 0; i < ARRAY_SIZE(keep); i++) {
+		const char *v = getenv(keep[i]);
+
+		kept[i] = v ? strdup(v) : NULL;
+	}
+	if (setsid() < 0)
+		return -1;
+	if (ids->user[0] ? initgroups(ids->user, ids->gid) :
+			   setgroups(1, &ids->gid))
+		return -1;
+	if (setresgid(ids->gid, ids->gid, ids->gid) ||
+	    setresuid(ids->uid, ids->uid, ids->uid))
+		return -1;
+	if (ids->uid != 0 && (!setuid(0) || geteuid() == 0))
+		return -1;
+	if (chdir("/"))
+		return -1;
+	clearenv();
+	setenv("PATH", "/usr/local/bin:/usr/bin:/bin", 1);
+	setenv("HOME", ids->home[0] ? ids->home : "/", 1);
+	if (ids->user[0]) {
+		setenv("USER", ids->user, 1);
+		setenv("LOGNAME", ids->user, 1);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(keep); i++)
+		if (kept[i])
+			setenv(keep[i], kept[i], 1);
+	return 0;
+}
+
+/*
+ * Wait for @pid, reading its stderr from @errfd into @msg and its result
+ * line from @resfd into @res, until @deadline (mc_now()).  At the
+ * deadline its process group is killed.
+ * Return: its exit status; -ETIMEDOUT if it had to be killed.
+ */
+static int wait_child(pid_t pid, int errfd, int resfd, double deadline,
+		      char *msg, size_t mcap, char *res, size_t rcap)
+{
+	struct pollfd p[2] = { { .fd = errfd, .events = POLLIN },
+			       { .fd = resfd, .events = POLLIN } };
+	char *buf[2] = { msg, res };
+	size_t len[2] = { 0, 0 }, cap[2] = { mcap, rcap };
+	int status, nopen = (errfd >= 0) + (resfd >= 0);
+	bool late = false;
+
+	msg[0] = res[0] = '\0';
+	while (nopen && !(late = mc_now() >= deadline)) {
+		double left = deadline - mc_now();
+
+		if (poll(p, 2, left > 0.2 ? 200 : (int)(left * 1000) + 1) < 0 &&
+		    errno != EINTR)
+			break;
+		for (int i = 0; i < 2; i++) {
+			char tmp[512];
+			ssize_t n;
+
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			n = read(p[i].fd, tmp, sizeof(tmp));
+			if (n <= 0) {
+				p[i].fd = -1;
+				nopen--;
+				continue;
+			}
+			if (len[i] + 1 < cap[i]) {
+				size_t k = MIN((size_t)n, cap[i] - 1 - len[i]);
+
+				memcpy(buf[i] + len[i], tmp, k);
+				len[i] += k;
+				buf[i][len[i]] = '\0';
+			}
+		}
+	}
+	while (!late) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid)
+			return WIFEXITED(status) ? WEXITSTATUS(status) :
+						   128 + WTERMSIG(status);
+		if (r < 0 && errno != EINTR)
+			return -ECHILD;
+		late = mc_now() >= deadline;
+		if (!late)
+			mc_sleep_ms(10);
+	}
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+	for (double end = mc_now() + KILL_GRACE_S; mc_now() < end;) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			break;
+		mc_sleep_ms(10);
+	}
+	return -ETIMEDOUT;
+}
+
+/* The first line of a mountctl/squashcached message, prefixes dropped. */
+static void tidy(char *msg)
+{
+	static const char *const pre[] = { "mountctl: ", "squashcached: ",
+					   "squashcache: ", "error: ",
+					   "image: " };
+	char *s = msg;
+
+	for (bool again = true; again;) {
+		again = false;
+		for (size_t i = 0; i < ARRAY_SIZE(pre); i++)
+			if (!strncmp(s, pre[i], strlen(pre[i]))) {
+				s += strlen(pre[i]);
+				again = true;
+			}
+	}
+	memmove(msg, s, strlen(s) + 1);
+	msg[strcspn(msg, "\n")] = '\0';
+}
+
+/*
+ * Append @text to the job's file @name, which belongs to the user (mode
+ * 0400) or, with @root_only, to root (0600).
+ */
+static void append_file(int dirfd, const char *name, const struct job_ids *ids,
+			bool root_only, const char *text)
+{
+	int fd = openat(dirfd, name,
+			O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
+			0600);
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    (root_only ? fchmod(fd, 0600) :
+			 fchown(fd, ids->uid, ids->gid) || fchmod(fd, 0400)) ||
+	    write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		mc_err("job %s: cannot write %s: %s", ids->job, name,
+		       err_str(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Say that @im could not be mounted: on stderr and in .error. */
+static void fail_image(struct jobdir *j, const struct job_ids *ids,
+		       const char *path, const char *why)
+{
+	char line[PATH_MAX + MSG_MAX + 32];
+
+	snprintf(line, sizeof(line), "squashcache: %s: %s\n", path, why);
+	fprintf(stderr, "squashcache: job %s on %s: %s: %s\n", ids->job,
+		ids->node, path, why);
+	append_file(j->dir, ".error", ids, false, line);
+}
+
+/*
+ * The child's part, as the user: open the image, check allow= on the
+ * path it really is, mount it, and write "PID START" of its daemon to
+ * @resfd.  Return: the exit status for _exit().
+ */
+static int mount_as_user(const struct ds_conf *c, const struct job_ids *ids,
+			 const struct ds_image *im, const char *mnt,
+			 double timeout, int resfd)
+{
+	char real[PATH_MAX], opts[3 * DS_OPTS_MAX], link[64], rmnt[PATH_MAX];
+	uint64_t start = 0, pid;
+	struct mc_mount m;
+	struct stat st;
+	char *reply;
+	int fd, rc;
+	ssize_t n;
+
+	if (im->path[0] != '/' && (!ids->workdir[0] || chdir(ids->workdir))) {
+		fprintf(stderr, "not an absolute path\n");
+		return MC_EXIT_IMAGE;
+	}
+	fd = open(im->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		fprintf(stderr, "cannot open: %s\n", err_str(errno));
+		return MC_EXIT_IMAGE;
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		fprintf(stderr, "not a regular file\n");
+		return MC_EXIT_IMAGE;
+	}
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, real, sizeof(real) - 1);
+	if (n <= 0 || (size_t)n >= sizeof(real) - 1) {
+		fprintf(stderr, "cannot resolve its path\n");
+		return MC_EXIT_IMAGE;
+	}
+	real[n] = '\0';
+	if (!ds_is_allowed(c, real)) {
+		fprintf(stderr, "not under an allowed prefix (%s): it is %s\n",
+			c->allow, real);
+		return MC_EXIT_IMAGE;
+	}
+	if (ds_mount_opts(c, im->opts, opts, sizeof(opts))) {
+		fprintf(stderr, "options too long\n");
+		return MC_EXIT_USAGE;
+	}
+	rc = mc_mount_image(real, mnt, opts[0] ? opts : NULL, timeout, false,
+			    rmnt);
+	if (rc || mc_mount_find(rmnt, &m) || mc_request(&m, "ping", &reply))
+		return rc ? rc : MC_EXIT_FAIL;
+	pid = mc_json_u64(reply, "pid");
+	free(reply);
+	if (pid && !ctl_proc_start((pid_t)pid, &start))
+		dprintf(resfd, "%llu %llu\n", (unsigned long long)pid,
+			(unsigned long long)start);
+	return MC_EXIT_OK;
+}
+
+/* Make the user's mount point NAME in the job directory, 0700. */
+static int make_mountpoint(struct jobdir *j, const struct job_ids *ids,
+			   const char *name)
+{
+	int fd, err = 0;
+
+	if (mkdirat(j->dir, name, 0700) && errno != EEXIST)
+		return -errno;
+	fd = open_dir_at(j->dir, name, O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	if (fchown(fd, ids->uid, ids->gid) || fchmod(fd, 0700))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+static void detach_under(struct jobdir *j, const char *only);
+
+/*
+ * Mount one image: fork a child that drops to the user and mounts, wait
+ * for it until @deadline, record the daemon or the failure.
+ * Return: 0 or -1 (said).
+ */
+static int mount_one(const struct ds_conf *c, const struct job_ids *ids,
+		     struct jobdir *j, const struct ds_image *im,
+		     double deadline)
+{
+	char mnt[PATH_MAX + DS_NAME_MAX], msg[MSG_MAX], res[128];
+	char line[DS_NAME_MAX + 64];
+	int ep[2], rp[2], rc, err;
+	unsigned long long pid, start;
+	pid_t child;
+
+	snprintf(mnt, sizeof(mnt), "%s/%s", j->path, im->name);
+	err = strlen(mnt) >= PATH_MAX ? -ENAMETOOLONG :
+					make_mountpoint(j, ids, im->name);
+	if (err) {
+		fail_image(j, ids, im->path, "cannot make the mount point");
+		return -1;
+	}
+	if (pipe2(ep, O_CLOEXEC) || pipe2(rp, O_CLOEXEC)) {
+		fail_image(j, ids, im->path, "out of file descriptors");
+		return -1;
+	}
+	child = fork();
+	if (child == 0) {
+		int nul = open("/dev/null", O_RDWR);
+
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(ep[1], 2);
+		if (drop_to_user(ids))
+			_exit(126);
+		_exit(mount_as_user(c, ids, im, mnt,
+				    MAX(deadline - mc_now() - 1.0, 1.0),
+				    rp[1]));
+	}
+	close(ep[1]);
+	close(rp[1]);
+	rc = child < 0 ? -errno :
+			 wait_child(child, ep[0], rp[0], deadline, msg,
+				    sizeof(msg), res, sizeof(res));
+	close(ep[0]);
+	close(rp[0]);
+	if (rc == 0 && sscanf(res, "%llu %llu", &pid, &start) == 2) {
+		snprintf(line, sizeof(line), "%s %llu %llu\n", im->name, pid,
+			 start);
+		append_file(j->dir, ".daemons", ids, true, line);
+		snprintf(line, sizeof(line), "%s\n", im->name);
+		append_file(j->dir, ".mounts", ids, false, line);
+		return 0;
+	}
+	if (rc == -ETIMEDOUT) {
+		snprintf(
+			msg, sizeof(msg),
+			"not mounted within %u s, the time the site allows (timeout= in the squashcache Slurm config): is its storage answering?",
+			c->timeout_s);
+		detach_under(j, im->name);
+	} else if (rc == 126 || rc < 0) {
+		snprintf(msg, sizeof(msg), "cannot run the mount as uid %u",
+			 (unsigned int)ids->uid);
+	} else {
+		tidy(msg);
+		if (!msg[0])
+			snprintf(msg, sizeof(msg),
+				 "mountctl mount failed (exit status %d)", rc);
+	}
+	fail_image(j, ids, im->path, msg);
+	return -1;
+}
+
+static int clean_job(struct jobdir *j, const struct job_ids *ids);
+
+int job_prolog(const struct ds_conf *c, const struct job_ids *ids,
+	       const char *list)
+{
+	double deadline = mc_now() + c->timeout_s;
+	struct ds_list *l = calloc(1, sizeof(*l));
+	struct jobdir j;
+	char why[MSG_MAX];
+	int failed = 0;
+
+	if (!l)
+		return 1;
+	if (!list || !*list)
+		goto out_free;
+	if (jobdir_open(c, ids, true, &j)) {
+		failed = 1;
+		goto out_close;
+	}
+	/* A job that runs again on this node (requeued) starts afresh. */
+	if (clean_job(&j, ids)) {
+		fail_image(
+			&j, ids, j.path,
+			"what an earlier run of the job left cannot be removed");
+		failed = 1;
+		goto out_close;
+	}
+	if (ds_list_parse(list, l, why, sizeof(why))) {
+		fail_image(&j, ids, "--dataset", why);
+		failed = 1;
+		goto out_close;
+	}
+	for (unsigned int i = 0; i < l->n; i++) {
+		if (ds_check_user_opts(c, l->im[i].opts, why, sizeof(why)))
+			fail_image(&j, ids, l->im[i].path, why);
+		else if (!mount_one(c, ids, &j, &l->im[i], deadline))
+			continue;
+		failed++;
+	}
+out_close:
+	jobdir_close(&j);
+out_free:
+	free(l);
+	return failed;
+}
+
+/* Abort the FUSE connection of a mount (its daemon and readers stop
+ * waiting).  Nothing to do where fusectl is not mounted. */
+static void abort_fuse(const struct mountinfo_entry *e)
+{
+	char path[96];
+	int fd;
+
+	if (strncmp(e->fstype, "fuse", 4) || e->major != 0)
+		return;
+	snprintf(path, sizeof(path), "/sys/fs/fuse/connections/%u/abort",
+		 e->minor);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (write(fd, "1", 1) != 1)
+		mc_err("cannot abort FUSE connection %u: %s", e->minor,
+		       err_str(errno));
+	close(fd);
+}
+
+/*
+ * Open the mount point @rel (relative to the job directory), one
+ * component at a time, never following a symlink.  Return: an O_PATH
+ * descriptor of the mount's root, or -errno.
+ */
+static int open_mount_at(int dirfd, const char *rel)
+{
+	char comp[NAME_MAX + 1];
+	int fd = dup(dirfd);
+
+	while (fd >= 0 && *rel) {
+		size_t n = strcspn(rel, "/");
+		int next;
+
+		if (n > NAME_MAX || (n == 2 && !strncmp(rel, "..", 2))) {
+			close(fd);
+			return -EINVAL;
+		}
+		memcpy(comp, rel, n);
+		comp[n] = '\0';
+		next = openat(fd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		fd = next;
+		rel += n;
+		rel += *rel == '/';
+	}
+	return fd < 0 ? -errno : fd;
+}
+
+struct detach_arg {
+	struct jobdir *j;
+	const char *only; /* one mount name, or NULL for all */
+	int found; /* mounts under the job directory this pass */
+};
+
+/* One mount under the job directory: abort it, then detach it. */
+static int detach_one(const struct mountinfo_entry *e, void *arg)
+{
+	struct detach_arg *a = arg;
+	size_t n = strlen(a->j->path), k;
+	const char *rel = e->mountpoint + n + 1;
+	char proc[64];
+	int fd;
+
+	if (strncmp(e->mountpoint, a->j->path, n) || e->mountpoint[n] != '/')
+		return 0;
+	k = strcspn(rel, "/");
+	if (a->only && (strlen(a->only) != k || strncmp(rel, a->only, k)))
+		return 0;
+	a->found++;
+	abort_fuse(e);
+	fd = open_mount_at(a->j->dir, rel);
+	if (fd < 0) {
+		mc_err("cannot reach mount %s: %s", e->mountpoint, err_str(fd));
+		return 0;
+	}
+	/* The descriptor is the mount's root: unmount what it stands for. */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (umount2(proc, MNT_DETACH))
+		mc_err("cannot unmount %s: %s", e->mountpoint, err_str(errno));
+	close(fd);
+	return 0;
+}
+
+/*
+ * Detach every mount under the job directory (or under its mount point
+ * @only), mounts hidden under others included.
+ */
+static void detach_under(struct jobdir *j, const char *only)
+{
+	struct detach_arg a = { .j = j, .only = only };
+
+	for (int pass = 0; pass < DETACH_PASSES; pass++) {
+		a.found = 0;
+		if (mountinfo_foreach(detach_one, &a) < 0 || !a.found)
+			return;
+	}
+	mc_err("mounts are still stacked under %s", j->path);
+}
+
+/* Kill the daemons .daemons names that are still the same processes of
+ * the job's user. */
+static void kill_daemons(struct jobdir *j, const struct job_ids *ids)
+{
+	int fd = openat(j->dir, ".daemons", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	char name[DS_NAME_MAX];
+	unsigned long long pid, start;
+	uint64_t now;
+	struct stat st;
+	FILE *f;
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+	    !(f = fdopen(fd, "r"))) {
+		close(fd);
+		return;
+	}
+	while (fscanf(f, "%63s %llu %llu", name, &pid, &start) == 3) {
+		char proc[32];
+
+		snprintf(proc, sizeof(proc), "/proc/%llu", pid);
+		if (pid > 1 && pid < (1u << 30) &&
+		    !ctl_proc_start((pid_t)pid, &now) && now == start &&
+		    !stat(proc, &st) && st.st_uid == ids->uid)
+			kill((pid_t)pid, SIGKILL);
+	}
+	fclose(f);
+}
+
+/* As the user: remove everything below the directory @fd, no deeper
+ * than @depth levels.  Return: 0 or -1. */
+static int empty_tree(int fd, int depth)
+{
+	DIR *d;
+	struct dirent *e;
+	int bad = 0;
+
+	if (depth <= 0 || fchmod(fd, 0700) < 0)
+		return -1;
+	d = fdopendir(fd);
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		int sub;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (!unlinkat(fd, e->d_name, 0) || errno != EISDIR)
+			continue;
+		sub = open_dir_at(fd, e->d_name, O_RDONLY);
+		if (sub < 0 || empty_tree(sub, depth - 1) ||
+		    unlinkat(fd, e->d_name, AT_REMOVEDIR))
+			bad = -1;
+	}
+	closedir(d);
+	return bad;
+}
+
+/* Empty the user's mount point @name as the user, within a budget. */
+static void empty_as_user(struct jobdir *j, const struct job_ids *ids,
+			  const char *name)
+{
+	int fd = open_dir_at(j->dir, name, O_RDONLY);
+	char msg[8], res[8];
+	struct stat st;
+	pid_t child;
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) || st.st_uid != ids->uid || ids->uid == 0) {
+		close(fd);
+		return;
+	}
+	child = fork();
+	if (child == 0)
+		_exit(drop_to_user(ids) || empty_tree(fd, 256) ? 1 : 0);
+	close(fd);
+	if (child > 0 && wait_child(child, -1, -1, mc_now() + EMPTY_BUDGET_S,
+				    msg, sizeof(msg), res, sizeof(res)))
+		mc_err("job %s: could not empty %s/%s as uid %u", ids->job,
+		       j->path, name, (unsigned int)ids->uid);
+}
+
+/* Remove the entries of the job directory (root made every one). */
+static int remove_entries(struct jobdir *j, const struct job_ids *ids)
+{
+	int fd = dup(j->dir), err = 0;
+	struct dirent *e;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (!unlinkat(j->dir, e->d_name, 0) || errno != EISDIR)
+			continue;
+		if (unlinkat(j->dir, e->d_name, AT_REMOVEDIR) &&
+		    errno == ENOTEMPTY) {
+			empty_as_user(j, ids, e->d_name);
+			unlinkat(j->dir, e->d_name, AT_REMOVEDIR);
+		}
+		if (!faccessat(j->dir, e->d_name, F_OK, AT_SYMLINK_NOFOLLOW)) {
+			mc_err("job %s: cannot remove %s/%s", ids->job, j->path,
+			       e->d_name);
+			err = -ENOTEMPTY;
+		}
+	}
+	closedir(d);
+	return err;
+}
+
+/* Unmount, stop and remove what the job has in its directory.
+ * Return: 0, or -ENOTEMPTY if something could not be removed. */
+static int clean_job(struct jobdir *j, const struct job_ids *ids)
+{
+	detach_under(j, NULL);
+	kill_daemons(j, ids);
+	return remove_entries(j, ids);
+}
+
+int job_epilog(const struct ds_conf *c, const struct job_ids *ids)
+{
+	struct jobdir j;
+	int err = jobdir_open(c, ids, false, &j);
+
+	if (err == -ENOENT) {
+		jobdir_close(&j);
+		return 0;
+	}
+	if (err) {
+		/* Not ours (another user's entry): nothing of the job. */
+		jobdir_close(&j);
+		return 0;
+	}
+	err = clean_job(&j, ids);
+	if (!err && unlinkat(j.top, j.name, AT_REMOVEDIR))
+		err = -errno;
+	if (err)
+		mc_err("job %s: %s is left: %s", ids->job, j.path,
+		       err_str(err));
+	jobdir_close(&j);
+	return err;
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * This file declares the node-side work of a Slurm job's datasets, done
+ * once here for the SPANK plugin, the slurm.conf Prolog/Epilog and the
+ * TaskProlog (which all run `mountctl job ...`):
+ *
+ *   job_prolog()  root, before the job: mount each image as the job's user
+ *   job_epilog()  root, after it: nothing of the job left on the node
+ *   job_env()     the job's user, in a task: where the mounts are
+ *   job_check()   the job's user, where the job is submitted
+ *
+ * Layout on a node (BASE from the site's configuration):
+ *
+ *   BASE/squashcache/                root 0755
+ *   BASE/squashcache/job<ID>-<NODE>/ root 0711, one per job and node
+ *       <NAME>/                      the user's mount point, 0700
+ *       .mounts                      the names mounted, in order (user, 0400)
+ *       .error                       why a mount failed (user, 0400)
+ *       .daemons                     "NAME PID START" per daemon (root, 0600)
+ *
+ * Root never acts on a path the user can change: everything goes through
+ * directory file descriptors opened with O_NOFOLLOW and checked with
+ * fstat() (root-owned, not writable by others); the only directories the
+ * user owns are the mount points, which root unmounts through a
+ * descriptor and empties only after dropping to the user.  What needs the
+ * user's rights (opening the image, checking allow= on the path it really
+ * resolves to, mounting) runs in a child that has dropped to the user,
+ * under a time budget.  Root-owned entries of another owner found where
+ * ours should be are moved aside, so nothing another user creates under
+ * BASE can make a job fail.
+ */
+#ifndef SQC_MOUNTCTL_JOB_H
+#define SQC_MOUNTCTL_JOB_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "dataset/dataset.h"
+
+/* Who and where: one job on one node. */
+struct job_ids {
+	char job[24]; /* the job id, digits */
+	char node[65]; /* the node name */
+	uid_t uid; /* the job's user */
+	gid_t gid; /* and group */
+	char user[256]; /* the user's name, for initgroups(); may be "" */
+	char home[256]; /* the user's home, for the mount's environment */
+	char workdir[4096]; /* the job's working directory, or "" */
+};
+
+/**
+ * job_prolog() - Mount a job's images on this node, as its user.
+ * @c: the site's configuration
+ * @ids: the job
+ * @list: the dataset list (see dataset.h); empty: nothing to do
+ *
+ * Each failure is written to the job's .error (the tasks fail with it)
+ * and to stderr (the slurmd log).  All mounts together take at most
+ * c->timeout_s seconds: a mount still running then is killed and undone.
+ *
+ * Return: the number of images that could not be mounted; never a reason
+ * to fail the Prolog (that would drain the node).
+ */
+int job_prolog(const struct ds_conf *c, const struct job_ids *ids,
+	       const char *list);
+
+/**
+ * job_epilog() - Remove everything of a job from this node: its mounts,
+ * its daemons, its directories.
+ * @c: the site's configuration
+ * @ids: the job
+ *
+ * A job that had no dataset costs one directory lookup.  Problems are
+ * said on stderr; none is a reason to fail the Epilog.
+ *
+ * Return: 0 if nothing of the job is left, else -errno of the first
+ * problem.
+ */
+int job_epilog(const struct ds_conf *c, const struct job_ids *ids);
+
+/**
+ * job_env() - Tell a task where its job's images are mounted.
+ * @c: the site's configuration
+ * @job: the job id
+ * @node: the node name
+ * @expect: the dataset list the job was given, or NULL if unknown (then
+ *          a job without a job directory simply has no dataset)
+ * @task_prolog: print "export K=V" and "print MESSAGE" lines for a
+ *               Slurm TaskProlog instead of "K=V"
+ *
+ * Prints SQUASHCACHE_MOUNT (the first image) and, with several images,
+ * SQUASHCACHE_MOUNT_<NAME> for each.
+ *
+ * Return: MC_EXIT_OK; MC_EXIT_FAIL if a mount failed or is missing (the
+ * reason is on stderr).
+ */
+int job_env(const struct ds_conf *c, const char *job, const char *node,
+	    const char *expect, bool task_prolog);
+
+/**
+ * job_check() - Check a dataset list where a job is submitted: grammar,
+ * options, allow=, each image readable and SquashFS; print it with every
+ * path made absolute.
+ * @c: the site's configuration
+ * @list: the list as the user gave it
+ * @out: where the resolved list goes
+ *
+ * Return: MC_EXIT_OK; MC_EXIT_USAGE for a list that breaks the grammar or
+ * the option policy; MC_EXIT_IMAGE for an image that cannot be used.
+ * Each problem is said on stderr as "squashcache: IMAGE: why".
+ */
+int job_check(const struct ds_conf *c, const char *list, FILE *out);
+
+#endif /* SQC_MOUNTCTL_JOB_H */

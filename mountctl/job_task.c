@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements the user's side of a job's datasets: job_check()
+ * where the job is submitted, job_env() in each task (see job.h).  Both
+ * run as the job's user and only read.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "image/image.h"
+#include "job.h"
+#include "mountctl.h"
+#include "util/err.h"
+#include "util/log.h"
+
+#define FILE_MAX 8192 /* .mounts and .error are read up to this */
+
+/* Read the job's file @name into @buf.  Return: bytes, or -errno. */
+static ssize_t read_job_file(int dirfd, const char *name, char *buf, size_t cap)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, cap - 1);
+	if (n < 0)
+		n = -errno;
+	else
+		buf[n] = '\0';
+	close(fd);
+	return n;
+}
+
+/* Say @msg (lines) on stderr, and for a TaskProlog as "print" lines. */
+static int env_fail(const char *msg, bool task_prolog)
+{
+	const char *p = msg;
+
+	fputs(msg, stderr);
+	while (task_prolog && *p) {
+		size_t n = strcspn(p, "\n");
+
+		printf("print %.*s\n", (int)n, p);
+		p += n + (p[n] == '\n');
+	}
+	return MC_EXIT_FAIL;
+}
+
+static void print_var(const char *key, const char *val, bool task_prolog)
+{
+	printf("%s%s=%s\n", task_prolog ? "export " : "", key, val);
+}
+
+/* Print the variables of the mounts named in @names ("NAME\n"...) under
+ * @dir; fail if one is not mounted. */
+static int print_mounts(const char *dir, char *names, const char *node,
+			bool task_prolog)
+{
+	char path[PATH_MAX + 512], var[DS_NAME_MAX + 32],
+		msg[sizeof(path) + 128];
+	struct mc_mount m;
+	int n = 0;
+
+	for (char *p = names; *p; p += strcspn(p, "\n"), p += *p == '\n')
+		n++;
+	for (char *s = strtok(names, "\n"), *first = s; s;
+	     s = strtok(NULL, "\n")) {
+		snprintf(path, sizeof(path), "%s/%s", dir, s);
+		if (mc_mount_find(path, &m) || !m.is_sqc) {
+			snprintf(
+				msg, sizeof(msg),
+				"squashcache: %s: not mounted on %s (its daemon is gone?)\n",
+				path, node);
+			return env_fail(msg, task_prolog);
+		}
+		if (s == first)
+			print_var("SQUASHCACHE_MOUNT", path, task_prolog);
+		if (n > 1 && !ds_env_name(s, var, sizeof(var)))
+			print_var(var, path, task_prolog);
+	}
+	return MC_EXIT_OK;
+}
+
+int job_env(const struct ds_conf *c, const char *job, const char *node,
+	    const char *expect, bool task_prolog)
+{
+	char base[PATH_MAX], dir[PATH_MAX + 200], name[128], buf[FILE_MAX];
+	char msg[2 * PATH_MAX + 512];
+	ssize_t n;
+	int fd, ret;
+
+	if (ds_job_dir_name(job, node, name, sizeof(name)) ||
+	    !realpath(c->base, base)) {
+		snprintf(
+			msg, sizeof(msg),
+			"squashcache: cannot find the job's directory (job '%s', node '%s', base=%s)\n",
+			job, node, c->base);
+		return env_fail(msg, task_prolog);
+	}
+	snprintf(dir, sizeof(dir), "%s/squashcache/%s", base, name);
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && (!expect || !*expect))
+		return MC_EXIT_OK;
+	if (fd < 0) {
+		snprintf(
+			msg, sizeof(msg),
+			"squashcache: nothing was mounted for this job on %s (%s: %s): is the plugin in slurmd's plugstack.conf, and was slurmd restarted since?\n",
+			node, dir, err_str(errno));
+		return env_fail(msg, task_prolog);
+	}
+	if (read_job_file(fd, ".error", buf, sizeof(buf)) > 0) {
+		close(fd);
+		return env_fail(buf, task_prolog);
+	}
+	n = read_job_file(fd, ".mounts", buf, sizeof(buf));
+	close(fd);
+	if (n <= 0) {
+		snprintf(msg, sizeof(msg),
+			 "squashcache: nothing is mounted in %s on %s\n", dir,
+			 node);
+		return env_fail(msg, task_prolog);
+	}
+	ret = print_mounts(dir, buf, node, task_prolog);
+	fflush(stdout);
+	return ret;
+}
+
+/* Check one image as the user: readable, allowed, SquashFS.  Fill
+ * @abs with its absolute path.  Return: 0, or -1 (said). */
+static int check_image(const struct ds_conf *c, const struct ds_image *im,
+		       char *abs)
+{
+	struct img_opts opts;
+	struct img *img;
+	int err;
+
+	if (!realpath(im->path, abs)) {
+		fprintf(stderr, "squashcache: %s: cannot open: %s\n", im->path,
+			err_str(errno));
+		return -1;
+	}
+	if (!ds_is_allowed(c, abs)) {
+		fprintf(stderr,
+			"squashcache: %s: not under an allowed prefix (%s)\n",
+			im->path, c->allow);
+		return -1;
+	}
+	img_opts_default(&opts);
+	opts.stage = IMG_STAGE_NONE;
+	opts.meta_cache = 1 << 20;
+	opts.data_cache = 1 << 20;
+	err = img_open(abs, &opts, &img);
+	if (err) {
+		fprintf(stderr, "squashcache: %s: %s\n", im->path,
+			err == -EMEDIUMTYPE ? "not a SquashFS image" :
+					      err_str(err));
+		return -1;
+	}
+	img_close(img);
+	return 0;
+}
+
+int job_check(const struct ds_conf *c, const char *list, FILE *out)
+{
+	struct ds_list *l = calloc(1, sizeof(*l));
+	char why[1024], *text = NULL;
+	size_t cap = (size_t)DS_MAX_IMAGES * (2 * PATH_MAX + DS_OPTS_MAX);
+	int ret = MC_EXIT_USAGE;
+
+	if (!l)
+		return MC_EXIT_FAIL;
+	if (ds_list_parse(list, l, why, sizeof(why))) {
+		fprintf(stderr, "squashcache: --dataset: %s\n", why);
+		goto out_free;
+	}
+	for (unsigned int i = 0; i < l->n; i++)
+		if (ds_check_user_opts(c, l->im[i].opts, why, sizeof(why))) {
+			fprintf(stderr, "squashcache: %s: %s\n", l->im[i].path,
+				why);
+			goto out_free;
+		}
+	log_set_level(LOG_CRIT); /* the reason is said below */
+	ret = MC_EXIT_OK;
+	for (unsigned int i = 0; i < l->n; i++) {
+		char abs[PATH_MAX];
+
+		if (check_image(c, &l->im[i], abs))
+			ret = MC_EXIT_IMAGE;
+		else
+			strcpy(l->im[i].path, abs);
+	}
+	text = malloc(cap);
+	if (!ret && (!text || ds_list_format(l, text, cap))) {
+		fprintf(stderr,
+			"squashcache: --dataset: the list is too long\n");
+		ret = MC_EXIT_USAGE;
+	}
+	if (!ret)
+		fprintf(out, "%s\n", text);
+out_free:
+	free(text);
+	free(l);
+	return ret;
+}
