@@ -1,18 +1,16 @@
 # SPDX-License-Identifier: MIT
 # shellcheck shell=sh disable=SC2034
-# Shared by squashcache's Slurm hooks (sourced, POSIX sh).
+# Shared by squashcache's Slurm scripts (sourced, POSIX sh).
 #
 # Reads the site config (KEY=VALUE lines; SQUASHCACHE_SLURM_CONF, default
-# /etc/squashcache/slurm.conf) into sqc_base, sqc_options, sqc_allow,
-# sqc_mountctl, sqc_state, and offers the helpers every hook uses.
-# SQUASHCACHE_MOUNTCTL overrides mountctl= (tests run from the build dir).
+# /etc/squashcache/slurm.conf) for the keys the user-level task-prolog
+# needs (base, options) and for mountctl=; SQUASHCACHE_MOUNTCTL overrides
+# it.  The root side (Prolog, Epilog) is `mountctl job`: all it takes from
+# here is where mountctl is.
 
 sqc_base=/dev/shm
 sqc_options=
-sqc_allow=
 sqc_mountctl=
-sqc_state=/run/squashcache
-sqc_prolog_spank=no
 
 sqc_read_conf() {
     _f=${SQUASHCACHE_SLURM_CONF:-/etc/squashcache/slurm.conf}
@@ -24,17 +22,16 @@ sqc_read_conf() {
         case "$_k" in
         base) sqc_base=$_v ;;
         options) sqc_options=$_v ;;
-        allow) sqc_allow=$_v ;;
         mountctl) sqc_mountctl=$_v ;;
-        state) sqc_state=$_v ;;
-        prolog_spank) sqc_prolog_spank=$_v ;;
         esac
     done <"$_f"
 }
 sqc_read_conf
 [ -n "${SQUASHCACHE_MOUNTCTL:-}" ] && sqc_mountctl=$SQUASHCACHE_MOUNTCTL
 if [ -z "$sqc_mountctl" ]; then
-    sqc_mountctl=$(command -v mountctl 2>/dev/null || echo /usr/local/bin/mountctl)
+    # Installed layout: PREFIX/libexec/squashcache/ beside PREFIX/bin/.
+    sqc_mountctl=$(cd "$(dirname "$0")/../../bin" 2>/dev/null && pwd)/mountctl
+    [ -x "$sqc_mountctl" ] || sqc_mountctl=$(command -v mountctl 2>/dev/null || echo /usr/local/bin/mountctl)
 fi
 
 # sqc_name IMAGE: the mount name, the file name without its extension.
@@ -44,45 +41,6 @@ sqc_name() {
         case "$_n" in *"$_e") _n=${_n%"$_e"}; break ;; esac
     done
     echo "$_n"
-}
-
-# sqc_allowed IMAGE: true when IMAGE is under one of allow= (or no allow=).
-sqc_allowed() {
-    [ -z "$sqc_allow" ] && return 0
-    _old=$IFS; IFS=:
-    for _p in $sqc_allow; do
-        case "$1" in "${_p%/}"/*) IFS=$_old; return 0 ;; esac
-    done
-    IFS=$_old
-    return 1
-}
-
-# sqc_mounts_under DIR: mount points below DIR/, from /proc/self/mounts
-# (as root, mountpoint -q fails on a user's FUSE mount: stat gets EACCES).
-sqc_mounts_under() {
-    while read -r _dev _dir _rest; do
-        # /proc/self/mounts escapes space as \040; our paths have none.
-        case "$_dir" in "$1"/*) echo "$_dir" ;; esac
-    done </proc/self/mounts
-}
-
-sqc_is_mounted() {
-    while read -r _dev _dir _rest; do
-        [ "$_dir" = "$1" ] && return 0
-    done </proc/self/mounts
-    return 1
-}
-
-# sqc_daemon_pids MNT: squashcached processes whose arguments name MNT.
-sqc_daemon_pids() {
-    for _c in /proc/[0-9]*/cmdline; do
-        _a=$(tr '\0' '\n' <"$_c" 2>/dev/null) || continue
-        case "$_a" in *squashcached*) ;; *) continue ;; esac
-        if printf '%s\n' "$_a" | grep -qxF -- "$1"; then
-            _p=${_c#/proc/}
-            echo "${_p%/cmdline}"
-        fi
-    done
 }
 
 # sqc_tidy: the first line of mountctl's stderr on stdin, without the

@@ -25,7 +25,7 @@ sbcast --force "$img" "$copy"
 # 2. One mount per node (the node name keeps emulated nodes apart), as
 #    ourselves; mountctl returns once the mount answers.
 mnt_of='$SQC_BASE/job$SLURM_JOB_ID-$SLURMD_NODENAME/data'
-export SQC_BASE="$local/squashcache"
+export SQC_BASE="$local/sqc-mnt-$SLURM_JOB_ID"
 srun --ntasks-per-node=1 sh -c "\"$mountctl\" mount \"$copy\" \"$mnt_of\" >/dev/null"
 
 # 3. The work: every task of every node reads the node's mount.

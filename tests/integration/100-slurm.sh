@@ -274,7 +274,7 @@ until [ "$(ls "$T/out/"*.up 2>/dev/null | wc -l)" -eq 2 ]; do
     [ "$i" -gt 300 ] && { squeue; fail "two jobs did not both start on n1"; }
     sleep 0.1
 done
-[ "$(grep -c " $T/shm/$U/squashcache/job[0-9]*-n1/" /proc/self/mounts)" -eq 2 ] || fail "not two mounts on n1"
+[ "$(grep -c " $T/shm/squashcache/job[0-9]*-n1/" /proc/self/mounts)" -eq 2 ] || fail "not two mounts on n1"
 touch "$T/out/go"
 i=0
 while [ -n "$(squeue -h)" ]; do
