@@ -210,7 +210,7 @@ install: all
 		install -d $$d; install -m 0644 $$h $$d/; done
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
 	install -m 0644 man/mountctl.1 $(DESTDIR)$(MANDIR)/man1/
-	install -m 0644 man/squashcached.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 man/squashcached.8 man/squashcache_spank.8 $(DESTDIR)$(MANDIR)/man8/
 	install -d $(DESTDIR)$(PREFIX)/libexec/squashcache
 	install -m 0755 slurm-hooks/prolog slurm-hooks/epilog slurm-hooks/task-prolog \
 		slurm-hooks/site-task-prolog slurm-hooks/sqc-common.sh \
@@ -229,7 +229,8 @@ uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/include/squashcache $(DESTDIR)$(PREFIX)/libexec/squashcache
 	rm -f $(DESTDIR)$(SLURM_PLUGINDIR)/squashcache_spank.so
 	rm -f $(DESTDIR)$(SYSTEMD_UNITDIR)/squashcache@.service
-	rm -f $(DESTDIR)$(MANDIR)/man1/mountctl.1 $(DESTDIR)$(MANDIR)/man8/squashcached.8
+	rm -f $(DESTDIR)$(MANDIR)/man1/mountctl.1 $(DESTDIR)$(MANDIR)/man8/squashcached.8 \
+		$(DESTDIR)$(MANDIR)/man8/squashcache_spank.8
 
 clean:
 	rm -rf build build-san build-tsan build-fuzz

@@ -8,7 +8,7 @@ need_cmd mandoc
 need_cmd man
 need_cmd lexgrog
 
-for p in "$TOP/man/mountctl.1" "$TOP/man/squashcached.8"; do
+for p in "$TOP/man/mountctl.1" "$TOP/man/squashcached.8" "$TOP/man/squashcache_spank.8"; do
     out=$(mandoc -T lint -W warning "$p" 2>&1) || true
     [ -z "$out" ] || fail "mandoc lint on $p: $out"
     out=$(MANWIDTH=80 man --warnings -l "$p" 2>&1 >/dev/null)
@@ -28,4 +28,5 @@ make -C "$TOP" --no-print-directory BUILD="$BUILD" install PREFIX="$T/prefix" \
     MANDIR="$T/man" >"$T/install.log" 2>&1 || { cat "$T/install.log"; fail "make install failed"; }
 [ -f "$T/man/man1/mountctl.1" ] || fail "mountctl.1 not installed under MANDIR"
 [ -f "$T/man/man8/squashcached.8" ] || fail "squashcached.8 not installed under MANDIR"
+[ -f "$T/man/man8/squashcache_spank.8" ] || fail "squashcache_spank.8 not installed under MANDIR"
 echo "man page checks passed"
