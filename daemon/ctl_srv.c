@@ -302,13 +302,15 @@ static void holder_cmd(struct sqcd *d, const char *cmd, struct ctl_buf *b)
 /*
  * "stage [full|meta] [BYTES]": start or extend staging (ctl.h).  The mode
  * defaults to full, the budget to the larger of the current one and the
- * mount's ram= (or half of memory when both are 0).
+ * mount's ram=, or when both are 0 to the default ram= of a daemon started
+ * now: memlimit_budget(), from the memory limit the daemon is under now.
  */
 static void stage_cmd(struct sqcd *d, const char *args, struct ctl_buf *b)
 {
 	enum img_stage_mode mode = IMG_STAGE_FULL;
 	unsigned long long budget = 0;
 	char word[16] = "";
+	char lim[32];
 	struct img_stats st;
 	int n = 0, err;
 
@@ -327,8 +329,16 @@ static void stage_cmd(struct sqcd *d, const char *args, struct ctl_buf *b)
 	img_get_stats(d->img, &st);
 	if (!budget)
 		budget = MAX(st.stage_budget, d->o.img.ram);
-	if (!budget)
-		budget = MAX(size_ram_total() / 2, 1ull << 30);
+	if (!budget) {
+		struct memlimit ml;
+
+		memlimit_get(&ml);
+		budget = memlimit_budget(&ml);
+		log_info("staging budget not given: half of %s (%s)",
+			 ml.usable ? size_format(ml.usable, lim, sizeof(lim)) :
+				     "unknown",
+			 ml.source);
+	}
 	/* No stager, no staging: say so rather than leave it "idle". */
 	err = d->pf ? img_stage_resume(d->img, mode, budget) : -EOPNOTSUPP;
 	if (err) {

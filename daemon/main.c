@@ -70,7 +70,8 @@ static void usage(FILE *f)
 		"\n"
 		"options (-o):\n"
 		"  ram=SIZE           RAM for staging the compressed image (default: half\n"
-		"                     of memory; SIZE like 8G, 512M or 25%%)\n"
+		"                     of memory, or of the cgroup's memory limit if lower;\n"
+		"                     SIZE like 8G, 512M or 25%%)\n"
 		"  stage=MODE         auto (default: full unless the image is on tmpfs),\n"
 		"                     full, meta (metadata only) or none\n"
 		"  cache=SIZE         decompressed data cache (default 256M)\n"
@@ -786,9 +787,12 @@ static int parse_args(struct sqcd *d, int argc, char **argv)
 	};
 	int c;
 
+	/* What the defaults come from: ram= is half of it (memlimit_budget(),
+	 * which img_opts_default() takes), warm= a quarter. */
+	memlimit_get(&d->o.mem);
 	img_opts_default(&d->o.img);
 	d->o.threads = 0; /* default_threads() once the image is open */
-	d->o.warm = size_ram_total() / 4;
+	d->o.warm = d->o.mem.usable / 4;
 	d->o.readahead = 4;
 	d->o.statahead_wait = 10;
 	d->o.statahead = 65536;
