@@ -11,7 +11,11 @@
  *   holders (pids), holder_managed, holder_stats: {added, died, grace_s,
  *            closing} (holders.h; holder_stats only when managed)
  *   stage:  {state, budget, planned, staged, percent, seconds, mb_per_s,
- *            on_tmpfs (the image file itself is on tmpfs or ramfs)}
+ *            on_tmpfs (the image file itself is on tmpfs or ramfs),
+ *            ram_limit, ram_limit_source (the memory the daemon may use
+ *            at start, whence the default ram= is half of it: "physical
+ *            RAM", "cgroup v1 memory:/PATH", "cgroup v2 /PATH" or
+ *            "unknown" with ram_limit 0; memlimit.h)}
  *   cache:  {data, meta, bmap: {budget, bytes, peak, entries, hits, misses,
  *            waits, evictions, bypass, errors}}
  *   image_io: {bytes, reads, read_bytes, stager_bytes, demand_bytes,
@@ -135,9 +139,10 @@ static void image_json(struct sqcd *d, struct ctl_buf *b,
 		       mono_since(&d->started));
 }
 
-/* "stage":{...}, from the image's staging state and the stager's. */
+/* "stage":{...}, from the image's staging state and the stager's, and
+ * the memory limit the default budget came from. */
 static void stage_json(struct ctl_buf *b, const struct img_stats *st,
-		       const struct pf_stats *pfs)
+		       const struct pf_stats *pfs, const struct memlimit *ml)
 {
 	double secs = pfs->stage_seconds;
 	double pct = st->stage_planned ?
@@ -171,6 +176,9 @@ static void stage_json(struct ctl_buf *b, const struct img_stats *st,
 		ctl_buf_json_str(b, err_str(-st->stage_error));
 	else
 		ctl_buf_printf(b, "null");
+	ctl_buf_printf(b, ",\"ram_limit\":%llu,\"ram_limit_source\":",
+		       (unsigned long long)ml->usable);
+	ctl_buf_json_str(b, ml->source);
 	ctl_buf_printf(b, "},");
 }
 
@@ -248,7 +256,7 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 	 * appends its own keys (see its header). */
 	image_json(d, b, &st);
 	holders_stats_json(d->holders, b); /* feature call site: holders */
-	stage_json(b, &st, &pfs);
+	stage_json(b, &st, &pfs, &d->o.mem);
 	image_io_json(b, &st);
 	fuse_json(d, b);
 	uring_stats_json(d->uring, b); /* feature call site: io_uring */

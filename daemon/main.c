@@ -478,6 +478,18 @@ static void tell_parent(int fd, const char *msg)
 	close(fd);
 }
 
+/* Say what memory the daemon may use, whence, and the budgets in force. */
+static void log_budgets(const struct sqcd *d)
+{
+	char limit[32] = "unknown", ram[32], warm[32];
+
+	if (d->o.mem.usable)
+		size_format(d->o.mem.usable, limit, sizeof(limit));
+	log_info("memory limit %s (%s): ram=%s, warm=%s", limit,
+		 d->o.mem.source, size_format(d->o.img.ram, ram, sizeof(ram)),
+		 size_format(d->o.warm, warm, sizeof(warm)));
+}
+
 /* Runs beside the FUSE loop: the mount answers once this stat returns. */
 static void *ready_main(void *arg)
 {
@@ -506,6 +518,7 @@ static void *ready_main(void *arg)
 	sd_notify_msg(msg);
 	log_info("mounted '%s' (%s) on '%s', control socket %s", d->o.image_abs,
 		 img_compressor(d->img), d->o.canonical, d->o.ctl_addr);
+	log_budgets(d);
 	free(r);
 	return NULL;
 }
