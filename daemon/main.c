@@ -111,9 +111,11 @@ static void usage(FILE *f)
 		"  debug              same as -d\n");
 }
 
-static int parse_size_opt(const char *key, const char *val, uint64_t *out)
+/* A size; a percentage is of the memory the daemon may use (o->mem). */
+static int parse_size_opt(const struct sqcd_opts *o, const char *key,
+			  const char *val, uint64_t *out)
 {
-	int err = size_parse(val, size_ram_total(), out);
+	int err = size_parse(val, o->mem.usable, out);
 
 	if (err)
 		fprintf(stderr,
@@ -261,15 +263,15 @@ static int parse_one(struct sqcd_opts *o, char *opt)
 		return parse_flag(o, opt);
 	*val++ = '\0';
 	if (!strcmp(opt, "ram"))
-		return parse_size_opt(opt, val, &o->img.ram);
+		return parse_size_opt(o, opt, val, &o->img.ram);
 	if (!strcmp(opt, "cache"))
-		return parse_size_opt(opt, val, &o->img.data_cache);
+		return parse_size_opt(o, opt, val, &o->img.data_cache);
 	if (!strcmp(opt, "meta"))
-		return parse_size_opt(opt, val, &o->img.meta_cache);
+		return parse_size_opt(o, opt, val, &o->img.meta_cache);
 	if (!strcmp(opt, "warm"))
-		return parse_size_opt(opt, val, &o->warm);
+		return parse_size_opt(o, opt, val, &o->warm);
 	if (!strcmp(opt, "offset"))
-		return parse_size_opt(opt, val, &o->img.offset);
+		return parse_size_opt(o, opt, val, &o->img.offset);
 	if (!strcmp(opt, "stage"))
 		return parse_stage_opt(val, &o->img.stage);
 	if (!strcmp(opt, "hold"))

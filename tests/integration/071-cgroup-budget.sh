@@ -6,7 +6,8 @@
 #     stages at most 256 MiB by default, warms at most 128 MiB, and its
 #     stats (stage.ram_limit, stage.ram_limit_source) and its start log
 #     line name the cgroup;
-#   - there, mountctl stage on a ram=0 mount takes at most 256 MiB too;
+#   - there, mountctl stage on a ram=0 mount takes at most 256 MiB too,
+#     and a size in percent (warm=50%) is of the cgroup's limit;
 #   - outside that cgroup the budget is what it always was: half of the
 #     physical RAM (unless the test itself runs under a lower limit).
 # TIMEOUT: 120
@@ -109,11 +110,15 @@ wait_log "$T/in.log" "memory limit 512.0 MiB (cgroup $version .*sqctest.$$): ram
     "the start log does not say the limit and where it came from"
 cmp "$T/src/a.bin" "$T/in/a.bin" || fail "a.bin differs"
 
-note "inside the cgroup: mountctl stage on a ram=0 mount"
+note "inside the cgroup: mountctl stage on a ram=0 mount, warm=50%"
 SQUASHCACHED="$T/in-cgroup"
-sqc_mount "$T/img.sqfs" "$T/in0" -o "ram=0,log=$T/in0.log"
+sqc_mount "$T/img.sqfs" "$T/in0" -o "ram=0,warm=50%,log=$T/in0.log"
 SQUASHCACHED=$real
 [ "$(stat_of "$T/in0" stage.budget)" -eq 0 ] || fail "ram=0 gave a budget"
+warm=$(stat_of "$T/in0" warm.budget)
+# (size_parse() takes a percentage of the limit rounded down to 100 bytes.)
+[ "$warm" -le "$half" ] && [ "$warm" -gt $((half - 100)) ] ||
+    fail "warm=50% is $warm bytes in a cgroup of $limit bytes"
 "$MOUNTCTL" stage "$T/in0" || fail "mountctl stage failed"
 staged=$(sed -n 's/.*resumed with a budget of \([0-9]*\) bytes.*/\1/p' "$T/in0.log")
 [ -n "$staged" ] || { cat "$T/in0.log" >&2; fail "mountctl stage logged no budget"; }
