@@ -11,7 +11,11 @@
  *   holders (pids), holder_managed, holder_stats: {added, died, grace_s,
  *            closing} (holders.h; holder_stats only when managed)
  *   stage:  {state, budget, planned, staged, percent, seconds, mb_per_s,
- *            on_tmpfs (the image file itself is on tmpfs or ramfs)}
+ *            on_tmpfs (the image file itself is on tmpfs or ramfs),
+ *            ram_limit, ram_limit_source (the memory the daemon may use
+ *            at start, whence the default ram= is half of it: "physical
+ *            RAM", "cgroup v1 memory:/PATH", "cgroup v2 /PATH" or
+ *            "unknown" with ram_limit 0; memlimit.h)}
  *   cache:  {data, meta, bmap: {budget, bytes, peak, entries, hits, misses,
  *            waits, evictions, bypass, errors}}
  *   image_io: {bytes, reads, read_bytes, stager_bytes, demand_bytes,
@@ -135,9 +139,10 @@ static void image_json(struct sqcd *d, struct ctl_buf *b,
 		       mono_since(&d->started));
 }
 
-/* "stage":{...}, from the image's staging state and the stager's. */
+/* "stage":{...}, from the image's staging state and the stager's, and
+ * the memory limit the default budget came from. */
 static void stage_json(struct ctl_buf *b, const struct img_stats *st,
-		       const struct pf_stats *pfs)
+		       const struct pf_stats *pfs, const struct memlimit *ml)
 {
 	double secs = pfs->stage_seconds;
 	double pct = st->stage_planned ?
@@ -171,6 +176,9 @@ static void stage_json(struct ctl_buf *b, const struct img_stats *st,
 		ctl_buf_json_str(b, err_str(-st->stage_error));
 	else
 		ctl_buf_printf(b, "null");
+	ctl_buf_printf(b, ",\"ram_limit\":%llu,\"ram_limit_source\":",
+		       (unsigned long long)ml->usable);
+	ctl_buf_json_str(b, ml->source);
 	ctl_buf_printf(b, "},");
 }
 
@@ -248,7 +256,7 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 	 * appends its own keys (see its header). */
 	image_json(d, b, &st);
 	holders_stats_json(d->holders, b); /* feature call site: holders */
-	stage_json(b, &st, &pfs);
+	stage_json(b, &st, &pfs, &d->o.mem);
 	image_io_json(b, &st);
 	fuse_json(d, b);
 	uring_stats_json(d->uring, b); /* feature call site: io_uring */
@@ -302,13 +310,15 @@ static void holder_cmd(struct sqcd *d, const char *cmd, struct ctl_buf *b)
 /*
  * "stage [full|meta] [BYTES]": start or extend staging (ctl.h).  The mode
  * defaults to full, the budget to the larger of the current one and the
- * mount's ram= (or half of memory when both are 0).
+ * mount's ram=, or when both are 0 to the default ram= of a daemon started
+ * now: memlimit_budget(), from the memory limit the daemon is under now.
  */
 static void stage_cmd(struct sqcd *d, const char *args, struct ctl_buf *b)
 {
 	enum img_stage_mode mode = IMG_STAGE_FULL;
 	unsigned long long budget = 0;
 	char word[16] = "";
+	char lim[32];
 	struct img_stats st;
 	int n = 0, err;
 
@@ -327,8 +337,16 @@ static void stage_cmd(struct sqcd *d, const char *args, struct ctl_buf *b)
 	img_get_stats(d->img, &st);
 	if (!budget)
 		budget = MAX(st.stage_budget, d->o.img.ram);
-	if (!budget)
-		budget = MAX(size_ram_total() / 2, 1ull << 30);
+	if (!budget) {
+		struct memlimit ml;
+
+		memlimit_get(&ml);
+		budget = memlimit_budget(&ml);
+		log_info("staging budget not given: half of %s (%s)",
+			 ml.usable ? size_format(ml.usable, lim, sizeof(lim)) :
+				     "unknown",
+			 ml.source);
+	}
 	/* No stager, no staging: say so rather than leave it "idle". */
 	err = d->pf ? img_stage_resume(d->img, mode, budget) : -EOPNOTSUPP;
 	if (err) {

@@ -18,6 +18,7 @@
 #include "ctl/ctl.h"
 #include "image/image.h"
 #include "prefetch/prefetch.h"
+#include "util/memlimit.h"
 
 /* The image never changes: let the kernel keep what it learns. */
 #define SQCD_TIMEOUT (365.0 * 86400.0)
@@ -50,6 +51,9 @@ struct sqcd_opts {
 	double grace; /* -o grace=S: holderless seconds before unmounting */
 	unsigned int timeout; /* -o timeout=S: unmount when idle (idle.c) */
 	struct img_opts img; /* ram=, cache=, meta=, stage= */
+	/* the memory the daemon may use, read at start: the defaults of
+	 * ram= and warm= come from it (memlimit.h) */
+	struct memlimit mem;
 };
 
 enum sqcd_op {

@@ -70,7 +70,8 @@ static void usage(FILE *f)
 		"\n"
 		"options (-o):\n"
 		"  ram=SIZE           RAM for staging the compressed image (default: half\n"
-		"                     of memory; SIZE like 8G, 512M or 25%%)\n"
+		"                     of memory, or of the cgroup's memory limit if lower;\n"
+		"                     SIZE like 8G, 512M or 25%%)\n"
 		"  stage=MODE         auto (default: full unless the image is on tmpfs),\n"
 		"                     full, meta (metadata only) or none\n"
 		"  cache=SIZE         decompressed data cache (default 256M)\n"
@@ -110,9 +111,11 @@ static void usage(FILE *f)
 		"  debug              same as -d\n");
 }
 
-static int parse_size_opt(const char *key, const char *val, uint64_t *out)
+/* A size; a percentage is of the memory the daemon may use (o->mem). */
+static int parse_size_opt(const struct sqcd_opts *o, const char *key,
+			  const char *val, uint64_t *out)
 {
-	int err = size_parse(val, size_ram_total(), out);
+	int err = size_parse(val, o->mem.usable, out);
 
 	if (err)
 		fprintf(stderr,
@@ -260,15 +263,15 @@ static int parse_one(struct sqcd_opts *o, char *opt)
 		return parse_flag(o, opt);
 	*val++ = '\0';
 	if (!strcmp(opt, "ram"))
-		return parse_size_opt(opt, val, &o->img.ram);
+		return parse_size_opt(o, opt, val, &o->img.ram);
 	if (!strcmp(opt, "cache"))
-		return parse_size_opt(opt, val, &o->img.data_cache);
+		return parse_size_opt(o, opt, val, &o->img.data_cache);
 	if (!strcmp(opt, "meta"))
-		return parse_size_opt(opt, val, &o->img.meta_cache);
+		return parse_size_opt(o, opt, val, &o->img.meta_cache);
 	if (!strcmp(opt, "warm"))
-		return parse_size_opt(opt, val, &o->warm);
+		return parse_size_opt(o, opt, val, &o->warm);
 	if (!strcmp(opt, "offset"))
-		return parse_size_opt(opt, val, &o->img.offset);
+		return parse_size_opt(o, opt, val, &o->img.offset);
 	if (!strcmp(opt, "stage"))
 		return parse_stage_opt(val, &o->img.stage);
 	if (!strcmp(opt, "hold"))
@@ -477,6 +480,18 @@ static void tell_parent(int fd, const char *msg)
 	close(fd);
 }
 
+/* Say what memory the daemon may use, whence, and the budgets in force. */
+static void log_budgets(const struct sqcd *d)
+{
+	char limit[32] = "unknown", ram[32], warm[32];
+
+	if (d->o.mem.usable)
+		size_format(d->o.mem.usable, limit, sizeof(limit));
+	log_info("memory limit %s (%s): ram=%s, warm=%s", limit,
+		 d->o.mem.source, size_format(d->o.img.ram, ram, sizeof(ram)),
+		 size_format(d->o.warm, warm, sizeof(warm)));
+}
+
 /* Runs beside the FUSE loop: the mount answers once this stat returns. */
 static void *ready_main(void *arg)
 {
@@ -505,6 +520,7 @@ static void *ready_main(void *arg)
 	sd_notify_msg(msg);
 	log_info("mounted '%s' (%s) on '%s', control socket %s", d->o.image_abs,
 		 img_compressor(d->img), d->o.canonical, d->o.ctl_addr);
+	log_budgets(d);
 	free(r);
 	return NULL;
 }
@@ -786,9 +802,12 @@ static int parse_args(struct sqcd *d, int argc, char **argv)
 	};
 	int c;
 
+	/* What the defaults come from: ram= is half of it (memlimit_budget(),
+	 * which img_opts_default() takes), warm= a quarter. */
+	memlimit_get(&d->o.mem);
 	img_opts_default(&d->o.img);
 	d->o.threads = 0; /* default_threads() once the image is open */
-	d->o.warm = size_ram_total() / 4;
+	d->o.warm = d->o.mem.usable / 4;
 	d->o.readahead = 4;
 	d->o.statahead_wait = 10;
 	d->o.statahead = 65536;

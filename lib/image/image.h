@@ -221,7 +221,8 @@ struct img_stats {
  * @o: options to fill
  *
  * Defaults: 64 MiB metadata, 256 MiB data cache, staging AUTO with a RAM
- * budget of half the machine's memory.
+ * budget of memlimit_budget(): half of the memory this process may use,
+ * which is the lower of the machine's RAM and its cgroups' memory limits.
  * Context: any thread; cannot fail.
  */
 void img_opts_default(struct img_opts *o);

@@ -24,7 +24,7 @@
 #include "image/image_i.h"
 #include "util/ckd.h"
 #include "util/log.h"
-#include "util/size.h"
+#include "util/memlimit.h"
 
 #ifndef RAMFS_MAGIC
 #define RAMFS_MAGIC 0x858458f6
@@ -32,11 +32,12 @@
 
 void img_opts_default(struct img_opts *o)
 {
-	uint64_t ram = size_ram_total();
+	struct memlimit ml;
 
+	memlimit_get(&ml);
 	o->meta_cache = 64ull << 20;
 	o->data_cache = 256ull << 20;
-	o->ram = ram ? ram / 2 : 1ull << 30;
+	o->ram = memlimit_budget(&ml);
 	o->stage = IMG_STAGE_AUTO;
 	o->offset = 0;
 }
