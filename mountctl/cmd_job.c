@@ -16,7 +16,7 @@
 #include "mountctl.h"
 #include "util/err.h"
 
-enum verb { V_PROLOG, V_EPILOG, V_ENV, V_CHECK };
+enum verb { V_PROLOG, V_EPILOG, V_ENV, V_CHECK, V_NODE };
 
 /* Everything the options give. */
 struct job_args {
@@ -25,6 +25,8 @@ struct job_args {
 	const char *datasets; /* --datasets */
 	const char *job, *node, *uid, *gid; /* --job ... */
 	bool task_prolog; /* env --task-prolog */
+	bool clean; /* check-node --clean */
+	double min_age; /* check-node --min-age */
 	char **sets; /* --set KEY=VALUE, in order */
 	int nsets;
 };
@@ -171,6 +173,8 @@ static int run_verb(const struct job_args *a)
 		return run_root(a, &c);
 	case V_CHECK:
 		return job_check(&c, a->datasets, stdout);
+	case V_NODE:
+		return job_check_node(&c, a->clean, a->min_age);
 	case V_ENV:
 		break;
 	}
@@ -189,8 +193,8 @@ static int run_verb(const struct job_args *a)
 
 static int parse_verb(const char *s, enum verb *v)
 {
-	static const char *const names[] = { "prolog", "epilog", "env",
-					     "check" };
+	static const char *const names[] = { "prolog", "epilog", "env", "check",
+					     "check-node" };
 
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
 		if (!strcmp(s, names[i])) {
@@ -211,15 +215,18 @@ static int run(int argc, char **argv)
 		{ "uid", required_argument, NULL, 'u' },
 		{ "gid", required_argument, NULL, 'g' },
 		{ "task-prolog", no_argument, NULL, 'T' },
+		{ "clean", no_argument, NULL, 'C' },
+		{ "min-age", required_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct job_args a = { .sets = calloc((size_t)argc, sizeof(char *)) };
+	struct job_args a = { .sets = calloc((size_t)argc, sizeof(char *)),
+			      .min_age = 60 };
 	int c, ret = MC_EXIT_USAGE;
 
 	if (!a.sets)
 		return MC_EXIT_FAIL;
-	while ((c = getopt_long(argc, argv, "+c:s:d:j:n:u:g:Th", longopts,
+	while ((c = getopt_long(argc, argv, "+c:s:d:j:n:u:g:TCa:h", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -246,6 +253,16 @@ static int run(int argc, char **argv)
 		case 'T':
 			a.task_prolog = true;
 			break;
+		case 'C':
+			a.clean = true;
+			break;
+		case 'a':
+			if (mc_parse_seconds(optarg, &a.min_age)) {
+				ret = mc_bad_usage(&mc_cmd_job,
+						   "bad --min-age '%s'", optarg);
+				goto out_free;
+			}
+			break;
 		case 'h':
 			mc_usage(&mc_cmd_job, stdout);
 			ret = MC_EXIT_OK;
@@ -256,8 +273,9 @@ static int run(int argc, char **argv)
 		}
 	}
 	if (optind >= argc || parse_verb(argv[optind], &a.verb)) {
-		ret = mc_bad_usage(&mc_cmd_job,
-				   "expected prolog, epilog, env or check");
+		ret = mc_bad_usage(
+			&mc_cmd_job,
+			"expected prolog, epilog, env, check or check-node");
 		goto out_free;
 	}
 	if (a.verb == V_CHECK && !a.datasets && optind + 1 < argc)
@@ -274,7 +292,7 @@ out_free:
 
 const struct mc_cmd mc_cmd_job = {
 	.name = "job",
-	.args = "[OPTIONS] prolog|epilog|env|check [LIST]",
+	.args = "[OPTIONS] prolog|epilog|env|check|check-node [LIST]",
 	.summary = "a Slurm job's datasets on a node (for the hooks)",
 	.help = "\n"
 		"The node-side work of the Slurm hooks, one implementation for\n"
@@ -288,6 +306,9 @@ const struct mc_cmd mc_cmd_job = {
 		"          exit 1 with the reason if a mount failed\n"
 		"  check   (where the job is submitted) check LIST, print it with\n"
 		"          absolute paths\n"
+		"  check-node  (root; a health check, an Epilog) list mounts under\n"
+		"          BASE/squashcache whose daemon is gone and daemons whose\n"
+		"          mount is gone; exit 1 if there is one\n"
 		"\n"
 		"  -c, --conf FILE     site config (default $SQUASHCACHE_SLURM_CONF,\n"
 		"                      else /etc/squashcache/slurm.conf)\n"
@@ -299,12 +320,16 @@ const struct mc_cmd mc_cmd_job = {
 		"  -u, --uid N         default $SLURM_JOB_UID\n"
 		"  -g, --gid N         default $SLURM_JOB_GID\n"
 		"  -T, --task-prolog   env: print `export K=V`/`print MSG` lines\n"
+		"  -C, --clean         check-node: detach them, kill them\n"
+		"  -a, --min-age S     check-node: a daemon counts after S seconds\n"
+		"                      (default 60; a mount takes time to come up)\n"
 		"  -h, --help          this text\n"
 		"\n"
 		"LIST: IMAGE[:OPT,...][,IMAGE...]; ',' ':' '\\' in a path are\n"
 		"written '\\,' '\\:' '\\\\' (see squashcache_spank(8)).\n"
 		"Exit status: prolog and epilog 0 (problems go to stderr and the\n"
 		"job's tasks); env 1 if a mount failed; check 4 for a bad image,\n"
-		"2 for a bad list or a refused option.\n",
+		"2 for a bad list or a refused option; check-node 1 if something\n"
+		"is left.\n",
 	.run = run,
 };

@@ -18,174 +18,32 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ctl/ctl.h"
-#include "job.h"
+#include "job_i.h"
 #include "mountctl.h"
 #include "util/err.h"
-#include "util/mountinfo.h"
 
-#define TOP_NAME "squashcache" /* BASE/squashcache */
 #define EMPTY_BUDGET_S 10.0 /* emptying a mount point as the user */
 #define KILL_GRACE_S 2.0 /* waiting for a killed child */
 #define MSG_MAX 1024 /* one failure message */
-#define DETACH_PASSES 8 /* mounts stacked under one job directory */
 
-#ifndef UMOUNT_NOFOLLOW
-#define UMOUNT_NOFOLLOW 8
-#endif
-
-/* A job's directories, open. */
-struct jobdir {
-	int base; /* BASE */
-	int top; /* BASE/squashcache */
-	int dir; /* BASE/squashcache/job<ID>-<NODE> */
-	char name[128]; /* job<ID>-<NODE> */
-	char path[PATH_MAX]; /* the job directory's real path */
-};
-
-static void jobdir_close(struct jobdir *j)
+/* Open (@create: make) the directory of job @ids on this node. */
+static int job_dir_of(const struct ds_conf *c, const struct job_ids *ids,
+		      bool create, struct jobdir *j)
 {
-	if (j->dir >= 0)
-		close(j->dir);
-	if (j->top >= 0)
-		close(j->top);
-	if (j->base >= 0)
-		close(j->base);
-	j->dir = j->top = j->base = -1;
-}
-
-/* Is @st a directory of root's that nobody else may write to? */
-static bool is_root_dir(const struct stat *st)
-{
-	return S_ISDIR(st->st_mode) && st->st_uid == 0 &&
-	       !(st->st_mode & (S_IWGRP | S_IWOTH));
-}
-
-/* Open @name in @dirfd as a directory, never following a symlink. */
-static int open_dir_at(int dirfd, const char *name, int flags)
-{
-	return openat(dirfd, name,
-		      flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-}
-
-/* Move the entry @name of @dirfd out of the way: "NAME.bad-<random>". */
-static int move_aside(int dirfd, const char *name, const char *why)
-{
-	char aside[256];
-	unsigned long long r = 0;
-
-	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-		r = (unsigned long long)getpid() << 20 ^
-		    (unsigned long long)time(NULL);
-	snprintf(aside, sizeof(aside), "%s.bad-%016llx", name, r);
-	if (renameat(dirfd, name, dirfd, aside)) {
-		mc_err("cannot move '%s' (%s) aside: %s", name, why,
-		       err_str(errno));
-		return -errno;
-	}
-	mc_err("moved '%s' aside to '%s': %s", name, aside, why);
-	return 0;
-}
-
-/*
- * Open (making it if missing) the root-owned directory @name of @dirfd
- * with @mode.  An entry of that name that is not such a directory
- * (another user's, a symlink, a file) is moved aside first.
- * Return: the descriptor, or -errno (said).
- */
-static int root_dir_at(int dirfd, const char *name, mode_t mode)
-{
-	struct stat st;
-
-	for (int tries = 0; tries < 3; tries++) {
-		bool made = !mkdirat(dirfd, name, mode);
-		int fd;
-
-		if (!made && errno != EEXIST) {
-			mc_err("cannot create '%s': %s", name, err_str(errno));
-			return -errno;
-		}
-		fd = open_dir_at(dirfd, name, O_RDONLY);
-		if (fd >= 0 && !fstat(fd, &st) && is_root_dir(&st)) {
-			if (made && fchmod(fd, mode)) {
-				close(fd);
-				return -errno;
-			}
-			return fd;
-		}
-		if (fd >= 0)
-			close(fd);
-		if (move_aside(
-			    dirfd, name,
-			    "not a directory of root's that only root writes"))
-			return -EEXIST;
-	}
-	return -EEXIST;
-}
-
-/* The real path of an open directory. */
-static int fd_path(int fd, char *buf, size_t cap)
-{
-	char link[64];
-	ssize_t n;
-
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = readlink(link, buf, cap - 1);
-	if (n < 0)
-		return -errno;
-	if ((size_t)n >= cap - 1)
-		return -ENAMETOOLONG;
-	buf[n] = '\0';
-	return 0;
-}
-
-/*
- * Open the job's directories.  With @create, make them; without, a
- * missing one gives -ENOENT and one that is not root's -EPERM.
- */
-static int jobdir_open(const struct ds_conf *c, const struct job_ids *ids,
-		       bool create, struct jobdir *j)
-{
-	struct stat st;
-	int err;
+	char name[128];
 
 	j->base = j->top = j->dir = -1;
-	err = ds_job_dir_name(ids->job, ids->node, j->name, sizeof(j->name));
-	if (err) {
+	if (ds_job_dir_name(ids->job, ids->node, name, sizeof(name))) {
 		mc_err("bad job id '%s' or node name '%s'", ids->job,
 		       ids->node);
-		return err;
+		return -EINVAL;
 	}
-	j->base = open(c->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (j->base < 0) {
-		err = -errno;
-		mc_err("cannot open base=%s: %s", c->base, err_str(err));
-		return err;
-	}
-	if (create) {
-		j->top = root_dir_at(j->base, TOP_NAME, 0755);
-		if (j->top >= 0)
-			j->dir = root_dir_at(j->top, j->name, 0711);
-		err = j->dir < 0 ? (j->top < 0 ? j->top : j->dir) : 0;
-	} else {
-		j->top = open_dir_at(j->base, TOP_NAME, O_RDONLY);
-		if (j->top >= 0)
-			j->dir = open_dir_at(j->top, j->name, O_RDONLY);
-		err = j->dir < 0 ? (errno == ENOENT ? -ENOENT : -EPERM) : 0;
-		if (!err && (fstat(j->top, &st) || !is_root_dir(&st) ||
-			     fstat(j->dir, &st) || !is_root_dir(&st)))
-			err = -EPERM;
-	}
-	if (!err)
-		err = fd_path(j->dir, j->path, sizeof(j->path));
-	return err;
+	return job__dir_open(c, name, create, j);
 }
 
 /*
@@ -415,7 +273,7 @@ static int make_mountpoint(struct jobdir *j, const struct job_ids *ids,
 
 	if (mkdirat(j->dir, name, 0700) && errno != EEXIST)
 		return -errno;
-	fd = open_dir_at(j->dir, name, O_RDONLY);
+	fd = job__open_dir_at(j->dir, name, O_RDONLY);
 	if (fd < 0)
 		return -errno;
 	if (fchown(fd, ids->uid, ids->gid) || fchmod(fd, 0700))
@@ -423,8 +281,6 @@ static int make_mountpoint(struct jobdir *j, const struct job_ids *ids,
 	close(fd);
 	return err;
 }
-
-static void detach_under(struct jobdir *j, const char *only);
 
 /*
  * Mount one image: fork a child that drops to the user and mounts, wait
@@ -485,7 +341,7 @@ static int mount_one(const struct ds_conf *c, const struct job_ids *ids,
 			msg, sizeof(msg),
 			"not mounted within %u s, the time the site allows (timeout= in the squashcache Slurm config): is its storage answering?",
 			c->timeout_s);
-		detach_under(j, im->name);
+		job__detach_under(j, im->name);
 	} else if (rc == 126 || rc < 0) {
 		snprintf(msg, sizeof(msg), "cannot run the mount as uid %u",
 			 (unsigned int)ids->uid);
@@ -514,7 +370,7 @@ int job_prolog(const struct ds_conf *c, const struct job_ids *ids,
 		return 1;
 	if (!list || !*list)
 		goto out_free;
-	if (jobdir_open(c, ids, true, &j)) {
+	if (job_dir_of(c, ids, true, &j)) {
 		failed = 1;
 		goto out_close;
 	}
@@ -539,110 +395,10 @@ int job_prolog(const struct ds_conf *c, const struct job_ids *ids,
 		failed++;
 	}
 out_close:
-	jobdir_close(&j);
+	job__dir_close(&j);
 out_free:
 	free(l);
 	return failed;
-}
-
-/* Abort the FUSE connection of a mount (its daemon and readers stop
- * waiting).  Nothing to do where fusectl is not mounted. */
-static void abort_fuse(const struct mountinfo_entry *e)
-{
-	char path[96];
-	int fd;
-
-	if (strncmp(e->fstype, "fuse", 4) || e->major != 0)
-		return;
-	snprintf(path, sizeof(path), "/sys/fs/fuse/connections/%u/abort",
-		 e->minor);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (write(fd, "1", 1) != 1)
-		mc_err("cannot abort FUSE connection %u: %s", e->minor,
-		       err_str(errno));
-	close(fd);
-}
-
-/*
- * Open the mount point @rel (relative to the job directory), one
- * component at a time, never following a symlink.  Return: an O_PATH
- * descriptor of the mount's root, or -errno.
- */
-static int open_mount_at(int dirfd, const char *rel)
-{
-	char comp[NAME_MAX + 1];
-	int fd = dup(dirfd);
-
-	while (fd >= 0 && *rel) {
-		size_t n = strcspn(rel, "/");
-		int next;
-
-		if (n > NAME_MAX || (n == 2 && !strncmp(rel, "..", 2))) {
-			close(fd);
-			return -EINVAL;
-		}
-		memcpy(comp, rel, n);
-		comp[n] = '\0';
-		next = openat(fd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		close(fd);
-		fd = next;
-		rel += n;
-		rel += *rel == '/';
-	}
-	return fd < 0 ? -errno : fd;
-}
-
-struct detach_arg {
-	struct jobdir *j;
-	const char *only; /* one mount name, or NULL for all */
-	int found; /* mounts under the job directory this pass */
-};
-
-/* One mount under the job directory: abort it, then detach it. */
-static int detach_one(const struct mountinfo_entry *e, void *arg)
-{
-	struct detach_arg *a = arg;
-	size_t n = strlen(a->j->path), k;
-	const char *rel = e->mountpoint + n + 1;
-	char proc[64];
-	int fd;
-
-	if (strncmp(e->mountpoint, a->j->path, n) || e->mountpoint[n] != '/')
-		return 0;
-	k = strcspn(rel, "/");
-	if (a->only && (strlen(a->only) != k || strncmp(rel, a->only, k)))
-		return 0;
-	a->found++;
-	abort_fuse(e);
-	fd = open_mount_at(a->j->dir, rel);
-	if (fd < 0) {
-		mc_err("cannot reach mount %s: %s", e->mountpoint, err_str(fd));
-		return 0;
-	}
-	/* The descriptor is the mount's root: unmount what it stands for. */
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	if (umount2(proc, MNT_DETACH))
-		mc_err("cannot unmount %s: %s", e->mountpoint, err_str(errno));
-	close(fd);
-	return 0;
-}
-
-/*
- * Detach every mount under the job directory (or under its mount point
- * @only), mounts hidden under others included.
- */
-static void detach_under(struct jobdir *j, const char *only)
-{
-	struct detach_arg a = { .j = j, .only = only };
-
-	for (int pass = 0; pass < DETACH_PASSES; pass++) {
-		a.found = 0;
-		if (mountinfo_foreach(detach_one, &a) < 0 || !a.found)
-			return;
-	}
-	mc_err("mounts are still stacked under %s", j->path);
 }
 
 /* Kill the daemons .daemons names that are still the same processes of
@@ -695,7 +451,7 @@ static int empty_tree(int fd, int depth)
 			continue;
 		if (!unlinkat(fd, e->d_name, 0) || errno != EISDIR)
 			continue;
-		sub = open_dir_at(fd, e->d_name, O_RDONLY);
+		sub = job__open_dir_at(fd, e->d_name, O_RDONLY);
 		if (sub < 0 || empty_tree(sub, depth - 1) ||
 		    unlinkat(fd, e->d_name, AT_REMOVEDIR))
 			bad = -1;
@@ -708,7 +464,7 @@ static int empty_tree(int fd, int depth)
 static void empty_as_user(struct jobdir *j, const struct job_ids *ids,
 			  const char *name)
 {
-	int fd = open_dir_at(j->dir, name, O_RDONLY);
+	int fd = job__open_dir_at(j->dir, name, O_RDONLY);
 	char msg[8], res[8];
 	struct stat st;
 	pid_t child;
@@ -765,7 +521,7 @@ static int remove_entries(struct jobdir *j, const struct job_ids *ids)
  * Return: 0, or -ENOTEMPTY if something could not be removed. */
 static int clean_job(struct jobdir *j, const struct job_ids *ids)
 {
-	detach_under(j, NULL);
+	job__detach_under(j, NULL);
 	kill_daemons(j, ids);
 	return remove_entries(j, ids);
 }
@@ -773,15 +529,15 @@ static int clean_job(struct jobdir *j, const struct job_ids *ids)
 int job_epilog(const struct ds_conf *c, const struct job_ids *ids)
 {
 	struct jobdir j;
-	int err = jobdir_open(c, ids, false, &j);
+	int err = job_dir_of(c, ids, false, &j);
 
 	if (err == -ENOENT) {
-		jobdir_close(&j);
+		job__dir_close(&j);
 		return 0;
 	}
 	if (err) {
 		/* Not ours (another user's entry): nothing of the job. */
-		jobdir_close(&j);
+		job__dir_close(&j);
 		return 0;
 	}
 	err = clean_job(&j, ids);
@@ -790,6 +546,6 @@ int job_epilog(const struct ds_conf *c, const struct job_ids *ids)
 	if (err)
 		mc_err("job %s: %s is left: %s", ids->job, j.path,
 		       err_str(err));
-	jobdir_close(&j);
+	job__dir_close(&j);
 	return err;
 }

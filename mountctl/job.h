@@ -112,4 +112,17 @@ int job_env(const struct ds_conf *c, const char *job, const char *node,
  */
 int job_check(const struct ds_conf *c, const char *list, FILE *out);
 
+/**
+ * job_check_node() - What jobs left on this node under BASE/squashcache:
+ * mounts whose daemon is gone and daemons whose mount is gone, one line
+ * each on stdout.
+ * @c: the site's configuration
+ * @clean: detach such mounts and kill such daemons
+ * @min_age: seconds a daemon must have run to count (one that is still
+ *           mounting has no mount yet)
+ *
+ * Return: MC_EXIT_OK if none is left; MC_EXIT_FAIL if some are.
+ */
+int job_check_node(const struct ds_conf *c, bool clean, double min_age);
+
 #endif /* SQC_MOUNTCTL_JOB_H */

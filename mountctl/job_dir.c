@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements root's access to the job directories (see job.h
+ * for the layout and rules): opening or making them through checked
+ * directory descriptors, moving another owner's entries aside, and
+ * detaching the mounts under a job directory through descriptors of the
+ * mounts' roots.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "job_i.h"
+#include "mountctl.h"
+#include "util/err.h"
+#include "util/mountinfo.h"
+
+#define DETACH_PASSES 8 /* mounts stacked under one job directory */
+
+void job__dir_close(struct jobdir *j)
+{
+	if (j->dir >= 0)
+		close(j->dir);
+	if (j->top >= 0)
+		close(j->top);
+	if (j->base >= 0)
+		close(j->base);
+	j->dir = j->top = j->base = -1;
+}
+
+/* Is @st a directory of root's that nobody else may write to? */
+static bool is_root_dir(const struct stat *st)
+{
+	return S_ISDIR(st->st_mode) && st->st_uid == 0 &&
+	       !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+/* Open @name in @dirfd as a directory, never following a symlink. */
+int job__open_dir_at(int dirfd, const char *name, int flags)
+{
+	return openat(dirfd, name,
+		      flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* Move the entry @name of @dirfd out of the way: "NAME.bad-<random>". */
+static int move_aside(int dirfd, const char *name, const char *why)
+{
+	char aside[256];
+	unsigned long long r = 0;
+
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		r = (unsigned long long)getpid() << 20 ^
+		    (unsigned long long)time(NULL);
+	snprintf(aside, sizeof(aside), "%s.bad-%016llx", name, r);
+	if (renameat(dirfd, name, dirfd, aside)) {
+		mc_err("cannot move '%s' (%s) aside: %s", name, why,
+		       err_str(errno));
+		return -errno;
+	}
+	mc_err("moved '%s' aside to '%s': %s", name, aside, why);
+	return 0;
+}
+
+/*
+ * Open (making it if missing) the root-owned directory @name of @dirfd
+ * with @mode.  An entry of that name that is not such a directory
+ * (another user's, a symlink, a file) is moved aside first.
+ * Return: the descriptor, or -errno (said).
+ */
+static int root_dir_at(int dirfd, const char *name, mode_t mode)
+{
+	struct stat st;
+
+	for (int tries = 0; tries < 3; tries++) {
+		bool made = !mkdirat(dirfd, name, mode);
+		int fd;
+
+		if (!made && errno != EEXIST) {
+			mc_err("cannot create '%s': %s", name, err_str(errno));
+			return -errno;
+		}
+		fd = job__open_dir_at(dirfd, name, O_RDONLY);
+		if (fd >= 0 && !fstat(fd, &st) && is_root_dir(&st)) {
+			if (made && fchmod(fd, mode)) {
+				close(fd);
+				return -errno;
+			}
+			return fd;
+		}
+		if (fd >= 0)
+			close(fd);
+		if (move_aside(
+			    dirfd, name,
+			    "not a directory of root's that only root writes"))
+			return -EEXIST;
+	}
+	return -EEXIST;
+}
+
+/* The real path of an open directory. */
+static int fd_path(int fd, char *buf, size_t cap)
+{
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, buf, cap - 1);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= cap - 1)
+		return -ENAMETOOLONG;
+	buf[n] = '\0';
+	return 0;
+}
+
+/*
+ * Open the job directory @name under BASE/squashcache.  With @create,
+ * make what is missing; without, a missing one gives -ENOENT and one that
+ * is not root's -EPERM.
+ */
+int job__dir_open(const struct ds_conf *c, const char *name, bool create,
+		  struct jobdir *j)
+{
+	struct stat st;
+	int err;
+
+	j->base = j->top = j->dir = -1;
+	if (snprintf(j->name, sizeof(j->name), "%s", name) >=
+	    (int)sizeof(j->name))
+		return -ENAMETOOLONG;
+	j->base = open(c->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (j->base < 0) {
+		err = -errno;
+		mc_err("cannot open base=%s: %s", c->base, err_str(err));
+		return err;
+	}
+	if (create) {
+		j->top = root_dir_at(j->base, JOB_TOP_NAME, 0755);
+		if (j->top >= 0)
+			j->dir = root_dir_at(j->top, j->name, 0711);
+		err = j->dir < 0 ? (j->top < 0 ? j->top : j->dir) : 0;
+	} else {
+		j->top = job__open_dir_at(j->base, JOB_TOP_NAME, O_RDONLY);
+		if (j->top >= 0)
+			j->dir = job__open_dir_at(j->top, j->name, O_RDONLY);
+		err = j->dir < 0 ? (errno == ENOENT ? -ENOENT : -EPERM) : 0;
+		if (!err && (fstat(j->top, &st) || !is_root_dir(&st) ||
+			     fstat(j->dir, &st) || !is_root_dir(&st)))
+			err = -EPERM;
+	}
+	if (!err)
+		err = fd_path(j->dir, j->path, sizeof(j->path));
+	return err;
+}
+/* Abort the FUSE connection of a mount (its daemon and readers stop
+ * waiting).  Nothing to do where fusectl is not mounted. */
+static void abort_fuse(const struct mountinfo_entry *e)
+{
+	char path[96];
+	int fd;
+
+	if (strncmp(e->fstype, "fuse", 4) || e->major != 0)
+		return;
+	snprintf(path, sizeof(path), "/sys/fs/fuse/connections/%u/abort",
+		 e->minor);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (write(fd, "1", 1) != 1)
+		mc_err("cannot abort FUSE connection %u: %s", e->minor,
+		       err_str(errno));
+	close(fd);
+}
+
+/*
+ * Open the mount point @rel (relative to the job directory), one
+ * component at a time, never following a symlink.  Return: an O_PATH
+ * descriptor of the mount's root, or -errno.
+ */
+static int open_mount_at(int dirfd, const char *rel)
+{
+	char comp[NAME_MAX + 1];
+	int fd = dup(dirfd);
+
+	while (fd >= 0 && *rel) {
+		size_t n = strcspn(rel, "/");
+		int next;
+
+		if (n > NAME_MAX || (n == 2 && !strncmp(rel, "..", 2))) {
+			close(fd);
+			return -EINVAL;
+		}
+		memcpy(comp, rel, n);
+		comp[n] = '\0';
+		next = openat(fd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		fd = next;
+		rel += n;
+		rel += *rel == '/';
+	}
+	return fd < 0 ? -errno : fd;
+}
+
+struct detach_arg {
+	struct jobdir *j;
+	const char *only; /* one mount name, or NULL for all */
+	int found; /* mounts under the job directory this pass */
+};
+
+/* One mount under the job directory: abort it, then detach it. */
+static int detach_one(const struct mountinfo_entry *e, void *arg)
+{
+	struct detach_arg *a = arg;
+	size_t n = strlen(a->j->path), k;
+	const char *rel = e->mountpoint + n + 1;
+	char proc[64];
+	int fd;
+
+	if (strncmp(e->mountpoint, a->j->path, n) || e->mountpoint[n] != '/')
+		return 0;
+	k = strcspn(rel, "/");
+	if (a->only && (strlen(a->only) != k || strncmp(rel, a->only, k)))
+		return 0;
+	a->found++;
+	abort_fuse(e);
+	fd = open_mount_at(a->j->dir, rel);
+	if (fd < 0) {
+		mc_err("cannot reach mount %s: %s", e->mountpoint, err_str(fd));
+		return 0;
+	}
+	/* The descriptor is the mount's root: unmount what it stands for. */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (umount2(proc, MNT_DETACH))
+		mc_err("cannot unmount %s: %s", e->mountpoint, err_str(errno));
+	close(fd);
+	return 0;
+}
+
+/*
+ * Detach every mount under the job directory (or under its mount point
+ * @only), mounts hidden under others included.
+ */
+void job__detach_under(struct jobdir *j, const char *only)
+{
+	struct detach_arg a = { .j = j, .only = only };
+
+	for (int pass = 0; pass < DETACH_PASSES; pass++) {
+		a.found = 0;
+		if (mountinfo_foreach(detach_one, &a) < 0 || !a.found)
+			return;
+	}
+	mc_err("mounts are still stacked under %s", j->path);
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * This file declares what the files of mountctl's job work share: root's
+ * handle on one job directory (job_dir.c), used by the Prolog and Epilog
+ * (job.c) and the node check (job_node.c).
+ */
+#ifndef SQC_MOUNTCTL_JOB_I_H
+#define SQC_MOUNTCTL_JOB_I_H
+
+#include <limits.h>
+#include <stdbool.h>
+
+#include "job.h"
+
+#define JOB_TOP_NAME "squashcache" /* BASE/squashcache */
+
+/* A job's directories, open. */
+struct jobdir {
+	int base; /* BASE */
+	int top; /* BASE/squashcache */
+	int dir; /* BASE/squashcache/job<ID>-<NODE> */
+	char name[128]; /* job<ID>-<NODE> */
+	char path[PATH_MAX]; /* the job directory's real path */
+};
+
+/**
+ * job__dir_open() - Open a job directory through checked descriptors.
+ * @c: the site's configuration (base=)
+ * @name: "job<ID>-<NODE>"
+ * @create: make BASE/squashcache (0755) and the job directory (0711) as
+ *          root's if missing, moving another owner's entry aside
+ * @j: filled in; every descriptor is -1 or open, for job__dir_close()
+ *
+ * Return: 0; -ENOENT (not @create) if there is none; -EPERM if what is
+ * there is not root's; -errno (said).
+ */
+int job__dir_open(const struct ds_conf *c, const char *name, bool create,
+		  struct jobdir *j);
+
+/**
+ * job__dir_close() - Close what job__dir_open() opened.
+ * @j: the job directory
+ */
+void job__dir_close(struct jobdir *j);
+
+/**
+ * job__open_dir_at() - openat() of a directory that never follows a
+ * symlink.
+ * @dirfd: the parent
+ * @name: one component
+ * @flags: O_RDONLY or O_PATH, more flags are added
+ *
+ * Return: the descriptor, or -1 with errno set.
+ */
+int job__open_dir_at(int dirfd, const char *name, int flags);
+
+/**
+ * job__detach_under() - Detach every mount under a job directory, mounts
+ * hidden under others included: each FUSE connection is aborted first,
+ * then the mount detached through a descriptor of its root.
+ * @j: the job directory
+ * @only: the name of one mount point in it, or NULL for all
+ */
+void job__detach_under(struct jobdir *j, const char *only);
+
+#endif /* SQC_MOUNTCTL_JOB_I_H */

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements `mountctl job check-node`: what jobs left on this
+ * node under BASE/squashcache, for a node health check or an Epilog.
+ *
+ *   a stale mount    a squashcache mount whose daemon no longer answers
+ *                    ("Transport endpoint is not connected" for readers)
+ *   an orphan daemon a squashcached process, running for a while, whose
+ *                    mount point is no longer mounted
+ *
+ * With --clean, a stale mount is detached (its FUSE connection aborted)
+ * through the job directory's checked descriptors, and an orphan daemon
+ * is killed.  Only what is under BASE/squashcache is looked at: that is
+ * root's; anything elsewhere belongs to its user.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl/ctl.h"
+#include "job_i.h"
+#include "mountctl.h"
+#include "util/err.h"
+
+/* The job directory and mount name of @path under @top ("<top>/J/N"). */
+static bool split_under(const char *top, const char *path, char *job,
+			char *name)
+{
+	size_t n = strlen(top);
+	const char *rel = path + n + 1, *slash;
+
+	if (strncmp(path, top, n) || path[n] != '/')
+		return false;
+	slash = strchr(rel, '/');
+	if (!slash || slash == rel || (size_t)(slash - rel) >= 128 ||
+	    strchr(slash + 1, '/') || strlen(slash + 1) >= DS_NAME_MAX)
+		return false;
+	memcpy(job, rel, (size_t)(slash - rel));
+	job[slash - rel] = '\0';
+	strcpy(name, slash + 1);
+	return true;
+}
+
+/* Detach the stale mount @path under @top.  Return: 0 or -errno. */
+static int detach_stale(const struct ds_conf *c, const char *top,
+			const char *path)
+{
+	char job[128], name[DS_NAME_MAX];
+	struct jobdir j;
+	struct mc_mount m;
+	int err;
+
+	if (!split_under(top, path, job, name))
+		return -EINVAL;
+	err = job__dir_open(c, job, false, &j);
+	if (!err)
+		job__detach_under(&j, name);
+	job__dir_close(&j);
+	if (!err && !mc_mount_find(path, &m))
+		err = -EBUSY;
+	return err;
+}
+
+/* Stale mounts under @top.  Return: how many are left. */
+static int check_mounts(const struct ds_conf *c, const char *top, bool clean)
+{
+	struct mc_mount *v;
+	size_t n;
+	int left = 0;
+
+	if (mc_mount_list(&v, &n))
+		return 1;
+	for (size_t i = 0; i < n; i++) {
+		char *reply = NULL, job[128], name[DS_NAME_MAX];
+		int err;
+
+		if (!split_under(top, v[i].path, job, name))
+			continue;
+		err = mc_request(&v[i], "ping", &reply);
+		free(reply);
+		if (!mc_is_stale(err))
+			continue;
+		printf("stale mount %s of %s (uid %u): its daemon is gone",
+		       v[i].path, v[i].source, (unsigned int)v[i].uid);
+		err = clean ? detach_stale(c, top, v[i].path) : -EAGAIN;
+		printf("%s%s\n", err ? "" : ": removed",
+		       err && clean ? ": cannot remove it" : "");
+		left += err != 0;
+	}
+	free(v);
+	return left;
+}
+
+/* Seconds process @pid has run, or -1. */
+static double proc_age(pid_t pid)
+{
+	uint64_t start;
+	double up;
+	FILE *f = fopen("/proc/uptime", "re");
+	int ok = f && fscanf(f, "%lf", &up) == 1;
+
+	if (f)
+		fclose(f);
+	if (!ok || ctl_proc_start(pid, &start))
+		return -1;
+	return up - (double)start / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* The mount point a squashcached process serves: its last argument.
+ * Return: true if @pid is a squashcached process. */
+static bool daemon_mountpoint(const char *pid, char *mnt, size_t cap)
+{
+	char path[300], buf[8192], *last = NULL, *b;
+	ssize_t r;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	r = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (r <= 0)
+		return false;
+	buf[r] = '\0';
+	b = strrchr(buf, '/');
+	if (strcmp(b ? b + 1 : buf, "squashcached"))
+		return false;
+	for (char *a = buf; a < buf + r; a += strlen(a) + 1)
+		last = a;
+	if (!last || last == buf)
+		return false;
+	snprintf(mnt, cap, "%s", last);
+	return true;
+}
+
+/* Orphan daemons of mounts under @top.  Return: how many are left. */
+static int check_daemons(const char *top, bool clean, double min_age)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int left = 0;
+
+	if (!d)
+		return 1;
+	while ((e = readdir(d))) {
+		char mnt[PATH_MAX], job[128], name[DS_NAME_MAX];
+		struct mc_mount m;
+		pid_t pid;
+
+		if (!isdigit((unsigned char)e->d_name[0]) ||
+		    !daemon_mountpoint(e->d_name, mnt, sizeof(mnt)) ||
+		    !split_under(top, mnt, job, name) ||
+		    (!mc_mount_find(mnt, &m) && m.is_sqc))
+			continue;
+		pid = (pid_t)atoi(e->d_name);
+		if (proc_age(pid) < min_age)
+			continue;
+		printf("orphan daemon %d of %s: not mounted any more", (int)pid,
+		       mnt);
+		if (clean && !kill(pid, SIGKILL)) {
+			printf(": killed\n");
+			continue;
+		}
+		printf("\n");
+		left++;
+	}
+	closedir(d);
+	return left;
+}
+
+int job_check_node(const struct ds_conf *c, bool clean, double min_age)
+{
+	char base[PATH_MAX], top[PATH_MAX + 16];
+	int left;
+
+	if (!realpath(c->base, base)) {
+		mc_err("cannot resolve base=%s: %s", c->base, err_str(errno));
+		return MC_EXIT_USAGE;
+	}
+	snprintf(top, sizeof(top), "%s/%s", base, JOB_TOP_NAME);
+	left = check_mounts(c, top, clean);
+	left += check_daemons(top, clean, min_age);
+	fflush(stdout);
+	return left ? MC_EXIT_FAIL : MC_EXIT_OK;
+}
