@@ -177,6 +177,11 @@ int ctl_proc_start(pid_t pid, uint64_t *start)
 	return 0;
 }
 
+static long long now_ms(void)
+{
+	return mono_ns() / 1000000;
+}
+
 /* Wait for @events on @fd until @deadline (ms, monotonic). */
 static int wait_fd(int fd, short events, long long deadline)
 {
@@ -185,7 +190,7 @@ static int wait_fd(int fd, short events, long long deadline)
 	int n;
 
 	for (;;) {
-		left = deadline - mono_ns() / 1000000;
+		left = deadline - now_ms();
 		if (left <= 0)
 			return -ETIMEDOUT;
 		n = poll(&p, 1, (int)MIN(left, (long long)INT_MAX));
@@ -196,30 +201,69 @@ static int wait_fd(int fd, short events, long long deadline)
 	}
 }
 
-int ctl_request(const char *addr, const char *cmd, uid_t want_uid, char **reply,
-		int timeout_ms)
+/*
+ * Connect to @addr.  A server whose listen queue is full makes connect()
+ * wait for room: wait until @room_by (ms, monotonic), or not at all if
+ * that has passed, then give -EAGAIN.
+ */
+static int connect_addr(const char *addr, long long room_by, int *fd)
 {
-	long long deadline = mono_ns() / 1000000 + timeout_ms;
 	struct sockaddr_un sa;
-	struct ctl_buf b = { 0 };
-	char chunk[4096];
+	struct timeval tv;
+	long long left;
 	socklen_t len;
-	uid_t uid = 0;
-	pid_t pid;
-	ssize_t n;
 	int s, err;
 
-	*reply = NULL;
 	err = make_addr(addr, &sa, &len);
 	if (err)
 		return err;
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return -errno;
-	if (connect(s, (struct sockaddr *)&sa, len)) {
+	for (;;) {
+		/* connect() waits as long as SO_SNDTIMEO says; 0 is forever,
+		 * so "not at all" is a non-blocking connect instead. */
+		left = room_by - now_ms();
+		tv.tv_sec = left > 0 ? (time_t)(left / 1000) : 0;
+		tv.tv_usec = left > 0 ? (suseconds_t)(left % 1000) * 1000 : 0;
+		if (setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
+		    fcntl(s, F_SETFL, left > 0 ? 0 : O_NONBLOCK)) {
+			err = -errno;
+			goto out_close;
+		}
+		if (!connect(s, (struct sockaddr *)&sa, len))
+			break;
+		if (errno != EINTR) {
+			err = -errno;
+			goto out_close;
+		}
+	}
+	if (fcntl(s, F_SETFL, 0)) {
 		err = -errno;
 		goto out_close;
 	}
+	*fd = s;
+	return 0;
+out_close:
+	close(s);
+	return err;
+}
+
+/* ctl_request() with a time limit of its own for room in the queue. */
+static int request_at(const char *addr, const char *cmd, uid_t want_uid,
+		      char **reply, long long room_by, long long deadline)
+{
+	struct ctl_buf b = { 0 };
+	char chunk[4096];
+	uid_t uid = 0;
+	pid_t pid;
+	ssize_t n;
+	int s = -1, err;
+
+	*reply = NULL;
+	err = connect_addr(addr, room_by, &s);
+	if (err)
+		return err;
 	err = ctl_peer(s, &uid, &pid);
 	if (err)
 		goto out_close;
@@ -268,6 +312,16 @@ out_close:
 	close(s);
 	ctl_buf_release(&b);
 	return err;
+}
+
+int ctl_request(const char *addr, const char *cmd, uid_t want_uid, char **reply,
+		int timeout_ms)
+{
+	long long deadline = now_ms() + timeout_ms;
+	int err;
+
+	err = request_at(addr, cmd, want_uid, reply, deadline, deadline);
+	return err == -EAGAIN ? -ETIMEDOUT : err;
 }
 
 void ctl_buf_printf(struct ctl_buf *b, const char *fmt, ...)

@@ -110,7 +110,8 @@ int ctl_peer(int fd, uid_t *uid, pid_t *pid);
  * @timeout_ms: give up after this long
  *
  * Return: 0; -ECONNREFUSED or -ENOENT if no daemon listens; -EPERM if the
- * server runs as another uid; -ETIMEDOUT; -EPROTO for a malformed reply.
+ * server runs as another uid; -ETIMEDOUT (also when the server's listen
+ * queue stays full); -EPROTO for a malformed reply.
  * Ownership: the caller frees *@reply.
  * Context: any thread.
  */

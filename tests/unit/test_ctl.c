@@ -14,10 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "ctl/ctl.h"
+#include "util/clock.h"
 
 START_TEST(test_canonical)
 {
@@ -185,6 +188,35 @@ START_TEST(test_roundtrip)
 }
 END_TEST
 
+/* A server that never accepts and whose listen queue is full (a
+ * squatter's) costs a client its timeout, not forever. */
+START_TEST(test_full_queue)
+{
+	char addr[CTL_PATH_MAX], *reply;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	socklen_t len;
+	int fd, filler;
+	int64_t t0;
+
+	snprintf(addr, sizeof(addr), "@sqc-test-full-%d", (int)getpid());
+	ck_assert_int_eq(ctl_listen(addr, &fd), 0);
+	ck_assert_int_eq(listen(fd, 0), 0);
+	/* A backlog of 0 takes one connection; this one fills it. */
+	memcpy(sa.sun_path + 1, addr + 1, strlen(addr) - 1);
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+			  strlen(addr));
+	filler = socket(AF_UNIX, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(filler, (struct sockaddr *)&sa, len), 0);
+	t0 = mono_ns();
+	ck_assert_int_eq(ctl_request(addr, "ping", (uid_t)-1, &reply, 200),
+			 -ETIMEDOUT);
+	ck_assert_int_ge(mono_ns() - t0, 150 * 1000000LL);
+	ck_assert_int_lt(mono_ns() - t0, 1000 * 1000000LL);
+	close(filler);
+	close(fd);
+}
+END_TEST
+
 START_TEST(test_path_socket)
 {
 	char path[] = "/tmp/sqc-ctl-sock-XXXXXX";
@@ -248,6 +280,7 @@ int main(void)
 	tcase_add_test(tc, test_json);
 	tcase_add_test(tc, test_buf);
 	tcase_add_test(tc, test_roundtrip);
+	tcase_add_test(tc, test_full_queue);
 	tcase_add_test(tc, test_path_socket);
 	tcase_add_test(tc, test_proc_start);
 	suite_add_tcase(s, tc);
