@@ -140,12 +140,12 @@ static void *serve(void *arg)
 		n = recv(c, cmd, sizeof(cmd) - 1, 0);
 		cmd[n > 0 ? n : 0] = '\0';
 		if (!strcmp(cmd, "ping\n"))
-			send(c, "{\"ok\":true,\"pid\":1}\n", 20, 0);
+			send(c, "{\"ok\":true,\"pid\":1}\n", 20, MSG_NOSIGNAL);
 		else if (!strcmp(cmd, "garbage\n"))
-			send(c, "not json\n", 9, 0);
+			send(c, "not json\n", 9, MSG_NOSIGNAL);
 		/* "silent": say nothing, let the client time out */
 		else if (strcmp(cmd, "silent\n"))
-			send(c, "{\"ok\":false}\n", 13, 0);
+			send(c, "{\"ok\":false}\n", 13, MSG_NOSIGNAL);
 		if (!strcmp(cmd, "silent\n"))
 			usleep(300 * 1000);
 		close(c);
