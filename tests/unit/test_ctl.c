@@ -219,6 +219,47 @@ START_TEST(test_full_queue)
 }
 END_TEST
 
+/* ctl_probe() tells who listens, never waits and never sends. */
+START_TEST(test_probe)
+{
+	char addr[CTL_PATH_MAX], none[CTL_PATH_MAX], byte;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	socklen_t len;
+	int fd, filler, bound;
+	uid_t uid = (uid_t)-1;
+	int64_t t0;
+
+	snprintf(addr, sizeof(addr), "@sqc-test-probe-%d", (int)getpid());
+	snprintf(none, sizeof(none), "@sqc-test-probe-none-%d", (int)getpid());
+	ck_assert_int_eq(ctl_probe(none, &uid), -ECONNREFUSED);
+	ck_assert_int_eq(ctl_listen(addr, &fd), 0);
+	ck_assert_int_eq(ctl_probe(addr, &uid), 0);
+	ck_assert_uint_eq(uid, getuid());
+	/* The probe's connection is queued and was never written to. */
+	filler = accept(fd, NULL, NULL);
+	ck_assert_int_ge(filler, 0);
+	ck_assert_int_eq(recv(filler, &byte, 1, 0), 0);
+	close(filler);
+	/* A full queue: -EAGAIN at once. */
+	ck_assert_int_eq(listen(fd, 0), 0);
+	memcpy(sa.sun_path + 1, addr + 1, strlen(addr) - 1);
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+			  strlen(addr));
+	filler = socket(AF_UNIX, SOCK_STREAM, 0);
+	ck_assert_int_eq(connect(filler, (struct sockaddr *)&sa, len), 0);
+	t0 = mono_ns();
+	ck_assert_int_eq(ctl_probe(addr, &uid), -EAGAIN);
+	ck_assert_int_lt(mono_ns() - t0, 100 * 1000000LL);
+	close(filler);
+	close(fd);
+	/* Bound but not listening: refused, like nobody. */
+	bound = socket(AF_UNIX, SOCK_STREAM, 0);
+	ck_assert_int_eq(bind(bound, (struct sockaddr *)&sa, len), 0);
+	ck_assert_int_eq(ctl_probe(addr, &uid), -ECONNREFUSED);
+	close(bound);
+}
+END_TEST
+
 START_TEST(test_path_socket)
 {
 	char path[] = "/tmp/sqc-ctl-sock-XXXXXX";
@@ -674,6 +715,7 @@ int main(void)
 	tcase_add_test(tc, test_buf);
 	tcase_add_test(tc, test_roundtrip);
 	tcase_add_test(tc, test_full_queue);
+	tcase_add_test(tc, test_probe);
 	tcase_add_test(tc, test_path_socket);
 	tcase_add_test(tc, test_fallback_names);
 	tcase_add_test(tc, test_fallback_choice);
