@@ -399,7 +399,11 @@ static void serve(struct sqcd *d, int c)
 	cmd[n] = '\0';
 	cmd[strcspn(cmd, "\r\n")] = '\0';
 	if (!strcmp(cmd, "ping")) {
-		ctl_buf_printf(&b, "{\"ok\":true,\"pid\":%d}\n", (int)getpid());
+		/* The mount point proves a fallback address ours (ctl.h). */
+		ctl_buf_printf(&b, "{\"ok\":true,\"pid\":%d,\"mountpoint\":",
+			       (int)getpid());
+		ctl_buf_json_str(&b, d->o.canonical);
+		ctl_buf_printf(&b, "}\n");
 	} else if (!strcmp(cmd, "stats")) {
 		sqcd_stats_json(d, &b);
 		ctl_buf_printf(&b, "\n");

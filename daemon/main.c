@@ -889,21 +889,64 @@ static int open_image(struct sqcd *d)
 }
 
 /*
+ * The default control address is taken and the holder is not a daemon of
+ * ours on its way out: listen at a fallback address that nobody can
+ * guess, where clients look next (ctl.h).  Return: 0 or -errno.
+ */
+static int listen_fallback(struct sqcd *d, int probe, uid_t holder)
+{
+	char taken[CTL_PATH_MAX], who[64];
+	int err;
+
+	memcpy(taken, d->o.ctl_addr, sizeof(taken));
+	err = ctl_fallback_address(d->o.canonical, d->o.ctl_addr,
+				   sizeof(d->o.ctl_addr));
+	if (err)
+		return err;
+	if (probe)
+		snprintf(who, sizeof(who), "a socket that does not answer (%s)",
+			 err_str(probe));
+	else
+		snprintf(who, sizeof(who), "uid %u", (unsigned int)holder);
+	log_warn("control address '%s' is taken by %s: listening on '%s'",
+		 taken, who, d->o.ctl_addr);
+	return ctl_srv_listen(d, &d->ctl);
+}
+
+/*
  * Bind the control socket now, before detaching, so that a second daemon
  * for the same mount point is told at once.  Return: 0 or -errno (said).
  */
 static int listen_ctl(struct sqcd *d)
 {
-	int err;
+	bool fixed = d->o.ctl_addr[0]; /* -o ctl=: there or nowhere */
+	bool refused = false;
+	uid_t holder = 0;
+	int err, probe;
 
-	if (!d->o.ctl_addr[0])
+	if (!fixed)
 		ctl_default_address(d->o.canonical, d->o.ctl_addr,
 				    sizeof(d->o.ctl_addr));
 	err = ctl_srv_listen(d, &d->ctl);
-	/* The mountpoint is not mounted, so a daemon still holding the
-	 * address is on its way out: the kernel takes a second or two to
-	 * release a FUSE connection after an unmount. */
 	for (int i = 0; err == -EADDRINUSE && i < 50; i++) {
+		if (!fixed) {
+			/* Anyone may bind an abstract name: who did? */
+			probe = ctl_probe(d->o.ctl_addr, &holder);
+			if (probe == -ECONNREFUSED && !refused) {
+				/* Maybe just released: once more, at once. */
+				refused = true;
+				err = ctl_srv_listen(d, &d->ctl);
+				continue;
+			}
+			if (probe || holder != getuid()) {
+				err = listen_fallback(d, probe, holder);
+				break;
+			}
+		}
+		/* The mountpoint is not mounted, so a daemon of ours still
+		 * holding the address is on its way out: the kernel takes a
+		 * second or two to release a FUSE connection after an
+		 * unmount. */
 		usleep(100 * 1000);
 		err = ctl_srv_listen(d, &d->ctl);
 	}

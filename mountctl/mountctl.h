@@ -7,7 +7,10 @@
  * mountctl finds a mount's daemon from the mount path alone: the path is
  * made canonical with ctl_canonical_mountpoint(), looked up in
  * /proc/self/mountinfo (fstype CTL_FSTYPE, source = the image, owner in
- * the user_id= option) and the daemon is asked at ctl_default_address().
+ * the user_id= option) and the daemon is asked with ctl_request_mount():
+ * at ctl_default_address(), or, if another user took that name first, at
+ * the fallback address the daemon chose, which only a daemon running as
+ * the mount's owner and naming the mount point in its ping can pass for.
  * A mount made with "-o ctl=PATH" cannot be found this way.
  *
  * mountctl is single-threaded: every function here runs on the main
@@ -181,8 +184,10 @@ int mc_resolve_arg(const char *arg, char *path, struct mc_mount *m);
  * A reply {"ok":false,"error":"permission denied"} gives -EACCES, any
  * other refusal -EBADMSG.
  *
- * Return: 0; -ECONNREFUSED or -ENOENT if no daemon listens (stale
- * mount); -ETIMEDOUT; -EPERM or -EACCES; -EPROTO; -errno.
+ * Return: 0; -ECONNREFUSED or -ENOENT if no daemon of the mount's owner
+ * answers at its default or fallback address (stale mount); -ETIMEDOUT;
+ * -EACCES; -EPERM if another user holds the default address and the
+ * fallback cannot be looked for; -EPROTO; -errno.
  * Ownership: the caller frees *@reply.
  */
 int mc_request(const struct mc_mount *m, const char *cmd, char **reply);
@@ -217,7 +222,8 @@ const char *mc_explain(const struct mc_mount *m, int err, bool hint, char *buf,
  * mc_is_stale() - Does @err from mc_request() mean the daemon is gone?
  * @err: the error
  *
- * Return: true for "nobody listens on the control address".
+ * Return: true for "no daemon of the mount's owner listens at either
+ * control address", whoever else may hold the default one.
  */
 bool mc_is_stale(int err);
 

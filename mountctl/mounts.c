@@ -190,16 +190,14 @@ int mc_resolve_arg(const char *arg, char *path, struct mc_mount *m)
 int mc_request_why(const struct mc_mount *m, const char *cmd, char **reply,
 		   char *why, size_t cap)
 {
-	char addr[CTL_PATH_MAX], error[128];
+	char error[128];
 	int err;
 
 	*reply = NULL;
 	if (why && cap)
 		why[0] = '\0';
-	err = ctl_default_address(m->path, addr, sizeof(addr));
-	if (err)
-		return err;
-	err = ctl_request(addr, cmd, m->uid, reply, MC_CTL_TIMEOUT_MS);
+	/* At the default address, or where the daemon fell back to. */
+	err = ctl_request_mount(m->path, cmd, m->uid, reply, MC_CTL_TIMEOUT_MS);
 	if (err)
 		return err;
 	if (mc_json_is_true(*reply, "ok"))

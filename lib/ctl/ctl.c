@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -23,6 +24,9 @@
 #include "ctl/ctl.h"
 #include "util/clock.h"
 #include "util/compiler.h"
+
+/* /proc/net/unix flags a listening socket with __SO_ACCEPTCON. */
+#define CTL_SO_ACCEPTCON (1u << 16)
 
 int ctl_canonical_mountpoint(const char *path, char *buf, size_t cap)
 {
@@ -177,6 +181,11 @@ int ctl_proc_start(pid_t pid, uint64_t *start)
 	return 0;
 }
 
+static long long now_ms(void)
+{
+	return mono_ns() / 1000000;
+}
+
 /* Wait for @events on @fd until @deadline (ms, monotonic). */
 static int wait_fd(int fd, short events, long long deadline)
 {
@@ -185,7 +194,7 @@ static int wait_fd(int fd, short events, long long deadline)
 	int n;
 
 	for (;;) {
-		left = deadline - mono_ns() / 1000000;
+		left = deadline - now_ms();
 		if (left <= 0)
 			return -ETIMEDOUT;
 		n = poll(&p, 1, (int)MIN(left, (long long)INT_MAX));
@@ -196,30 +205,69 @@ static int wait_fd(int fd, short events, long long deadline)
 	}
 }
 
-int ctl_request(const char *addr, const char *cmd, uid_t want_uid, char **reply,
-		int timeout_ms)
+/*
+ * Connect to @addr.  A server whose listen queue is full makes connect()
+ * wait for room: wait until @room_by (ms, monotonic), or not at all if
+ * that has passed, then give -EAGAIN.
+ */
+static int connect_addr(const char *addr, long long room_by, int *fd)
 {
-	long long deadline = mono_ns() / 1000000 + timeout_ms;
 	struct sockaddr_un sa;
-	struct ctl_buf b = { 0 };
-	char chunk[4096];
+	struct timeval tv;
+	long long left;
 	socklen_t len;
-	uid_t uid = 0;
-	pid_t pid;
-	ssize_t n;
 	int s, err;
 
-	*reply = NULL;
 	err = make_addr(addr, &sa, &len);
 	if (err)
 		return err;
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return -errno;
-	if (connect(s, (struct sockaddr *)&sa, len)) {
+	for (;;) {
+		/* connect() waits as long as SO_SNDTIMEO says; 0 is forever,
+		 * so "not at all" is a non-blocking connect instead. */
+		left = room_by - now_ms();
+		tv.tv_sec = left > 0 ? (time_t)(left / 1000) : 0;
+		tv.tv_usec = left > 0 ? (suseconds_t)(left % 1000) * 1000 : 0;
+		if (setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
+		    fcntl(s, F_SETFL, left > 0 ? 0 : O_NONBLOCK)) {
+			err = -errno;
+			goto out_close;
+		}
+		if (!connect(s, (struct sockaddr *)&sa, len))
+			break;
+		if (errno != EINTR) {
+			err = -errno;
+			goto out_close;
+		}
+	}
+	if (fcntl(s, F_SETFL, 0)) {
 		err = -errno;
 		goto out_close;
 	}
+	*fd = s;
+	return 0;
+out_close:
+	close(s);
+	return err;
+}
+
+/* ctl_request() with a time limit of its own for room in the queue. */
+static int request_at(const char *addr, const char *cmd, uid_t want_uid,
+		      char **reply, long long room_by, long long deadline)
+{
+	struct ctl_buf b = { 0 };
+	char chunk[4096];
+	uid_t uid = 0;
+	pid_t pid;
+	ssize_t n;
+	int s = -1, err;
+
+	*reply = NULL;
+	err = connect_addr(addr, room_by, &s);
+	if (err)
+		return err;
 	err = ctl_peer(s, &uid, &pid);
 	if (err)
 		goto out_close;
@@ -268,6 +316,255 @@ out_close:
 	close(s);
 	ctl_buf_release(&b);
 	return err;
+}
+
+int ctl_request(const char *addr, const char *cmd, uid_t want_uid, char **reply,
+		int timeout_ms)
+{
+	long long deadline = now_ms() + timeout_ms;
+	int err;
+
+	err = request_at(addr, cmd, want_uid, reply, deadline, deadline);
+	return err == -EAGAIN ? -ETIMEDOUT : err;
+}
+
+int ctl_probe(const char *addr, uid_t *uid)
+{
+	pid_t pid;
+	int s, err;
+
+	err = connect_addr(addr, 0, &s);
+	if (err)
+		return err;
+	err = ctl_peer(s, uid, &pid);
+	close(s);
+	return err;
+}
+
+int ctl_fallback_address(const char *canonical, char *buf, size_t cap)
+{
+	char def[CTL_PATH_MAX];
+	uint64_t r;
+	ssize_t got;
+	int n, err;
+
+	err = ctl_default_address(canonical, def, sizeof(def));
+	if (err)
+		return err;
+	do
+		got = getrandom(&r, sizeof(r), 0);
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
+		return -errno;
+	if (got != (ssize_t)sizeof(r))
+		return -EIO;
+	n = snprintf(buf, cap, "%s-%016llx", def, (unsigned long long)r);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+/* Is @name @def, '-' and 16 lowercase hex digits, as ctl_fallback_address()
+ * makes them? */
+static bool is_fallback_name(const char *name, const char *def)
+{
+	size_t n = strlen(def);
+
+	if (strncmp(name, def, n) || name[n] != '-')
+		return false;
+	name += n + 1;
+	for (int i = 0; i < 16; i++)
+		if (!((name[i] >= '0' && name[i] <= '9') ||
+		      (name[i] >= 'a' && name[i] <= 'f')))
+			return false;
+	return !name[16];
+}
+
+int ctl_fallback_names(FILE *table, const char *canonical,
+		       int (*fn)(const char *addr, void *arg), void *arg)
+{
+	char def[CTL_PATH_MAX], line[512];
+	bool tail = false;
+	unsigned int flags, type;
+	size_t len;
+	int pos, err;
+
+	err = ctl_default_address(canonical, def, sizeof(def));
+	if (err)
+		return err;
+	while (fgets(line, sizeof(line), table)) {
+		/* A line longer than @line holds no name of ours (a name is
+		 * at most 107 bytes): skip it, all its pieces. */
+		bool skip = tail;
+
+		len = strlen(line);
+		if (len && line[len - 1] == '\n') {
+			line[--len] = '\0';
+			tail = false;
+		} else {
+			tail = !feof(table);
+		}
+		if (skip || tail)
+			continue;
+		/* "Num: RefCount Protocol Flags Type St Inode Path", in hex
+		 * but for the inode; the header line does not parse. */
+		pos = -1;
+		if (sscanf(line, "%*x: %*x %*x %x %x %*x %*u %n", &flags, &type,
+			   &pos) != 2 ||
+		    pos < 0)
+			continue;
+		if (!(flags & CTL_SO_ACCEPTCON) || type != SOCK_STREAM)
+			continue; /* not listening: a client or an accepted one */
+		if (!is_fallback_name(line + pos, def))
+			continue;
+		err = fn(line + pos, arg);
+		if (err)
+			return err;
+	}
+	return ferror(table) ? -EIO : 0;
+}
+
+/* Is the field at @path the literal true? */
+static bool json_is_true(const char *json, const char *path)
+{
+	const char *v;
+	size_t len;
+
+	return !ctl_json_get(json, path, &v, &len) && len == 4 &&
+	       !memcmp(v, "true", 4);
+}
+
+struct find_arg {
+	const char *canonical; /* the mount path a daemon must name */
+	uid_t want_uid; /* the uid it must run as */
+	long long deadline; /* ms, monotonic */
+	bool wait; /* wait for room in a full listen queue */
+	bool busy; /* a listen queue was full */
+	bool slow; /* a daemon of the right uid did not answer in time */
+	bool refused; /* @buf holds one that would not answer us */
+	char *buf; /* the address found */
+	size_t cap; /* its capacity */
+	char mnt[PATH_MAX]; /* scratch: a ping's mount point */
+};
+
+static int find_one(const char *addr, void *arg)
+{
+	struct find_arg *a = arg;
+	char *reply;
+	bool match;
+	int err;
+
+	if (strlen(addr) >= a->cap)
+		return 0;
+	err = request_at(addr, "ping", a->want_uid, &reply,
+			 a->wait ? a->deadline : 0, a->deadline);
+	if (err == -EAGAIN)
+		a->busy = true;
+	if (err == -ETIMEDOUT)
+		a->slow = true;
+	/* -EPERM: another user's; -ECONNREFUSED: gone; -EPROTO: not ours. */
+	if (err)
+		return 0;
+	if (!json_is_true(reply, "ok")) {
+		/* A daemon of the right uid that answers only its owner and
+		 * root: it cannot show us its mount point, and it will refuse
+		 * the real command just as well.  Keep it in case there is
+		 * no better one. */
+		if (!a->refused)
+			strcpy(a->buf, addr);
+		a->refused = true;
+		free(reply);
+		return 0;
+	}
+	match = !ctl_json_str(reply, "mountpoint", a->mnt, sizeof(a->mnt)) &&
+		!strcmp(a->mnt, a->canonical);
+	free(reply);
+	if (!match)
+		return 0;
+	strcpy(a->buf, addr);
+	return 1;
+}
+
+int ctl_find_fallback(FILE *table, const char *canonical, uid_t want_uid,
+		      char *buf, size_t cap, int timeout_ms)
+{
+	struct find_arg *a;
+	int err;
+
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->canonical = canonical;
+	a->want_uid = want_uid;
+	a->deadline = now_ms() + timeout_ms;
+	a->buf = buf;
+	a->cap = cap;
+	/* First without waiting on full listen queues, which may be a
+	 * squatter's; then, if nothing answered, waiting on them. */
+	err = ctl_fallback_names(table, canonical, find_one, a);
+	if (!err && a->busy) {
+		a->wait = true;
+		rewind(table);
+		err = ctl_fallback_names(table, canonical, find_one, a);
+	}
+	if (err > 0 || (!err && a->refused))
+		err = 0;
+	else if (!err)
+		err = a->slow || a->busy ? -ETIMEDOUT : -ENOENT;
+	free(a);
+	return err;
+}
+
+/* Does @err from the default address mean "the daemon is not there"? */
+static bool is_elsewhere(int err)
+{
+	return err == -ECONNREFUSED || err == -ENOENT || err == -EPERM ||
+	       err == -EAGAIN;
+}
+
+int ctl_request_mount(const char *canonical, const char *cmd, uid_t want_uid,
+		      char **reply, int timeout_ms)
+{
+	long long deadline = now_ms() + timeout_ms;
+	char addr[CTL_PATH_MAX];
+	FILE *table;
+	int err, found;
+
+	*reply = NULL;
+	err = ctl_default_address(canonical, addr, sizeof(addr));
+	if (err)
+		return err;
+	/* Not waiting for room in the queue: a full one may be a
+	 * squatter's, and then the daemon is elsewhere. */
+	err = request_at(addr, cmd, want_uid, reply, 0, deadline);
+	if (!is_elsewhere(err))
+		return err;
+	table = fopen("/proc/net/unix", "re");
+	if (table) {
+		found = ctl_find_fallback(table, canonical, want_uid, addr,
+					  sizeof(addr),
+					  (int)(deadline - now_ms()));
+		fclose(table);
+	} else {
+		found = -errno;
+		if (found == -ENOENT)
+			found = -EIO; /* not "nowhere": we could not look */
+	}
+	if (!found) {
+		err = request_at(addr, cmd, want_uid, reply, deadline,
+				 deadline);
+	} else if (err == -EAGAIN) {
+		/* Not elsewhere: the default's queue may be ours, and busy. */
+		err = ctl_default_address(canonical, addr, sizeof(addr));
+		if (!err)
+			err = request_at(addr, cmd, want_uid, reply, deadline,
+					 deadline);
+	} else if (found == -ETIMEDOUT) {
+		err = found;
+	} else if (found == -ENOENT && err == -EPERM) {
+		/* Another user holds the default address and no daemon of
+		 * the mount's answers anywhere: as stale as nobody. */
+		err = -ECONNREFUSED;
+	}
+	return err == -EAGAIN ? -ETIMEDOUT : err;
 }
 
 void ctl_buf_printf(struct ctl_buf *b, const char *fmt, ...)

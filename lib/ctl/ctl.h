@@ -5,16 +5,26 @@
  * benchmark): one definition, used by both sides.
  *
  * Transport: a Unix stream socket.  By default it lives in the abstract
- * namespace under a name derived from the canonical mount path, so nothing
- * is written to the filesystem and a mount can be found from its path
- * alone; "-o ctl=PATH" puts it at a filesystem path instead.  The server
- * answers only its own uid and root (SO_PEERCRED); a client checks that
- * the server runs as the uid the mount belongs to.
+ * namespace under a name derived from the canonical mount path,
+ * "@squashcache-<hash>" (ctl_default_address()), so nothing is written to
+ * the filesystem and a mount can be found from its path alone; "-o
+ * ctl=PATH" puts it at a filesystem path instead.  The server answers only
+ * its own uid and root (SO_PEERCRED); a client checks that the server runs
+ * as the uid the mount belongs to.
+ *
+ * Abstract names have no permissions: any local user may bind the default
+ * name first.  A daemon that finds it held by another uid, or by a socket
+ * that does not answer, listens at "@squashcache-<hash>-<16 random hex
+ * digits>" instead (ctl_fallback_address()).  A client that finds no
+ * daemon of the mount's owner at the default name looks through
+ * /proc/net/unix for such names and takes the one whose server runs as the
+ * owner and whose ping names the mount point (ctl_request_mount()).  So a
+ * squatter can neither stop a mount nor pose as its daemon.
  *
  * Exchange: the client sends one command line ("stats\n"), the server
  * answers with one JSON object on one line and closes.  Commands:
  *
- *   ping     {"ok":true,"pid":N}
+ *   ping     {"ok":true,"pid":N,"mountpoint":"/canonical/path"}
  *   stats    {"ok":true, ...}: see daemon/ctl_srv.c for the fields
  *   stage [full|meta] [BYTES]
  *            {"ok":true,"mode":"full","budget":N}: start or extend
@@ -35,6 +45,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #define CTL_VERSION 1 /* bumped when a field changes meaning */
@@ -110,12 +121,112 @@ int ctl_peer(int fd, uid_t *uid, pid_t *pid);
  * @timeout_ms: give up after this long
  *
  * Return: 0; -ECONNREFUSED or -ENOENT if no daemon listens; -EPERM if the
- * server runs as another uid; -ETIMEDOUT; -EPROTO for a malformed reply.
+ * server runs as another uid; -ETIMEDOUT (also when the server's listen
+ * queue stays full); -EPROTO for a malformed reply.
  * Ownership: the caller frees *@reply.
  * Context: any thread.
  */
 int ctl_request(const char *addr, const char *cmd, uid_t want_uid, char **reply,
 		int timeout_ms);
+
+/**
+ * ctl_request_mount() - ctl_request() to the daemon of a mount, at its
+ * default address or, when that is taken, at its fallback.
+ * @canonical: the canonical mount path
+ * @cmd: the command, without newline
+ * @want_uid: uid the daemon must run as (the mount's owner), or
+ *            (uid_t)-1 for any
+ * @reply: set to the reply, NUL-terminated, without trailing newline
+ * @timeout_ms: give up after this long, the lookup included
+ *
+ * Asks at ctl_default_address() first.  If nobody listens there, or a
+ * process of another uid does, or its listen queue is full, looks for the
+ * daemon with ctl_find_fallback() in /proc/net/unix and asks there.
+ *
+ * Return: as ctl_request(), but -ECONNREFUSED or -ENOENT when no daemon
+ * of @want_uid answers at either address (a stale mount), even if another
+ * user's process holds the default one; -EPERM only if /proc/net/unix
+ * cannot be read.
+ * Ownership: the caller frees *@reply.
+ * Context: any thread.
+ */
+int ctl_request_mount(const char *canonical, const char *cmd, uid_t want_uid,
+		      char **reply, int timeout_ms);
+
+/**
+ * ctl_fallback_address() - A fresh fallback address for a mount path.
+ * @canonical: the canonical mount path
+ * @buf: destination, at least CTL_PATH_MAX bytes
+ * @cap: its capacity
+ *
+ * For a daemon whose default address is taken by another user: the
+ * default address, '-' and 16 lowercase hex digits from getrandom(), so
+ * that nobody can bind it ahead.
+ *
+ * Return: 0; -ENAMETOOLONG; -errno from getrandom().
+ * Context: any thread; may block early at boot until the kernel's random
+ * pool is ready.
+ */
+int ctl_fallback_address(const char *canonical, char *buf, size_t cap);
+
+/**
+ * ctl_probe() - Who listens at an address.
+ * @addr: "@name" or a filesystem path
+ * @uid: set to the uid of the process listening there
+ *
+ * Connects and hangs up at once, never waiting: it sends nothing, so it
+ * works on a server that answers nobody.
+ *
+ * Return: 0; -ECONNREFUSED or -ENOENT if nobody listens (the name may be
+ * bound by a socket that does not listen); -EAGAIN if the listen queue is
+ * full, so the listener cannot be told; -errno.
+ * Context: any thread.
+ */
+int ctl_probe(const char *addr, uid_t *uid);
+
+/**
+ * ctl_fallback_names() - The fallback addresses of a mount in a socket
+ * table.
+ * @table: /proc/net/unix, or text in its format; read from where it is
+ * @canonical: the canonical mount path
+ * @fn: called with each address ("@squashcache-<hash>-<16 hex>") of a
+ *      listening stream socket, in table order; a non-zero return stops
+ *      the walk
+ * @arg: passed to @fn
+ *
+ * Only names ctl_fallback_address() could have made are passed on, but
+ * nothing proves who made them: anyone can bind such a name.
+ *
+ * Return: 0 once the table is read; what @fn returned if not 0; -EIO if
+ * reading fails; -ENAMETOOLONG.
+ * Context: any thread.
+ */
+int ctl_fallback_names(FILE *table, const char *canonical,
+		       int (*fn)(const char *addr, void *arg), void *arg);
+
+/**
+ * ctl_find_fallback() - Find the daemon of a mount among its fallback
+ * addresses.
+ * @table: /proc/net/unix, or text in its format; must be seekable
+ * @canonical: the canonical mount path
+ * @want_uid: uid the daemon must run as, or (uid_t)-1 for any
+ * @buf: set to the address found
+ * @cap: its capacity
+ * @timeout_ms: give up after this long
+ *
+ * Pings each address of ctl_fallback_names() and takes the first whose
+ * server runs as @want_uid (or root) and answers with @canonical as its
+ * "mountpoint".  Full listen queues are waited on only if nothing else
+ * answered.  A server of the right uid that refuses to answer us ("answers
+ * only its owner and root") is taken if no other is found: it would refuse
+ * the command too.
+ *
+ * Return: 0; -ENOENT if none is the mount's daemon; -ETIMEDOUT if one
+ * that could be did not answer in time; -ENOMEM; -EIO.
+ * Context: any thread.
+ */
+int ctl_find_fallback(FILE *table, const char *canonical, uid_t want_uid,
+		      char *buf, size_t cap, int timeout_ms);
 
 /* A growing string for building replies. */
 struct ctl_buf {
