@@ -4,8 +4,8 @@
  * a thread that answers mountctl's ping, stats, stage, umount, hold and
  * release.  The module owns the listening socket and the thread.
  */
-#ifndef SQCD_CTL_SRV_H
-#define SQCD_CTL_SRV_H
+#ifndef SQC_DAEMON_CTL_SRV_H
+#define SQC_DAEMON_CTL_SRV_H
 
 struct sqcd;
 struct ctl_srv;
@@ -45,4 +45,4 @@ int ctl_srv_start(struct sqcd *core, struct ctl_srv **out);
  */
 void ctl_srv_stop(struct ctl_srv *f);
 
-#endif /* SQCD_CTL_SRV_H */
+#endif /* SQC_DAEMON_CTL_SRV_H */

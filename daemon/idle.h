@@ -8,8 +8,8 @@
  * Open files are counted from OPEN and RELEASE, so a mount with a timeout
  * never asks the kernel to skip OPEN (no_open) or OPENDIR (no_opendir).
  */
-#ifndef SQCD_IDLE_H
-#define SQCD_IDLE_H
+#ifndef SQC_DAEMON_IDLE_H
+#define SQC_DAEMON_IDLE_H
 
 struct sqcd;
 struct idle;
@@ -66,4 +66,4 @@ void idle_release(struct idle *f);
  */
 void idle_stats_json(struct idle *f, struct ctl_buf *b);
 
-#endif /* SQCD_IDLE_H */
+#endif /* SQC_DAEMON_IDLE_H */

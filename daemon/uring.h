@@ -5,8 +5,8 @@
  * this build, the running libfuse and the kernel allow it (see uring.c).
  * The module owns its threads, rings and counters.
  */
-#ifndef SQCD_URING_H
-#define SQCD_URING_H
+#ifndef SQC_DAEMON_URING_H
+#define SQC_DAEMON_URING_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -92,4 +92,4 @@ unsigned int uring_threads(const struct uring *f);
  */
 void uring_gate(atomic_uint **busy, unsigned int *max);
 
-#endif /* SQCD_URING_H */
+#endif /* SQC_DAEMON_URING_H */
