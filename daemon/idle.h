@@ -26,12 +26,21 @@ struct ctl_buf;
 int idle_start(struct sqcd *core, struct idle **out);
 
 /**
- * idle_stop() - Stop the watching thread and free the module.
+ * idle_stop() - Stop the watching thread.
  * @f: the module; NULL is fine
  *
- * Context: main thread, after the session loop.
+ * Context: main thread, after the session loop; cannot fail.
  */
 void idle_stop(struct idle *f);
+
+/**
+ * idle_free() - Free the module, stopped.
+ * @f: the module; NULL is fine
+ *
+ * Context: main thread, once no FUSE worker or io_uring thread can call
+ * in; cannot fail.
+ */
+void idle_free(struct idle *f);
 
 /**
  * idle_touch() - A FUSE request arrived.

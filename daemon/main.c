@@ -629,6 +629,11 @@ static char *fuse_mount_opts(const struct sqcd *d)
  * once the session is destroyed and no FUSE worker can call in any more,
  * each release (what workers may use until then).  Every step is safe on a
  * feature that is off or did not start.
+ *
+ * Each feature has the same life cycle: x_start(), x_stop() (its threads
+ * end), x_free().  A feature that no request thread can reach is freed
+ * right after its stop; warming and listing ahead are freed in the
+ * release round.
  */
 struct feature {
 	const char *name; /* for the reader */
@@ -646,6 +651,7 @@ static int start_holders(struct sqcd *d)
 static void stop_holders(struct sqcd *d)
 {
 	holders_stop(d->holders);
+	holders_free(d->holders);
 	d->holders = NULL;
 }
 
@@ -657,6 +663,7 @@ static int start_idle(struct sqcd *d)
 static void stop_idle(struct sqcd *d)
 {
 	idle_stop(d->idle);
+	idle_free(d->idle);
 	d->idle = NULL;
 }
 
@@ -668,6 +675,7 @@ static int start_uring(struct sqcd *d)
 static void stop_uring(struct sqcd *d)
 {
 	uring_stop(d->uring);
+	uring_free(d->uring);
 	d->uring = NULL;
 }
 
@@ -700,6 +708,7 @@ static void cancel_statahead(struct sqcd *d)
 static void release_statahead(struct sqcd *d)
 {
 	statahead_stop(d->statahead);
+	statahead_free(d->statahead);
 	d->statahead = NULL;
 }
 
@@ -711,6 +720,7 @@ static int start_ctl(struct sqcd *d)
 static void stop_ctl(struct sqcd *d)
 {
 	ctl_srv_stop(d->ctl);
+	ctl_srv_free(d->ctl);
 	d->ctl = NULL;
 }
 
@@ -1069,6 +1079,7 @@ out_args:
 	fuse_opt_free_args(&args);
 out_img:
 	ctl_srv_stop(d->ctl); /* still listening when the mount failed */
+	ctl_srv_free(d->ctl);
 	img_close(d->img);
 	free(d);
 	return ret;

@@ -35,13 +35,21 @@ struct ctl_buf;
 int uring_start(struct sqcd *core, struct uring **out);
 
 /**
- * uring_stop() - Stop the io_uring threads and free the module.
+ * uring_stop() - Stop the io_uring threads.
  * @f: the module; NULL is fine
  *
  * Context: main thread, after warming stopped (a push may wait for a
  * READ that a ring thread answers); cannot fail.
  */
 void uring_stop(struct uring *f);
+
+/**
+ * uring_free() - Free the module, stopped.
+ * @f: the module; NULL is fine
+ *
+ * Context: main thread, after uring_stop(); cannot fail.
+ */
+void uring_free(struct uring *f);
 
 /**
  * uring_stats_json() - Append the "fuse" object's io_uring members:
