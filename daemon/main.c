@@ -785,9 +785,11 @@ static void release_features(struct sqcd *d)
 
 /*
  * Parse the command line into d->o, with the defaults first.
- * Return: -1 to go on, or the exit status (0 after --help or --version).
+ * Return: 0 to go on; otherwise main() exits with *status:
+ * -ECANCELED after --help or --version (status 0), -EINVAL after a usage
+ * error (said; status 2).
  */
-static int parse_args(struct sqcd *d, int argc, char **argv)
+static int parse_args(struct sqcd *d, int argc, char **argv, int *status)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
@@ -795,6 +797,8 @@ static int parse_args(struct sqcd *d, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
+
+	*status = 2;
 
 	img_opts_default(&d->o.img);
 	d->o.threads = 0; /* default_threads() once the image is open */
@@ -813,25 +817,27 @@ static int parse_args(struct sqcd *d, int argc, char **argv)
 			break;
 		case 'o':
 			if (parse_opts(&d->o, optarg))
-				return 2;
+				return -EINVAL;
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			*status = 0;
+			return -ECANCELED;
 		case 'V':
 			printf("squashcached %s (libfuse %s)\n", SQC_VERSION,
 			       fuse_pkgversion());
-			return 0;
+			*status = 0;
+			return -ECANCELED;
 		default:
 			usage(stderr);
-			return 2;
+			return -EINVAL;
 		}
 	}
 	if (argc - optind != 2) {
 		fprintf(stderr,
 			"squashcached: expected IMAGE and MOUNTPOINT\n");
 		usage(stderr);
-		return 2;
+		return -EINVAL;
 	}
 	d->o.image = argv[optind];
 	d->o.mountpoint = argv[optind + 1];
@@ -839,20 +845,24 @@ static int parse_args(struct sqcd *d, int argc, char **argv)
 	fuse_set_log_func(route_fuse_log);
 	if (d->o.deprecated)
 		log_warn("%s", d->o.deprecated);
-	return -1;
+	return 0;
 }
 
 /*
  * Check the mount point, open the image and settle what depends on it.
- * Return: -1 to go on, or the exit status (EXIT_BAD_IMAGE for an image
- * that is missing, unreadable or not SquashFS).
+ * Return: 0 to go on; otherwise -errno (said), and main() exits with
+ * *status: EXIT_BAD_IMAGE for an image that is missing, unreadable or not
+ * SquashFS, 1 for a bad mount point.
  */
-static int open_image(struct sqcd *d)
+static int open_image(struct sqcd *d, int *status)
 {
 	int err;
 
-	if (check_mountpoint(&d->o))
-		return 1;
+	*status = 1;
+	err = check_mountpoint(&d->o);
+	if (err)
+		return err;
+	*status = EXIT_BAD_IMAGE;
 	if (!realpath(d->o.image, d->o.image_abs)) {
 		err = -errno;
 		if (err == -ENOENT)
@@ -863,7 +873,7 @@ static int open_image(struct sqcd *d)
 			fprintf(stderr,
 				"squashcached: cannot open image '%s': %s\n",
 				d->o.image, err_str(err));
-		return EXIT_BAD_IMAGE;
+		return err;
 	}
 	err = img_open(d->o.image_abs, &d->o.img, &d->img);
 	if (err) {
@@ -871,12 +881,12 @@ static int open_image(struct sqcd *d)
 			d->o.image,
 			err == -EMEDIUMTYPE ? "not a SquashFS image" :
 					      err_str(err));
-		return EXIT_BAD_IMAGE;
+		return err;
 	}
 	d->root_ref = img_get_super(d->img)->root_ref;
 	if (!d->o.threads)
 		d->o.threads = default_threads(d->img);
-	return -1;
+	return 0;
 }
 
 /*
@@ -1012,10 +1022,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "squashcached: out of memory\n");
 		return 1;
 	}
-	ret = parse_args(d, argc, argv);
-	if (ret < 0)
-		ret = open_image(d);
-	if (ret >= 0)
+	if (parse_args(d, argc, argv, &ret) || open_image(d, &ret))
 		goto out_img;
 	ret = 1;
 	if (listen_ctl(d))
