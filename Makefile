@@ -6,7 +6,8 @@
 #   make DEBUG=1 ...     -O0 -g3
 #   make SANITIZE=address,undefined check   sanitizer build in build-san/
 #   make fuzz            libFuzzer targets (clang), see tests/fuzz/
-#   make bench           the full benchmark (long), report in bench/results/
+#   make bench           the full benchmark (long), report in $SQC_BENCH_OUT
+#                        (default /var/tmp/squashcache-bench/results)
 #   make install PREFIX=/usr/local   (SYSTEMD_UNITDIR= for the unit)
 
 PREFIX ?= /usr/local

@@ -10,9 +10,9 @@
 # Steps: generate the seeded data sets (cached under $BENCH_WORK), build
 # their SquashFS images and tars (cached too, with the time each took),
 # copy images and tars into /dev/shm, run bench/bench.py (every pass,
-# interleaved), write the raw results to
-# $BENCH_WORK/results/<date>-<host>[-quick].json (outside git) and the
-# report to bench/results/<date>-<host>[-quick].md (kept in git).
+# interleaved), write the raw results and the report to
+# $SQC_BENCH_OUT/<date>-<host>[-quick].json and .md, outside the
+# repository (default /var/tmp/squashcache-bench/results).
 # Needs root: mounts, loop devices and drop_caches.
 #
 # Every parameter can be set from the environment; the defaults are below.
@@ -60,8 +60,9 @@ fi
 : "${MKSQ_OPTS:=-comp zstd -Xcompression-level 3 -no-xattrs}"
 : "${TAR_BLOCKING:=2048}"
 : "${BENCH_WORK:=/var/tmp/squashcache-bench}"
-: "${RESULTS:=bench/results}"
-: "${RAW_RESULTS:=$BENCH_WORK/results}"
+: "${SQC_BENCH_OUT:=$BENCH_WORK/results}"
+: "${RESULTS:=$SQC_BENCH_OUT}"
+: "${RAW_RESULTS:=$SQC_BENCH_OUT}"
 export BUILD PYTHON REPS SLOW_REPS PIL_SUBSET PASS_TIMEOUT SLOW_TIMEOUT \
 	TAR_BLOCKING
 
@@ -198,4 +199,4 @@ t0=$(now)
 "$PYTHON" bench/bench.py "$raw"
 say "measured in $(since "$t0") s"
 "$PYTHON" bench/report.py "$raw" >"$RESULTS/$name.md"
-say "wrote $RESULTS/$name.md (raw results: $raw)"
+say "wrote the report $RESULTS/$name.md (raw results: $raw)"

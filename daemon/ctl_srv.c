@@ -487,6 +487,7 @@ int ctl_srv_start(struct sqcd *d, struct ctl_srv **out)
 	err = -pthread_create(&f->thread, NULL, ctl_main, f);
 	if (err) {
 		ctl_srv_stop(f);
+		ctl_srv_free(f);
 		*out = NULL;
 		return err;
 	}
@@ -505,5 +506,9 @@ void ctl_srv_stop(struct ctl_srv *f)
 	close(f->fd);
 	if (f->d->o.ctl_addr[0] != '@')
 		unlink(f->d->o.ctl_addr);
+}
+
+void ctl_srv_free(struct ctl_srv *f)
+{
 	free(f);
 }

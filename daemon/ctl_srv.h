@@ -4,8 +4,8 @@
  * a thread that answers mountctl's ping, stats, stage, umount, hold and
  * release.  The module owns the listening socket and the thread.
  */
-#ifndef SQCD_CTL_SRV_H
-#define SQCD_CTL_SRV_H
+#ifndef SQC_DAEMON_CTL_SRV_H
+#define SQC_DAEMON_CTL_SRV_H
 
 struct sqcd;
 struct ctl_srv;
@@ -29,7 +29,8 @@ int ctl_srv_listen(struct sqcd *core, struct ctl_srv **out);
  * ctl_srv_start() - Serve the control socket from a thread.
  * @core: the daemon, mounted
  * @out: a module from ctl_srv_listen(), or NULL to listen now; set to the
- *       serving module, or NULL on error (the module is then freed)
+ *       serving module, or NULL on error (the module is then stopped and
+ *       freed)
  *
  * Return: 0; -EADDRINUSE if another daemon answers on the address; -errno.
  * Context: main thread, before the session loop; the last feature to
@@ -38,11 +39,19 @@ int ctl_srv_listen(struct sqcd *core, struct ctl_srv **out);
 int ctl_srv_start(struct sqcd *core, struct ctl_srv **out);
 
 /**
- * ctl_srv_stop() - Stop serving, close and unlink the socket, free.
+ * ctl_srv_stop() - Stop serving, close and unlink the socket.
  * @f: the module, listening or serving; NULL is fine
  *
  * Context: main thread; cannot fail.
  */
 void ctl_srv_stop(struct ctl_srv *f);
 
-#endif /* SQCD_CTL_SRV_H */
+/**
+ * ctl_srv_free() - Free the module, stopped.
+ * @f: the module; NULL is fine
+ *
+ * Context: main thread, after ctl_srv_stop(); cannot fail.
+ */
+void ctl_srv_free(struct ctl_srv *f);
+
+#endif /* SQC_DAEMON_CTL_SRV_H */

@@ -286,6 +286,7 @@ int holders_start(struct sqcd *d, struct holders **out)
 
 out_free:
 	holders_stop(h);
+	holders_free(h);
 	return err;
 }
 
@@ -296,6 +297,13 @@ void holders_stop(struct holders *h)
 	atomic_store(&h->stop, true);
 	if (h->running)
 		pthread_join(h->thread, NULL);
+	h->running = false;
+}
+
+void holders_free(struct holders *h)
+{
+	if (!h)
+		return;
 	while (h->n)
 		drop(h, 0);
 	if (h->dir_fd >= 0)

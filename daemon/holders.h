@@ -44,14 +44,22 @@ struct holders;
 int holders_start(struct sqcd *d, struct holders **out);
 
 /**
- * holders_stop() - Stop watching and free the feature.
+ * holders_stop() - Stop the thread that watches the holders.
+ * @h: the feature, or NULL
+ *
+ * Context: main thread, once the mount is gone; cannot fail.
+ */
+void holders_stop(struct holders *h);
+
+/**
+ * holders_free() - Free the feature, stopped or never started.
  * @h: the feature, or NULL
  *
  * Releases the parent directory lock, so call it once the mount is gone.
  *
- * Context: main thread; cannot fail.
+ * Context: main thread, after holders_stop(); cannot fail.
  */
-void holders_stop(struct holders *h);
+void holders_free(struct holders *h);
 
 /**
  * holders_add() - Process @pid, started at @start, holds the mount.

@@ -111,6 +111,12 @@ void idle_stop(struct idle *f)
 	pthread_cond_broadcast(&f->wake);
 	pthread_mutex_unlock(&f->lock);
 	pthread_join(f->thread, NULL);
+}
+
+void idle_free(struct idle *f)
+{
+	if (!f)
+		return;
 	pthread_cond_destroy(&f->wake);
 	pthread_mutex_destroy(&f->lock);
 	free(f);

@@ -8,8 +8,8 @@
  * Open files are counted from OPEN and RELEASE, so a mount with a timeout
  * never asks the kernel to skip OPEN (no_open) or OPENDIR (no_opendir).
  */
-#ifndef SQCD_IDLE_H
-#define SQCD_IDLE_H
+#ifndef SQC_DAEMON_IDLE_H
+#define SQC_DAEMON_IDLE_H
 
 struct sqcd;
 struct idle;
@@ -26,12 +26,21 @@ struct ctl_buf;
 int idle_start(struct sqcd *core, struct idle **out);
 
 /**
- * idle_stop() - Stop the watching thread and free the module.
+ * idle_stop() - Stop the watching thread.
  * @f: the module; NULL is fine
  *
- * Context: main thread, after the session loop.
+ * Context: main thread, after the session loop; cannot fail.
  */
 void idle_stop(struct idle *f);
+
+/**
+ * idle_free() - Free the module, stopped.
+ * @f: the module; NULL is fine
+ *
+ * Context: main thread, once no FUSE worker or io_uring thread can call
+ * in; cannot fail.
+ */
+void idle_free(struct idle *f);
 
 /**
  * idle_touch() - A FUSE request arrived.
@@ -66,4 +75,4 @@ void idle_release(struct idle *f);
  */
 void idle_stats_json(struct idle *f, struct ctl_buf *b);
 
-#endif /* SQCD_IDLE_H */
+#endif /* SQC_DAEMON_IDLE_H */

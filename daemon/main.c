@@ -645,6 +645,11 @@ static char *fuse_mount_opts(const struct sqcd *d)
  * once the session is destroyed and no FUSE worker can call in any more,
  * each release (what workers may use until then).  Every step is safe on a
  * feature that is off or did not start.
+ *
+ * Each feature has the same life cycle: x_start(), x_stop() (its threads
+ * end), x_free().  A feature that no request thread can reach is freed
+ * right after its stop; warming and listing ahead are freed in the
+ * release round.
  */
 struct feature {
 	const char *name; /* for the reader */
@@ -662,6 +667,7 @@ static int start_holders(struct sqcd *d)
 static void stop_holders(struct sqcd *d)
 {
 	holders_stop(d->holders);
+	holders_free(d->holders);
 	d->holders = NULL;
 }
 
@@ -673,6 +679,7 @@ static int start_idle(struct sqcd *d)
 static void stop_idle(struct sqcd *d)
 {
 	idle_stop(d->idle);
+	idle_free(d->idle);
 	d->idle = NULL;
 }
 
@@ -684,6 +691,7 @@ static int start_uring(struct sqcd *d)
 static void stop_uring(struct sqcd *d)
 {
 	uring_stop(d->uring);
+	uring_free(d->uring);
 	d->uring = NULL;
 }
 
@@ -716,6 +724,7 @@ static void cancel_statahead(struct sqcd *d)
 static void release_statahead(struct sqcd *d)
 {
 	statahead_stop(d->statahead);
+	statahead_free(d->statahead);
 	d->statahead = NULL;
 }
 
@@ -727,6 +736,7 @@ static int start_ctl(struct sqcd *d)
 static void stop_ctl(struct sqcd *d)
 {
 	ctl_srv_stop(d->ctl);
+	ctl_srv_free(d->ctl);
 	d->ctl = NULL;
 }
 
@@ -791,9 +801,11 @@ static void release_features(struct sqcd *d)
 
 /*
  * Parse the command line into d->o, with the defaults first.
- * Return: -1 to go on, or the exit status (0 after --help or --version).
+ * Return: 0 to go on; otherwise main() exits with *status:
+ * -ECANCELED after --help or --version (status 0), -EINVAL after a usage
+ * error (said; status 2).
  */
-static int parse_args(struct sqcd *d, int argc, char **argv)
+static int parse_args(struct sqcd *d, int argc, char **argv, int *status)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
@@ -802,6 +814,7 @@ static int parse_args(struct sqcd *d, int argc, char **argv)
 	};
 	int c;
 
+	*status = 2;
 	/* What the defaults come from: ram= is half of it (memlimit_budget(),
 	 * which img_opts_default() takes), warm= a quarter. */
 	memlimit_get(&d->o.mem);
@@ -822,25 +835,27 @@ static int parse_args(struct sqcd *d, int argc, char **argv)
 			break;
 		case 'o':
 			if (parse_opts(&d->o, optarg))
-				return 2;
+				return -EINVAL;
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			*status = 0;
+			return -ECANCELED;
 		case 'V':
 			printf("squashcached %s (libfuse %s)\n", SQC_VERSION,
 			       fuse_pkgversion());
-			return 0;
+			*status = 0;
+			return -ECANCELED;
 		default:
 			usage(stderr);
-			return 2;
+			return -EINVAL;
 		}
 	}
 	if (argc - optind != 2) {
 		fprintf(stderr,
 			"squashcached: expected IMAGE and MOUNTPOINT\n");
 		usage(stderr);
-		return 2;
+		return -EINVAL;
 	}
 	d->o.image = argv[optind];
 	d->o.mountpoint = argv[optind + 1];
@@ -848,20 +863,24 @@ static int parse_args(struct sqcd *d, int argc, char **argv)
 	fuse_set_log_func(route_fuse_log);
 	if (d->o.deprecated)
 		log_warn("%s", d->o.deprecated);
-	return -1;
+	return 0;
 }
 
 /*
  * Check the mount point, open the image and settle what depends on it.
- * Return: -1 to go on, or the exit status (EXIT_BAD_IMAGE for an image
- * that is missing, unreadable or not SquashFS).
+ * Return: 0 to go on; otherwise -errno (said), and main() exits with
+ * *status: EXIT_BAD_IMAGE for an image that is missing, unreadable or not
+ * SquashFS, 1 for a bad mount point.
  */
-static int open_image(struct sqcd *d)
+static int open_image(struct sqcd *d, int *status)
 {
 	int err;
 
-	if (check_mountpoint(&d->o))
-		return 1;
+	*status = 1;
+	err = check_mountpoint(&d->o);
+	if (err)
+		return err;
+	*status = EXIT_BAD_IMAGE;
 	if (!realpath(d->o.image, d->o.image_abs)) {
 		err = -errno;
 		if (err == -ENOENT)
@@ -872,7 +891,7 @@ static int open_image(struct sqcd *d)
 			fprintf(stderr,
 				"squashcached: cannot open image '%s': %s\n",
 				d->o.image, err_str(err));
-		return EXIT_BAD_IMAGE;
+		return err;
 	}
 	err = img_open(d->o.image_abs, &d->o.img, &d->img);
 	if (err) {
@@ -880,12 +899,12 @@ static int open_image(struct sqcd *d)
 			d->o.image,
 			err == -EMEDIUMTYPE ? "not a SquashFS image" :
 					      err_str(err));
-		return EXIT_BAD_IMAGE;
+		return err;
 	}
 	d->root_ref = img_get_super(d->img)->root_ref;
 	if (!d->o.threads)
 		d->o.threads = default_threads(d->img);
-	return -1;
+	return 0;
 }
 
 /*
@@ -1064,10 +1083,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "squashcached: out of memory\n");
 		return 1;
 	}
-	ret = parse_args(d, argc, argv);
-	if (ret < 0)
-		ret = open_image(d);
-	if (ret >= 0)
+	if (parse_args(d, argc, argv, &ret) || open_image(d, &ret))
 		goto out_img;
 	ret = 1;
 	if (listen_ctl(d))
@@ -1131,6 +1147,7 @@ out_args:
 	fuse_opt_free_args(&args);
 out_img:
 	ctl_srv_stop(d->ctl); /* still listening when the mount failed */
+	ctl_srv_free(d->ctl);
 	img_close(d->img);
 	free(d);
 	return ret;

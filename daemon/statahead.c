@@ -480,6 +480,7 @@ int statahead_start(struct sqcd *core, struct statahead **out)
 
 out_free:
 	statahead_stop(sa);
+	statahead_free(sa);
 	return err;
 }
 
@@ -500,6 +501,13 @@ void statahead_stop(struct statahead *sa)
 	statahead_cancel(sa);
 	if (sa->running)
 		pthread_join(sa->thread, NULL);
+	sa->running = false;
+}
+
+void statahead_free(struct statahead *sa)
+{
+	if (!sa)
+		return;
 	idx_dirs_release(&sa->dirs);
 	pthread_cond_destroy(&sa->more);
 	pthread_mutex_destroy(&sa->lock);

@@ -48,7 +48,8 @@ enum statahead_all_state {
  *
  * Return: 0; -ENOMEM; -EFSCORRUPTED (the root inode); -errno from
  * pthread_create().
- * Ownership: the caller frees with statahead_stop().
+ * Ownership: the caller stops with statahead_stop(), then frees with
+ * statahead_free().
  * Context: main thread, before the session loop.
  */
 int statahead_start(struct sqcd *core, struct statahead **out);
@@ -65,15 +66,26 @@ int statahead_start(struct sqcd *core, struct statahead **out);
 void statahead_cancel(struct statahead *sa);
 
 /**
- * statahead_stop() - Stop the listing thread, wait for it, and free it.
+ * statahead_stop() - Stop the listing thread and wait for it.
  * @sa: the feature, or NULL
  *
- * Call once the FUSE connection is gone and nothing calls the hooks
- * below (FUSE workers and the ready check are joined).
+ * Call once the FUSE connection is gone (a listing blocked on a request
+ * of the mount ends only then).
  *
  * Context: main thread; cannot fail.
  */
 void statahead_stop(struct statahead *sa);
+
+/**
+ * statahead_free() - Free the feature, stopped.
+ * @sa: the feature, or NULL
+ *
+ * Call once nothing calls the hooks below (FUSE workers and the ready
+ * check are joined).
+ *
+ * Context: main thread; cannot fail.
+ */
+void statahead_free(struct statahead *sa);
 
 /**
  * statahead_stats_json() - Append "statahead":{...}, and a comma.

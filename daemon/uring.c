@@ -848,10 +848,19 @@ void uring_stop(struct uring *u)
 		log_err("cannot stop the io_uring threads: %s",
 			err_str(-errno));
 	for (unsigned int i = 0; i < u->nthreads; i++) {
+		if (u->t[i].started)
+			pthread_join(u->t[i].thread, NULL);
+		u->t[i].started = false;
+	}
+}
+
+void uring_free(struct uring *u)
+{
+	if (!u)
+		return;
+	for (unsigned int i = 0; i < u->nthreads; i++) {
 		struct ring_thread *t = &u->t[i];
 
-		if (t->started)
-			pthread_join(t->thread, NULL);
 		free(t->hdr);
 		if (t->payload)
 			munmap(t->payload, URING_PAYLOAD);
@@ -905,6 +914,11 @@ int uring_start(struct sqcd *d, struct uring **out)
 }
 
 void uring_stop(struct uring *u)
+{
+	(void)u;
+}
+
+void uring_free(struct uring *u)
 {
 	(void)u;
 }

@@ -5,8 +5,8 @@
  * this build, the running libfuse and the kernel allow it (see uring.c).
  * The module owns its threads, rings and counters.
  */
-#ifndef SQCD_URING_H
-#define SQCD_URING_H
+#ifndef SQC_DAEMON_URING_H
+#define SQC_DAEMON_URING_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -35,13 +35,21 @@ struct ctl_buf;
 int uring_start(struct sqcd *core, struct uring **out);
 
 /**
- * uring_stop() - Stop the io_uring threads and free the module.
+ * uring_stop() - Stop the io_uring threads.
  * @f: the module; NULL is fine
  *
  * Context: main thread, after warming stopped (a push may wait for a
  * READ that a ring thread answers); cannot fail.
  */
 void uring_stop(struct uring *f);
+
+/**
+ * uring_free() - Free the module, stopped.
+ * @f: the module; NULL is fine
+ *
+ * Context: main thread, after uring_stop(); cannot fail.
+ */
+void uring_free(struct uring *f);
 
 /**
  * uring_stats_json() - Append the "fuse" object's io_uring members:
@@ -92,4 +100,4 @@ unsigned int uring_threads(const struct uring *f);
  */
 void uring_gate(atomic_uint **busy, unsigned int *max);
 
-#endif /* SQCD_URING_H */
+#endif /* SQC_DAEMON_URING_H */

@@ -5,8 +5,8 @@
  * kernel's page cache (see warm.c).  The module owns its thread, its queue
  * and its counters; the core calls it from ops.c and main.c only.
  */
-#ifndef SQCD_WARM_H
-#define SQCD_WARM_H
+#ifndef SQC_DAEMON_WARM_H
+#define SQC_DAEMON_WARM_H
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -127,4 +127,4 @@ void warm_forget(struct warm *f, const struct img_inode *ino);
  */
 void warm_stats_json(struct warm *f, struct ctl_buf *b);
 
-#endif /* SQCD_WARM_H */
+#endif /* SQC_DAEMON_WARM_H */

@@ -9,6 +9,16 @@
  * it finds one of three things: nothing mounted (it mounts, with itself
  * as the first holder), a live mount of the same image (it joins), or a
  * stale mount whose daemon died (it clears it and mounts again).
+ *
+ * The default holder is the caller's parent, the script or shell that ran
+ * mountctl, with one exception: a parent that only wraps this very
+ * command (timeout, time, flock, strace, sudo: its arguments end with
+ * mountctl's own) exits with it, a moment after acquire returned, and
+ * would take the mount along.  Such wrappers are passed over, so that
+ * `timeout 60 mountctl acquire IMG` is held by the shell that typed it.
+ * A rule by structure (process group or session leader) cannot tell
+ * `timeout 60 mountctl acquire` from `sh job.sh` running a plain acquire:
+ * both put mountctl under a process group leader started by the shell.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +34,18 @@
 #include "util/err.h"
 
 #define LOCK_TIMEOUT_S 120.0 /* waiting for another acquire or a daemon */
+#define WRAPPERS_MAX 8 /* wrappers passed over by the default holder */
+#define CMDLINE_MAX 65536 /* longer command lines are no wrapper's */
+
+/* The holder, as --pid named it or default_holder() found it. */
+struct acq_holder {
+	pid_t pid; /* the holder */
+	uint64_t start; /* its start time (ctl_proc_start()) */
+	bool by_default; /* no --pid: found by default_holder() */
+	char name[64]; /* its command name, when by_default */
+	pid_t wrapper; /* the wrapper passed over next to it, or 0 */
+	char wrapper_name[64]; /* that wrapper's command name */
+};
 
 struct acq {
 	const char *image; /* IMAGE argument */
@@ -32,32 +54,138 @@ struct acq {
 	double grace; /* --grace */
 	double timeout; /* --timeout */
 	bool sif; /* --sif */
-	pid_t pid; /* the holder */
-	uint64_t start; /* its start time */
+	struct acq_holder holder; /* who holds the mount */
 };
 
-/* Parse --pid; default: the caller's parent, e.g. the shell script. */
-static int holder_of(const char *arg, pid_t *pid, uint64_t *start)
+/* Read /proc/@pid/@what (@pid 0: self); return its length or -errno,
+ * -E2BIG if it does not fit in @cap bytes. */
+static ssize_t read_proc(pid_t pid, const char *what, char *buf, size_t cap)
+{
+	char path[64];
+	size_t len = 0;
+	ssize_t n;
+	int fd;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+	else
+		snprintf(path, sizeof(path), "/proc/self/%s", what);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (len < cap) {
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	return len == cap ? -E2BIG : (ssize_t)len;
+}
+
+/* The parent and command name of @pid, from /proc/PID/stat. */
+static int proc_parent(pid_t pid, pid_t *ppid, char *name, size_t cap)
+{
+	char line[512], *open_paren, *close_paren;
+	ssize_t n;
+	long v;
+
+	n = read_proc(pid, "stat", line, sizeof(line) - 1);
+	if (n < 0)
+		return (int)n;
+	line[n] = '\0';
+	/* "pid (comm) state ppid ...": comm may hold spaces and ')'. */
+	open_paren = strchr(line, '(');
+	close_paren = strrchr(line, ')');
+	if (!open_paren || !close_paren || close_paren < open_paren ||
+	    sscanf(close_paren + 1, " %*c %ld", &v) != 1)
+		return -EPROTO;
+	snprintf(name, cap, "%.*s", (int)(close_paren - open_paren - 1),
+		 open_paren + 1);
+	*ppid = (pid_t)v;
+	return 0;
+}
+
+/* Does @pid only run this very command: do its arguments end with
+ * mountctl's own, @self (@len bytes of /proc/self/cmdline)? */
+static bool is_wrapper(pid_t pid, const char *self, size_t len)
+{
+	static char cmdline[CMDLINE_MAX];
+	ssize_t n = read_proc(pid, "cmdline", cmdline, sizeof(cmdline));
+
+	return n > (ssize_t)len && cmdline[n - (ssize_t)len - 1] == '\0' &&
+	       !memcmp(cmdline + n - (ssize_t)len, self, len);
+}
+
+/*
+ * The default holder (see the top of this file): the caller's parent, or
+ * past the wrappers of this command, the process that ran the outermost.
+ * A wrapper whose parent is init stays the holder: init never exits, so
+ * the mount would never go.
+ */
+static void default_holder(struct acq_holder *h)
+{
+	static char self[CMDLINE_MAX];
+	ssize_t len = read_proc(0, "cmdline", self, sizeof(self));
+	pid_t pid = getppid(), ppid = 0;
+	char name[sizeof(h->name)];
+
+	for (int n = 0;; n++) {
+		if (proc_parent(pid, &ppid, name, sizeof(name))) {
+			snprintf(name, sizeof(name), "?");
+			break;
+		}
+		if (len <= 0 || n == WRAPPERS_MAX || ppid <= 1 ||
+		    !is_wrapper(pid, self, (size_t)len))
+			break;
+		h->wrapper = pid;
+		snprintf(h->wrapper_name, sizeof(h->wrapper_name), "%s", name);
+		pid = ppid;
+	}
+	h->pid = pid;
+	h->by_default = true;
+	snprintf(h->name, sizeof(h->name), "%s", name);
+}
+
+/* Parse --pid, or find the default holder; read its start time. */
+static int holder_of(const char *arg, struct acq_holder *h)
 {
 	char *end;
 	long v;
 	int err;
 
+	memset(h, 0, sizeof(*h));
 	if (arg) {
 		v = strtol(arg, &end, 10);
 		if (end == arg || *end || v <= 0 || v > 0x3fffffff) {
 			mc_err("bad --pid '%s' (a process id)", arg);
 			return -EINVAL;
 		}
-		*pid = (pid_t)v;
+		h->pid = (pid_t)v;
 	} else {
-		*pid = getppid();
+		default_holder(h);
 	}
-	err = ctl_proc_start(*pid, start);
+	err = ctl_proc_start(h->pid, &h->start);
 	if (err)
-		mc_err("holder pid %d: %s", (int)*pid,
+		mc_err("holder pid %d: %s", (int)h->pid,
 		       err == -ESRCH ? "no such process" : err_str(err));
 	return err;
+}
+
+/* Say which process holds the mount, when mountctl chose it. */
+static void say_holder(const struct acq_holder *h)
+{
+	if (!h->by_default)
+		return;
+	if (h->wrapper)
+		fprintf(stderr,
+			"mountctl: the mount is held by pid %d (%s), not by pid %d (%s), which exits with this command\n",
+			(int)h->pid, h->name, (int)h->wrapper, h->wrapper_name);
+	else
+		fprintf(stderr, "mountctl: the mount is held by pid %d (%s)\n",
+			(int)h->pid, h->name);
 }
 
 /* Lock the parent directory of @path; return its fd, or -errno. */
@@ -104,8 +232,9 @@ static int mount_held(const struct acq *a, const char *path, char *real)
 	size_t len;
 	int ret;
 
-	snprintf(extra, sizeof(extra), "hold=%d:%llu,grace=%g", (int)a->pid,
-		 (unsigned long long)a->start, a->grace);
+	snprintf(extra, sizeof(extra), "hold=%d:%llu,grace=%g",
+		 (int)a->holder.pid, (unsigned long long)a->holder.start,
+		 a->grace);
 	len = (a->opts ? strlen(a->opts) + 1 : 0) + strlen(extra) + 1;
 	all = malloc(len);
 	if (!all) {
@@ -116,6 +245,8 @@ static int mount_held(const struct acq *a, const char *path, char *real)
 		 extra);
 	ret = mc_mount_image(a->image, path, all, a->timeout, a->sif, real);
 	free(all);
+	if (ret == MC_EXIT_OK)
+		say_holder(&a->holder);
 	return ret;
 }
 
@@ -126,11 +257,12 @@ static int join(const struct acq *a, const struct mc_mount *m)
 	char *reply;
 	int err;
 
-	snprintf(cmd, sizeof(cmd), "hold %d %llu", (int)a->pid,
-		 (unsigned long long)a->start);
+	snprintf(cmd, sizeof(cmd), "hold %d %llu", (int)a->holder.pid,
+		 (unsigned long long)a->holder.start);
 	err = mc_request_why(m, cmd, &reply, error, sizeof(error));
 	if (!err) {
 		free(reply);
+		say_holder(&a->holder);
 		return MC_EXIT_OK;
 	}
 	if (!strcmp(error, "not holder-managed")) {
@@ -322,7 +454,7 @@ static int run_acquire(int argc, char **argv)
 	}
 	a.image = argv[optind];
 	a.mountpoint = argv[optind + 1];
-	if (holder_of(pid_arg, &a.pid, &a.start)) {
+	if (holder_of(pid_arg, &a.holder)) {
 		ret = MC_EXIT_FAIL;
 		goto out_free;
 	}
@@ -373,7 +505,10 @@ static int run_release(int argc, char **argv)
 					    pid_arg);
 		pid = (pid_t)v;
 	} else {
-		pid = getppid();
+		struct acq_holder h = { 0 };
+
+		default_holder(&h);
+		pid = h.pid;
 	}
 	if (mc_resolve_arg(argv[optind], path, &m))
 		return MC_EXIT_FAIL;
@@ -401,19 +536,22 @@ const struct mc_cmd mc_cmd_acquire = {
 	.summary = "mount IMAGE or join its mount, as one of its holders",
 	.help = "\n"
 		"The first acquire mounts IMAGE (as mountctl mount does); later and\n"
-		"concurrent ones join that mount.  Each holder is a process: the\n"
-		"caller's parent (the shell script that runs mountctl acquire), or\n"
-		"--pid PID.  The mount goes away once every holder has released it\n"
-		"or exited, after --grace seconds.  A stale mount whose daemon died\n"
-		"is cleared and mounted again.  Prints the mount point, alone on its\n"
-		"line: MNT=$(mountctl acquire IMAGE).\n"
+		"concurrent ones join that mount.  Each holder is a process: --pid\n"
+		"PID, or by default the caller's parent (the shell or script that\n"
+		"runs mountctl acquire), passing over wrappers such as timeout,\n"
+		"time or flock that only run this command and exit with it.  The\n"
+		"default holder is named on stderr.  The mount goes away once every\n"
+		"holder has released it or exited, after --grace seconds.  A stale\n"
+		"mount whose daemon died is cleared and mounted again.  Prints the\n"
+		"mount point, alone on its line: MNT=$(mountctl acquire IMAGE).\n"
 		"\n"
 		"MOUNTPOINT defaults to $SQUASHCACHE_BASE/NAME, NAME being the image\n"
 		"file name less .sqfs/.squashfs/.sqsh/.img/.sif, and the base\n"
 		"/dev/shm/$USER/squashcache (created 0700).\n"
 		"\n"
 		"  -o, --options OPTS squashcached options for the first mount\n"
-		"  -p, --pid PID      the holder (default: the caller's parent)\n"
+		"  -p, --pid PID      the holder (default: the caller's parent,\n"
+		"                     past wrappers of this command)\n"
 		"  -g, --grace S      keep the mount S seconds after the last holder\n"
 		"                     (default 0; set by the first acquire)\n"
 		"  -t, --timeout S    give up mounting after S seconds\n"
@@ -430,12 +568,13 @@ const struct mc_cmd mc_cmd_release = {
 	.args = "[--pid PID] MOUNTPOINT",
 	.summary = "stop holding a mount made by mountctl acquire",
 	.help = "\n"
-		"Removes the holder (the caller's parent, or --pid PID).  After the\n"
+		"Removes the holder (--pid PID, or the caller's parent, past\n"
+		"wrappers of this command, as for acquire).  After the\n"
 		"last holder, the daemon unmounts within a fraction of a second,\n"
 		"or after the grace period.  A holder that exits is released by\n"
 		"itself: release is for giving a mount up earlier.\n"
 		"\n"
-		"  -p, --pid PID      the holder (default: the caller's parent)\n"
+		"  -p, --pid PID      the holder (default: as for acquire)\n"
 		"  -h, --help         this text\n"
 		"\n"
 		"Exit status: 0 released; 1 not a holder, or no such mount;\n"

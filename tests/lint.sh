@@ -64,6 +64,14 @@ for f in mountctl/*.[ch]; do
     grep -n '#include <fuse' "$f" && violation "$f includes a FUSE header"
 done
 
+# One include-guard form: SQC_ and the path less lib/ (lib/util/log.h:
+# SQC_UTIL_LOG_H, daemon/warm.h: SQC_DAEMON_WARM_H).
+for f in $(git ls-files '*.h' 2>/dev/null || find lib daemon mountctl tests bench -name '*.h'); do
+    g=SQC_$(echo "${f#lib/}" | tr 'a-z/.' 'A-Z__')
+    grep -q "^#ifndef $g\$" "$f" && grep -q "^#define $g\$" "$f" ||
+        violation "$f: the include guard is not $g"
+done
+
 [ $bad = 0 ] && echo "lint: module boundaries hold"
 
 # Shell scripts: shellcheck's warnings and errors.

@@ -3,7 +3,8 @@
 # after the last holder released it or died.  Covers the default mount
 # point, the status --json contract (healthy and stale), another image at
 # the mount point (exit 3), a missing image (exit 4), --grace, a holder
-# killed with SIGKILL, a daemon killed with SIGKILL under holders, 64
+# killed with SIGKILL, the default holder when a wrapper (timeout) forks
+# mountctl, a daemon killed with SIGKILL under holders, 64
 # processes acquiring and releasing at random at once (every one checking
 # bytes; never two mounts; none afterwards), and a second user who may
 # neither join nor release another user's mount.
@@ -109,6 +110,40 @@ kill -9 $_holder
 sleep 1
 [ "$(mounts_at "$mnt")" = 1 ] || fail "gone before the grace period ended"
 wait_unmounted "$mnt" 10
+
+note "timeout 60 mountctl acquire: the shell that ran it holds the mount, not timeout"
+# A shell that stays alive runs acquire and release through timeout, which
+# forks them and exits with them: the holder must outlive timeout.
+( timeout 60 "$MC" acquire "$T/data.sqfs" >"$T/out" 2>"$T/err"
+  echo $? >"$T/rc"
+  while [ ! -f "$T/go" ]; do sleep 0.1; done
+  timeout 60 "$MC" release "$mnt" 2>"$T/err2"
+  echo $? >"$T/rc2"
+  exec sleep 600 ) &
+sh_pid=$!
+_pids="$_pids $sh_pid"
+k=0
+until [ -s "$T/rc" ]; do
+    k=$((k + 1))
+    [ $k -le 600 ] || fail "timeout 60 mountctl acquire did not return"
+    sleep 0.1
+done
+[ "$(cat "$T/rc")" = 0 ] || fail "timeout 60 mountctl acquire: exit $(cat "$T/rc"): $(cat "$T/err")"
+[ "$(cat "$T/out")" = "$mnt" ] || fail "timeout 60 mountctl acquire printed '$(cat "$T/out")'"
+sleep 2
+[ "$(mounts_at "$mnt")" = 1 ] || fail "the mount went with timeout: $(cat "$T/err")"
+grep -q "held by pid $sh_pid (" "$T/err" || fail "the holder was not named: $(cat "$T/err")"
+[ "$(stat_of "$mnt" holders)" = "[$sh_pid]" ] || fail "holders: $(stat_of "$mnt" holders), expected [$sh_pid]"
+touch "$T/go"
+k=0
+until [ -s "$T/rc2" ]; do
+    k=$((k + 1))
+    [ $k -le 600 ] || fail "timeout 60 mountctl release did not return"
+    sleep 0.1
+done
+[ "$(cat "$T/rc2")" = 0 ] || fail "timeout 60 mountctl release: exit $(cat "$T/rc2"): $(cat "$T/err2")"
+wait_unmounted "$mnt" 10
+kill -9 $sh_pid
 
 note "the daemon killed with SIGKILL under holders: the next acquire mounts again"
 start_holder
