@@ -259,7 +259,8 @@ static int run(int argc, char **argv)
 		case 'a':
 			if (mc_parse_seconds(optarg, &a.min_age)) {
 				ret = mc_bad_usage(&mc_cmd_job,
-						   "bad --min-age '%s'", optarg);
+						   "bad --min-age '%s'",
+						   optarg);
 				goto out_free;
 			}
 			break;
