@@ -13,7 +13,8 @@
  * no failures.
  * The image file is served with direct_io and no attribute caching, so
  * every read and every size change reaches this process.  Runs in the
- * foreground until unmounted (fusermount3 -u).
+ * foreground until unmounted (fusermount3 -u).  Run as root the mount has
+ * allow_other; run by a user it is that user's own.
  *
  * Environment: FAULTFS_LOG=FILE appends "OFFSET LENGTH" for each read
  * served, so that a test can count how often each byte was read;
@@ -192,7 +193,11 @@ static const struct fuse_lowlevel_ops ops = {
 
 int main(int argc, char **argv)
 {
-	char *fargv[] = { argv[0], "-o", "ro,default_permissions,allow_other",
+	/* Run by a user, the mount is that user's own (fusermount3 allows
+	 * allow_other only with user_allow_other in /etc/fuse.conf). */
+	char *fargv[] = { argv[0], "-o",
+			  getuid() ? "ro,default_permissions" :
+				     "ro,default_permissions,allow_other",
 			  NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
 	struct fuse_session *se;
