@@ -8,7 +8,7 @@
  * configuration); the Epilog's steps are system calls that do not wait
  * on the user's files (a lazy unmount, an abort of the FUSE connection,
  * kill) except emptying a mount point the user filled, which runs as the
- * user for at most EMPTY_BUDGET_S seconds.
+ * user for at most EMPTY_BUDGET_S seconds in all.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,7 +27,7 @@
 #include "mountctl.h"
 #include "util/err.h"
 
-#define EMPTY_BUDGET_S 10.0 /* emptying a mount point as the user */
+#define EMPTY_BUDGET_S 10.0 /* emptying mount points as the user, in all */
 #define KILL_GRACE_S 2.0 /* waiting for a killed child */
 #define MSG_MAX 1024 /* one failure message */
 
@@ -283,30 +283,23 @@ static int make_mountpoint(struct jobdir *j, const struct job_ids *ids,
 }
 
 /*
- * Mount one image: fork a child that drops to the user and mounts, wait
- * for it until @deadline, record the daemon or the failure.
- * Return: 0 or -1 (said).
+ * Run mount_as_user() in a child that drops to the user, and wait for it
+ * until @deadline.  Return: as wait_child(), -errno if it did not start.
  */
-static int mount_one(const struct ds_conf *c, const struct job_ids *ids,
-		     struct jobdir *j, const struct ds_image *im,
-		     double deadline)
+static int spawn_mount(const struct ds_conf *c, const struct job_ids *ids,
+		       const struct ds_image *im, const char *mnt,
+		       double deadline, char *msg, char *res)
 {
-	char mnt[PATH_MAX + DS_NAME_MAX], msg[MSG_MAX], res[128];
-	char line[DS_NAME_MAX + 64];
-	int ep[2], rp[2], rc, err;
-	unsigned long long pid, start;
+	int ep[2], rp[2], rc;
 	pid_t child;
 
-	snprintf(mnt, sizeof(mnt), "%s/%s", j->path, im->name);
-	err = strlen(mnt) >= PATH_MAX ? -ENAMETOOLONG :
-					make_mountpoint(j, ids, im->name);
-	if (err) {
-		fail_image(j, ids, im->path, "cannot make the mount point");
-		return -1;
-	}
-	if (pipe2(ep, O_CLOEXEC) || pipe2(rp, O_CLOEXEC)) {
-		fail_image(j, ids, im->path, "out of file descriptors");
-		return -1;
+	if (pipe2(ep, O_CLOEXEC))
+		return -errno;
+	if (pipe2(rp, O_CLOEXEC)) {
+		rc = -errno;
+		close(ep[0]);
+		close(ep[1]);
+		return rc;
 	}
 	child = fork();
 	if (child == 0) {
@@ -324,10 +317,33 @@ static int mount_one(const struct ds_conf *c, const struct job_ids *ids,
 	close(ep[1]);
 	close(rp[1]);
 	rc = child < 0 ? -errno :
-			 wait_child(child, ep[0], rp[0], deadline, msg,
-				    sizeof(msg), res, sizeof(res));
+			 wait_child(child, ep[0], rp[0], deadline, msg, MSG_MAX,
+				    res, 128);
 	close(ep[0]);
 	close(rp[0]);
+	return rc;
+}
+
+/*
+ * Mount one image as the user before @deadline; record its daemon, or
+ * the failure.  Return: 0 or -1 (said).
+ */
+static int mount_one(const struct ds_conf *c, const struct job_ids *ids,
+		     struct jobdir *j, const struct ds_image *im,
+		     double deadline)
+{
+	char mnt[PATH_MAX + DS_NAME_MAX], msg[MSG_MAX], res[128];
+	char line[DS_NAME_MAX + 64];
+	unsigned long long pid, start;
+	int rc = -ETIMEDOUT;
+
+	snprintf(mnt, sizeof(mnt), "%s/%s", j->path, im->name);
+	if (strlen(mnt) >= PATH_MAX || make_mountpoint(j, ids, im->name)) {
+		fail_image(j, ids, im->path, "cannot make the mount point");
+		return -1;
+	}
+	if (mc_now() < deadline)
+		rc = spawn_mount(c, ids, im, mnt, deadline, msg, res);
 	if (rc == 0 && sscanf(res, "%llu %llu", &pid, &start) == 2) {
 		snprintf(line, sizeof(line), "%s %llu %llu\n", im->name, pid,
 			 start);
@@ -338,19 +354,20 @@ static int mount_one(const struct ds_conf *c, const struct job_ids *ids,
 	}
 	if (rc == -ETIMEDOUT) {
 		snprintf(
-			msg, sizeof(msg),
+			msg, MSG_MAX,
 			"not mounted within %u s, the time the site allows (timeout= in the squashcache Slurm config): is its storage answering?",
 			c->timeout_s);
 		job__detach_under(j, im->name);
 	} else if (rc == 126 || rc < 0) {
-		snprintf(msg, sizeof(msg), "cannot run the mount as uid %u",
+		snprintf(msg, MSG_MAX, "cannot run the mount as uid %u",
 			 (unsigned int)ids->uid);
 	} else {
 		tidy(msg);
 		if (!msg[0])
-			snprintf(msg, sizeof(msg),
+			snprintf(msg, MSG_MAX,
 				 "mountctl mount failed (exit status %d)", rc);
 	}
+	unlinkat(j->dir, im->name, AT_REMOVEDIR);
 	fail_image(j, ids, im->path, msg);
 	return -1;
 }
@@ -462,7 +479,7 @@ static int empty_tree(int fd, int depth)
 
 /* Empty the user's mount point @name as the user, within a budget. */
 static void empty_as_user(struct jobdir *j, const struct job_ids *ids,
-			  const char *name)
+			  const char *name, double deadline)
 {
 	int fd = job__open_dir_at(j->dir, name, O_RDONLY);
 	char msg[8], res[8];
@@ -479,8 +496,8 @@ static void empty_as_user(struct jobdir *j, const struct job_ids *ids,
 	if (child == 0)
 		_exit(drop_to_user(ids) || empty_tree(fd, 256) ? 1 : 0);
 	close(fd);
-	if (child > 0 && wait_child(child, -1, -1, mc_now() + EMPTY_BUDGET_S,
-				    msg, sizeof(msg), res, sizeof(res)))
+	if (child > 0 && wait_child(child, -1, -1, deadline, msg, sizeof(msg),
+				    res, sizeof(res)))
 		mc_err("job %s: could not empty %s/%s as uid %u", ids->job,
 		       j->path, name, (unsigned int)ids->uid);
 }
@@ -488,6 +505,7 @@ static void empty_as_user(struct jobdir *j, const struct job_ids *ids,
 /* Remove the entries of the job directory (root made every one). */
 static int remove_entries(struct jobdir *j, const struct job_ids *ids)
 {
+	double deadline = mc_now() + EMPTY_BUDGET_S;
 	int fd = dup(j->dir), err = 0;
 	struct dirent *e;
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -504,7 +522,7 @@ static int remove_entries(struct jobdir *j, const struct job_ids *ids)
 			continue;
 		if (unlinkat(j->dir, e->d_name, AT_REMOVEDIR) &&
 		    errno == ENOTEMPTY) {
-			empty_as_user(j, ids, e->d_name);
+			empty_as_user(j, ids, e->d_name, deadline);
 			unlinkat(j->dir, e->d_name, AT_REMOVEDIR);
 		}
 		if (!faccessat(j->dir, e->d_name, F_OK, AT_SYMLINK_NOFOLLOW)) {
