@@ -226,7 +226,7 @@ static int run(int argc, char **argv)
 
 	if (!a.sets)
 		return MC_EXIT_FAIL;
-	while ((c = getopt_long(argc, argv, "+c:s:d:j:n:u:g:TCa:h", longopts,
+	while ((c = getopt_long(argc, argv, "c:s:d:j:n:u:g:TCa:h", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'c':
