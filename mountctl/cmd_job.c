@@ -204,6 +204,41 @@ static int parse_verb(const char *s, enum verb *v)
 	return -EINVAL;
 }
 
+/* One option into @a.  Return: -1 to go on, else the exit status. */
+static int take_opt(struct job_args *a, int c, const char *arg)
+{
+	const char **strs[] = {
+		['c'] = &a->conf, ['d'] = &a->datasets, ['j'] = &a->job,
+		['n'] = &a->node, ['u'] = &a->uid,	['g'] = &a->gid
+	};
+
+	if (c > 0 && (size_t)c < ARRAY_SIZE(strs) && strs[c]) {
+		*strs[c] = arg;
+		return -1;
+	}
+	switch (c) {
+	case 's':
+		a->sets[a->nsets++] = (char *)arg;
+		return -1;
+	case 'T':
+		a->task_prolog = true;
+		return -1;
+	case 'C':
+		a->clean = true;
+		return -1;
+	case 'a':
+		if (!mc_parse_seconds(arg, &a->min_age))
+			return -1;
+		return mc_bad_usage(&mc_cmd_job, "bad --min-age '%s'", arg);
+	case 'h':
+		mc_usage(&mc_cmd_job, stdout);
+		return MC_EXIT_OK;
+	default:
+		mc_usage(&mc_cmd_job, stderr);
+		return MC_EXIT_USAGE;
+	}
+}
+
 static int run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -222,57 +257,15 @@ static int run(int argc, char **argv)
 	};
 	struct job_args a = { .sets = calloc((size_t)argc, sizeof(char *)),
 			      .min_age = 60 };
-	int c, ret = MC_EXIT_USAGE;
+	int c, ret = -1;
 
 	if (!a.sets)
 		return MC_EXIT_FAIL;
-	while ((c = getopt_long(argc, argv, "c:s:d:j:n:u:g:TCa:h", longopts,
-				NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			a.conf = optarg;
-			break;
-		case 's':
-			a.sets[a.nsets++] = optarg;
-			break;
-		case 'd':
-			a.datasets = optarg;
-			break;
-		case 'j':
-			a.job = optarg;
-			break;
-		case 'n':
-			a.node = optarg;
-			break;
-		case 'u':
-			a.uid = optarg;
-			break;
-		case 'g':
-			a.gid = optarg;
-			break;
-		case 'T':
-			a.task_prolog = true;
-			break;
-		case 'C':
-			a.clean = true;
-			break;
-		case 'a':
-			if (mc_parse_seconds(optarg, &a.min_age)) {
-				ret = mc_bad_usage(&mc_cmd_job,
-						   "bad --min-age '%s'",
-						   optarg);
-				goto out_free;
-			}
-			break;
-		case 'h':
-			mc_usage(&mc_cmd_job, stdout);
-			ret = MC_EXIT_OK;
-			goto out_free;
-		default:
-			mc_usage(&mc_cmd_job, stderr);
-			goto out_free;
-		}
-	}
+	while (ret < 0 && (c = getopt_long(argc, argv, "c:s:d:j:n:u:g:TCa:h",
+					   longopts, NULL)) != -1)
+		ret = take_opt(&a, c, optarg);
+	if (ret >= 0)
+		goto out_free;
 	if (optind >= argc || parse_verb(argv[optind], &a.verb)) {
 		ret = mc_bad_usage(
 			&mc_cmd_job,
