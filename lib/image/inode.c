@@ -180,6 +180,151 @@ _Static_assert(offsetof(struct sqfs_disk_lipc, xattr) ==
 		       sizeof(struct sqfs_disk_ipc),
 	       "lipc extends ipc");
 
+/* Where an inode's body is read from: just after its header. */
+struct body {
+	struct img *img;
+	const struct img_region *rg;
+	uint64_t block;
+	uint32_t off;
+};
+
+/*
+ * Read the on-disk struct @d of @size bytes, whose first bytes are the
+ * header decode_header() already read: only what follows the header is
+ * read, into its place in @d.
+ */
+static int read_body(struct body *b, void *d, size_t size)
+{
+	const size_t hdr = sizeof(struct sqfs_disk_inode_hdr);
+
+	return img__meta_read(b->img, b->rg, &b->block, &b->off,
+			      (uint8_t *)d + hdr, size - hdr);
+}
+
+static int decode_dir_body(struct body *b, struct img_inode *out)
+{
+	struct sqfs_disk_ldir ld;
+	struct sqfs_disk_dir d;
+	int err;
+
+	if (!out->extended) {
+		err = read_body(b, &d, sizeof(d));
+		if (err)
+			return err;
+		out->nlink = le32_dec(d.nlink);
+		return decode_dir(b->img, out, le32_dec(d.start_block),
+				  le16_dec(d.offset), le16_dec(d.size),
+				  le32_dec(d.parent));
+	}
+	err = read_body(b, &ld, sizeof(ld));
+	if (err)
+		return err;
+	out->nlink = le32_dec(ld.nlink);
+	err = check_xattr(b->img, out, le32_dec(ld.xattr));
+	if (err)
+		return err;
+	out->dir.idx_count = le16_dec(ld.idx_count);
+	out->dir.idx_block = b->block;
+	out->dir.idx_off = b->off;
+	return decode_dir(b->img, out, le32_dec(ld.start_block),
+			  le16_dec(ld.offset), le32_dec(ld.size),
+			  le32_dec(ld.parent));
+}
+
+static int decode_reg_body(struct body *b, struct img_inode *out)
+{
+	struct sqfs_disk_lreg ld;
+	struct sqfs_disk_reg d;
+	uint64_t size;
+	int err;
+
+	if (!out->extended) {
+		err = read_body(b, &d, sizeof(d));
+		if (err)
+			return err;
+		out->nlink = 1;
+		out->file.list_block = b->block;
+		out->file.list_off = b->off;
+		return decode_file(b->img, out, le32_dec(d.blocks_start),
+				   le32_dec(d.size), le32_dec(d.frag),
+				   le32_dec(d.frag_off));
+	}
+	err = read_body(b, &ld, sizeof(ld));
+	if (err)
+		return err;
+	out->nlink = le32_dec(ld.nlink);
+	err = check_xattr(b->img, out, le32_dec(ld.xattr));
+	if (err)
+		return err;
+	size = le64_dec(ld.size);
+	out->file.sparse = le64_dec(ld.sparse);
+	if (size > INT64_MAX)
+		return IMG_CORRUPT(b->img, "file inode %u has size %llu",
+				   out->ino, (unsigned long long)size);
+	out->file.list_block = b->block;
+	out->file.list_off = b->off;
+	return decode_file(b->img, out, le64_dec(ld.blocks_start), size,
+			   le32_dec(ld.frag), le32_dec(ld.frag_off));
+}
+
+static int decode_symlink_body(struct body *b, struct img_inode *out)
+{
+	struct sqfs_disk_symlink d;
+	struct le32 xa; /* extended symlinks: after the target */
+	int err;
+
+	err = read_body(b, &d, sizeof(d));
+	if (err)
+		return err;
+	out->nlink = le32_dec(d.nlink);
+	out->size = le32_dec(d.size);
+	if (out->size == 0 || out->size > IMG_SYMLINK_MAX)
+		return IMG_CORRUPT(
+			b->img, "symlink inode %u has a target of %llu bytes",
+			out->ino, (unsigned long long)out->size);
+	out->symlink.block = b->block;
+	out->symlink.off = b->off;
+	if (!out->extended)
+		return 0;
+	err = img__meta_read(b->img, b->rg, &b->block, &b->off, NULL,
+			     (size_t)out->size);
+	if (!err)
+		err = img__meta_read(b->img, b->rg, &b->block, &b->off, &xa,
+				     sizeof(xa));
+	return err ? err : check_xattr(b->img, out, le32_dec(xa));
+}
+
+/* Devices, fifos and sockets: the extended layout is the basic one and
+ * an xattr id (see the static assertions above). */
+static int decode_dev_body(struct body *b, struct img_inode *out)
+{
+	struct sqfs_disk_ldev d;
+	int err;
+
+	err = read_body(b, &d,
+			out->extended ? sizeof(d) :
+					sizeof(struct sqfs_disk_dev));
+	if (err)
+		return err;
+	out->nlink = le32_dec(d.nlink);
+	out->rdev = le32_dec(d.rdev);
+	return out->extended ? check_xattr(b->img, out, le32_dec(d.xattr)) : 0;
+}
+
+static int decode_ipc_body(struct body *b, struct img_inode *out)
+{
+	struct sqfs_disk_lipc d;
+	int err;
+
+	err = read_body(b, &d,
+			out->extended ? sizeof(d) :
+					sizeof(struct sqfs_disk_ipc));
+	if (err)
+		return err;
+	out->nlink = le32_dec(d.nlink);
+	return out->extended ? check_xattr(b->img, out, le32_dec(d.xattr)) : 0;
+}
+
 /*
  * Decode the rest of an inode of on-disk type @t, whose header
  * decode_header() read; block/off point just after the header.
@@ -187,141 +332,26 @@ _Static_assert(offsetof(struct sqfs_disk_lipc, xattr) ==
 static int decode_body(struct img *img, const struct img_region *rg, uint32_t t,
 		       uint64_t block, uint32_t off, struct img_inode *out)
 {
-	int err;
-
-	/* Each struct starts with the header already read: read only what
-	 * follows it. */
-#define HDR sizeof(struct sqfs_disk_inode_hdr)
-#define READ_PART(d, n) \
-	img__meta_read(img, rg, &block, &off, (uint8_t *)&(d) + HDR, (n)-HDR)
-#define READ_REST(d) READ_PART(d, sizeof(d))
+	struct body b = { .img = img, .rg = rg, .block = block, .off = off };
 
 	switch (t) {
-	case SQFS_DIR_TYPE: {
-		struct sqfs_disk_dir d;
-
-		err = READ_REST(d);
-		if (err)
-			return err;
-		out->nlink = le32_dec(d.nlink);
-		return decode_dir(img, out, le32_dec(d.start_block),
-				  le16_dec(d.offset), le16_dec(d.size),
-				  le32_dec(d.parent));
-	}
-	case SQFS_LDIR_TYPE: {
-		struct sqfs_disk_ldir d;
-
-		err = READ_REST(d);
-		if (err)
-			return err;
-		out->nlink = le32_dec(d.nlink);
-		err = check_xattr(img, out, le32_dec(d.xattr));
-		if (err)
-			return err;
-		out->dir.idx_count = le16_dec(d.idx_count);
-		out->dir.idx_block = block;
-		out->dir.idx_off = off;
-		return decode_dir(img, out, le32_dec(d.start_block),
-				  le16_dec(d.offset), le32_dec(d.size),
-				  le32_dec(d.parent));
-	}
-	case SQFS_REG_TYPE: {
-		struct sqfs_disk_reg d;
-
-		err = READ_REST(d);
-		if (err)
-			return err;
-		out->nlink = 1;
-		out->file.list_block = block;
-		out->file.list_off = off;
-		return decode_file(img, out, le32_dec(d.blocks_start),
-				   le32_dec(d.size), le32_dec(d.frag),
-				   le32_dec(d.frag_off));
-	}
-	case SQFS_LREG_TYPE: {
-		struct sqfs_disk_lreg d;
-		uint64_t size;
-
-		err = READ_REST(d);
-		if (err)
-			return err;
-		out->nlink = le32_dec(d.nlink);
-		err = check_xattr(img, out, le32_dec(d.xattr));
-		if (err)
-			return err;
-		size = le64_dec(d.size);
-		out->file.sparse = le64_dec(d.sparse);
-		if (size > INT64_MAX)
-			return IMG_CORRUPT(img, "file inode %u has size %llu",
-					   out->ino, (unsigned long long)size);
-		out->file.list_block = block;
-		out->file.list_off = off;
-		return decode_file(img, out, le64_dec(d.blocks_start), size,
-				   le32_dec(d.frag), le32_dec(d.frag_off));
-	}
+	case SQFS_DIR_TYPE:
+	case SQFS_LDIR_TYPE:
+		return decode_dir_body(&b, out);
+	case SQFS_REG_TYPE:
+	case SQFS_LREG_TYPE:
+		return decode_reg_body(&b, out);
 	case SQFS_SYMLINK_TYPE:
-	case SQFS_LSYMLINK_TYPE: {
-		struct sqfs_disk_symlink d;
-		struct le32 xa; /* extended symlinks: after the target */
-
-		err = READ_REST(d);
-		if (err)
-			return err;
-		out->nlink = le32_dec(d.nlink);
-		out->size = le32_dec(d.size);
-		if (out->size == 0 || out->size > IMG_SYMLINK_MAX)
-			return IMG_CORRUPT(
-				img,
-				"symlink inode %u has a target of %llu bytes",
-				out->ino, (unsigned long long)out->size);
-		out->symlink.block = block;
-		out->symlink.off = off;
-		if (t == SQFS_LSYMLINK_TYPE) {
-			err = img__meta_read(img, rg, &block, &off, NULL,
-					     (size_t)out->size);
-			if (!err)
-				err = img__meta_read(img, rg, &block, &off, &xa,
-						     sizeof(xa));
-			if (!err)
-				err = check_xattr(img, out, le32_dec(xa));
-		}
-		return err;
-	}
+	case SQFS_LSYMLINK_TYPE:
+		return decode_symlink_body(&b, out);
 	case SQFS_BLKDEV_TYPE:
 	case SQFS_CHRDEV_TYPE:
 	case SQFS_LBLKDEV_TYPE:
-	case SQFS_LCHRDEV_TYPE: {
-		/* The extended layout is the basic one and an xattr id. */
-		struct sqfs_disk_ldev d;
-
-		err = READ_PART(d, out->extended ?
-					   sizeof(d) :
-					   sizeof(struct sqfs_disk_dev));
-		if (err)
-			return err;
-		out->nlink = le32_dec(d.nlink);
-		out->rdev = le32_dec(d.rdev);
-		return out->extended ?
-			       check_xattr(img, out, le32_dec(d.xattr)) :
-			       0;
+	case SQFS_LCHRDEV_TYPE:
+		return decode_dev_body(&b, out);
+	default: /* fifos and sockets, basic or extended */
+		return decode_ipc_body(&b, out);
 	}
-	default: { /* fifos and sockets, basic or extended */
-		struct sqfs_disk_lipc d;
-
-		err = READ_PART(d, out->extended ?
-					   sizeof(d) :
-					   sizeof(struct sqfs_disk_ipc));
-		if (err)
-			return err;
-		out->nlink = le32_dec(d.nlink);
-		return out->extended ?
-			       check_xattr(img, out, le32_dec(d.xattr)) :
-			       0;
-	}
-	}
-#undef READ_REST
-#undef READ_PART
-#undef HDR
 }
 
 int img_inode_get(struct img *img, uint64_t ref, struct img_inode *out)
