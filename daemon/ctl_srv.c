@@ -61,10 +61,10 @@
 #include "util/size.h"
 
 static const char *const stage_names[] = {
-	[IMG_STAGE_IDLE] = "idle",
-	[IMG_STAGE_RUNNING] = "running",
-	[IMG_STAGE_DONE] = "done",
-	[IMG_STAGE_OFF] = "off",
+	[STAGE_IDLE] = "idle",
+	[STAGE_RUNNING] = "running",
+	[STAGE_DONE] = "done",
+	[STAGE_OFF] = "off",
 };
 
 static void cache_json(struct ctl_buf *b, const char *name,
@@ -118,7 +118,9 @@ static void image_json(struct sqcd *d, struct ctl_buf *b,
 		       const struct img_stats *st)
 {
 	const struct img_super *sb = img_get_super(d->img);
+	struct stage_stats ss;
 
+	stage_get_stats(img_stage(d->img), &ss);
 	/* The keys of mountctl's stable contract come first (ctl.h). */
 	ctl_buf_printf(b,
 		       "{\"ok\":true,\"schema\":%d,\"healthy\":true,"
@@ -127,7 +129,7 @@ static void image_json(struct sqcd *d, struct ctl_buf *b,
 		       CTL_SCHEMA, CTL_VERSION, (int)getpid(),
 		       (unsigned int)getuid(),
 		       (unsigned long long)st->image_bytes,
-		       (unsigned long long)st->staged_bytes);
+		       (unsigned long long)ss.staged);
 	ctl_buf_printf(b, "\"image\":");
 	ctl_buf_json_str(b, d->o.image_abs);
 	ctl_buf_printf(b, ",\"mountpoint\":");
@@ -139,16 +141,15 @@ static void image_json(struct sqcd *d, struct ctl_buf *b,
 		       mono_since(&d->started));
 }
 
-/* "stage":{...}, from the image's staging state and the stager's, and
- * the memory limit the default budget came from. */
+/* "stage":{...}, from staging's stats, and the memory limit the default
+ * budget came from. */
 static void stage_json(struct ctl_buf *b, const struct img_stats *st,
-		       const struct pf_stats *pfs, const struct memlimit *ml)
+		       const struct stage_stats *ss, const struct memlimit *ml)
 {
-	double secs = pfs->stage_seconds;
-	double pct = st->stage_planned ?
-			     100.0 * (double)st->staged_bytes /
-				     (double)st->stage_planned :
-			     (st->stage_state == IMG_STAGE_OFF ? 0 : 100);
+	double secs = ss->seconds;
+	double pct = ss->planned ?
+			     100.0 * (double)ss->staged / (double)ss->planned :
+			     (ss->state == STAGE_OFF ? 0 : 100);
 
 	ctl_buf_printf(b,
 		       "\"stage\":{\"state\":\"%s\",\"budget\":%llu,"
@@ -158,22 +159,18 @@ static void stage_json(struct ctl_buf *b, const struct img_stats *st,
 		       "\"inflight_target\":%u,\"read_ms_min\":%.2f,"
 		       "\"read_ms\":%.2f,"
 		       "\"by_readers\":%llu,\"error\":",
-		       stage_names[st->stage_state],
-		       (unsigned long long)st->stage_budget,
-		       (unsigned long long)st->stage_planned,
-		       (unsigned long long)st->staged_bytes, pct, secs,
+		       stage_names[ss->state], (unsigned long long)ss->budget,
+		       (unsigned long long)ss->planned,
+		       (unsigned long long)ss->staged, pct, secs,
 		       /* Since the plan began (mountctl stage resumes). */
-		       secs > 0 && st->staged_bytes >= st->stage_base ?
-			       (double)(st->staged_bytes - st->stage_base) /
-				       1e6 / secs :
+		       secs > 0 && ss->staged >= ss->base ?
+			       (double)(ss->staged - ss->base) / 1e6 / secs :
 			       0.0,
-		       st->in_ram ? "true" : "false", pfs->stagers,
-		       st->stage_inflight, st->stage_inflight_max,
-		       st->stage_target, st->stage_read_ms_min,
-		       st->stage_read_ms,
-		       (unsigned long long)st->staged_by_readers);
-	if (st->stage_error)
-		ctl_buf_json_str(b, err_str(-st->stage_error));
+		       st->in_ram ? "true" : "false", ss->threads, ss->inflight,
+		       ss->inflight_max, ss->target, ss->read_ms_min,
+		       ss->read_ms, (unsigned long long)ss->by_readers);
+	if (ss->error)
+		ctl_buf_json_str(b, err_str(-ss->error));
 	else
 		ctl_buf_printf(b, "null");
 	ctl_buf_printf(b, ",\"ram_limit\":%llu,\"ram_limit_source\":",
@@ -242,12 +239,14 @@ static void fuse_json(struct sqcd *d, struct ctl_buf *b)
 void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 {
 	struct pf_stats pfs = { 0 };
+	struct stage_stats ss;
 	struct img_stats st;
 	double user, sys;
 	unsigned int threads;
 	uint64_t rss;
 
 	img_get_stats(d->img, &st);
+	stage_get_stats(img_stage(d->img), &ss);
 	if (d->pf)
 		pf_get_stats(d->pf, &pfs);
 	process_stats(&rss, &user, &sys, &threads);
@@ -256,7 +255,7 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 	 * appends its own keys (see its header). */
 	image_json(d, b, &st);
 	holders_stats_json(d->holders, b); /* feature call site: holders */
-	stage_json(b, &st, &pfs, &d->o.mem);
+	stage_json(b, &st, &ss, &d->o.mem);
 	image_io_json(b, &st);
 	fuse_json(d, b);
 	uring_stats_json(d->uring, b); /* feature call site: io_uring */
@@ -315,16 +314,16 @@ static void holder_cmd(struct sqcd *d, const char *cmd, struct ctl_buf *b)
  */
 static void stage_cmd(struct sqcd *d, const char *args, struct ctl_buf *b)
 {
-	enum img_stage_mode mode = IMG_STAGE_FULL;
+	enum stage_mode mode = STAGE_FULL;
 	unsigned long long budget = 0;
 	char word[16] = "";
 	char lim[32];
-	struct img_stats st;
+	struct stage_stats st;
 	int n = 0, err;
 
 	if (sscanf(args, " %15[a-z]%n", word, &n) == 1) {
 		if (!strcmp(word, "meta"))
-			mode = IMG_STAGE_META;
+			mode = STAGE_META;
 		else if (strcmp(word, "full"))
 			goto out_bad;
 		args += n;
@@ -334,9 +333,9 @@ static void stage_cmd(struct sqcd *d, const char *args, struct ctl_buf *b)
 		args += n;
 	if (args[strspn(args, " ")])
 		goto out_bad;
-	img_get_stats(d->img, &st);
+	stage_get_stats(img_stage(d->img), &st);
 	if (!budget)
-		budget = MAX(st.stage_budget, d->o.img.ram);
+		budget = MAX(st.budget, d->o.img.ram);
 	if (!budget) {
 		struct memlimit ml;
 
@@ -348,20 +347,20 @@ static void stage_cmd(struct sqcd *d, const char *args, struct ctl_buf *b)
 			 ml.source);
 	}
 	/* No stager, no staging: say so rather than leave it "idle". */
-	err = d->pf ? img_stage_resume(d->img, mode, budget) : -EOPNOTSUPP;
+	err = st.threads ? stage_resume(img_stage(d->img), mode, budget) :
+			   -EOPNOTSUPP;
 	if (err) {
 		ctl_buf_printf(b, "{\"ok\":false,\"error\":");
 		ctl_buf_json_str(b, err_str(err));
 		ctl_buf_printf(b, "}\n");
 		return;
 	}
-	pf_stage_resume(d->pf);
 	log_info("staging %s resumed with a budget of %llu bytes",
-		 mode == IMG_STAGE_META ? "(metadata)" : "(full)",
-		 (unsigned long long)MAX(budget, st.stage_budget));
+		 mode == STAGE_META ? "(metadata)" : "(full)",
+		 (unsigned long long)MAX(budget, st.budget));
 	ctl_buf_printf(b, "{\"ok\":true,\"mode\":\"%s\",\"budget\":%llu}\n",
-		       mode == IMG_STAGE_META ? "meta" : "full",
-		       (unsigned long long)MAX(budget, st.stage_budget));
+		       mode == STAGE_META ? "meta" : "full",
+		       (unsigned long long)MAX(budget, st.budget));
 	return;
 out_bad:
 	ctl_buf_printf(b, "{\"ok\":false,\"error\":\"usage: stage "

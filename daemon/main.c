@@ -160,15 +160,15 @@ static unsigned int default_threads(struct img *img)
 	return n < 2 ? 2 : n > 16 ? 16 : (unsigned int)n;
 }
 
-static int parse_stage_opt(const char *val, enum img_stage_mode *out)
+static int parse_stage_opt(const char *val, enum stage_mode *out)
 {
 	static const struct {
 		const char *name;
-		enum img_stage_mode mode;
-	} modes[] = { { "auto", IMG_STAGE_AUTO },
-		      { "full", IMG_STAGE_FULL },
-		      { "meta", IMG_STAGE_META },
-		      { "none", IMG_STAGE_NONE } };
+		enum stage_mode mode;
+	} modes[] = { { "auto", STAGE_AUTO },
+		      { "full", STAGE_FULL },
+		      { "meta", STAGE_META },
+		      { "none", STAGE_NONE } };
 
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(val, modes[i].name)) {
@@ -1006,9 +1006,10 @@ static int start_threads(struct sqcd *d, int ready_fd)
 	mono_now(&d->started);
 	err = pf_new(d->img,
 		     &(struct pf_opts){ .workers = d->o.workers,
-					.queue_max = 256,
-					.stage = true },
+					.queue_max = 256 },
 		     &d->pf);
+	if (!err) /* the stager threads also watch the image file */
+		err = stage_start(img_stage(d->img), 0);
 	if (!err)
 		err = start_features(d);
 	if (err) {
@@ -1135,6 +1136,7 @@ out_unmount:
 out_signals:
 	fuse_remove_signal_handlers(d->se);
 out_session:
+	stage_stop(img_stage(d->img));
 	pf_free(d->pf);
 	d->pf = NULL;
 	fuse_session_destroy(d->se);

@@ -328,6 +328,7 @@ static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 		      struct fuse_file_info *fi)
 {
 	struct sqcd *d = req_daemon(req);
+	const struct img_read_ctx rc = { IMG_READ_DEMAND, uring_reply_buf() };
 	struct img_span spans[READ_SPANS_MAX];
 	struct iovec iov[READ_SPANS_MAX];
 	struct img_inode ino;
@@ -347,11 +348,11 @@ static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 	if (!err && off == 0 && size < ino.size)
 		push_open(d, node, &ino, size);
 	if (!err && d->splice)
-		err = img_file_map(d->img, &ino, (uint64_t)off, size, spans,
-				   READ_SPANS_MAX, &n);
+		err = img_file_map(d->img, &rc, &ino, (uint64_t)off, size,
+				   spans, READ_SPANS_MAX, &n);
 	else if (!err)
-		err = img_file_spans(d->img, &ino, (uint64_t)off, size, spans,
-				     READ_SPANS_MAX, &n);
+		err = img_file_spans(d->img, &rc, &ino, (uint64_t)off, size,
+				     spans, READ_SPANS_MAX, &n);
 	if (err)
 		return (void)fuse_reply_err(req, reply_errno(d, err));
 	for (unsigned int i = 0; i < n; i++) {
@@ -367,8 +368,8 @@ static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 		/* Some bytes in memory, some in the file, or the splice fell
 		 * short: answer from memory, where errors are reported. */
 		img_spans_put(d->img, spans, n);
-		err = img_file_spans(d->img, &ino, (uint64_t)off, size, spans,
-				     READ_SPANS_MAX, &n);
+		err = img_file_spans(d->img, &rc, &ino, (uint64_t)off, size,
+				     spans, READ_SPANS_MAX, &n);
 		if (err)
 			return (void)fuse_reply_err(req, reply_errno(d, err));
 	}

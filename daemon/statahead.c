@@ -574,9 +574,7 @@ void statahead_dir(struct statahead *sa, uint32_t parent, const char *name,
 /* Whether the stager is still bringing the image into RAM. */
 static bool is_staging(struct img *img)
 {
-	enum img_stage_state st = img_stage_state(img);
-
-	return st == IMG_STAGE_IDLE || st == IMG_STAGE_RUNNING;
+	return !stage_is_done(img_stage(img));
 }
 
 void statahead_lookup(struct statahead *sa, fuse_req_t req,

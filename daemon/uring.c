@@ -324,7 +324,7 @@ static ssize_t ring_reply(struct ring_thread *t, const struct iovec *iov,
 	}
 	memcpy(t->hdr->in_out, &out, sizeof(out));
 	/* Raw bytes of a READ were read into the payload itself (see
-	 * img_reply_buf_use()), each at or before its place in the reply and
+	 * uring_reply_buf()), each at or before its place in the reply and
 	 * in reply order: moved last first, none is overwritten before it
 	 * moves, and one already in place is not copied at all. */
 	at = count > 1 ? total - sizeof(out) : 0;
@@ -605,8 +605,6 @@ static int ring_setup(struct ring_thread *t)
 		t->req = NULL;
 	if (!t->hdr || !t->payload || !t->req)
 		return -ENOMEM;
-	/* READ replies are read straight into the payload. */
-	img_reply_buf_use(t->payload);
 	memset(t->hdr, 0, hsz);
 	t->iov[0] = (struct iovec){ t->hdr, hsz };
 	t->iov[1] = (struct iovec){ t->payload, URING_PAYLOAD };
@@ -896,6 +894,12 @@ static uint64_t requests(const struct uring *u)
 	return u ? atomic_load(&u->requests) : 0;
 }
 
+void *uring_reply_buf(void)
+{
+	/* READ replies are read straight into the payload. */
+	return self ? self->payload : NULL;
+}
+
 void uring_gate(atomic_uint **busy, unsigned int *max)
 {
 	if (!self)
@@ -945,6 +949,11 @@ static uint64_t requests(const struct uring *u)
 {
 	(void)u;
 	return 0;
+}
+
+void *uring_reply_buf(void)
+{
+	return NULL;
 }
 
 void uring_gate(atomic_uint **busy, unsigned int *max)

@@ -88,6 +88,20 @@ bool uring_is_on(const struct uring *f);
 unsigned int uring_threads(const struct uring *f);
 
 /**
+ * uring_reply_buf() - Where a READ's raw bytes go on this thread.
+ *
+ * An io_uring thread copies every reply into its payload buffer, so the
+ * bytes a READ reads from the image file are best read there
+ * (struct img_read_ctx.reply_buf).  Reads only the calling thread's own
+ * state: callable without the module.
+ *
+ * Return: the calling io_uring thread's payload (IMG_REPLY_BYTES bytes),
+ * or NULL on any other thread.
+ * Context: FUSE workers and io_uring threads.
+ */
+void *uring_reply_buf(void);
+
+/**
  * uring_gate() - The push counter the calling thread counts in.
  * @busy: left alone, or set to the counter of the thread's queue
  * @max: left alone, or set to how many of that queue's threads may push

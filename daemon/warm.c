@@ -147,9 +147,9 @@ static void given_clear(struct warm *w, uint32_t nr)
  * @node.  Return: 0 with *@pushed the bytes pushed; -ENOENT if the kernel
  * holds no such inode; another negative errno.
  */
-static int push_file(struct sqcd *d, fuse_ino_t node,
-		     const struct img_inode *ino, uint64_t from,
-		     uint64_t *pushed)
+static int push_file(struct sqcd *d, const struct img_read_ctx *rc,
+		     fuse_ino_t node, const struct img_inode *ino,
+		     uint64_t from, uint64_t *pushed)
 {
 	struct img_span spans[64];
 	struct fuse_bufvec *bv;
@@ -163,10 +163,10 @@ static int push_file(struct sqcd *d, fuse_ino_t node,
 	if (!bv)
 		return -ENOMEM;
 	while (off < ino->size) {
-		err = d->splice ? img_file_map(d->img, ino, off, WARM_CHUNK,
+		err = d->splice ? img_file_map(d->img, rc, ino, off, WARM_CHUNK,
 					       spans, 64, &n) :
-				  img_file_spans(d->img, ino, off, WARM_CHUNK,
-						 spans, 64, &n);
+				  img_file_spans(d->img, rc, ino, off,
+						 WARM_CHUNK, spans, 64, &n);
 		if (err || !n)
 			break;
 		total = 0;
@@ -178,7 +178,7 @@ static int push_file(struct sqcd *d, fuse_ino_t node,
 		if (nfd && (nfd < n || sqcd_splice_fill(spans, n, &fd))) {
 			/* Mixed, or the splice fell short: from memory. */
 			img_spans_put(d->img, spans, n);
-			err = img_file_spans(d->img, ino, off, WARM_CHUNK,
+			err = img_file_spans(d->img, rc, ino, off, WARM_CHUNK,
 					     spans, 64, &n);
 			if (err || !n)
 				break;
@@ -221,16 +221,17 @@ static int push_file(struct sqcd *d, fuse_ino_t node,
  * Push @ino from @from on unless the kernel was given it already, and count
  * the push in @files and @bytes.  Return: as push_file(); 0 if given.
  */
-static int push_once(struct warm *w, fuse_ino_t node,
-		     const struct img_inode *ino, uint64_t from,
-		     _Atomic uint64_t *files, _Atomic uint64_t *bytes)
+static int push_once(struct warm *w, const struct img_read_ctx *rc,
+		     fuse_ino_t node, const struct img_inode *ino,
+		     uint64_t from, _Atomic uint64_t *files,
+		     _Atomic uint64_t *bytes)
 {
 	uint64_t pushed;
 	int err;
 
 	if (given_test_set(w, ino->ino))
 		return 0;
-	err = push_file(w->d, node, ino, from, &pushed);
+	err = push_file(w->d, rc, node, ino, from, &pushed);
 	atomic_fetch_add_explicit(bytes, pushed, memory_order_relaxed);
 	if (err)
 		given_clear(w, ino->ino); /* the reads will tell */
@@ -239,18 +240,20 @@ static int push_once(struct warm *w, fuse_ino_t node,
 	return err;
 }
 
-/* Push a listed file, unless the kernel has it already. */
+/* Push a listed file, unless the kernel has it already.  Only bytes in
+ * RAM: it never reads what a reader reads a second time. */
 static int warm_file(struct warm *w, const struct warm_item *it)
 {
+	static const struct img_read_ctx rc = { IMG_READ_WARM, NULL };
 	struct sqcd *d = w->d;
 	struct img_inode ino;
 	int err;
 
-	err = img_inode_get(d->img, it->ref, &ino);
+	err = img_inode_get_as(d->img, &rc, it->ref, &ino);
 	if (err || ino.type != IMG_REG || ino.size == 0 ||
 	    ino.size > WARM_FILE_MAX)
 		return err;
-	return push_once(w, it->node, &ino, 0, &w->files, &w->bytes);
+	return push_once(w, &rc, it->node, &ino, 0, &w->files, &w->bytes);
 }
 
 /*
@@ -309,7 +312,7 @@ static bool wait_read(struct warm *w, const struct warm_item *it)
  * now stays out of RAM. */
 static bool staging_done(struct warm *w)
 {
-	return !w->d->pf || pf_wait_staged(w->d->pf, 0) == 0;
+	return stage_is_done(img_stage(w->d->img));
 }
 
 static void *warm_main(void *arg)
@@ -321,7 +324,6 @@ static void *warm_main(void *arg)
 	/* Readers first: this thread only uses what they leave, and only
 	 * bytes in RAM, never reading what a reader reads a second time. */
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
-	img_read_source(IMG_READ_WARM);
 	for (;;) {
 		pthread_mutex_lock(&w->lock);
 		while (!w->len && !w->stop)
@@ -355,7 +357,7 @@ static void *warm_main(void *arg)
 			pthread_mutex_lock(&w->lock);
 			enqueue(w, &it);
 			pthread_mutex_unlock(&w->lock);
-			pf_wait_staged(w->d->pf, WARM_STAGE_POLL_MS);
+			stage_wait(img_stage(w->d->img), WARM_STAGE_POLL_MS);
 		} else if (err == -ENOENT && !it.retried) {
 			/* The lister may not have made the inode yet. */
 			it.retried = true;
@@ -529,7 +531,8 @@ void warm_push(struct warm *w, fuse_ino_t node, const struct img_inode *ino,
 	max = gate ? gate->max : w->opening_max;
 	/* Enough workers busy pushing: the reads will do. */
 	if (atomic_fetch_add(busy, 1) < max)
-		push_once(w, node, ino, from, &w->open_files, &w->open_bytes);
+		push_once(w, NULL, node, ino, from, &w->open_files,
+			  &w->open_bytes);
 	atomic_fetch_sub(busy, 1);
 }
 

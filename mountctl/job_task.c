@@ -151,7 +151,7 @@ static int check_image(const struct ds_conf *c, const struct ds_image *im,
 		return -1;
 	}
 	img_opts_default(&opts);
-	opts.stage = IMG_STAGE_NONE;
+	opts.stage = STAGE_NONE;
 	opts.meta_cache = 1 << 20;
 	opts.data_cache = 1 << 20;
 	err = img_open(abs, &opts, &img);

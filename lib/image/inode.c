@@ -122,9 +122,10 @@ static int decode_file(struct img *img, struct img_inode *ino, uint64_t start,
  * Read and check the header of the inode at @ref into @out; leave
  * @block and @off just after it, and its on-disk type in @type.
  */
-static int decode_header(struct img *img, const struct img_region *rg,
-			 uint64_t ref, uint64_t *block, uint32_t *off,
-			 struct img_inode *out, uint32_t *type)
+static int decode_header(struct img *img, const struct img_read_ctx *rc,
+			 const struct img_region *rg, uint64_t ref,
+			 uint64_t *block, uint32_t *off, struct img_inode *out,
+			 uint32_t *type)
 {
 	struct sqfs_disk_inode_hdr h;
 	uint32_t t, uid, gid;
@@ -140,7 +141,7 @@ static int decode_header(struct img *img, const struct img_region *rg,
 			"inode reference %llx points outside the inode table",
 			(unsigned long long)ref);
 	*off = (uint32_t)(ref & 0xffff);
-	err = img__meta_read(img, rg, block, off, &h, sizeof(h));
+	err = img__meta_read(img, rc, rg, block, off, &h, sizeof(h));
 	if (err)
 		return err;
 	t = le16_dec(h.type);
@@ -183,6 +184,7 @@ _Static_assert(offsetof(struct sqfs_disk_lipc, xattr) ==
 /* Where an inode's body is read from: just after its header. */
 struct body {
 	struct img *img;
+	const struct img_read_ctx *rc; /* on whose behalf */
 	const struct img_region *rg;
 	uint64_t block;
 	uint32_t off;
@@ -197,7 +199,7 @@ static int read_body(struct body *b, void *d, size_t size)
 {
 	const size_t hdr = sizeof(struct sqfs_disk_inode_hdr);
 
-	return img__meta_read(b->img, b->rg, &b->block, &b->off,
+	return img__meta_read(b->img, b->rc, b->rg, &b->block, &b->off,
 			      (uint8_t *)d + hdr, size - hdr);
 }
 
@@ -286,11 +288,11 @@ static int decode_symlink_body(struct body *b, struct img_inode *out)
 	out->symlink.off = b->off;
 	if (!out->extended)
 		return 0;
-	err = img__meta_read(b->img, b->rg, &b->block, &b->off, NULL,
+	err = img__meta_read(b->img, b->rc, b->rg, &b->block, &b->off, NULL,
 			     (size_t)out->size);
 	if (!err)
-		err = img__meta_read(b->img, b->rg, &b->block, &b->off, &xa,
-				     sizeof(xa));
+		err = img__meta_read(b->img, b->rc, b->rg, &b->block, &b->off,
+				     &xa, sizeof(xa));
 	return err ? err : check_xattr(b->img, out, le32_dec(xa));
 }
 
@@ -329,10 +331,13 @@ static int decode_ipc_body(struct body *b, struct img_inode *out)
  * Decode the rest of an inode of on-disk type @t, whose header
  * decode_header() read; block/off point just after the header.
  */
-static int decode_body(struct img *img, const struct img_region *rg, uint32_t t,
-		       uint64_t block, uint32_t off, struct img_inode *out)
+static int decode_body(struct img *img, const struct img_read_ctx *rc,
+		       const struct img_region *rg, uint32_t t, uint64_t block,
+		       uint32_t off, struct img_inode *out)
 {
-	struct body b = { .img = img, .rg = rg, .block = block, .off = off };
+	struct body b = {
+		.img = img, .rc = rc, .rg = rg, .block = block, .off = off
+	};
 
 	switch (t) {
 	case SQFS_DIR_TYPE:
@@ -354,17 +359,23 @@ static int decode_body(struct img *img, const struct img_region *rg, uint32_t t,
 	}
 }
 
-int img_inode_get(struct img *img, uint64_t ref, struct img_inode *out)
+int img_inode_get_as(struct img *img, const struct img_read_ctx *rc,
+		     uint64_t ref, struct img_inode *out)
 {
 	const struct img_region rg = img__inode_region(img);
 	uint64_t block;
 	uint32_t off = 0, t = 0;
 	int err;
 
-	err = decode_header(img, &rg, ref, &block, &off, out, &t);
+	err = decode_header(img, rc, &rg, ref, &block, &off, out, &t);
 	if (err)
 		return err;
-	return decode_body(img, &rg, t, block, off, out);
+	return decode_body(img, rc, &rg, t, block, off, out);
+}
+
+int img_inode_get(struct img *img, uint64_t ref, struct img_inode *out)
+{
+	return img_inode_get_as(img, NULL, ref, out);
 }
 
 int img_readlink(struct img *img, const struct img_inode *ino, char *buf,
@@ -381,7 +392,8 @@ int img_readlink(struct img *img, const struct img_inode *ino, char *buf,
 		return -ERANGE;
 	block = ino->symlink.block;
 	off = ino->symlink.off;
-	err = img__meta_read(img, &rg, &block, &off, buf, (size_t)ino->size);
+	err = img__meta_read(img, NULL, &rg, &block, &off, buf,
+			     (size_t)ino->size);
 	if (err)
 		return err;
 	buf[ino->size] = '\0';
@@ -401,7 +413,7 @@ int img_ino_to_ref(struct img *img, uint32_t ino, uint64_t *ref)
 		return -ENOTSUP;
 	if (ino == 0 || ino > img->sb.inode_count)
 		return -ENOENT;
-	err = img__table_get(img, &img->exports, ino - 1, raw);
+	err = img__table_get(img, NULL, &img->exports, ino - 1, raw);
 	if (err)
 		return err;
 	*ref = le64_get(raw);

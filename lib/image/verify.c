@@ -119,7 +119,7 @@ static void check_file(struct walk *w, const struct img_inode *ino,
 	int err;
 
 	while (off < ino->size && !too_many(w)) {
-		err = img_file_spans(w->img, ino, off, 1u << 22, spans,
+		err = img_file_spans(w->img, NULL, ino, off, 1u << 22, spans,
 				     ARRAY_SIZE(spans), &n);
 		if (err) {
 			problem(w, err, "file data", path);
