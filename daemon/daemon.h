@@ -76,7 +76,8 @@ enum sqcd_op {
 struct sqcd {
 	struct sqcd_opts o; /* set before the session starts */
 	struct img *img; /* the image */
-	struct pf *pf; /* stager and readahead; NULL until started */
+	struct pf *pf; /* readahead; NULL until started (the stager
+			  threads are img_stage(img)'s) */
 	struct fuse_session *se; /* the FUSE session */
 	uint64_t root_ref; /* root directory's inode reference */
 	atomic_bool no_open; /* the kernel skips open for files (set by init) */
