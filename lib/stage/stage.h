@@ -217,7 +217,7 @@ enum stage_state stage_state(const struct stage *st);
 int stage_wait(struct stage *st, int timeout_ms);
 
 /**
- * stage_is_done() - Whether staging has ended: stage_wait(@st, 0) == 0.
+ * stage_is_done() - Whether staging has ended, as stage_wait() says.
  * @st: stage
  *
  * What is not staged by then stays out of RAM.

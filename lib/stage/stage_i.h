@@ -122,8 +122,9 @@ struct stage {
 	pthread_t threads[STAGE_THREADS_MAX]; /* started */
 	unsigned int nthreads; /* how many */
 	unsigned int thread_ids; /* threads that ran (the first watches) */
-	bool stopping; /* stage_stop() was called */
-	bool done; /* the plan is done, or no thread runs */
+	/* Written under thr_lock; stage_is_done() reads them without it. */
+	atomic_bool stopping; /* stage_stop() was called */
+	atomic_bool done; /* the plan is done, or no thread runs */
 	unsigned int resumes; /* stage_resume() calls */
 	struct timespec started; /* when staging began */
 	double seconds; /* set when staging ends */
