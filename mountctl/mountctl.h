@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * This file declares what mountctl's files share: the table of verbs
- * (one cmd_<verb>.c each), exit codes, the mount table and daemon lookup
- * of mounts.c, and the formatting helpers of report.c.
+ * (one cmd_<verb>.c each, which parses its arguments and calls the
+ * services), exit codes, the services the verbs share (mount.c:
+ * mc_mount_image(); unmount.c: mc_unmount(); stage.c: mc_wait_staged()),
+ * the mount table and daemon requests of mounts.c, and the formatting
+ * helpers of report.c.
  *
  * mountctl finds a mount's daemon from the mount path alone: the path is
  * made canonical with ctl_canonical_mountpoint(), looked up in
