@@ -78,7 +78,7 @@ static int check_free(const char *path)
 {
 	char why[PATH_MAX + 256];
 	struct mc_mount m;
-	char *reply;
+	pid_t pid;
 	int err;
 
 	err = mc_mount_find(path, &m);
@@ -93,13 +93,10 @@ static int check_free(const char *path)
 		       path, m.fstype);
 		return -EBUSY;
 	}
-	err = mc_request(&m, "ping", &reply);
+	err = mc_ping(&m, &pid);
 	if (!err) {
-		mc_err("'%s' is already a squashcache mount of '%s' (daemon pid %llu): see mountctl status %s, or run mountctl umount %s first",
-		       path, m.source,
-		       (unsigned long long)mc_json_u64(reply, "pid"), path,
-		       path);
-		free(reply);
+		mc_err("'%s' is already a squashcache mount of '%s' (daemon pid %d): see mountctl status %s, or run mountctl umount %s first",
+		       path, m.source, (int)pid, path, path);
 		return -EBUSY;
 	}
 	if (mc_is_stale(err)) {

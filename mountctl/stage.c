@@ -21,21 +21,28 @@
 
 int mc_wait_staged(struct mc_mount *m, double timeout)
 {
+	const struct ctl_req req = { .cmd = CTL_CMD_STATS };
 	char line[256], why[PATH_MAX + 256];
 	bool tty = isatty(STDERR_FILENO), shown = false;
 	double deadline = mc_now() + timeout, next_plain = 0;
-	char *st = NULL;
-	int err;
+	struct ctl_reply *rep = malloc(sizeof(*rep));
+	const struct ctl_stats *st;
+	int err, ret = MC_EXIT_OK;
 
+	if (!rep) {
+		mc_err("out of memory");
+		return MC_EXIT_FAIL;
+	}
+	st = &rep->stats;
 	for (;;) {
-		free(st);
-		err = mc_request(m, "stats", &st);
+		err = mc_request(m, &req, rep, NULL);
 		if (err) {
 			if (shown)
 				fputc('\n', stderr);
 			mc_err("%s",
 			       mc_explain(m, err, true, why, sizeof(why)));
-			return MC_EXIT_USAGE;
+			ret = MC_EXIT_USAGE;
+			goto out_free;
 		}
 		if (mc_is_staged(st))
 			break;
@@ -54,14 +61,15 @@ int mc_wait_staged(struct mc_mount *m, double timeout)
 			mc_err("staging of '%s' is not done after %g s: %s",
 			       m->path, timeout,
 			       mc_stage_line(st, line, sizeof(line)));
-			free(st);
-			return MC_EXIT_FAIL;
+			ret = MC_EXIT_FAIL;
+			goto out_free;
 		}
 		mc_sleep_ms(WAIT_POLL_MS);
 	}
 	/* The last line says how it ended, on a terminal or not. */
 	fprintf(stderr, "%s%s%s\n", tty ? "\r" : "",
 		mc_stage_line(st, line, sizeof(line)), tty ? "\033[K" : "");
-	free(st);
-	return MC_EXIT_OK;
+out_free:
+	free(rep);
+	return ret;
 }

@@ -89,19 +89,20 @@ static int force_unmount(const struct mc_mount *m, bool lazy)
 
 int mc_unmount(const struct mc_mount *m, bool lazy, double timeout)
 {
+	const struct ctl_req req = { .cmd = CTL_CMD_UMOUNT };
 	double deadline = mc_now() + timeout;
 	char why[PATH_MAX + 256];
-	char *reply;
+	struct ctl_reply *rep;
 	pid_t pid = 0;
 	int err;
 
-	err = mc_request(m, "ping", &reply);
-	if (!err) {
-		pid = (pid_t)mc_json_u64(reply, "pid");
-		free(reply);
-		err = mc_request(m, "umount", &reply);
-		free(reply);
-	}
+	rep = malloc(sizeof(*rep));
+	if (!rep)
+		return -ENOMEM;
+	err = mc_ping(m, &pid);
+	if (!err)
+		err = mc_request(m, &req, rep, NULL);
+	free(rep);
 	if (err == -EACCES || err == -EPERM) {
 		mc_err("cannot unmount '%s': %s", m->path,
 		       mc_explain(m, err, false, why, sizeof(why)));
