@@ -404,21 +404,12 @@ static int run_acquire(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "o:p:g:t:h", longopts, NULL)) !=
 	       -1) {
 		switch (c) {
-		case 'o': {
-			size_t len = a.opts ? strlen(a.opts) + 1 : 0;
-			char *p = realloc(a.opts, len + strlen(optarg) + 1);
-
-			if (!p) {
-				mc_err("out of memory");
+		case 'o':
+			if (mc_append_opts(&a.opts, optarg)) {
 				ret = MC_EXIT_FAIL;
 				goto out_free;
 			}
-			if (len)
-				p[len - 1] = ',';
-			strcpy(p + len, optarg);
-			a.opts = p;
 			break;
-		}
 		case 'p':
 			pid_arg = optarg;
 			break;

@@ -55,20 +55,10 @@ static int run(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "o:t:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'o': {
-			size_t len = opts ? strlen(opts) + 1 : 0;
-			char *p = realloc(opts, len + strlen(optarg) + 1);
-
-			if (!p) {
-				mc_err("out of memory");
+		case 'o':
+			if (mc_append_opts(&opts, optarg))
 				goto out_free;
-			}
-			if (len)
-				p[len - 1] = ',';
-			strcpy(p + len, optarg);
-			opts = p;
 			break;
-		}
 		case 't':
 			if (mc_parse_seconds(optarg, &timeout)) {
 				ret = mc_bad_usage(

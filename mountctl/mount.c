@@ -36,6 +36,22 @@ struct made {
 	size_t first; /* length of the first created prefix, 0 if none */
 };
 
+int mc_append_opts(char **opts, const char *more)
+{
+	size_t len = *opts ? strlen(*opts) + 1 : 0;
+	char *p = realloc(*opts, len + strlen(more) + 1);
+
+	if (!p) {
+		mc_err("out of memory");
+		return -ENOMEM;
+	}
+	if (len)
+		p[len - 1] = ',';
+	strcpy(p + len, more);
+	*opts = p;
+	return 0;
+}
+
 /*
  * With --sif, or for a file that starts with the SIF magic, append
  * offset=<start of its SquashFS partition> to *@opts, unless the options
@@ -45,8 +61,6 @@ static int sif_opts(const char *image, bool sif, char **opts)
 {
 	char why[256], add[40];
 	uint64_t off;
-	size_t len;
-	char *p;
 	int err;
 
 	if (*opts &&
@@ -60,17 +74,7 @@ static int sif_opts(const char *image, bool sif, char **opts)
 		return err;
 	}
 	snprintf(add, sizeof(add), "offset=%llu", (unsigned long long)off);
-	len = *opts ? strlen(*opts) + 1 : 0;
-	p = realloc(*opts, len + strlen(add) + 1);
-	if (!p) {
-		mc_err("out of memory");
-		return -ENOMEM;
-	}
-	if (len)
-		p[len - 1] = ',';
-	strcpy(p + len, add);
-	*opts = p;
-	return 0;
+	return mc_append_opts(opts, add);
 }
 
 /* Refuse a path that something is already mounted on. */

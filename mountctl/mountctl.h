@@ -94,6 +94,16 @@ int mc_mount_image(const char *image, const char *mountpoint, const char *opts,
 		   double timeout, bool sif, char *real);
 
 /**
+ * mc_append_opts() - Add -o options to a comma-separated list.
+ * @opts: the list, or NULL for none yet; reallocated
+ * @more: the options to append
+ *
+ * Return: 0; -ENOMEM (said on stderr), @opts unchanged.
+ * Ownership: the caller frees *@opts.
+ */
+int mc_append_opts(char **opts, const char *more);
+
+/**
  * mc_usage() - Print a verb's usage line and help text.
  * @c: the verb
  * @f: stdout for --help, stderr after a usage error
