@@ -32,6 +32,13 @@ static int stage(const struct mc_mount *m, enum ctl_stage_mode mode,
 		return MC_EXIT_FAIL;
 	}
 	err = mc_request(m, &req, rep, NULL);
+	if (err == -EBADMSG && rep->error[0]) {
+		/* Refused, not unreachable: exit 1 as the help says. */
+		mc_err("the daemon of '%s' cannot stage: %s", m->path,
+		       rep->error);
+		free(rep);
+		return MC_EXIT_FAIL;
+	}
 	free(rep);
 	if (err) {
 		mc_err("%s", mc_explain(m, err, true, why, sizeof(why)));
