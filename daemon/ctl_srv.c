@@ -2,7 +2,9 @@
 /*
  * This file implements the daemon's side of the control protocol (ctl.h):
  * a thread that accepts connections on the control socket, checks who is
- * asking, and answers ping, stats, stage, umount, hold and release.
+ * asking, and answers ping, stats, stage, umount, hold and release.  Each
+ * request is read with ctl_req_decode() and answered with
+ * ctl_reply_encode(), but for the stats object, built here.
  *
  * The stats object:
  *   schema, healthy, version, pid, uid, image_bytes, staged_bytes, image,
@@ -277,34 +279,31 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 		       (unsigned long long)rss, user, sys, threads);
 }
 
-/* "hold PID START" and "release PID" (holders.h). */
-static void holder_cmd(struct sqcd *d, const char *cmd, struct ctl_buf *b)
+/* Refuse with @why. */
+static void refuse(struct ctl_reply *rep, const char *why)
 {
-	unsigned long long start = 0;
-	int pid, n, end = 0;
-	bool hold = cmd[0] == 'h';
+	rep->ok = false;
+	snprintf(rep->error, sizeof(rep->error), "%s", why);
+}
 
-	if (hold)
-		n = sscanf(cmd, "hold %d %llu%n", &pid, &start, &end) == 2;
-	else
-		n = sscanf(cmd, "release %d%n", &pid, &end) == 1;
-	if (!n || cmd[end] || pid <= 0) {
-		ctl_buf_printf(b,
-			       "{\"ok\":false,\"error\":\"bad arguments\"}\n");
-		return;
-	}
-	n = hold ? holders_add(d->holders, pid, start) :
-		   holders_remove(d->holders, pid);
+/* "hold PID START" and "release PID" (holders.h). */
+static void holder_cmd(struct sqcd *d, const struct ctl_req *req,
+		       struct ctl_reply *rep)
+{
+	int n;
+
+	n = req->cmd == CTL_CMD_HOLD ?
+		    holders_add(d->holders, req->hold.pid, req->hold.start) :
+		    holders_remove(d->holders, req->release.pid);
 	if (n >= 0) {
-		ctl_buf_printf(b, "{\"ok\":true,\"holders\":%d}\n", n);
+		rep->holders.holders = (unsigned int)n;
 		return;
 	}
-	ctl_buf_printf(b, "{\"ok\":false,\"error\":\"%s\"}\n",
-		       n == -EOPNOTSUPP ? "not holder-managed" :
-		       n == -ESHUTDOWN	? "closing" :
-		       n == -ENOENT	? "not a holder" :
-		       n == -ESRCH	? "no such process" :
-					  err_str(n));
+	refuse(rep, n == -EOPNOTSUPP ? "not holder-managed" :
+		    n == -ESHUTDOWN  ? "closing" :
+		    n == -ENOENT     ? "not a holder" :
+		    n == -ESRCH	     ? "no such process" :
+				       err_str(n));
 }
 
 /*
@@ -313,27 +312,16 @@ static void holder_cmd(struct sqcd *d, const char *cmd, struct ctl_buf *b)
  * mount's ram=, or when both are 0 to the default ram= of a daemon started
  * now: memlimit_budget(), from the memory limit the daemon is under now.
  */
-static void stage_cmd(struct sqcd *d, const char *args, struct ctl_buf *b)
+static void stage_cmd(struct sqcd *d, const struct ctl_req_stage *req,
+		      struct ctl_reply *rep)
 {
-	enum img_stage_mode mode = IMG_STAGE_FULL;
-	unsigned long long budget = 0;
-	char word[16] = "";
+	enum img_stage_mode mode =
+		req->mode == CTL_STAGE_META ? IMG_STAGE_META : IMG_STAGE_FULL;
+	uint64_t budget = req->budget;
 	char lim[32];
 	struct img_stats st;
-	int n = 0, err;
+	int err;
 
-	if (sscanf(args, " %15[a-z]%n", word, &n) == 1) {
-		if (!strcmp(word, "meta"))
-			mode = IMG_STAGE_META;
-		else if (strcmp(word, "full"))
-			goto out_bad;
-		args += n;
-	}
-	n = 0;
-	if (sscanf(args, " %llu%n", &budget, &n) == 1)
-		args += n;
-	if (args[strspn(args, " ")])
-		goto out_bad;
 	img_get_stats(d->img, &st);
 	if (!budget)
 		budget = MAX(st.stage_budget, d->o.img.ram);
@@ -350,74 +338,130 @@ static void stage_cmd(struct sqcd *d, const char *args, struct ctl_buf *b)
 	/* No stager, no staging: say so rather than leave it "idle". */
 	err = d->pf ? img_stage_resume(d->img, mode, budget) : -EOPNOTSUPP;
 	if (err) {
-		ctl_buf_printf(b, "{\"ok\":false,\"error\":");
-		ctl_buf_json_str(b, err_str(err));
-		ctl_buf_printf(b, "}\n");
+		refuse(rep, err_str(err));
 		return;
 	}
 	pf_stage_resume(d->pf);
 	log_info("staging %s resumed with a budget of %llu bytes",
 		 mode == IMG_STAGE_META ? "(metadata)" : "(full)",
 		 (unsigned long long)MAX(budget, st.stage_budget));
-	ctl_buf_printf(b, "{\"ok\":true,\"mode\":\"%s\",\"budget\":%llu}\n",
-		       mode == IMG_STAGE_META ? "meta" : "full",
-		       (unsigned long long)MAX(budget, st.stage_budget));
-	return;
-out_bad:
-	ctl_buf_printf(b, "{\"ok\":false,\"error\":\"usage: stage "
-			  "[full|meta] [BYTES]\"}\n");
+	rep->stage.mode = req->mode;
+	rep->stage.budget = MAX(budget, st.stage_budget);
+}
+
+/* The answer to a client of another uid. */
+static void refuse_peer(struct ctl_buf *b)
+{
+	struct ctl_reply *rep = calloc(1, sizeof(*rep));
+
+	if (!rep) {
+		b->oom = true;
+		return;
+	}
+	rep->cmd = CTL_CMD_PING;
+	refuse(rep, "permission denied");
+	ctl_reply_encode(rep, b);
+	ctl_buf_printf(b, "\n");
+	free(rep);
+}
+
+/* Read one short line from @c; a client that stalls is dropped after 2 s.
+ * Return: true if a line came. */
+static bool read_line(int c, char *line, size_t cap)
+{
+	size_t n = 0;
+	ssize_t r;
+
+	while (n < cap - 1) {
+		struct pollfd p = { .fd = c, .events = POLLIN };
+
+		if (poll(&p, 1, 2000) <= 0)
+			return false;
+		r = recv(c, line + n, cap - 1 - n, 0);
+		if (r <= 0)
+			return false;
+		n += (size_t)r;
+		if (memchr(line, '\n', n))
+			break;
+	}
+	line[n] = '\0';
+	line[strcspn(line, "\r\n")] = '\0';
+	return true;
+}
+
+/* Carry out @req into @rep, but stats (built into the reply directly). */
+static void dispatch(struct sqcd *d, const struct ctl_req *req,
+		     struct ctl_reply *rep)
+{
+	switch (req->cmd) {
+	case CTL_CMD_PING:
+		/* The mount point proves a fallback address ours (ctl.h). */
+		rep->ping.pid = getpid();
+		snprintf(rep->ping.mountpoint, sizeof(rep->ping.mountpoint),
+			 "%s", d->o.canonical);
+		break;
+	case CTL_CMD_HOLD:
+	case CTL_CMD_RELEASE:
+		holder_cmd(d, req, rep);
+		break;
+	case CTL_CMD_STAGE:
+		stage_cmd(d, &req->stage, rep);
+		break;
+	default: /* stats, umount: nothing to do here */
+		break;
+	}
+}
+
+/* Answer the request in @line into @b.  Return: true for umount. */
+static bool answer(struct sqcd *d, const char *line, struct ctl_buf *b)
+{
+	struct ctl_reply *rep;
+	struct ctl_req req;
+	const char *usage;
+	bool umount;
+	int err;
+
+	rep = calloc(1, sizeof(*rep));
+	if (!rep) {
+		b->oom = true;
+		return false;
+	}
+	err = ctl_req_decode(line, &req);
+	if (err) {
+		/* A refusal reads the same whatever the command. */
+		usage = ctl_req_usage(line);
+		rep->cmd = CTL_CMD_PING;
+		refuse(rep, usage ? usage : "unknown command");
+	} else {
+		rep->cmd = req.cmd;
+		rep->ok = true;
+		dispatch(d, &req, rep);
+	}
+	if (rep->ok && rep->cmd == CTL_CMD_STATS)
+		sqcd_stats_json(d, b);
+	else
+		ctl_reply_encode(rep, b);
+	ctl_buf_printf(b, "\n");
+	umount = rep->ok && rep->cmd == CTL_CMD_UMOUNT;
+	free(rep);
+	return umount;
 }
 
 static void serve(struct sqcd *d, int c)
 {
 	struct ctl_buf b = { 0 };
-	char cmd[64];
-	size_t n = 0;
-	ssize_t r;
+	char line[CTL_REQ_MAX];
 	uid_t uid;
 	pid_t pid;
 	bool umount = false;
 
 	if (ctl_peer(c, &uid, &pid) || (uid != getuid() && uid != 0)) {
-		ctl_buf_printf(
-			&b, "{\"ok\":false,\"error\":\"permission denied\"}\n");
+		refuse_peer(&b);
 		goto out_send;
 	}
-	/* One short line; a client that stalls is dropped after 2 s. */
-	while (n < sizeof(cmd) - 1) {
-		struct pollfd p = { .fd = c, .events = POLLIN };
-
-		if (poll(&p, 1, 2000) <= 0)
-			goto out_close;
-		r = recv(c, cmd + n, sizeof(cmd) - 1 - n, 0);
-		if (r <= 0)
-			goto out_close;
-		n += (size_t)r;
-		if (memchr(cmd, '\n', n))
-			break;
-	}
-	cmd[n] = '\0';
-	cmd[strcspn(cmd, "\r\n")] = '\0';
-	if (!strcmp(cmd, "ping")) {
-		/* The mount point proves a fallback address ours (ctl.h). */
-		ctl_buf_printf(&b, "{\"ok\":true,\"pid\":%d,\"mountpoint\":",
-			       (int)getpid());
-		ctl_buf_json_str(&b, d->o.canonical);
-		ctl_buf_printf(&b, "}\n");
-	} else if (!strcmp(cmd, "stats")) {
-		sqcd_stats_json(d, &b);
-		ctl_buf_printf(&b, "\n");
-	} else if (!strncmp(cmd, "hold ", 5) || !strncmp(cmd, "release ", 8)) {
-		holder_cmd(d, cmd, &b);
-	} else if (!strcmp(cmd, "stage") || !strncmp(cmd, "stage ", 6)) {
-		stage_cmd(d, cmd + 5, &b);
-	} else if (!strcmp(cmd, "umount")) {
-		ctl_buf_printf(&b, "{\"ok\":true}\n");
-		umount = true;
-	} else {
-		ctl_buf_printf(
-			&b, "{\"ok\":false,\"error\":\"unknown command\"}\n");
-	}
+	if (!read_line(c, line, sizeof(line)))
+		goto out_close;
+	umount = answer(d, line, &b);
 out_send:
 	if (!b.oom && b.len)
 		send(c, b.p, b.len, MSG_NOSIGNAL);

@@ -217,10 +217,10 @@ static int mount_as_user(const struct ds_conf *c, const struct job_ids *ids,
 			 double timeout, int resfd)
 {
 	char real[PATH_MAX], opts[3 * DS_OPTS_MAX], link[64], rmnt[PATH_MAX];
-	uint64_t start = 0, pid;
+	uint64_t start = 0;
+	pid_t pid;
 	struct mc_mount m;
 	struct stat st;
-	char *reply;
 	int fd, rc;
 	ssize_t n;
 
@@ -255,11 +255,9 @@ static int mount_as_user(const struct ds_conf *c, const struct job_ids *ids,
 	}
 	rc = mc_mount_image(real, mnt, opts[0] ? opts : NULL, timeout, false,
 			    rmnt);
-	if (rc || mc_mount_find(rmnt, &m) || mc_request(&m, "ping", &reply))
+	if (rc || mc_mount_find(rmnt, &m) || mc_ping(&m, &pid))
 		return rc ? rc : MC_EXIT_FAIL;
-	pid = mc_json_u64(reply, "pid");
-	free(reply);
-	if (pid && !ctl_proc_start((pid_t)pid, &start))
+	if (!ctl_proc_start(pid, &start))
 		dprintf(resfd, "%llu %llu\n", (unsigned long long)pid,
 			(unsigned long long)start);
 	return MC_EXIT_OK;
