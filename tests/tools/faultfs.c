@@ -8,7 +8,9 @@
  *   faultfs FILE MOUNTPOINT FAILFILE
  *
  * FAILFILE is read at every request: each line "START LENGTH" is a byte
- * range whose reads fail.  No file, or an empty one, means no failures.
+ * range whose reads fail, and a line "block" makes every read of the image
+ * from then on block (see FAULTFS_BLOCK).  No file, or an empty one, means
+ * no failures.
  * The image file is served with direct_io and no attribute caching, so
  * every read and every size change reaches this process.  Runs in the
  * foreground until unmounted (fusermount3 -u).
@@ -18,7 +20,12 @@
  * FAULTFS_DELAY_US=N makes each read take N microseconds longer.  Requests
  * are served one at a time (slow storage with one queue), or with
  * FAULTFS_PARALLEL=1 by as many threads as are under way (storage that
- * serves many reads at once, each as slow).
+ * serves many reads at once, each as slow).  FAULTFS_BLOCK=1 makes every
+ * read of the image block: the request is never answered, and an interrupt
+ * does not answer it either, so the reader waits in the kernel, unkillable,
+ * as on a hard-mounted file system whose server died.  Such reads fail with
+ * EIO only when faultfs stops (SIGTERM, or fusermount3 -u once nothing
+ * holds the file open); every other request is still answered.
  */
 #define FUSE_USE_VERSION 314
 
@@ -37,21 +44,35 @@ static const char *failfile;
 static unsigned long long reads, failed;
 static FILE *readlog;
 static useconds_t delay_us;
+static int block_all; /* FAULTFS_BLOCK=1 */
+static fuse_req_t held[4096]; /* reads never answered, until we stop */
+static size_t nheld; /* entries of held[] */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* the above */
 
-static int overlaps_failure(off_t off, size_t len)
+/* What FAILFILE says about a read. */
+enum fault { FAULT_NONE, FAULT_EIO, FAULT_BLOCK };
+
+static enum fault fault_of(off_t off, size_t len)
 {
 	unsigned long long a, n;
+	enum fault ret = FAULT_NONE;
+	char line[128];
 	FILE *f = fopen(failfile, "r");
-	int hit = 0;
 
 	if (!f)
-		return 0;
-	while (!hit && fscanf(f, "%llu %llu", &a, &n) == 2)
-		hit = (unsigned long long)off < a + n &&
-		      a < (unsigned long long)off + len;
+		return FAULT_NONE;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "block", 5)) {
+			ret = FAULT_BLOCK;
+			break;
+		}
+		if (sscanf(line, "%llu %llu", &a, &n) == 2 &&
+		    (unsigned long long)off < a + n &&
+		    a < (unsigned long long)off + len)
+			ret = FAULT_EIO;
+	}
 	fclose(f);
-	return hit;
+	return ret;
 }
 
 static void fill_attr(fuse_ino_t ino, struct stat *st)
@@ -104,6 +125,7 @@ static void ff_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
+	enum fault fault = block_all ? FAULT_BLOCK : fault_of(off, size);
 	char *buf;
 	ssize_t n;
 
@@ -111,10 +133,18 @@ static void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	(void)fi;
 	pthread_mutex_lock(&lock);
 	reads++;
+	if (fault == FAULT_BLOCK && nheld < sizeof(held) / sizeof(held[0])) {
+		/* Keep the request unanswered; main() fails it at exit. */
+		held[nheld++] = req;
+		pthread_mutex_unlock(&lock);
+		return;
+	}
 	pthread_mutex_unlock(&lock);
+	if (fault == FAULT_BLOCK)
+		return; /* past the table: never answered at all */
 	if (delay_us)
 		usleep(delay_us);
-	if (overlaps_failure(off, size)) {
+	if (fault == FAULT_EIO) {
 		pthread_mutex_lock(&lock);
 		failed++;
 		pthread_mutex_unlock(&lock);
@@ -188,6 +218,7 @@ int main(int argc, char **argv)
 	if (getenv("FAULTFS_DELAY_US"))
 		delay_us = (useconds_t)strtoul(getenv("FAULTFS_DELAY_US"), NULL,
 					       10);
+	block_all = getenv("FAULTFS_BLOCK") && atoi(getenv("FAULTFS_BLOCK"));
 	se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
 	if (!se || fuse_set_signal_handlers(se) ||
 	    fuse_session_mount(se, argv[2])) {
@@ -206,6 +237,13 @@ int main(int argc, char **argv)
 	} else {
 		ret = fuse_session_loop(se);
 	}
+	/* The connection is still up: release the readers we kept waiting. */
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < nheld; i++)
+		fuse_reply_err(held[i], EIO);
+	fprintf(stderr, "faultfs: %zu reads were blocked\n", nheld);
+	nheld = 0;
+	pthread_mutex_unlock(&lock);
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
