@@ -12,16 +12,27 @@
 #
 #   SQC_HOSTILE_CASES="1 3 5"   run only these cases (default: all)
 #
-# Cases (each failed on the shell hooks and plugin of a4a6893):
-#  1 directories where the hooks expect files (.failed/.err tricks)
-#  2 100,000 empty directories where the hooks look (epilog time bounded)
-#  3 the job directory swapped for a symlink to a root-owned directory
-#  4 V pre-creates U's directories under the base
-#  5 a glob over a root-only directory as the dataset (Prolog and SPANK)
-#  6 allow= left by '..' and by symlinks
-#  7 user options allow_other, log=, ctl= refused; force_options= caps ram=
-#  8 an image on storage that never answers (faultfs FAULTFS_BLOCK)
+# The layout is that of the C root side (mountctl job, see
+# squashcache_spank(8)): root's BASE/squashcache/jobID-NODE/, mode 0755,
+# holding U's mount point NAME; every job that reads checks it.  Cases:
+#  1 directories where the hooks expect files: BASE/squashcache a file of
+#    U's, its rename-aside name taken, .error/.failed/... in U's mount point
+#  2 100,000 empty directories in U's unmounted mount point and in the
+#    base: the time from the job's end to an idle node is bounded
+#  3 symlinks to a root-owned decoy: BASE/squashcache, and mid-job in U's
+#    mount point, with a mount of U's own nested in it
+#  4 V squats BASE/squashcache and U's next job directory
+#  5 a glob over a root-only directory as the dataset (Prolog and SPANK,
+#    and SPANK_DATASET from a client plugin of U's own)
+#  6 allow= left by '..', by a symlink, by a directory swapped after the
+#    submission was checked
+#  7 user options allow_other, log=, ctl= and ones not in user_options=
+#    refused; force_options=ram= caps the user's ram=
+#  8 an image on storage that never answers (faultfs FAULTFS_BLOCK):
+#    the job fails within timeout=, at submission or on the node
 #  9 U's control socket name bound first by V
+# The version of this file in commit 35a263a attacks the layout of a4a6893
+# (BASE/USER/squashcache, made by the user); there every case failed.
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" -eq 0 ] || skip "needs root: starts slurmctld and two slurmd, adds test users"
 need_cmd mksquashfs python3 runuser useradd
@@ -83,9 +94,20 @@ at_exit 'drop_decoy'
 make_decoy
 
 # --- binaries, images, secrets ----------------------------------------
-mkdir -p "$T/bin/real" "$BASE" "$T/img" "$T/out" "$T/state" "$T/allowed" \
+# The base is a tmpfs of its own, mode 1777, as /dev/shm is: anyone can
+# create entries in it, and 100,000 of them come and go in a second.
+fresh_base() {
+    if grep -q " $BASE " /proc/self/mounts; then
+        umount "$BASE" 2>/dev/null || umount -l "$BASE"
+    fi
+    mkdir -p "$BASE"
+    mount -t tmpfs -o size=512m,nr_inodes=1m,mode=1777 sqc-hostile-base "$BASE"
+}
+at_exit 'umount -l "$BASE" 2>/dev/null; true'
+fresh_base
+mkdir -p "$T/bin/real" "$T/img" "$T/out" "$T/state" "$T/allowed" \
     "$T/elsewhere" "$T/rootonly" "$T/dead" "$T/jobs"
-chmod 1777 "$BASE" "$T/out" "$T/allowed"
+chmod 1777 "$T/out" "$T/allowed"
 chmod 0700 "$T/rootonly"
 cp "$BUILD/mountctl" "$T/bin/mountctl"
 cp "$BUILD/squashcached" "$T/bin/real/squashcached"
@@ -114,12 +136,18 @@ cp "$IMG" "$T/rootonly/$SECRET.sqfs"
 echo "$SECRET $VSECRET" >"$T/secrets"
 chmod 0600 "$T/secrets"
 
-# What each task runs: the node, job id and checksum of what it read.
+# What each task runs: the node, job id and checksum of what it read,
+# and (for the job's own mount) owner and mode of the two directories
+# above the mount point (0:755 in the spec; 0:711 is as good).
 cat >"$T/bin/readit" <<'EOR'
 #!/bin/sh
 m=${1:-$SQUASHCACHE_MOUNT}
 s=$(cd "$m" 2>/dev/null && find . -type f | sort | xargs md5sum | md5sum | cut -c1-32)
 echo "task $SLURMD_NODENAME $SLURM_JOB_ID ${s:-none} $m"
+if [ $# -eq 0 ]; then
+    d=${m%/*}
+    echo "layout $SLURMD_NODENAME $SLURM_JOB_ID $(stat -c %u:%a "${d%/*}" "$d" 2>&1 | tr '\n' ' ')"
+fi
 EOR
 chmod 0755 "$T/bin/readit"
 
@@ -161,7 +189,7 @@ chmod 0755 "$T/cl/hooks"/*
 echo "required $BUILD/squashcache_spank.so conf=$T/conf" >"$T/cl/etc/plugstack.conf"
 
 at_exit 'cluster_stop'
-at_exit 'stop_faultfs; for m in $(awk -v t="$T/" "index(\$2, t) == 1 {print \$2}" /proc/self/mounts); do umount -l "$m" 2>/dev/null; done; for p in $(pgrep -f "$T/bin/real/squashcached"); do kill -9 "$p"; done; true'
+at_exit 'stop_faultfs; for m in $(awk -v t="$T/" "index(\$2, t) == 1 {print \$2}" /proc/self/mounts); do umount -l "$m" 2>/dev/null; done; for p in $(pgrep -f "squashcached.* $T/"); do kill -9 "$p"; done; true'
 at_exit '[ -f "$T/fuse.conf.orig" ] && cat "$T/fuse.conf.orig" >/etc/fuse.conf; true'
 cluster_start "$T/cl" || { tail -n 30 "$T/cl/log/"*.log; fail "cluster did not start"; }
 note "cluster up on port ${SQC_SLURM_PORT:-26817}; users $U and $V; cases: $CASES"
@@ -170,7 +198,8 @@ note "cluster up on port ${SQC_SLURM_PORT:-26817}; users $U and $V; cases: $CASE
 as_user() {
     _au=$1
     shift
-    (cd "$T/out" && runuser -u "$_au" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@")
+    (cd "$T/out" && runuser -u "$_au" -- env -u SQUASHCACHED -u MOUNTCTL \
+        SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@")
 }
 as_u() { as_user "$U" "$@"; }
 as_v() { as_user "$V" "$@"; }
@@ -223,10 +252,22 @@ next_jobid() {
     echo $((_nj + 1))
 }
 
-# Did every task of OUT read the image?  N task lines, all with SUM.
+# read_ok OUT [N]: N (default 1) tasks of OUT read the image, each at
+# BASE/squashcache/jobID-NODE/..., both directories root's, not writable
+# by group or others.
 read_ok() {
     _n=$(grep -c "^task .* $SUM " "$1" || true)
-    [ "$_n" -eq "${2:-1}" ]
+    [ "$_n" -eq "${2:-1}" ] &&
+        awk -v b="$BASE/squashcache" '
+            # uid:mode of a directory that only root can change
+            function root_only(f) { return f ~ /^0:[0-7]*[0145][0145]$/ }
+            $1 == "task" && $5 != "" && index($5, b "/job" $3 "-" $2 "/") != 1 { bad = 1 }
+            $1 == "layout" && !(root_only($4) && root_only($5)) { bad = 1 }
+            END { exit bad }' "$1"
+}
+# job_of NAME: the job id that job NAME printed.
+job_of() {
+    sed -n 's/^task [^ ]* \([0-9][0-9]*\) .*/\1/p; s/^ran \([0-9][0-9]*\).*/\1/p' "$T/out/$1.out" | head -n 1
 }
 show() { sed 's/^/    | /' "$1"; }
 
@@ -239,7 +280,7 @@ flunk() {
 # expect_read NAME: the job NAME ran and read the image.
 expect_read() {
     [ "$JOB_RC" -eq 0 ] && read_ok "$T/out/$1.out" ||
-        { show "$T/out/$1.out"; flunk "$1: the job did not read its image (exit $JOB_RC)"; }
+        { show "$T/out/$1.out"; flunk "$1: the job did not read its image at BASE/squashcache/jobID-NODE/NAME under directories only root can write (exit $JOB_RC)"; }
 }
 
 # expect_refused NAME REGEX: the job NAME failed, ran no task that read
@@ -320,7 +361,7 @@ finish_case() {
         sleep 0.1
     done
     if ! wait_idle 30; then
-        bad="$bad; nodes not idle 30 s after the case: $(sinfo -h -N -o '%N %T %E' | tr '\n' ' ')"
+        bad="$bad; nodes not idle after the case: $(sinfo -h -N -o '%N %T %E' | tr '\n' ' ')"
         # Let slurmd finish or kill a hung hook (PrologEpilogTimeout=60).
         _i=0
         while nodes_busy && [ $_i -lt 900 ]; do
@@ -337,16 +378,18 @@ finish_case() {
     done
     wait_idle 30 || bad="$bad; nodes not idle after resume: $(sinfo -h -N -o '%N %T %E' | tr '\n' ' ')"
     _i=0
-    while pgrep -f "$T/bin/real/squashcached" >/dev/null && [ $_i -lt 50 ]; do
+    while pgrep -f "squashcached.* $T/" >/dev/null && [ $_i -lt 50 ]; do
         _i=$((_i + 1))
         sleep 0.1
     done
-    _left=$(awk -v t="$T/" 'index($2, t) == 1 {print $2}' /proc/self/mounts | tr '\n' ' ')
+    _left=$(awk -v t="$T/" -v b="$BASE" 'index($2, t) == 1 && $2 != b {print $2}' /proc/self/mounts | tr '\n' ' ')
     if [ -n "$_left" ]; then
         bad="$bad; mounts left: $_left"
         for _m in $_left; do umount -l "$_m" 2>/dev/null || true; done
     fi
-    _left=$(pgrep -f "$T/bin/real/squashcached" | tr '\n' ' ')
+    _left=$(find "$BASE/squashcache/" -maxdepth 1 -name 'job*' 2>/dev/null | tr '\n' ' ')
+    [ -z "$_left" ] || bad="$bad; job directories left in $BASE/squashcache: $_left"
+    _left=$(pgrep -f "squashcached.* $T/" | tr '\n' ' ')
     if [ -n "$_left" ]; then
         bad="$bad; daemons left: $(for _p in $_left; do tr '\0' ' ' <"/proc/$_p/cmdline"; echo; done)"
         for _p in $_left; do kill -9 "$_p" 2>/dev/null || true; done
@@ -371,9 +414,9 @@ finish_case() {
         for _p in $(pgrep -u "$_u"); do kill -9 "$_p" 2>/dev/null || true; done
     done
     # A fresh base for the next case.
-    rm -rf "$BASE" "$T/state"
-    mkdir -p "$BASE" "$T/state"
-    chmod 1777 "$BASE"
+    fresh_base
+    rm -rf "$T/state"
+    mkdir -p "$T/state"
     write_conf
     if [ -n "$bad" ]; then
         echo "FAIL case $_n:${bad#;}"
@@ -383,82 +426,148 @@ finish_case() {
     fi
 }
 
-# The job directory of job J on node N, and U's top directory there.
-jobdir() { echo "$BASE/$U/squashcache/job$1-$2"; }
+# The layout of /work/job-spec.md: root-owned BASE/squashcache and job
+# directories, the user's mount point in it.
+jobdir() { echo "$BASE/squashcache/job$1-$2"; }
+
+# A job that unmounts its own mount (U may: U's daemon mounted it), so
+# that its mount point is a directory of U's to fill.
+cat >"$T/bin/own-umount" <<'EOU'
+#!/bin/sh
+m=$SQUASHCACHE_MOUNT
+[ -n "$m" ] || { echo "no SQUASHCACHE_MOUNT"; exit 1; }
+i=0
+until fusermount3 -u "$m" 2>/dev/null; do
+    i=$((i + 1))
+    [ $i -lt 50 ] || { echo "cannot unmount $m"; exit 1; }
+    sleep 0.1
+done
+echo "unmounted $m"
+EOU
+chmod 0755 "$T/bin/own-umount"
+
 # --- the cases ----------------------------------------------------------
 
-# 1. Directories where the hooks expect files.
+# 1. Directories where the hooks expect files.  Nothing in the job
+# directory is U's to write, so U tries BASE/squashcache before root made
+# it (a file, and a directory where root would rename it aside), and
+# fills its own mount point after unmounting it.
 case_1() {
+    as_u sh -c "echo junk >$BASE/squashcache &&
+        mkdir -p $BASE/squashcache.bad-\$(stat -c %i $BASE/squashcache)/x/y &&
+        mkdir -p $BASE/squashcache.bad/x $BASE/squashcache.tmp/x"
+    run_job c1a 30 srun -N1 -w n1 sh -c 'echo "ran $SLURM_JOB_ID"'
+    grep -q '^ran' "$T/out/c1a.out" || { show "$T/out/c1a.out"; flunk "c1a: a job without a dataset did not run"; }
+    run_job c1b 30 srun -N1 -w n1 --comment="dataset=$IMG" "$T/bin/readit"
+    expect_read c1b
     cat >"$T/jobs/c1.sh" <<EOJ
 #!/bin/sh
-top=$BASE/\$(id -un)/squashcache
-mkdir -p "\$top/job\$SLURM_JOB_ID.0-\$SLURMD_NODENAME.alpha.failed/x" \\
-    "\$top/job\$SLURM_JOB_ID-\$SLURMD_NODENAME.alpha.err/x" && echo "made \$SLURM_JOB_ID"
+$T/bin/readit
+$T/bin/own-umount || exit 0
+m=\$SQUASHCACHE_MOUNT
+d=\${m%/*}
+for n in .error .daemons alpha.failed alpha.err job\$SLURM_JOB_ID-\$SLURMD_NODENAME.alpha.failed; do
+    mkdir -p "\$m/\$n/x" "\$d/\$n" "\$d.\$n" 2>/dev/null
+done
+echo filled
 EOJ
-    run_job c1a 30 srun -N1 -w n1 sh "$T/jobs/c1.sh"
-    grep -q made "$T/out/c1a.out" || { show "$T/out/c1a.out"; fail "c1a: job did not run"; }
-    run_job c1b 30 srun -N1 -w n2 --dataset="$IMG" sh -c "sh $T/jobs/c1.sh; $T/bin/readit"
-    expect_read c1b
-    wait_idle "$EPILOG_BOUND" || true
-    note "c1a epilog (status seconds): $(epilog_of "$(sed -n "s/^made //p" "$T/out/c1a.out")" n1)"
-    nodes_idle || flunk "nodes after the .failed trick: $(sinfo -h -N -o '%N %T %E' | tr '\n' ' ')"
+    run_job c1c 30 srun -N1 -w n2 --dataset="$IMG" sh "$T/jobs/c1.sh"
+    expect_read c1c
+    grep -q '^filled' "$T/out/c1c.out" || { show "$T/out/c1c.out"; flunk "c1c: the job did not fill its mount point"; }
+    run_job c1d 30 srun -N1 -w n1 --comment="dataset=$IMG" sh "$T/jobs/c1.sh"
+    expect_read c1d
+    wait_idle "$EPILOG_BOUND" ||
+        flunk "nodes after the .failed/.err tricks: $(sinfo -h -N -o '%N %T %E' | tr '\n' ' ')"
+    note "c1 epilogs (status seconds): $(for c in c1a c1b c1d; do epilog_of "$(job_of "$c")" n1; done | tr '\n' ' ')"
 }
 
-# 2. 100,000 empty directories where the epilog looks.
+# 2. 100,000 empty directories in each directory of U's that the hooks
+# look at: U's mount point (unmounted by U) and the base itself (1777,
+# like /dev/shm).  The time from the job's end until its node is idle
+# again is measured and bounded.
 case_2() {
-    cat >"$T/jobs/c2.py" <<EOJ
-import os, pwd
-d = "$BASE/%s/squashcache/job%s-%s" % (pwd.getpwuid(os.getuid()).pw_name,
-    os.environ["SLURM_JOB_ID"], os.environ["SLURMD_NODENAME"])
-os.makedirs(d, exist_ok=True)
-for i in range(100000):
-    os.mkdir("%s/d%06d" % (d, i))
-print("made", d)
-EOJ
-    run_job c2 60 srun -N1 -w n1 python3 "$T/jobs/c2.py"
-    grep -q made "$T/out/c2.out" || { show "$T/out/c2.out"; fail "c2: job did not run"; }
-    t0=$(date +%s.%N)
-    if ! wait_idle "$EPILOG_BOUND"; then
-        flunk "c2: n1 not idle $EPILOG_BOUND s after the job: $(sinfo -h -N -o '%N %T %E' | tr '\n' ' ')"
-    fi
-    note "c2: n1 idle $(echo "$(date +%s.%N) - $t0" | bc) s after the job"
-}
-
-# 3. The job directory swapped for a symlink to a root-owned directory.
-case_3() {
-    cat >"$T/jobs/c3.sh" <<EOJ
+    cat >"$T/jobs/c2.sh" <<EOJ
 #!/bin/sh
 $T/bin/readit
-d=\${SQUASHCACHE_MOUNT%/*}
-mv "\$d" "\$d.moved" && ln -s "$DECOY" "\$d" && echo swapped
-if [ "\$1" = mid ]; then
-    srun -n1 $T/bin/readit
-    sleep 1
-fi
+$T/bin/own-umount || exit 0
+python3 - "\$SQUASHCACHE_MOUNT" "$BASE" "\$1" <<'EOP'
+import os, sys
+for i in range(100000):
+    os.mkdir("%s/d%06d" % (sys.argv[1], i))
+if sys.argv[3] == "base":
+    for i in range(100000):
+        os.mkdir("%s/junk%06d" % (sys.argv[2], i))
+EOP
+echo "end \$(date +%s.%N)"
 EOJ
-    run_job c3a 40 sbatch -W -N1 -w n1 -o "$T/out/c3a.job" --dataset="$IMG" "$T/jobs/c3.sh" mid
-    cat "$T/out/c3a.job" >>"$T/out/c3a.out"
-    grep -q swapped "$T/out/c3a.out" || { show "$T/out/c3a.out"; fail "c3a: job did not swap"; }
+    for v in "a n1 --comment=dataset=$IMG base" "b n2 --dataset=$IMG -"; do
+        set -- $v
+        run_job "c2$1" 90 srun -N1 -w "$2" "$3" sh "$T/jobs/c2.sh" "$4"
+        expect_read "c2$1"
+        end=$(sed -n 's/^end //p' "$T/out/c2$1.out")
+        [ -n "$end" ] || { show "$T/out/c2$1.out"; flunk "c2$1: the job did not make its directories"; continue; }
+        if wait_idle "$EPILOG_BOUND"; then
+            note "c2$1 ($3): $2 idle $(echo "$(date +%s.%N) - $end" | bc) s after the job's end; epilog (status seconds): $(epilog_of "$(job_of "c2$1")" "$2")"
+        else
+            flunk "c2$1 ($3): $2 not idle $EPILOG_BOUND s after the job: $(sinfo -h -N -o '%N %T %E' | tr '\n' ' ')"
+        fi
+    done
+}
+
+# 3. Symlinks to a root-owned directory where root works: BASE/squashcache
+# before root made it, and (mid-job) entries of U's unmounted mount point,
+# next to a mount of U's own made inside it.
+case_3() {
+    as_u ln -s "$DECOY" "$BASE/squashcache"
+    run_job c3a 30 srun -N1 -w n1 --comment="dataset=$IMG" "$T/bin/readit"
+    expect_read c3a
     wait_idle "$EPILOG_BOUND" || true
     if ! decoy_intact; then
-        flunk "c3a (SPANK, swapped mid-job): root's decoy changed: $(decoy_diff)"
+        flunk "c3a (BASE/squashcache a symlink to root's directory): the decoy changed: $(decoy_diff)"
         drop_decoy
         make_decoy
     fi
-    run_job c3b 40 sbatch -W -N1 -w n2 -o "$T/out/c3b.job" --comment="dataset=$IMG" "$T/jobs/c3.sh" end
-    cat "$T/out/c3b.job" >>"$T/out/c3b.out"
-    grep -q swapped "$T/out/c3b.out" || { show "$T/out/c3b.out"; fail "c3b: job did not swap"; }
+    cat >"$T/jobs/c3.sh" <<EOJ
+#!/bin/sh
+$T/bin/readit
+$T/bin/own-umount || exit 0
+m=\$SQUASHCACHE_MOUNT
+ln -s "$DECOY/victim" "\$m/victim"
+ln -s "$DECOY/alpha" "\$m/alpha"
+ln -s "$DECOY" "\$m/decoy"
+mkdir "\$m/sub" && ln -s "$DECOY/victim" "\$m/sub/victim"
+ln -s "$DECOY" "\${m%/*}/decoy" 2>/dev/null
+$T/bin/mountctl mount "$IMG" "\$m/nested" >/dev/null && $T/bin/readit "\$m/nested"
+echo swapped
+srun -n1 $T/bin/readit "\$m/nested" || true
+sleep 1
+EOJ
+    run_job c3b 40 sbatch -W -N1 -w n2 -o "$T/out/c3b.job" --dataset="$IMG" "$T/jobs/c3.sh"
+    cat "$T/out/c3b.job" >>"$T/out/c3b.out" 2>/dev/null || true
+    read_ok "$T/out/c3b.out" 2 && grep -q '^swapped' "$T/out/c3b.out" ||
+        { show "$T/out/c3b.out"; flunk "c3b: the job did not read, swap and mount"; }
     wait_idle "$EPILOG_BOUND" || true
-    decoy_intact || flunk "c3b (Prolog, swapped before the epilog): root's decoy changed: $(decoy_diff)"
+    decoy_intact || flunk "c3b (symlinks in U's mount point, a nested mount): the decoy changed: $(decoy_diff)"
 }
 
-# 4. V pre-creates U's directories under the base.
+# 4. V squats BASE/squashcache before root made it: a directory of V's
+# (0777) holding the job directory U's next job will get, and a symlink
+# to such a directory.
 case_4() {
-    as_v sh -c "mkdir -m 0700 $BASE/$U && mkdir -p $BASE/$U/$VSECRET"
-    run_job c4a 40 srun -N1 -w n1 --dataset="$IMG" "$T/bin/readit"
+    j=$(next_jobid)
+    as_v sh -c "mkdir -m 0777 $BASE/squashcache && mkdir -m 0777 -p $(jobdir "$j" n1)/alpha &&
+        echo private >$(jobdir "$j" n1)/alpha/$VSECRET"
+    run_job c4a 30 srun -N1 -w n1 --dataset="$IMG" "$T/bin/readit"
     expect_read c4a
-    run_job c4b 40 srun -N1 -w n2 --comment="dataset=$IMG" "$T/bin/readit"
+    wait_idle "$EPILOG_BOUND" || true
+    rm -rf "$BASE/squashcache"
+    j=$(next_jobid)
+    as_v sh -c "mkdir -m 0777 -p $T/out/v4/job$j-n2/alpha && echo private >$T/out/v4/job$j-n2/alpha/$VSECRET &&
+        ln -s $T/out/v4 $BASE/squashcache"
+    run_job c4b 30 srun -N1 -w n2 --comment="dataset=$IMG" "$T/bin/readit"
     expect_read c4b
+    wait_idle "$EPILOG_BOUND" || true
+    [ -f "$T/out/v4/job$j-n2/alpha/$VSECRET" ] || flunk "c4b: V's file was removed"
 }
 
 # 5. A glob over a root-only directory as the dataset list.
@@ -513,8 +622,8 @@ EOJ
             bad="$bad $c"
         fi
     done
-    [ -z "$bad" ] || fail "an image outside allow= was mounted:$bad (a: '..', b: symlink, c: SPANK, directory swapped after submission)"
-    for c in c6a c6b; do
+    [ -z "$bad" ] || flunk "an image outside allow= was mounted:$bad (a: '..', b: symlink, c: SPANK, directory swapped after submission)"
+    for c in c6a c6b c6c; do
         grep -Eiq "squashcache: .*allow" "$T/out/$c.out" || { show "$T/out/$c.out"; flunk "$c: no clear message"; }
     done
 }
@@ -523,10 +632,10 @@ EOJ
 case_7() {
     cp /etc/fuse.conf "$T/fuse.conf.orig" 2>/dev/null || : >"$T/fuse.conf.orig"
     grep -q '^user_allow_other' /etc/fuse.conf 2>/dev/null || echo user_allow_other >>/etc/fuse.conf
-    write_conf force_options=ram=64M
+    write_conf force_options=ram=64M user_options=ram,cache,meta,warm,stage,workers,readahead
     bad=
     for v in "a allow_other allow_other" "b log=/etc/sqc-hostile-x.$$ log" \
-        "c log=$T/out/u.log log" "d ctl=@sqc-hostile-$$ ctl"; do
+        "c log=$T/out/u.log log" "d ctl=@sqc-hostile-$$ ctl" "g threads=2 threads"; do
         set -- $v
         run_job "c7$1" 40 srun -N1 -w n1 --comment="dataset=$IMG:$2" "$T/bin/readit"
         if [ "$JOB_RC" -eq 0 ] || grep -q "^task .* $SUM " "$T/out/c7$1.out" ||
@@ -546,12 +655,12 @@ EOJ
     run_job c7f 40 srun -N1 -w n1 --dataset="$IMG:ram=1G" sh "$T/jobs/c7.sh"
     for c in c7e c7f; do
         b=$(sed -n 's/^budget //p' "$T/out/$c.out")
-        if [ "$JOB_RC" -ne 0 ] || ! read_ok "$T/out/$c.out" || [ -z "$b" ] || [ "$b" -gt 67108864 ]; then
+        if ! read_ok "$T/out/$c.out" || [ -z "$b" ] || [ "$b" -gt 67108864 ]; then
             show "$T/out/$c.out"
             bad="$bad ram=1G over force_options=ram=64M: budget ${b:-?} ($c);"
         fi
     done
-    [ -z "$bad" ] || fail "user options not refused or not capped:$bad"
+    [ -z "$bad" ] || flunk "user options not refused or not capped:$bad"
 }
 
 # 8. An image on storage that never answers.
@@ -588,7 +697,17 @@ case_8() {
         show "$T/out/c8b.out"
         bad="$bad SPANK: exit $JOB_RC after $JOB_SECS s;"
     fi
-    [ -z "$bad" ] || fail "dead storage:$bad"
+    # SPANK: the storage is dead at submission (the check there reads).
+    echo block >"$T/dead.fail"
+    run_job c8c 40 srun -N1 -w n1 --dataset="$T/dead/image" "$T/bin/readit"
+    note "c8c: submission over after $JOB_SECS s (exit $JOB_RC)"
+    if [ "$JOB_RC" -eq 0 ] || [ "$JOB_RC" -eq 124 ] ||
+        [ "$(echo "$JOB_SECS > $TIMEOUT_S + 15" | bc)" = 1 ] ||
+        ! grep -q "squashcache: $T/dead/image" "$T/out/c8c.out"; then
+        show "$T/out/c8c.out"
+        bad="$bad SPANK, dead at submission: exit $JOB_RC after $JOB_SECS s;"
+    fi
+    [ -z "$bad" ] || flunk "dead storage:$bad"
 }
 
 # 9. U's control socket name bound first by V.
