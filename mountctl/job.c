@@ -93,8 +93,8 @@ static int drop_to_user(const struct job_ids *ids)
  * deadline its process group is killed.
  * Return: its exit status; -ETIMEDOUT if it had to be killed.
  */
-static int wait_child(pid_t pid, int errfd, int resfd, double deadline,
-		      char *msg, size_t mcap, char *res, size_t rcap)
+int job__wait_child(pid_t pid, int errfd, int resfd, double deadline, char *msg,
+		    size_t mcap, char *res, size_t rcap)
 {
 	struct pollfd p[2] = { { .fd = errfd, .events = POLLIN },
 			       { .fd = resfd, .events = POLLIN } };
@@ -315,8 +315,8 @@ static int spawn_mount(const struct ds_conf *c, const struct job_ids *ids,
 	close(ep[1]);
 	close(rp[1]);
 	rc = child < 0 ? -errno :
-			 wait_child(child, ep[0], rp[0], deadline, msg, MSG_MAX,
-				    res, 128);
+			 job__wait_child(child, ep[0], rp[0], deadline, msg,
+					 MSG_MAX, res, 128);
 	close(ep[0]);
 	close(rp[0]);
 	return rc;
@@ -494,8 +494,8 @@ static void empty_as_user(struct jobdir *j, const struct job_ids *ids,
 	if (child == 0)
 		_exit(drop_to_user(ids) || empty_tree(fd, 256) ? 1 : 0);
 	close(fd);
-	if (child > 0 && wait_child(child, -1, -1, deadline, msg, sizeof(msg),
-				    res, sizeof(res)))
+	if (child > 0 && job__wait_child(child, -1, -1, deadline, msg,
+					 sizeof(msg), res, sizeof(res)))
 		mc_err("job %s: could not empty %s/%s as uid %u", ids->job,
 		       j->path, name, (unsigned int)ids->uid);
 }
