@@ -114,39 +114,67 @@ extern const struct fuse_lowlevel_ops sqcd_ops;
  */
 void sqcd_tree_listed(struct sqcd *core);
 
-/**
- * sqcd_splice_fill() - Splice image bytes into this thread's pipe.
- * @spans: file ranges from img_file_map(), all with data == NULL
- * @n: how many
- * @fd: set to the pipe's read end, holding every byte of @spans
- *
- * Return: 0; a negative errno if not every byte could be spliced (the
- * pipe is then empty again).
- * Ownership: the caller hands @fd to libfuse, then calls
- * sqcd_splice_drain().  Context: any thread.
+/*
+ * The bytes of a file range, ready to send (splice.c): either all of them
+ * in a pipe of the calling thread, spliced from the image file (@fd), or
+ * in memory (@spans).
  */
-int sqcd_splice_fill(const struct img_span *spans, unsigned int n, int *fd);
+struct sqcd_bytes {
+	struct img_span *spans; /* the caller's array */
+	unsigned int cap; /* its size */
+	unsigned int n; /* spans filled */
+	unsigned int nfd; /* of them, ranges of the image file */
+	size_t total; /* bytes mapped first (sqcd_bytes_map()) */
+	int fd; /* the pipe holding every byte, or -1: from @spans */
+};
 
 /**
- * sqcd_splice_drain() - Empty this thread's pipe of whatever is left.
+ * sqcd_bytes_map() - Map a range of a file, to be sent.
+ * @d: daemon
+ * @ino: a regular file
+ * @off: first byte
+ * @size: bytes wanted; clipped at the end of the file
+ * @b: @spans and @cap set by the caller; the rest is set here
  *
- * Context: the thread that filled it; cannot fail.
+ * Raw bytes that are not staged stay ranges of the image file when
+ * replies may be spliced (d->splice); everything else is in memory.
+ *
+ * Return: 0; -errno as img_file_spans() (nothing is then pinned).
+ * Ownership: the caller calls sqcd_bytes_ready(), sends, then
+ * sqcd_bytes_put().
+ * Context: any thread.
  */
-void sqcd_splice_drain(void);
+int sqcd_bytes_map(struct sqcd *d, const struct img_inode *ino, uint64_t off,
+		   size_t size, struct sqcd_bytes *b);
 
 /**
- * sqcd_splice_reply() - Answer a read with image bytes, spliced.
- * @req: the read request
- * @spans: file ranges from img_file_map(), all with data == NULL
- * @n: how many
- * @total: their total length
+ * sqcd_bytes_ready() - Make mapped bytes ready to send.
+ * @d: daemon
+ * @ino: as given to sqcd_bytes_map()
+ * @off: as given to sqcd_bytes_map()
+ * @size: as given to sqcd_bytes_map()
+ * @b: mapped by sqcd_bytes_map()
  *
- * Return: 0 once replied; a negative errno if the bytes could not all be
- * spliced (nothing was sent: the caller answers through memory).
- * Context: a FUSE worker thread; uses a pipe of that thread.
+ * Bytes all in the image file are spliced into this thread's pipe
+ * (@b->fd).  A range that mixes file and memory, or whose splice fell
+ * short, is mapped again in memory, where errors are reported; @b->total
+ * stays as mapped first.
+ *
+ * Return: 0; -errno as img_file_spans() (nothing is then pinned).
+ * Context: the thread that mapped @b.
  */
-int sqcd_splice_reply(fuse_req_t req, const struct img_span *spans,
-		      unsigned int n, size_t total);
+int sqcd_bytes_ready(struct sqcd *d, const struct img_inode *ino, uint64_t off,
+		     size_t size, struct sqcd_bytes *b);
+
+/**
+ * sqcd_bytes_put() - Release bytes once sent.
+ * @d: daemon
+ * @b: from sqcd_bytes_ready(), or from sqcd_bytes_map() alone
+ *
+ * Empties this thread's pipe and unpins the spans.
+ * Context: the thread that mapped @b; cannot fail.
+ */
+void sqcd_bytes_put(struct sqcd *d, struct sqcd_bytes *b);
 
 /**
  * sqcd_stats_json() - Describe the daemon's state as one JSON object.

@@ -323,16 +323,36 @@ static void read_ahead(struct sqcd *d, const struct img_inode *ino,
 					  memory_order_relaxed);
 }
 
+/* Answer a read with bytes made ready: spliced from a pipe, or straight
+ * from the cached blocks to the kernel. */
+static void reply_bytes(struct sqcd *d, fuse_req_t req,
+			const struct sqcd_bytes *b)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(b->total);
+	struct iovec iov[READ_SPANS_MAX];
+
+	if (b->fd >= 0) {
+		bv.buf[0].flags = FUSE_BUF_IS_FD;
+		bv.buf[0].fd = b->fd;
+		fuse_reply_data(req, &bv, 0);
+		atomic_fetch_add_explicit(&d->spliced, 1, memory_order_relaxed);
+		return;
+	}
+	for (unsigned int i = 0; i < b->n; i++) {
+		iov[i].iov_base = (void *)b->spans[i].data;
+		iov[i].iov_len = b->spans[i].len;
+	}
+	fuse_reply_iov(req, iov, (int)b->n);
+}
+
 /* Valid replies: fuse_reply_iov, fuse_reply_data, fuse_reply_err. */
 static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 		      struct fuse_file_info *fi)
 {
 	struct sqcd *d = req_daemon(req);
 	struct img_span spans[READ_SPANS_MAX];
-	struct iovec iov[READ_SPANS_MAX];
+	struct sqcd_bytes b = { .spans = spans, .cap = READ_SPANS_MAX };
 	struct img_inode ino;
-	unsigned int n = 0, nfd = 0;
-	size_t total = 0;
 	int err;
 
 	(void)fi;
@@ -346,41 +366,17 @@ static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 	 * answering, so that reading on needs no second round trip. */
 	if (!err && off == 0 && size < ino.size)
 		push_open(d, node, &ino, size);
-	if (!err && d->splice)
-		err = img_file_map(d->img, &ino, (uint64_t)off, size, spans,
-				   READ_SPANS_MAX, &n);
-	else if (!err)
-		err = img_file_spans(d->img, &ino, (uint64_t)off, size, spans,
-				     READ_SPANS_MAX, &n);
+	if (!err)
+		err = sqcd_bytes_map(d, &ino, (uint64_t)off, size, &b);
 	if (err)
 		return (void)fuse_reply_err(req, reply_errno(d, err));
-	for (unsigned int i = 0; i < n; i++) {
-		nfd += !spans[i].data;
-		total += spans[i].len;
-	}
-	read_ahead(d, &ino, (uint64_t)off + total);
-	if (nfd && nfd == n && !sqcd_splice_reply(req, spans, n, total)) {
-		atomic_fetch_add_explicit(&d->spliced, 1, memory_order_relaxed);
-		goto out_put;
-	}
-	if (nfd) {
-		/* Some bytes in memory, some in the file, or the splice fell
-		 * short: answer from memory, where errors are reported. */
-		img_spans_put(d->img, spans, n);
-		err = img_file_spans(d->img, &ino, (uint64_t)off, size, spans,
-				     READ_SPANS_MAX, &n);
-		if (err)
-			return (void)fuse_reply_err(req, reply_errno(d, err));
-	}
-	/* Straight from the cached blocks to the kernel. */
-	for (unsigned int i = 0; i < n; i++) {
-		iov[i].iov_base = (void *)spans[i].data;
-		iov[i].iov_len = spans[i].len;
-	}
-	fuse_reply_iov(req, iov, (int)n);
-out_put:
-	img_spans_put(d->img, spans, n);
-	atomic_fetch_add_explicit(&d->bytes_served, total,
+	read_ahead(d, &ino, (uint64_t)off + b.total);
+	err = sqcd_bytes_ready(d, &ino, (uint64_t)off, size, &b);
+	if (err)
+		return (void)fuse_reply_err(req, reply_errno(d, err));
+	reply_bytes(d, req, &b);
+	sqcd_bytes_put(d, &b);
+	atomic_fetch_add_explicit(&d->bytes_served, b.total,
 				  memory_order_relaxed);
 }
 

@@ -152,63 +152,45 @@ static int push_file(struct sqcd *d, fuse_ino_t node,
 		     uint64_t *pushed)
 {
 	struct img_span spans[64];
+	struct sqcd_bytes b = { .spans = spans, .cap = 64 };
 	struct fuse_bufvec *bv;
 	uint64_t off = from;
-	unsigned int n, nfd;
-	size_t total;
-	int err = 0, fd;
+	int err = 0;
 
 	*pushed = 0;
 	bv = malloc(sizeof(*bv) + 64 * sizeof(struct fuse_buf));
 	if (!bv)
 		return -ENOMEM;
 	while (off < ino->size) {
-		err = d->splice ? img_file_map(d->img, ino, off, WARM_CHUNK,
-					       spans, 64, &n) :
-				  img_file_spans(d->img, ino, off, WARM_CHUNK,
-						 spans, 64, &n);
-		if (err || !n)
+		err = sqcd_bytes_map(d, ino, off, WARM_CHUNK, &b);
+		if (err || !b.n)
 			break;
-		total = 0;
-		nfd = 0;
-		for (unsigned int i = 0; i < n; i++) {
-			total += spans[i].len;
-			nfd += !spans[i].data;
-		}
-		if (nfd && (nfd < n || sqcd_splice_fill(spans, n, &fd))) {
-			/* Mixed, or the splice fell short: from memory. */
-			img_spans_put(d->img, spans, n);
-			err = img_file_spans(d->img, ino, off, WARM_CHUNK,
-					     spans, 64, &n);
-			if (err || !n)
-				break;
-			nfd = 0;
-		}
+		err = sqcd_bytes_ready(d, ino, off, WARM_CHUNK, &b);
+		if (err || !b.n)
+			break;
 		memset(bv, 0, sizeof(*bv) + 64 * sizeof(struct fuse_buf));
-		if (nfd) {
+		if (b.fd >= 0) {
 			bv->count = 1;
-			bv->buf[0].size = total;
+			bv->buf[0].size = b.total;
 			bv->buf[0].flags = FUSE_BUF_IS_FD;
-			bv->buf[0].fd = fd;
+			bv->buf[0].fd = b.fd;
 		} else {
-			bv->count = n;
-			for (unsigned int i = 0; i < n; i++) {
+			bv->count = b.n;
+			for (unsigned int i = 0; i < b.n; i++) {
 				bv->buf[i].mem = (void *)spans[i].data;
 				bv->buf[i].size = spans[i].len;
 			}
 		}
 		err = fuse_lowlevel_notify_store(d->se, node, (off_t)off, bv,
 						 0);
-		if (nfd)
-			sqcd_splice_drain();
-		img_spans_put(d->img, spans, n);
+		sqcd_bytes_put(d, &b);
 		if (err) {
 			/* -ENOENT: the kernel let the inode go. */
 			log_debug("cannot push node %llu: %s",
 				  (unsigned long long)node, err_str(err));
 			break;
 		}
-		off += total;
+		off += b.total;
 		*pushed = off - from;
 	}
 	free(bv);
