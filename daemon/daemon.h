@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * This file declares what the daemon's files share: the running daemon's
- * state, its options, and the entry points of ops.c and ctl_srv.c.
+ * state, its options, and the entry points of ops.c, splice.c and stats.c.
  */
 #ifndef SQC_DAEMON_DAEMON_H
 #define SQC_DAEMON_DAEMON_H
@@ -180,6 +180,9 @@ void sqcd_bytes_put(struct sqcd *d, struct sqcd_bytes *b);
  * sqcd_stats_json() - Describe the daemon's state as one JSON object.
  * @d: daemon
  * @b: buffer to append to
+ *
+ * The core's keys, and each feature's from its <feature>_stats_json()
+ * (stats.c, which lists them all); the control socket serves it.
  *
  * Context: any thread.
  */
