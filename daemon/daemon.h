@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "ctl/ctl.h"
+#include "events.h"
 #include "image/image.h"
 #include "prefetch/prefetch.h"
 #include "util/memlimit.h"
@@ -82,12 +83,19 @@ struct sqcd {
 	atomic_bool no_open; /* the kernel skips open for files (set by init) */
 	bool no_opendir; /* and for directories */
 	bool splice; /* replies may splice from the image file */
+	/* The transport copies every reply into a buffer of its own (an
+	 * io_uring entry), so a pipe would be one copy more: set by uring.c
+	 * when the kernel's INIT offers io_uring, before sqcd_init(). */
+	atomic_bool replies_copied;
 	struct timespec started; /* CLOCK_MONOTONIC at start */
 	_Atomic uint64_t ops[SQCD_OP__COUNT]; /* requests per kind */
 	_Atomic uint64_t bytes_served; /* file bytes replied */
 	_Atomic uint64_t eio; /* EIO replies (corruption, I/O) */
 	_Atomic uint64_t readaheads; /* readahead jobs queued */
 	_Atomic uint64_t spliced; /* read replies spliced from the file */
+	/* the features' handlers of the core's events (events.h): set by
+	 * main.c before the session loop, read-only afterwards */
+	struct sqcd_events events;
 	struct warm *warm; /* page-cache warming (warm.h), or NULL */
 	struct idle *idle; /* idle timeout (idle.c), or NULL when off */
 	struct uring *uring; /* io_uring transport (uring.h), or NULL */
@@ -98,21 +106,6 @@ struct sqcd {
 };
 
 extern const struct fuse_lowlevel_ops sqcd_ops;
-
-/**
- * sqcd_tree_listed() - Core hook: listing ahead listed the whole mount.
- * @core: daemon
- *
- * statahead=all calls it once its listing of the mount is done: the
- * listing stands for readers about to come, so the files it showed the
- * kernel may be warmed now, without waiting for a first read.  The core
- * forwards it to its subscribers in a fixed order: warming (warm_read()
- * with no file).  Features never call each other; this is the one way
- * listing ahead asks for warming.
- *
- * Context: the listing thread; never blocks on the warming itself.
- */
-void sqcd_tree_listed(struct sqcd *core);
 
 /*
  * The bytes of a file range, ready to send (splice.c): either all of them
