@@ -1115,6 +1115,32 @@ static int serve(struct sqcd *d)
 	return 0;
 }
 
+/*
+ * Have SIGINT, SIGTERM and SIGHUP unmount cleanly.  libfuse only takes
+ * over signals left at their default, and a shell starting us in the
+ * background ignores SIGINT.  Return: 0 or -1.
+ */
+static int take_signals(struct fuse_session *se)
+{
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	return fuse_set_signal_handlers(se);
+}
+
+/* Detach (detach()), and log to @log_fd, or else to syslog.  Return: 0
+ * in the child, with *@ready_fd the pipe to the waiting parent; -1. */
+static int go_background(int log_fd, int *ready_fd)
+{
+	if (detach(ready_fd))
+		return -1;
+	if (log_fd >= 0)
+		dup2(log_fd, STDERR_FILENO);
+	else
+		log_set_sink(LOG_SINK_SYSLOG);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct sqcd *d;
@@ -1146,27 +1172,15 @@ int main(int argc, char **argv)
 	d->se = fuse_session_new(&args, &sqcd_ops, sizeof(sqcd_ops), d);
 	if (!d->se)
 		goto out_args;
-	/* libfuse only takes over signals left at their default; a shell
-	 * starting us in the background ignores SIGINT, yet SIGINT, SIGTERM
-	 * and SIGHUP must always unmount cleanly. */
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	if (fuse_set_signal_handlers(d->se))
+	if (take_signals(d->se))
 		goto out_session;
 	if (fuse_session_mount(d->se, d->o.canonical)) {
 		explain_fuse_failure();
 		goto out_signals;
 	}
 
-	if (!d->o.foreground) {
-		if (detach(&ready_fd))
-			goto out_unmount;
-		if (log_fd >= 0)
-			dup2(log_fd, STDERR_FILENO);
-		else
-			log_set_sink(LOG_SINK_SYSLOG);
-	}
+	if (!d->o.foreground && go_background(log_fd, &ready_fd))
+		goto out_unmount;
 	if (start_threads(d, ready_fd))
 		goto out_unmount;
 	ready_running = start_ready(d, ready_fd, &ready_thread);
