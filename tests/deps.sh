@@ -14,10 +14,12 @@ python="python3 python3-pil python3-torchvision"
 
 slurm="slurmd slurmctld slurm-client munge libslurm-dev"
 deb="dpkg-dev lintian"
+# bubblewrap: the container stand-in of tests/integration/108-container.sh
+container="bubblewrap"
 
 case "${1:-build}" in
 build) want="$build" ;;
-check) want="$build $run $python check psmisc clang clang-format valgrind shellcheck mandoc man-db groff-base systemd $slurm $deb" ;;
+check) want="$build $run $python check psmisc clang clang-format valgrind shellcheck mandoc man-db groff-base systemd $slurm $deb $container" ;;
 demo) want="$build $run $python" ;;
 bench) want="$build $run $python check squashfuse erofs-utils time" ;;
 fuzz) want="$build clang libclang-rt-14-dev" ;;
