@@ -310,7 +310,9 @@ static void run_all(struct statahead *sa)
 		return;
 	}
 	atomic_store(&sa->all_state, STATAHEAD_ALL_DONE);
-	sqcd_tree_listed(sa->core);
+	/* For readers about to come: warming may push what was listed. */
+	sqcd_emit(&sa->core->events,
+		  &(struct sqcd_event){ .type = SQCD_EV_TREE_LISTED });
 	log_info("listed %llu entries in %llu directories in %.2f s",
 		 (unsigned long long)atomic_load(&sa->all_entries),
 		 (unsigned long long)atomic_load(&sa->all_dirs), secs);
@@ -561,11 +563,11 @@ void statahead_stats_json(struct statahead *sa, struct ctl_buf *b)
 #undef SA_U64
 }
 
-void statahead_dir(struct statahead *sa, uint32_t parent, const char *name,
-		   const struct img_inode *dir)
+/* The kernel was shown directory @dir, @name in @parent: remember where it
+ * is, so that the listing thread can reach it. */
+static void shown_dir(struct statahead *sa, uint32_t parent, const char *name,
+		      const struct img_inode *dir)
 {
-	if (!sa)
-		return;
 	pthread_mutex_lock(&sa->lock);
 	remember_dir(sa, parent, name, dir->ino, dir->ref);
 	pthread_mutex_unlock(&sa->lock);
@@ -577,13 +579,15 @@ static bool is_staging(struct img *img)
 	return !stage_is_done(img_stage(img));
 }
 
-void statahead_lookup(struct statahead *sa, fuse_req_t req,
+/* A reader looked up an entry of @dir that exists: once enough of its
+ * entries were, the thread lists it. */
+static void looked_up(struct statahead *sa, fuse_req_t req,
 		      const struct img_inode *dir)
 {
 	struct idx_dir *e;
 	uint32_t want;
 
-	if (!sa || !sa->window || from_lister(sa, req))
+	if (!sa->window || from_lister(sa, req))
 		return;
 	want = (uint32_t)MIN(dir->size / ENTRY_BYTES / 8, UINT32_MAX);
 	want = MAX(want, LOOKUPS_MIN);
@@ -606,14 +610,14 @@ void statahead_lookup(struct statahead *sa, fuse_req_t req,
 	pthread_mutex_unlock(&sa->lock);
 }
 
-void statahead_listing(struct statahead *sa, fuse_req_t req,
-		       const struct img_inode *dir, bool first, bool eof)
+/* A READDIRPLUS of @dir begins the listing (@first) or ends it (@eof): a
+ * reader that ends a listing itself has the thread walk on from there. */
+static void listed(struct statahead *sa, fuse_req_t req,
+		   const struct img_inode *dir, bool first, bool eof)
 {
 	struct idx_dir *e;
 	bool reader;
 
-	if (!sa)
-		return;
 	reader = !from_lister(sa, req);
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, dir->ino);
@@ -632,11 +636,13 @@ void statahead_listing(struct statahead *sa, fuse_req_t req,
 	pthread_mutex_unlock(&sa->lock);
 }
 
-void statahead_forget(struct statahead *sa, const struct img_inode *ino)
+/* The kernel dropped @ino: a directory's entries went with it, so it may
+ * be listed again. */
+static void forgot(struct statahead *sa, const struct img_inode *ino)
 {
 	struct idx_dir *e;
 
-	if (!sa || ino->type != IMG_DIR)
+	if (ino->type != IMG_DIR)
 		return;
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, ino->ino);
@@ -645,4 +651,29 @@ void statahead_forget(struct statahead *sa, const struct img_inode *ino)
 		e->count = 0;
 	}
 	pthread_mutex_unlock(&sa->lock);
+}
+
+void statahead_on_event(void *arg, const struct sqcd_event *ev)
+{
+	struct statahead *sa = arg;
+
+	switch (ev->type) {
+	case SQCD_EV_LOOKED_UP:
+		if (ev->ino->type == IMG_DIR)
+			shown_dir(sa, ev->dir->ino, ev->name, ev->ino);
+		looked_up(sa, ev->req, ev->dir);
+		break;
+	case SQCD_EV_ENTRY_LISTED:
+		if (ev->ino->type == IMG_DIR)
+			shown_dir(sa, ev->dir->ino, ev->name, ev->ino);
+		break;
+	case SQCD_EV_DIR_LISTED:
+		listed(sa, ev->req, ev->dir, ev->first, ev->eof);
+		break;
+	case SQCD_EV_FORGOTTEN:
+		forgot(sa, ev->ino);
+		break;
+	default:
+		break;
+	}
 }

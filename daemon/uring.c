@@ -440,6 +440,9 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 	if ((init.flags & URING_INIT_EXT) && (init.flags2 & URING_INIT_FLAG2)) {
 		atomic_store(&u->init_unique, in.unique);
 		atomic_store(&u->state, URING_OFFERED);
+		/* Before sqcd_init(): a ring entry takes a copy of each
+		 * reply, so none is to be spliced. */
+		atomic_store(&d->replies_copied, true);
 	} else {
 		log_info("the kernel does not offer io_uring for this mount");
 		pthread_mutex_lock(&u->lock);
@@ -452,11 +455,11 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 
 /*
  * Replies are not spliced on the io_uring path: sqcd_init() asks for no
- * FUSE_CAP_SPLICE_WRITE once io_uring is offered.  Should libfuse splice a
- * reply to a request this thread holds all the same, the message (header
- * and data, all in the pipe) is read out and put into the entry, so the
- * request is answered and serve() does not wait for a reply that went
- * elsewhere.
+ * FUSE_CAP_SPLICE_WRITE once io_uring is offered (d->replies_copied).
+ * Should libfuse splice a reply to a request this thread holds all the
+ * same, the message (header and data, all in the pipe) is read out and put
+ * into the entry, so the request is answered and serve() does not wait for
+ * a reply that went elsewhere.
  */
 static ssize_t io_splice_send(int fdin, off_t *offin, int fdout, off_t *offout,
 			      size_t len, unsigned int flags, void *userdata)
@@ -874,11 +877,6 @@ void uring_free(struct uring *u)
 	free(u);
 }
 
-bool uring_is_offered(const struct uring *u)
-{
-	return u && atomic_load(&u->state) != URING_OFF;
-}
-
 bool uring_is_on(const struct uring *u)
 {
 	return u && atomic_load(&u->state) == URING_ON;
@@ -925,12 +923,6 @@ void uring_stop(struct uring *u)
 void uring_free(struct uring *u)
 {
 	(void)u;
-}
-
-bool uring_is_offered(const struct uring *u)
-{
-	(void)u;
-	return false;
 }
 
 bool uring_is_on(const struct uring *u)

@@ -77,10 +77,6 @@ void uring_stats_json(struct uring *f, struct ctl_buf *b);
  */
 bool uring_available(char *why, size_t len, bool log);
 
-/* Whether the kernel offered io_uring in INIT (and it may be used);
- * false for a NULL module. */
-bool uring_is_offered(const struct uring *f);
-
 /* Whether requests go over io_uring (INIT asked for it). */
 bool uring_is_on(const struct uring *f);
 

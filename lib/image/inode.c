@@ -296,35 +296,30 @@ static int decode_symlink_body(struct body *b, struct img_inode *out)
 	return err ? err : check_xattr(b->img, out, le32_dec(xa));
 }
 
-/* Devices, fifos and sockets: the extended layout is the basic one and
- * an xattr id (see the static assertions above). */
-static int decode_dev_body(struct body *b, struct img_inode *out)
+/* Devices (@dev), fifos and sockets: the extended layout is the basic
+ * one and an xattr id (see the static assertions above). */
+static int decode_special_body(struct body *b, struct img_inode *out, bool dev)
 {
-	struct sqfs_disk_ldev d;
+	union {
+		struct sqfs_disk_ldev dev;
+		struct sqfs_disk_lipc ipc;
+	} u;
+	size_t size = dev ? (out->extended ? sizeof(u.dev) :
+					     sizeof(struct sqfs_disk_dev)) :
+			    (out->extended ? sizeof(u.ipc) :
+					     sizeof(struct sqfs_disk_ipc));
 	int err;
 
-	err = read_body(b, &d,
-			out->extended ? sizeof(d) :
-					sizeof(struct sqfs_disk_dev));
+	err = read_body(b, &u, size);
 	if (err)
 		return err;
-	out->nlink = le32_dec(d.nlink);
-	out->rdev = le32_dec(d.rdev);
-	return out->extended ? check_xattr(b->img, out, le32_dec(d.xattr)) : 0;
-}
-
-static int decode_ipc_body(struct body *b, struct img_inode *out)
-{
-	struct sqfs_disk_lipc d;
-	int err;
-
-	err = read_body(b, &d,
-			out->extended ? sizeof(d) :
-					sizeof(struct sqfs_disk_ipc));
-	if (err)
-		return err;
-	out->nlink = le32_dec(d.nlink);
-	return out->extended ? check_xattr(b->img, out, le32_dec(d.xattr)) : 0;
+	out->nlink = le32_dec(dev ? u.dev.nlink : u.ipc.nlink);
+	if (dev)
+		out->rdev = le32_dec(u.dev.rdev);
+	if (!out->extended)
+		return 0;
+	return check_xattr(b->img, out,
+			   le32_dec(dev ? u.dev.xattr : u.ipc.xattr));
 }
 
 /*
@@ -353,9 +348,9 @@ static int decode_body(struct img *img, const struct img_read_ctx *rc,
 	case SQFS_CHRDEV_TYPE:
 	case SQFS_LBLKDEV_TYPE:
 	case SQFS_LCHRDEV_TYPE:
-		return decode_dev_body(&b, out);
+		return decode_special_body(&b, out, true);
 	default: /* fifos and sockets, basic or extended */
-		return decode_ipc_body(&b, out);
+		return decode_special_body(&b, out, false);
 	}
 }
 
