@@ -97,6 +97,18 @@ static int make_addr(const char *addr, struct sockaddr_un *sa, socklen_t *len)
 	return 0;
 }
 
+/* The socket address of @addr ("@name" or a path), and a new socket.
+ * Return: the socket, or -errno. */
+static int addr_socket(const char *addr, struct sockaddr_un *sa, socklen_t *len)
+{
+	int s, err = make_addr(addr, sa, len);
+
+	if (err)
+		return err;
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	return s < 0 ? -errno : s;
+}
+
 int ctl_listen(const char *addr, int *fd)
 {
 	struct sockaddr_un sa;
@@ -104,12 +116,9 @@ int ctl_listen(const char *addr, int *fd)
 	socklen_t len;
 	int s, err;
 
-	err = make_addr(addr, &sa, &len);
-	if (err)
-		return err;
-	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	s = addr_socket(addr, &sa, &len);
 	if (s < 0)
-		return -errno;
+		return s;
 	if (addr[0] != '@' && !lstat(addr, &st) && S_ISSOCK(st.st_mode)) {
 		/* Stale if nobody answers on it. */
 		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -218,12 +227,9 @@ static int connect_addr(const char *addr, long long room_by, int *fd)
 	socklen_t len;
 	int s, err;
 
-	err = make_addr(addr, &sa, &len);
-	if (err)
-		return err;
-	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	s = addr_socket(addr, &sa, &len);
 	if (s < 0)
-		return -errno;
+		return s;
 	for (;;) {
 		/* connect() waits as long as SO_SNDTIMEO says; 0 is forever,
 		 * so "not at all" is a non-blocking connect instead. */

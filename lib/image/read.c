@@ -54,12 +54,10 @@ static int file_read(struct img *img, const struct img_read_ctx *rc,
 	return img__pread(img, off, dst, len, ctx_of(rc)->src);
 }
 
-int img__src(struct img *img, const struct img_read_ctx *rc, uint64_t off,
-	     size_t len, void *scratch, size_t cap, const void **out)
+/* Is [@off, @off + @len) within the filesystem?  Return: 0 or corrupt. */
+static int check_range(struct img *img, uint64_t off, size_t len)
 {
 	uint64_t end;
-	const void *p;
-	int err;
 
 	if (ckd_add(&end, off, len) || end > img->sb.bytes_used)
 		return IMG_CORRUPT(
@@ -67,6 +65,18 @@ int img__src(struct img *img, const struct img_read_ctx *rc, uint64_t off,
 			"read of %zu bytes at %llu is past the end of the filesystem (%llu)",
 			len, (unsigned long long)off,
 			(unsigned long long)img->sb.bytes_used);
+	return 0;
+}
+
+int img__src(struct img *img, const struct img_read_ctx *rc, uint64_t off,
+	     size_t len, void *scratch, size_t cap, const void **out)
+{
+	const void *p;
+	int err;
+
+	err = check_range(img, off, len);
+	if (err)
+		return err;
 	if (len > cap)
 		return IMG_CORRUPT(
 			img,
@@ -87,15 +97,12 @@ int img__src(struct img *img, const struct img_read_ctx *rc, uint64_t off,
 int img__read(struct img *img, const struct img_read_ctx *rc, uint64_t off,
 	      void *dst, size_t len)
 {
-	uint64_t end;
 	const void *p;
+	int err;
 
-	if (ckd_add(&end, off, len) || end > img->sb.bytes_used)
-		return IMG_CORRUPT(
-			img,
-			"read of %zu bytes at %llu is past the end of the filesystem (%llu)",
-			len, (unsigned long long)off,
-			(unsigned long long)img->sb.bytes_used);
+	err = check_range(img, off, len);
+	if (err)
+		return err;
 	p = img__staged_ptr(img, rc, off, len);
 	if (p) {
 		memcpy(dst, p, len);
