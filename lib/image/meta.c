@@ -84,6 +84,22 @@ static int meta_fill(void *arg, uint64_t pos, void *buf, size_t cap,
 	return 0;
 }
 
+/* The decoded metadata block at @block of region @rg, pinned in the
+ * metadata cache.  Return: 0, corrupt if it is outside @rg, or -errno. */
+static int block_get(struct img *img, const struct img_region *rg,
+		     uint64_t block, struct meta_fill *arg,
+		     struct cache_entry **e)
+{
+	if (block < rg->start || block >= rg->end)
+		return IMG_CORRUPT(
+			img,
+			"metadata block at %llu is outside its table [%llu, %llu)",
+			(unsigned long long)block,
+			(unsigned long long)rg->start,
+			(unsigned long long)rg->end);
+	return cache_get(img->meta, block, META_ENTRY_CAP, meta_fill, arg, e);
+}
+
 int img__meta_read(struct img *img, const struct img_read_ctx *rc,
 		   const struct img_region *rg, uint64_t *block, uint32_t *off,
 		   void *dst, size_t len)
@@ -96,15 +112,7 @@ int img__meta_read(struct img *img, const struct img_read_ctx *rc,
 	int err;
 
 	while (len) {
-		if (*block < rg->start || *block >= rg->end)
-			return IMG_CORRUPT(
-				img,
-				"metadata block at %llu is outside its table [%llu, %llu)",
-				(unsigned long long)*block,
-				(unsigned long long)rg->start,
-				(unsigned long long)rg->end);
-		err = cache_get(img->meta, *block, META_ENTRY_CAP, meta_fill,
-				&arg, &e);
+		err = block_get(img, rg, *block, &arg, &e);
 		if (err)
 			return err;
 		data = cache_entry_data(e);
@@ -152,15 +160,7 @@ int img__meta_buf_read(struct img *img, const struct img_read_ctx *rc,
 
 	while (len) {
 		if (mb->held != *block) {
-			if (*block < rg->start || *block >= rg->end)
-				return IMG_CORRUPT(
-					img,
-					"metadata block at %llu is outside its table [%llu, %llu)",
-					(unsigned long long)*block,
-					(unsigned long long)rg->start,
-					(unsigned long long)rg->end);
-			err = cache_get(img->meta, *block, META_ENTRY_CAP,
-					meta_fill, &arg, &e);
+			err = block_get(img, rg, *block, &arg, &e);
 			if (err)
 				return err;
 			memcpy(&mb->next, cache_entry_data(e),
