@@ -1,17 +1,22 @@
 #!/bin/sh
 # TIMEOUT: 300
-# Slurm hooks on a real 2-node Slurm cluster (tests/slurm/cluster.sh),
-# jobs run by a non-root test user: the SPANK plugin (srun, sbatch),
+# Slurm hooks on a real 2-node Slurm cluster (tests/slurm/cluster.sh,
+# plain mode: linuxproc, no cgroups), each node with its own /dev/shm and
+# /tmp as real nodes have, jobs run by a non-root test user: the SPANK
+# plugin (srun, sbatch),
 # Prolog/Epilog with --comment, the user's task prolog (1, 2, 4 tasks per
 # node), a bad image (job fails with the message, nodes stay idle), the
 # daemon killed mid-job, two images on one node at once, the sbcast
 # recipe.  Every task compares a checksum with the source; each node
 # mounts once per job (daemon starts are logged by a wrapper); nothing
-# stays mounted or running.
+# stays mounted, running or on a node's /dev/shm.
+# The test's files must be where every node sees them: not in /tmp.
+case "${SQC_TMPDIR:-/tmp}" in /tmp | /tmp/* | /dev/shm*) SQC_TMPDIR=/var/tmp ;; esac
+export SQC_TMPDIR
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" -eq 0 ] || skip "needs root: starts munge, slurmctld and two slurmd, adds a test user"
 need_cmd mksquashfs
-for c in slurmctld slurmd srun sbatch sinfo munged sbcast setpriv; do
+for c in slurmctld slurmd srun sbatch sinfo munged sbcast setpriv unshare nsenter; do
     command -v "$c" >/dev/null 2>&1 || skip "$c is not installed (sh tests/deps.sh slurm)"
 done
 [ -e /dev/fuse ] || skip "no /dev/fuse"
@@ -31,8 +36,8 @@ fi
 
 # Binaries: a copy the test user can run; squashcached is a wrapper that
 # logs each start (argv names the mount point, hence node and job).
-mkdir -p "$T/bin/real" "$T/shm" "$T/state" "$T/img" "$T/out"
-chmod 1777 "$T/shm" "$T/out"
+mkdir -p "$T/bin/real" "$T/state" "$T/img" "$T/out"
+chmod 1777 "$T/out"
 cp "$BUILD/mountctl" "$T/bin/mountctl"
 cp "$BUILD/squashcached" "$T/bin/real/squashcached"
 : >"$T/starts.log"
@@ -45,8 +50,7 @@ EOW
 chmod 0755 "$T/bin/squashcached"
 
 cat >"$T/squashcache-slurm.conf" <<EOC
-# test config
-base=$T/shm
+# test config (base= is the default, /dev/shm: each node's own)
 mountctl=$T/bin/mountctl
 state=$T/state
 options=cache=64M
@@ -100,7 +104,8 @@ chmod 0755 "$T/cl/hooks"/*
 echo "required $BUILD/squashcache_spank.so conf=$T/squashcache-slurm.conf" >"$T/cl/etc/plugstack.conf"
 
 at_exit 'cluster_stop'
-at_exit 'for m in $(grep -o " $T/shm/[^ ]*" /proc/self/mounts); do fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done'
+# The nodes' mounts go with their namespaces once their daemons are gone.
+at_exit 'for p in $(pgrep -f "^$T/bin/real/squashcached "); do kill -9 "$p"; done'
 t0=$(date +%s.%N)
 cluster_start "$T/cl" || { tail -n 30 "$T/cl/log/"*.log; fail "cluster did not start"; }
 t1=$(date +%s.%N)
@@ -125,15 +130,30 @@ starts_for() {
     grep -c "/job$1[.-][0-9]*-*$2/" "$T/starts.log" || true
 }
 
-# Nothing of ours mounted or running, nodes idle.
+# on_node NODE CMD...: CMD in NODE's mount namespace.
+on_node() {
+    cluster_nsenter "$@"
+}
+
+# left_on NODE: what jobs left in NODE's /dev/shm (mounts, job
+# directories, the sbcast recipe's directories), one line each.  (The
+# user-level task prolog keeps its directories, by design.)
+left_on() {
+    on_node "$1" sh -c 'grep " /dev/shm/" /proc/self/mounts
+        ls -A /dev/shm/squashcache 2>/dev/null
+        ls -d /dev/shm/$0/sqc-* 2>/dev/null' "$U"
+}
+
+# Nothing of ours mounted, running or left in a node's /dev/shm, nodes idle.
 check_clean() {
     i=0
-    while grep -q " $T/shm/" /proc/self/mounts || pgrep -f "$T/bin/real/squashcached" >/dev/null; do
+    while [ -n "$(left_on n1)$(left_on n2)" ] || pgrep -f "$T/bin/real/squashcached" >/dev/null; do
         i=$((i + 1))
         if [ "$i" -gt 100 ]; then
-            grep " $T/shm/" /proc/self/mounts || true
+            left_on n1 | sed 's/^/n1: /'
+            left_on n2 | sed 's/^/n2: /'
             pgrep -af "$T/bin/real/squashcached" || true
-            fail "$1: mounts or daemons left behind"
+            fail "$1: mounts, daemons or files left behind"
         fi
         sleep 0.1
     done
@@ -274,7 +294,8 @@ until [ "$(ls "$T/out/"*.up 2>/dev/null | wc -l)" -eq 2 ]; do
     [ "$i" -gt 300 ] && { squeue; fail "two jobs did not both start on n1"; }
     sleep 0.1
 done
-[ "$(grep -c " $T/shm/squashcache/job[0-9]*-n1/" /proc/self/mounts)" -eq 2 ] || fail "not two mounts on n1"
+[ "$(on_node n1 grep -c " /dev/shm/squashcache/job[0-9]*-n1/" /proc/self/mounts)" -eq 2 ] || fail "not two mounts on n1"
+[ "$(grep -c " /dev/shm/squashcache/" /proc/self/mounts)" -eq 0 ] || fail "the host sees a node's mounts"
 touch "$T/out/go"
 i=0
 while [ -n "$(squeue -h)" ]; do
@@ -288,7 +309,11 @@ check_clean "two jobs"
 note "two images on one node at once ok"
 
 # --- 7. sbcast recipe on both nodes ----------------------------------
-exports="ALL,SQC_LOCAL_DIR=$T/shm,MOUNTCTL=$T/bin/mountctl,READIT=$T/bin/readit"
+# (Into a directory both nodes share: the recipe makes it on the batch
+# node only.)
+mkdir -p "$T/shared"
+chmod 1777 "$T/shared"
+exports="ALL,SQC_LOCAL_DIR=$T/shared,MOUNTCTL=$T/bin/mountctl,READIT=$T/bin/readit"
 as_user sbatch -W -N2 -o "$T/out/sbcast.out" --export="$exports" \
     "$TOP/slurm-hooks/examples/sbcast-job.sh" "$T/img/alpha.sqfs" >/dev/null ||
     { cat "$T/out/sbcast.out"; fail "sbcast job failed"; }

@@ -43,6 +43,9 @@ done
 [ -f "$BUILD/squashcache_spank.so" ] || skip "no SPANK plugin built (libslurm-dev missing)"
 [ -x "$TOOLS/faultfs" ] || fail "$TOOLS/faultfs not built (make tests)"
 . "$TOP/tests/slurm/cluster.sh"
+# The nodes share the host's /dev/shm and /tmp (cluster.sh): this test
+# sets up and looks at their files and mounts from the host.
+CL_STORAGE=shared
 
 U=sqchostu
 V=sqchostv

@@ -19,6 +19,9 @@ done
 [ -e /dev/fuse ] || skip "no /dev/fuse"
 [ -f /usr/include/slurm/spank.h ] || skip "no Slurm headers (libslurm-dev): no plugin to package"
 . "$TOP/tests/slurm/cluster.sh"
+# The nodes share the host's /dev/shm and /tmp (cluster.sh): this test
+# sets up and looks at their files and mounts from the host.
+CL_STORAGE=shared
 
 pkgs="squashcache squashcache-slurm"
 plugindir=/usr/lib/x86_64-linux-gnu/slurm-wlm

@@ -18,6 +18,9 @@ done
 [ -e /dev/fuse ] || skip "no /dev/fuse"
 [ -f "$BUILD/squashcache_spank.so" ] || skip "no SPANK plugin built (libslurm-dev missing)"
 . "$TOP/tests/slurm/cluster.sh"
+# The nodes share the host's /dev/shm and /tmp (cluster.sh): this test
+# sets up and looks at their files and mounts from the host.
+CL_STORAGE=shared
 
 U=sqcctr
 chmod 0755 "$T"

@@ -1,15 +1,31 @@
 # SPDX-License-Identifier: MIT
 # A real 2-node Slurm cluster on this machine for the hook tests (sourced).
 #
-#   cluster_start DIR   munged (unless running), slurmctld, slurmd n1 and n2
-#                       (CPUs=8 each, config_overrides), all state, logs and
-#                       pid files under DIR; Prolog/Epilog/TaskProlog and
+#   cluster_start DIR   munged (unless running), slurmctld, slurmd n1 and
+#                       n2 (CPUs=8 each, config_overrides), all config,
+#                       state, logs and pid files under DIR
+#                       (which must not be under /tmp or /dev/shm: the nodes
+#                       would not see it); Prolog/Epilog/TaskProlog and
 #                       PlugStackConfig point at DIR/hooks and DIR/etc.
-#   cluster_stop        stops what cluster_start started, by pid file, and
-#                       waits until each daemon has exited.
-#   cluster_env         prints SLURM_CONF=... for clients.
+#                       Each slurmd runs in a mount namespace of its own
+#                       with a private tmpfs on /dev/shm and on /tmp, as
+#                       real nodes have their own local storage:
+#                       jobs, Prolog and daemons of a node see its mounts
+#                       and files only, the host sees none of them.  With
+#                       CL_STORAGE=shared the nodes share the host's
+#                       mounts and files instead (for tests that set up,
+#                       from the host, what the nodes must find there).
+#   cluster_stop        stops what cluster_start started, by pid file,
+#                       waits until each daemon has exited, kills what
+#                       still runs in a node's mount namespace (its
+#                       slurmstepd, jobs and daemons).
+#   cluster_nsenter NODE CMD...
+#                       runs CMD in NODE's mount namespace (to look at its
+#                       /proc/self/mounts, /dev/shm, /tmp).
 # Ports: SQC_SLURM_PORT (default 26817) for slurmctld, +1/+2 for the
-# slurmd of n1/n2 (well away from Slurm's 6817-6818).
+# slurmd of the two nodes (well away from Slurm's 6817-6818).  Job ids
+# start at 10 * port, so that two clusters on one machine never share a
+# job id.
 # The caller writes DIR/hooks/{prolog,epilog,task-prolog} and
 # DIR/etc/plugstack.conf before cluster_start.
 # shellcheck shell=sh
@@ -17,11 +33,49 @@
 _cl_dir=
 _cl_munge=
 
+# _cl_slurmd NODE: slurmd for NODE in a mount namespace of its own
+# (DIR/etc/node-ns.sh runs in it), or in the host's (CL_STORAGE=shared).
+_cl_slurmd() {
+    if [ "${CL_STORAGE:-private}" = shared ]; then
+        slurmd -f "$SLURM_CONF" -N "$1"
+        return
+    fi
+    unshare -m --propagation private sh "$_cl_dir/etc/node-ns.sh" "$1" "$SLURM_CONF"
+}
+
+# The namespace starts as a copy of the host's mounts: the copies of FUSE
+# and squashfs mounts and of anything under /tmp, /var/tmp and /dev/shm
+# are dropped at once, or they would keep other tests' daemons and loop
+# devices busy after those tests unmounted them on the host.
+_cl_write_node_ns() {
+    cat >"$_cl_dir/etc/node-ns.sh" <<'EOS'
+# node-ns.sh NODE CONF: slurmd for NODE, in the namespace unshare made.
+awk '$3 == "fuse" || $3 == "fuseblk" || $3 ~ /^fuse\./ || $3 == "squashfs" ||
+    $2 ~ /^\/(tmp|var\/tmp|dev\/shm)\// { print $2 }' /proc/self/mounts |
+    sort -r | while IFS= read -r m; do
+        umount -l "$(printf '%b' "$m")" 2>/dev/null || true
+    done
+mount -t tmpfs -o size=4g,mode=1777 "shm-$1" /dev/shm &&
+    mount -t tmpfs -o mode=1777 "tmp-$1" /tmp &&
+    exec slurmd -f "$2" -N "$1"
+EOS
+}
+
 cluster_start() {
     _cl_dir=$1
     port=${SQC_SLURM_PORT:-26817}
-    mkdir -p "$_cl_dir/etc" "$_cl_dir/state/ctld" "$_cl_dir/state/d" \
-        "$_cl_dir/run" "$_cl_dir/log"
+    case "${CL_STORAGE:-private}:$_cl_dir" in
+    private:/tmp/* | private:/dev/shm/*)
+        echo "cluster: $_cl_dir: every node has a /tmp and /dev/shm of its own" >&2
+        return 1
+        ;;
+    esac
+    command -v unshare >/dev/null 2>&1 || {
+        echo "cluster: needs unshare (util-linux) for private node storage" >&2
+        return 1
+    }
+    mkdir -p "$_cl_dir/etc" "$_cl_dir/state/ctld" "$_cl_dir/state/d/n1" \
+        "$_cl_dir/state/d/n2" "$_cl_dir/run" "$_cl_dir/log"
     if ! pgrep -x munged >/dev/null 2>&1; then
         mkdir -p /run/munge && chown munge:munge /run/munge
         runuser -u munge -- munged || return 1
@@ -33,6 +87,7 @@ SlurmctldHost=$(hostname -s)(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 SlurmctldPort=$port
+FirstJobId=$((port * 10))
 AuthType=auth/munge
 CredType=cred/munge
 StateSaveLocation=$_cl_dir/state/ctld
@@ -69,9 +124,10 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscrib
 EOC
     SLURM_CONF=$_cl_dir/etc/slurm.conf
     export SLURM_CONF
+    _cl_write_node_ns
     slurmctld -c -f "$SLURM_CONF" || return 1
-    slurmd -f "$SLURM_CONF" -N n1 || return 1
-    slurmd -f "$SLURM_CONF" -N n2 || return 1
+    _cl_slurmd n1 || return 1
+    _cl_slurmd n2 || return 1
     i=0
     until [ "$(sinfo -h -o '%T' 2>/dev/null | sort -u)" = idle ]; do
         i=$((i + 1))
@@ -84,13 +140,38 @@ EOC
     done
 }
 
+cluster_nsenter() {
+    _cn_pid=$(cat "$_cl_dir/run/slurmd-$1.pid") || return 1
+    shift
+    nsenter -t "$_cn_pid" -m -- "$@"
+}
+
+# _cl_kill_ns NS: kill every process in the mount namespace NS (a node's:
+# its slurmstepd, jobs and daemons, which outlive slurmd), wait for them.
+_cl_kill_ns() {
+    [ -n "$1" ] && [ "$1" != "$(readlink /proc/self/ns/mnt)" ] || return 0
+    _kn_i=0
+    while :; do
+        _kn_left=
+        for _kn_p in /proc/[0-9]*; do
+            [ "$(readlink "$_kn_p/ns/mnt" 2>/dev/null)" = "$1" ] || continue
+            kill -9 "${_kn_p#/proc/}" 2>/dev/null && _kn_left=1
+        done
+        [ -n "$_kn_left" ] && [ "$_kn_i" -lt 50 ] || break
+        _kn_i=$((_kn_i + 1))
+        sleep 0.1
+    done
+}
+
 cluster_stop() {
     [ -n "$_cl_dir" ] || return 0
     pids=
-    for f in "$_cl_dir"/run/slurmd-n1.pid "$_cl_dir"/run/slurmd-n2.pid \
+    nss=
+    for f in "$_cl_dir/run/slurmd-n1.pid" "$_cl_dir/run/slurmd-n2.pid" \
         "$_cl_dir"/run/slurmctld.pid; do
         [ -s "$f" ] || continue
         p=$(cat "$f")
+        case "$f" in */slurmd-*) nss="$nss $(readlink "/proc/$p/ns/mnt" 2>/dev/null)" ;; esac
         kill "$p" 2>/dev/null && pids="$pids $p"
     done
     i=0
@@ -103,6 +184,11 @@ cluster_stop() {
             fi
             sleep 0.1
         done
+    done
+    # What the nodes still run (a failed test's jobs) must not meet the
+    # next cluster's jobs, which get the same ids.
+    for ns in $nss; do
+        _cl_kill_ns "$ns"
     done
     if [ -n "$_cl_munge" ]; then
         kill "$_cl_munge" 2>/dev/null || true
