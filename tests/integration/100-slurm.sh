@@ -1,15 +1,16 @@
 #!/bin/sh
 # TIMEOUT: 300
-# Slurm hooks on a real 2-node Slurm cluster (tests/slurm/cluster.sh,
-# plain mode: linuxproc, no cgroups), each node with its own /dev/shm and
+# Slurm hooks on a real 2-node Slurm cluster (tests/slurm/cluster.sh:
+# linuxproc, no cgroups), each node with its own /dev/shm and
 # /tmp as real nodes have, jobs run by a non-root test user: the SPANK
 # plugin (srun, sbatch),
 # Prolog/Epilog with --comment, the user's task prolog (1, 2, 4 tasks per
 # node), a bad image (job fails with the message, nodes stay idle), the
 # daemon killed mid-job, two images on one node at once, the sbcast
-# recipe.  Every task compares a checksum with the source; each node
-# mounts once per job (daemon starts are logged by a wrapper); nothing
-# stays mounted, running or on a node's /dev/shm.
+# recipe (and a cancelled sbcast job).  Every task compares a checksum
+# with the source; each node mounts once per job (daemon starts are
+# logged by a wrapper); nothing stays mounted, running or on a node's
+# /dev/shm.
 # The test's files must be where every node sees them: not in /tmp.
 case "${SQC_TMPDIR:-/tmp}" in /tmp | /tmp/* | /dev/shm*) SQC_TMPDIR=/var/tmp ;; esac
 export SQC_TMPDIR
@@ -308,19 +309,38 @@ check_tasks "$T/out/two-b.out" "$sum_b" 2
 check_clean "two jobs"
 note "two images on one node at once ok"
 
-# --- 7. sbcast recipe on both nodes ----------------------------------
-# (Into a directory both nodes share: the recipe makes it on the batch
-# node only.)
-mkdir -p "$T/shared"
-chmod 1777 "$T/shared"
-exports="ALL,SQC_LOCAL_DIR=$T/shared,MOUNTCTL=$T/bin/mountctl,READIT=$T/bin/readit"
+# --- 7. sbcast recipe on both nodes; a cancelled one -----------------
+# Each node has its own /dev/shm: the copy, the directory and the mount
+# must be made on every node, and nothing may stay on any.
+exports="ALL,MOUNTCTL=$T/bin/mountctl,SQUASHCACHED=$T/bin/squashcached,READIT=$T/bin/readit"
+: >"$T/starts.log"
 as_user sbatch -W -N2 -o "$T/out/sbcast.out" --export="$exports" \
     "$TOP/slurm-hooks/examples/sbcast-job.sh" "$T/img/alpha.sqfs" >/dev/null ||
     { cat "$T/out/sbcast.out"; fail "sbcast job failed"; }
 check_tasks "$T/out/sbcast.out" "$sum_a" 2
 [ "$(grep '^task ' "$T/out/sbcast.out" | cut -d' ' -f2 | sort -u | wc -l)" -eq 2 ] || fail "sbcast: not both nodes"
+[ "$(wc -l <"$T/starts.log")" -eq 2 ] || { cat "$T/starts.log"; fail "sbcast: not one daemon per node"; }
 check_clean "sbcast"
-note "sbcast recipe ok"
+cat >"$T/bin/readit-hang" <<EOR
+#!/bin/sh
+"$T/bin/readit"
+touch "$T/out/sbcast-up.\$SLURMD_NODENAME"
+exec sleep 300
+EOR
+chmod 0755 "$T/bin/readit-hang"
+j=$(as_user sbatch --parsable -N2 -o "$T/out/sbcast-cancel.out" \
+    --export="${exports%,READIT=*},READIT=$T/bin/readit-hang" \
+    "$TOP/slurm-hooks/examples/sbcast-job.sh" "$T/img/alpha.sqfs")
+i=0
+until [ -e "$T/out/sbcast-up.n1" ] && [ -e "$T/out/sbcast-up.n2" ]; do
+    i=$((i + 1))
+    [ "$i" -gt 300 ] && { cat "$T/out/sbcast-cancel.out"; fail "cancelled sbcast job: tasks did not start"; }
+    sleep 0.1
+done
+[ -n "$(left_on n1)" ] && [ -n "$(left_on n2)" ] || fail "sbcast: no copy on a node while the job runs"
+scancel "$j"
+check_clean "sbcast, cancelled"
+note "sbcast recipe ok, and a cancelled one left nothing on either node"
 
 # --- 8. The user's task prolog (needs mountctl acquire) -------------
 if "$T/bin/mountctl" acquire --help >/dev/null 2>&1; then
