@@ -1,15 +1,27 @@
 # SPDX-License-Identifier: MIT
 # A real 2-node Slurm cluster on this machine for the hook tests (sourced).
 #
-#   cluster_start DIR   munged (unless running), slurmctld, slurmd n1 and
-#                       n2 (CPUs=8 each, config_overrides), all config,
-#                       state, logs and pid files under DIR
-#                       (which must not be under /tmp or /dev/shm: the nodes
-#                       would not see it); Prolog/Epilog/TaskProlog and
+#   cluster_start DIR [MODE]
+#                       munged (unless running), slurmctld, slurmd for the
+#                       nodes $CL_N1 and $CL_N2 (n1 and n2, but in MODE
+#                       cgroup cNNNNNn1 and cNNNNNn2, NNNNN the port: Slurm
+#                       names the nodes' cgroups after them, and they must
+#                       not be another cluster's on this machine), all
+#                       config, state, logs and pid files under DIR
+#                       (not under /tmp or /dev/shm, with private storage:
+#                       the nodes would not see it); Prolog/Epilog/TaskProlog and
 #                       PlugStackConfig point at DIR/hooks and DIR/etc.
-#                       Each slurmd runs in a mount namespace of its own
-#                       with a private tmpfs on /dev/shm and on /tmp, as
-#                       real nodes have their own local storage:
+#                       MODE plain (default): proctrack/linuxproc,
+#                       task/none, PrologFlags=Alloc, CPUs=8 per node
+#                       (config_overrides).  MODE cgroup, as production
+#                       sites run: proctrack/cgroup, task/cgroup with
+#                       ConstrainRAMSpace and ConstrainCores,
+#                       PrologFlags=Alloc,Contain, CPUs=2 per node; returns
+#                       77 where the machine has no cgroup freezer and
+#                       memory controllers.
+#                       In both modes each slurmd runs in a mount namespace
+#                       of its own with a private tmpfs on /dev/shm and on
+#                       /tmp, as real nodes have their own local storage:
 #                       jobs, Prolog and daemons of a node see its mounts
 #                       and files only, the host sees none of them.  With
 #                       CL_STORAGE=shared the nodes share the host's
@@ -18,20 +30,35 @@
 #   cluster_stop        stops what cluster_start started, by pid file,
 #                       waits until each daemon has exited, kills what
 #                       still runs in a node's mount namespace (its
-#                       slurmstepd, jobs and daemons).
+#                       slurmstepd, jobs and daemons), and removes the
+#                       cgroups Slurm made for the nodes.
 #   cluster_nsenter NODE CMD...
 #                       runs CMD in NODE's mount namespace (to look at its
 #                       /proc/self/mounts, /dev/shm, /tmp).
 # Ports: SQC_SLURM_PORT (default 26817) for slurmctld, +1/+2 for the
 # slurmd of the two nodes (well away from Slurm's 6817-6818).  Job ids
 # start at 10 * port, so that two clusters on one machine never share a
-# job id.
+# job id (nor a job's cgroup).
 # The caller writes DIR/hooks/{prolog,epilog,task-prolog} and
 # DIR/etc/plugstack.conf before cluster_start.
 # shellcheck shell=sh
 
 _cl_dir=
 _cl_munge=
+_cl_mode=
+CL_N1=n1
+CL_N2=n2
+
+# _cl_has_cgroups: the cgroup controllers the cgroup mode needs (v1
+# freezer and memory, or v2 with memory) are mounted.
+_cl_has_cgroups() {
+    if grep -q '^cgroup2 /sys/fs/cgroup cgroup2 ' /proc/self/mounts; then
+        grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null
+        return
+    fi
+    [ -f /sys/fs/cgroup/freezer/tasks ] &&
+        [ -f /sys/fs/cgroup/memory/memory.limit_in_bytes ]
+}
 
 # _cl_slurmd NODE: slurmd for NODE in a mount namespace of its own
 # (DIR/etc/node-ns.sh runs in it), or in the host's (CL_STORAGE=shared).
@@ -63,6 +90,7 @@ EOS
 
 cluster_start() {
     _cl_dir=$1
+    _cl_mode=${2:-plain}
     port=${SQC_SLURM_PORT:-26817}
     case "${CL_STORAGE:-private}:$_cl_dir" in
     private:/tmp/* | private:/dev/shm/*)
@@ -70,17 +98,48 @@ cluster_start() {
         return 1
         ;;
     esac
+    CL_N1=n1
+    CL_N2=n2
+    case "$_cl_mode" in
+    plain)
+        cpus=8
+        cg="ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectTypeParameters=CR_CPU
+PrologFlags=Alloc"
+        ;;
+    cgroup)
+        _cl_has_cgroups || return 77
+        CL_N1=c${port}n1
+        CL_N2=c${port}n2
+        cpus=2
+        cg="ProctrackType=proctrack/cgroup
+TaskPlugin=task/cgroup
+SelectTypeParameters=CR_CPU_Memory
+DefMemPerCPU=200
+PrologFlags=Alloc,Contain"
+        ;;
+    *)
+        echo "cluster: unknown mode '$_cl_mode'" >&2
+        return 1
+        ;;
+    esac
     command -v unshare >/dev/null 2>&1 || {
         echo "cluster: needs unshare (util-linux) for private node storage" >&2
         return 1
     }
-    mkdir -p "$_cl_dir/etc" "$_cl_dir/state/ctld" "$_cl_dir/state/d/n1" \
-        "$_cl_dir/state/d/n2" "$_cl_dir/run" "$_cl_dir/log"
+    mkdir -p "$_cl_dir/etc" "$_cl_dir/state/ctld" "$_cl_dir/state/d/$CL_N1" \
+        "$_cl_dir/state/d/$CL_N2" "$_cl_dir/run" "$_cl_dir/log"
     if ! pgrep -x munged >/dev/null 2>&1; then
         mkdir -p /run/munge && chown munge:munge /run/munge
         runuser -u munge -- munged || return 1
         _cl_munge=$(cat /run/munge/munged.pid 2>/dev/null || true)
     fi
+    cat >"$_cl_dir/etc/cgroup.conf" <<EOC
+CgroupPlugin=autodetect
+ConstrainCores=yes
+ConstrainRAMSpace=yes
+EOC
     cat >"$_cl_dir/etc/slurm.conf" <<EOC
 ClusterName=sqctest
 SlurmctldHost=$(hostname -s)(127.0.0.1)
@@ -98,12 +157,10 @@ SlurmctldLogFile=$_cl_dir/log/slurmctld.log
 SlurmdLogFile=$_cl_dir/log/slurmd-%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+$cg
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
 MpiDefault=none
 SwitchType=switch/none
 MailProg=/bin/true
@@ -117,17 +174,16 @@ PlugStackConfig=$_cl_dir/etc/plugstack.conf
 Prolog=$_cl_dir/hooks/prolog
 Epilog=$_cl_dir/hooks/epilog
 TaskProlog=$_cl_dir/hooks/task-prolog
-PrologFlags=Alloc
-NodeName=n1 NodeHostname=$(hostname -s) NodeAddr=127.0.0.1 Port=$((port + 1)) CPUs=8 RealMemory=2000 State=UNKNOWN
-NodeName=n2 NodeHostname=$(hostname -s) NodeAddr=127.0.0.1 Port=$((port + 2)) CPUs=8 RealMemory=2000 State=UNKNOWN
+NodeName=$CL_N1 NodeHostname=$(hostname -s) NodeAddr=127.0.0.1 Port=$((port + 1)) CPUs=$cpus RealMemory=2000 State=UNKNOWN
+NodeName=$CL_N2 NodeHostname=$(hostname -s) NodeAddr=127.0.0.1 Port=$((port + 2)) CPUs=$cpus RealMemory=2000 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 EOC
     SLURM_CONF=$_cl_dir/etc/slurm.conf
     export SLURM_CONF
     _cl_write_node_ns
     slurmctld -c -f "$SLURM_CONF" || return 1
-    _cl_slurmd n1 || return 1
-    _cl_slurmd n2 || return 1
+    _cl_slurmd "$CL_N1" || return 1
+    _cl_slurmd "$CL_N2" || return 1
     i=0
     until [ "$(sinfo -h -o '%T' 2>/dev/null | sort -u)" = idle ]; do
         i=$((i + 1))
@@ -144,6 +200,19 @@ cluster_nsenter() {
     _cn_pid=$(cat "$_cl_dir/run/slurmd-$1.pid") || return 1
     shift
     nsenter -t "$_cn_pid" -m -- "$@"
+}
+
+# _cl_rm_cgroups: the cgroups of this cluster's nodes, deepest first
+# (rmdir removes only a cgroup that has no process and no child).
+_cl_rm_cgroups() {
+    for _rc_m in $(awk '$3 == "cgroup" || $3 == "cgroup2" { print $2 }' /proc/self/mounts); do
+        for _rc_top in "$_rc_m/slurm_$CL_N1" "$_rc_m/slurm_$CL_N2" \
+            "$_rc_m/system.slice/${CL_N1}_slurmstepd.scope" \
+            "$_rc_m/system.slice/${CL_N2}_slurmstepd.scope"; do
+            [ -d "$_rc_top" ] || continue
+            find "$_rc_top" -depth -type d -exec rmdir {} + 2>/dev/null || true
+        done
+    done
 }
 
 # _cl_kill_ns NS: kill every process in the mount namespace NS (a node's:
@@ -167,7 +236,7 @@ cluster_stop() {
     [ -n "$_cl_dir" ] || return 0
     pids=
     nss=
-    for f in "$_cl_dir/run/slurmd-n1.pid" "$_cl_dir/run/slurmd-n2.pid" \
+    for f in "$_cl_dir/run/slurmd-$CL_N1.pid" "$_cl_dir/run/slurmd-$CL_N2.pid" \
         "$_cl_dir"/run/slurmctld.pid; do
         [ -s "$f" ] || continue
         p=$(cat "$f")
@@ -186,10 +255,13 @@ cluster_stop() {
         done
     done
     # What the nodes still run (a failed test's jobs) must not meet the
-    # next cluster's jobs, which get the same ids.
+    # next cluster's jobs, which get the same ids and cgroups.
     for ns in $nss; do
         _cl_kill_ns "$ns"
     done
+    if [ "$_cl_mode" = cgroup ]; then
+        _cl_rm_cgroups
+    fi
     if [ -n "$_cl_munge" ]; then
         kill "$_cl_munge" 2>/dev/null || true
         _cl_munge=
