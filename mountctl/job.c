@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "ctl/ctl.h"
@@ -30,6 +31,7 @@
 #define EMPTY_BUDGET_S 10.0 /* emptying mount points as the user, in all */
 #define KILL_GRACE_S 2.0 /* waiting for a killed child */
 #define MSG_MAX 1024 /* one failure message */
+#define EXTERN_WAIT_S 10.0 /* the mounter waits for the extern step */
 
 /* Open (@create: make) the directory of job @ids on this node. */
 static int job_dir_of(const struct ds_conf *c, const struct job_ids *ids,
@@ -370,6 +372,118 @@ static int mount_one(const struct ds_conf *c, const struct job_ids *ids,
 	return -1;
 }
 
+/*
+ * Mount every image of @l before @deadline.  Return: the number of
+ * images that could not be mounted (each said).
+ */
+static int mount_all(const struct ds_conf *c, const struct job_ids *ids,
+		     struct jobdir *j, const struct ds_list *l, double deadline)
+{
+	char why[MSG_MAX];
+	int failed = 0;
+
+	for (unsigned int i = 0; i < l->n; i++) {
+		if (ds_check_user_opts(c, l->im[i].opts, why, sizeof(why)))
+			fail_image(j, ids, l->im[i].path, why);
+		else if (!mount_one(c, ids, j, &l->im[i], deadline))
+			continue;
+		failed++;
+	}
+	return failed;
+}
+
+/* Fail every image of @l with @why. */
+static void fail_all(struct jobdir *j, const struct job_ids *ids,
+		     const struct ds_list *l, const char *why)
+{
+	for (unsigned int i = 0; i < l->n; i++)
+		fail_image(j, ids, l->im[i].path, why);
+}
+
+/*
+ * The mounter's part (root, in the background): join the job's extern
+ * step, then mount there; the tasks wait for JOB_PENDING to go.  A job
+ * whose extern step does not come (no PrologFlags=Contain, a leftover
+ * cgroup of Slurm's on a node that no longer uses them) is mounted all
+ * the same, outside the job's cgroups, as where there are none.
+ */
+static void run_mounter(const struct ds_conf *c, const struct job_ids *ids,
+			struct jobdir *j, const struct ds_list *l,
+			double deadline)
+{
+	char why[PATH_MAX + MSG_MAX];
+	struct stat a, b;
+	int err;
+
+	err = job_cgroup_enter(ids, MIN(deadline, mc_now() + EXTERN_WAIT_S),
+			       why, sizeof(why));
+	if (err) {
+		openlog("squashcache", LOG_PID, LOG_DAEMON);
+		syslog(LOG_WARNING,
+		       "job %s on %s: %s; its daemons run outside its cgroups",
+		       ids->job, ids->node, why);
+	}
+	if (stat(j->path, &a) || fstat(j->dir, &b) || a.st_ino != b.st_ino ||
+	    a.st_dev != b.st_dev) {
+		snprintf(
+			why, sizeof(why),
+			"%s is another directory inside the job's mount namespace (job_container/tmpfs makes /tmp and /dev/shm private): set base= of the squashcache Slurm config outside them, e.g. base=/run",
+			j->path);
+		fail_all(j, ids, l, why);
+	} else {
+		mount_all(c, ids, j, l, deadline);
+	}
+	unlinkat(j->dir, JOB_PENDING, 0);
+}
+
+/*
+ * Leave the mounts to a mounter in the background, on a node where the
+ * job's cgroups are made only after the Prolog (job_cgroup.c says why):
+ * the Prolog returns, Slurm starts the extern step, the mounter joins it
+ * and mounts.  JOB_PENDING (root's, 0444) tells the tasks to wait;
+ * JOB_MOUNTER (root's, 0600) names the mounter for the Epilog.
+ * Return: 0 if the mounter runs; -errno if it could not start (then
+ * nothing was left behind).
+ */
+static int mount_later(const struct ds_conf *c, const struct job_ids *ids,
+		       struct jobdir *j, const struct ds_list *l,
+		       double deadline)
+{
+	int fd = openat(j->dir, JOB_PENDING,
+			O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			0444);
+	char line[64];
+	uint64_t start;
+	pid_t child;
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	child = fork();
+	if (child == 0) {
+		/* Nothing of the Prolog's: slurmd reads its output to
+		 * the end and kills its process group. */
+		int nul = open("/dev/null", O_RDWR);
+
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		setsid();
+		run_mounter(c, ids, j, l, deadline);
+		_exit(0);
+	}
+	if (child < 0) {
+		unlinkat(j->dir, JOB_PENDING, 0);
+		return -EAGAIN;
+	}
+	if (!ctl_proc_start(child, &start)) {
+		snprintf(line, sizeof(line), "%d %llu\n", (int)child,
+			 (unsigned long long)start);
+		append_file(j->dir, JOB_MOUNTER, ids, true, line);
+	}
+	return 0;
+}
+
 static int clean_job(struct jobdir *j, const struct job_ids *ids);
 
 int job_prolog(const struct ds_conf *c, const struct job_ids *ids,
@@ -402,13 +516,8 @@ int job_prolog(const struct ds_conf *c, const struct job_ids *ids,
 		failed = 1;
 		goto out_close;
 	}
-	for (unsigned int i = 0; i < l->n; i++) {
-		if (ds_check_user_opts(c, l->im[i].opts, why, sizeof(why)))
-			fail_image(&j, ids, l->im[i].path, why);
-		else if (!mount_one(c, ids, &j, &l->im[i], deadline))
-			continue;
-		failed++;
-	}
+	if (!job_cgroup_is_pending(ids) || mount_later(c, ids, &j, l, deadline))
+		failed = mount_all(c, ids, &j, l, deadline);
 out_close:
 	job__dir_close(&j);
 out_free:
@@ -444,6 +553,36 @@ static void kill_daemons(struct jobdir *j, const struct job_ids *ids)
 			kill((pid_t)pid, SIGKILL);
 	}
 	fclose(f);
+}
+
+/* Kill the mounter JOB_MOUNTER names if it is still the same process
+ * of root's (it joins the job's cgroups, where Slurm kills it; before
+ * that it is waiting for the extern step). */
+static void kill_mounter(struct jobdir *j)
+{
+	int fd = openat(j->dir, JOB_MOUNTER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	unsigned long long pid, start;
+	char buf[64], proc[32];
+	struct stat st;
+	uint64_t now;
+	ssize_t n;
+
+	if (fd < 0)
+		return;
+	n = fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 ?
+		    -1 :
+		    read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu %llu", &pid, &start) != 2 || pid <= 1 ||
+	    pid >= (1u << 30))
+		return;
+	snprintf(proc, sizeof(proc), "/proc/%llu", pid);
+	if (!ctl_proc_start((pid_t)pid, &now) && now == start &&
+	    !stat(proc, &st) && st.st_uid == 0)
+		kill((pid_t)pid, SIGKILL);
 }
 
 /* As the user: remove everything below the directory @fd, no deeper
@@ -537,6 +676,7 @@ static int remove_entries(struct jobdir *j, const struct job_ids *ids)
  * Return: 0, or -ENOTEMPTY if something could not be removed. */
 static int clean_job(struct jobdir *j, const struct job_ids *ids)
 {
+	kill_mounter(j);
 	job__detach_under(j, NULL);
 	kill_daemons(j, ids);
 	return remove_entries(j, ids);

@@ -17,6 +17,17 @@
  *       .mounts                      the names mounted, in order (user, 0400)
  *       .error                       why a mount failed (user, 0400)
  *       .daemons                     "NAME PID START" per daemon (root, 0600)
+ *       .pending                     the mounts are being made (root, 0444)
+ *       .mounter                     "PID START" of their mounter (root, 0600)
+ *
+ * Where Slurm tracks jobs in cgroups (proctrack/cgroup), the job's
+ * cgroups are made only after the Prolog, with its extern step
+ * (PrologFlags=Contain).  The Prolog then leaves the mounts to a mounter
+ * in the background, which joins the extern step first (job_cgroup.c),
+ * so that each daemon is born in the job's cgroups: its memory counts
+ * against the job, Slurm kills it with the job, and it outlives every
+ * other step.  Until the mounter is done, .pending is there and the tasks
+ * wait for it (job_env()).
  *
  * Root never acts on a path the user can change: everything goes through
  * directory file descriptors opened with O_NOFOLLOW and checked with
@@ -58,9 +69,12 @@ struct job_ids {
  * Each failure is written to the job's .error (the tasks fail with it)
  * and to stderr (the slurmd log).  All mounts together take at most
  * c->timeout_s seconds: a mount still running then is killed and undone.
+ * Where the job's cgroups come after the Prolog (job_cgroup_is_pending()),
+ * the mounts are left to a mounter in the background (see above).
  *
- * Return: the number of images that could not be mounted; never a reason
- * to fail the Prolog (that would drain the node).
+ * Return: the number of images that could not be mounted (0 when they
+ * were left to the mounter); never a reason to fail the Prolog (that
+ * would drain the node).
  */
 int job_prolog(const struct ds_conf *c, const struct job_ids *ids,
 	       const char *list);
@@ -111,6 +125,39 @@ int job_env(const struct ds_conf *c, const char *job, const char *node,
  * Each problem is said on stderr as "squashcache: IMAGE: why".
  */
 int job_check(const struct ds_conf *c, const char *list, FILE *out);
+
+/**
+ * job_cgroup_is_pending() - Tell whether the job's mounts should wait for
+ * its cgroups: Slurm tracks this node's jobs in cgroups (proctrack/cgroup:
+ * it has a cgroup for the node in the freezer hierarchy, or in cgroup v2)
+ * and the calling process is not in the job's cgroups already (as a
+ * Prolog is under Slurm's PrologFlags=RunInJob).
+ * @ids: the job
+ *
+ * Return: true if so; false: mount where the caller is.
+ * Context: root; reads /proc/self/mountinfo, /proc/self/cgroup.
+ */
+bool job_cgroup_is_pending(const struct job_ids *ids);
+
+/**
+ * job_cgroup_enter() - Wait for the job's extern step, then move the
+ * calling process into it: into its cgroup in every hierarchy Slurm made
+ * one in, and into its mount namespace (job_container/tmpfs gives a job
+ * one of its own).  Children born afterwards are the job's.
+ * @ids: the job
+ * @deadline: mc_now() time to give up waiting
+ * @why: what went wrong, for a message; "" on success
+ * @cap: room in @why
+ *
+ * Return: 0; -ENOENT if there is nothing to join (no cgroups of Slurm's
+ * for this node, or a job without an extern step: PrologFlags=Contain is
+ * not set); -ETIMEDOUT if the extern step did not start by @deadline;
+ * -errno if a cgroup or the namespace could not be joined (the process
+ * may be in some of the job's cgroups then).
+ * Context: root, single-threaded (setns() of a mount namespace).
+ */
+int job_cgroup_enter(const struct job_ids *ids, double deadline, char *why,
+		     size_t cap);
 
 /**
  * job_check_node() - What jobs left on this node under BASE/squashcache:

@@ -13,6 +13,8 @@
 #include "job.h"
 
 #define JOB_TOP_NAME "squashcache" /* BASE/squashcache */
+#define JOB_PENDING ".pending" /* the mounter is not done yet (job.h) */
+#define JOB_MOUNTER ".mounter" /* "PID START" of the mounter (job.h) */
 
 /* A job's directories, open. */
 struct jobdir {

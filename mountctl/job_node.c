@@ -11,7 +11,9 @@
  * With --clean, a stale mount is detached (its FUSE connection aborted)
  * through the job directory's checked descriptors, and an orphan daemon
  * is killed.  Only what is under BASE/squashcache is looked at: that is
- * root's; anything elsewhere belongs to its user.
+ * root's; anything elsewhere belongs to its user.  A daemon in a mount
+ * namespace of its job's (job_container/tmpfs) is judged by the mounts
+ * there.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -20,12 +22,14 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ctl/ctl.h"
 #include "job_i.h"
 #include "mountctl.h"
 #include "util/err.h"
+#include "util/mountinfo.h"
 
 /* The job directory and mount name of @path under @top ("<top>/J/N"). */
 static bool split_under(const char *top, const char *path, char *job,
@@ -138,6 +142,33 @@ static bool daemon_mountpoint(const char *pid, char *mnt, size_t cap)
 	return true;
 }
 
+static int is_at(const struct mountinfo_entry *e, void *arg)
+{
+	return !strcmp(e->mountpoint, arg);
+}
+
+/* Is @mnt mounted in the mount namespace of process @pid, when that is
+ * not ours (a job's own, with job_container/tmpfs)? */
+static bool mounted_in_its_ns(const char *pid, const char *mnt)
+{
+	char path[300];
+	struct stat its, mine;
+	FILE *f;
+	int found;
+
+	snprintf(path, sizeof(path), "/proc/%s/ns/mnt", pid);
+	if (stat(path, &its) || stat("/proc/self/ns/mnt", &mine) ||
+	    (its.st_ino == mine.st_ino && its.st_dev == mine.st_dev))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%s/mountinfo", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	found = mountinfo_scan(f, is_at, (void *)mnt);
+	fclose(f);
+	return found > 0;
+}
+
 /* Orphan daemons of mounts under @top.  Return: how many are left. */
 static int check_daemons(const char *top, bool clean, double min_age)
 {
@@ -155,7 +186,8 @@ static int check_daemons(const char *top, bool clean, double min_age)
 		if (!isdigit((unsigned char)e->d_name[0]) ||
 		    !daemon_mountpoint(e->d_name, mnt, sizeof(mnt)) ||
 		    !split_under(top, mnt, job, name) ||
-		    (!mc_mount_find(mnt, &m) && m.is_sqc))
+		    (!mc_mount_find(mnt, &m) && m.is_sqc) ||
+		    mounted_in_its_ns(e->d_name, mnt))
 			continue;
 		pid = (pid_t)atoi(e->d_name);
 		if (proc_age(pid) < min_age)

@@ -18,6 +18,8 @@
 #include "util/log.h"
 
 #define FILE_MAX 8192 /* .mounts and .error are read up to this */
+#define PENDING_SLACK_S 5.0 /* waited for a mounter past timeout= */
+#define PENDING_POLL_MS 50 /* between two looks at .pending */
 
 /*
  * Read the job's file @name into @buf: a regular file of root's or ours
@@ -131,6 +133,20 @@ static int print_mounts(const char *dir, char *names, const char *node,
 	return MC_EXIT_OK;
 }
 
+/* Wait while the job's mounter is at work (the job directory @dirfd
+ * holds JOB_PENDING), at most @secs.  Return: 0, or -ETIMEDOUT. */
+static int wait_pending(int dirfd, double secs)
+{
+	double end = mc_now() + secs;
+
+	while (!faccessat(dirfd, JOB_PENDING, F_OK, AT_SYMLINK_NOFOLLOW)) {
+		if (mc_now() >= end)
+			return -ETIMEDOUT;
+		mc_sleep_ms(PENDING_POLL_MS);
+	}
+	return 0;
+}
+
 int job_env(const struct ds_conf *c, const char *job, const char *node,
 	    const char *expect, bool task_prolog)
 {
@@ -157,6 +173,14 @@ int job_env(const struct ds_conf *c, const char *job, const char *node,
 			msg, sizeof(msg),
 			"squashcache: nothing was mounted for this job on %s (no directory %s of root's): is the plugin in slurmd's plugstack.conf, and was slurmd restarted since?\n",
 			node, dir);
+		return env_fail(msg, task_prolog);
+	}
+	if (wait_pending(fd, c->timeout_s + PENDING_SLACK_S)) {
+		close(fd);
+		snprintf(
+			msg, sizeof(msg),
+			"squashcache: the job's mounts on %s were not done within %u s (timeout= of the squashcache Slurm config)\n",
+			node, c->timeout_s);
 		return env_fail(msg, task_prolog);
 	}
 	if (read_job_file(fd, ".error", buf, sizeof(buf)) > 0) {
