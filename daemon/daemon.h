@@ -43,6 +43,7 @@ struct sqcd_opts {
 	unsigned int statahead_wait; /* -o statahead_wait=S: detach waits this */
 	const char *deprecated; /* an old option name was used: say so */
 	unsigned int statahead; /* -o statahead=N: entries listed ahead */
+	bool list_attrs; /* -o list_attrs: readers' listings carry attributes */
 	unsigned int threads; /* -o threads=N: FUSE workers at most */
 	unsigned int readahead; /* -o readahead=N: blocks decoded ahead */
 	unsigned int workers; /* -o workers=N: prefetch threads */
@@ -98,6 +99,21 @@ struct sqcd {
 };
 
 extern const struct fuse_lowlevel_ops sqcd_ops;
+
+/**
+ * sqcd_drop_listing() - Have the kernel drop its cached listing of a
+ * directory.
+ * @core: daemon
+ * @ref: the directory's inode reference
+ *
+ * Listing ahead calls it before it lists a directory again with every
+ * attribute, which a listing answered from the kernel's cache would not
+ * send (FUSE notify_inval_inode; nothing happens if the kernel does not
+ * hold the directory).
+ *
+ * Context: any thread but a FUSE worker answering a request on @ref.
+ */
+void sqcd_drop_listing(struct sqcd *core, uint64_t ref);
 
 /**
  * sqcd_tree_listed() - Core hook: listing ahead listed the whole mount.

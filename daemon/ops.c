@@ -11,7 +11,8 @@
  * immutable, so entries and attributes are given long timeouts, files and
  * directories are opened without a round trip where the kernel allows it
  * (it then keeps their page cache and caches listings), and readdirplus
- * fills the dentry cache while listing.
+ * fills the dentry cache while listing, for directories always and for
+ * other entries when listing ahead asks (statahead_names_only()).
  */
 #define LOG_MOD "fuse"
 
@@ -427,6 +428,7 @@ static int do_readdir(struct sqcd *d, fuse_req_t req, fuse_ino_t node,
 	struct img_dirent de;
 	uint64_t cookie;
 	size_t n, pos = 0;
+	bool names;
 	int err;
 
 	err = get_inode(d, node, &dir);
@@ -461,8 +463,19 @@ static int do_readdir(struct sqcd *d, fuse_req_t req, fuse_ino_t node,
 	err = img_dir_open(d->img, &dir, cookie, &it);
 	if (err)
 		return err;
+	/* feature call site: listing ahead makes these inodes later */
+	names = plus && statahead_names_only(d->statahead, req);
 	while ((err = img_dir_next(&it, &de)) == 1) {
-		if (plus) {
+		if (names && de.type != IMG_DIR) {
+			/* Node id 0: the kernel lists the name, makes no
+			 * inode and keeps no attributes. */
+			memset(&e, 0, sizeof(e));
+			e.attr.st_ino = de.ino;
+			e.attr.st_mode = img_type_mode(de.type);
+			n = fuse_add_direntry_plus(req, buf + pos, size - pos,
+						   de.name, &e,
+						   (off_t)(de.next + 2));
+		} else if (plus) {
 			err = img_inode_get(d->img, de.ref, &child);
 			if (err)
 				return err;
@@ -494,9 +507,10 @@ static int do_readdir(struct sqcd *d, fuse_req_t req, fuse_ino_t node,
 	/* img_dir_next() returned 0: the listing ends in this reply.
 	 * feature call site: listing ahead */
 	if (plus && err == 0 && pos)
-		statahead_listing(d->statahead, req, &dir, off == 0, true);
+		statahead_listing(d->statahead, req, &dir, off == 0, true,
+				  names);
 	else if (plus && off == 0)
-		statahead_listing(d->statahead, req, &dir, true, false);
+		statahead_listing(d->statahead, req, &dir, true, false, names);
 out:
 	*used = pos;
 	return 0;
@@ -761,6 +775,12 @@ static void sqcd_ioctl(fuse_req_t req, fuse_ino_t node, unsigned int cmd,
 		push_open(d, node, &ino, 0);
 	}
 	fuse_reply_err(req, ENOTTY);
+}
+
+void sqcd_drop_listing(struct sqcd *core, uint64_t ref)
+{
+	fuse_lowlevel_notify_inval_inode(core->se, ref_to_node(core, ref), 0,
+					 0);
 }
 
 /* Core hook (daemon.h), called by listing ahead; a thin forward. */

@@ -30,6 +30,21 @@
  *		being staged, 4 lookups list a directory: warming then
  *		pushes its files as the stager brings them in.
  *
+ * Names only: ImageFolder lists every class folder and stats nothing, and
+ * a readdirplus has the kernel make an inode for each entry it returns
+ * (about 4 us each, three times what the listing costs): at ImageNet's
+ * 1.28M files that is most of the time users wait for the first batch.
+ * So a reader's listing carries attributes for directories only; the
+ * other entries come with names and types (node id 0: the kernel makes
+ * nothing for them).  The thread makes their inodes later, off the
+ * reader's path, by listing those directories again itself (its own
+ * listings carry every attribute; the kernel's cached listing is dropped
+ * first, see sqcd_drop_listing()): all of them once a reader looks up an
+ * entry of one (the first epoch opening its samples, or a walk that stats
+ * what it listed), then walking the tree from the top; from then on readers get
+ * every attribute again, so that a walk that stats is served as before.  Warming needs those
+ * inodes: it can push a file only once the kernel holds its inode.
+ *
  * The thread learns what a directory holds, and in which order, from the
  * image itself, and goes through the mount only to have the kernel list a
  * directory it does not hold yet (a pull: opendir, readdir to the end).
@@ -88,6 +103,7 @@ enum dir_state {
 	DIR_QUEUED, /* lookups queued it for the thread */
 	DIR_READER, /* a reader is listing it */
 	DIR_LISTED, /* listed whole since the kernel made its inode */
+	DIR_NAMES, /* a reader listed it whole, names only */
 };
 
 struct statahead {
@@ -111,6 +127,12 @@ struct statahead {
 	unsigned int lookup_len; /* how many are queued */
 	uint32_t walk_from; /* where a walk goes on from; 0: nowhere */
 	unsigned int walk_gen; /* bumped each time @walk_from is set */
+	uint32_t *fill; /* directories listed names only, in that order */
+	uint32_t fill_len; /* how many @fill holds */
+	uint32_t fill_cap; /* and has room for */
+	uint32_t fill_next; /* the next one the thread lists again */
+	bool filling; /* a reader looked up in one: list them again */
+	bool names; /* readers' listings carry names only (until then) */
 
 	/* Counters, read by the stats at any time. */
 	_Atomic uint64_t walks; /* walks gone on with from a reader */
@@ -124,6 +146,8 @@ struct statahead {
 	_Atomic uint64_t all_ms; /* how long it took, once ended */
 	_Atomic uint64_t table_dirs; /* copies of dirs.len and */
 	_Atomic uint64_t table_bytes; /* idx_dirs_bytes(), for the stats */
+	_Atomic uint64_t names_dirs; /* directories listed names only */
+	_Atomic uint64_t filled_dirs; /* and listed again by the thread */
 };
 
 /* Remember directory @ino.  Called with sa->lock held. */
@@ -213,16 +237,26 @@ static int pull(struct statahead *sa, bool all, const char *path, uint32_t ino)
 {
 	struct idx_dir *e;
 	struct dirent *de;
-	bool listed;
+	bool listed, drop;
+	uint64_t ref = 0;
 	DIR *dp;
 	int err = 0;
 
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, ino);
 	listed = e && (e->state == DIR_LISTED || e->state == DIR_READER);
+	/* A reader's listing with names only, which lookups may have queued
+	 * since: the kernel holds it and would answer from its cache, with
+	 * no request to make inodes from. */
+	drop = e && (e->state == DIR_NAMES ||
+		     (e->state == DIR_QUEUED && sa->filling));
+	if (e)
+		ref = e->ref;
 	pthread_mutex_unlock(&sa->lock);
 	if (listed)
 		return 0;
+	if (drop)
+		sqcd_drop_listing(sa->core, ref);
 	dp = opendir(path);
 	if (!dp)
 		return -errno;
@@ -390,6 +424,30 @@ static void run_lookups(struct statahead *sa, uint32_t ino)
 	pthread_mutex_unlock(&sa->lock);
 }
 
+/* A reader looked up in a directory it had listed names only: list again
+ * the next of those directories, with every attribute. */
+static void run_fill(struct statahead *sa, uint32_t ino)
+{
+	struct idx_dir *e;
+	char *path = NULL;
+	bool names;
+
+	pthread_mutex_lock(&sa->lock);
+	e = find_dir(sa, ino);
+	names = e && e->state == DIR_NAMES;
+	pthread_mutex_unlock(&sa->lock);
+	if (names)
+		path = dir_path(sa, ino);
+	if (path && !pull(sa, false, path, ino))
+		atomic_fetch_add(&sa->filled_dirs, 1);
+	free(path);
+	pthread_mutex_lock(&sa->lock);
+	e = find_dir(sa, ino);
+	if (names && e && e->state == DIR_NAMES)
+		e->state = DIR_LISTED;
+	pthread_mutex_unlock(&sa->lock);
+}
+
 static void *lister_main(void *arg)
 {
 	struct statahead *sa = arg;
@@ -407,11 +465,12 @@ static void *lister_main(void *arg)
 	if (sa->all)
 		run_all(sa);
 	for (;;) {
-		uint32_t ino = 0, walk_from = 0;
+		uint32_t ino = 0, walk_from = 0, fill = 0;
 		unsigned int gen = 0;
 
 		pthread_mutex_lock(&sa->lock);
-		while (!sa->stop && !sa->lookup_len && !sa->walk_from)
+		while (!sa->stop && !sa->lookup_len && !sa->walk_from &&
+		       !(sa->filling && sa->fill_next < sa->fill_len))
 			pthread_cond_wait(&sa->more, &sa->lock);
 		if (sa->stop) {
 			pthread_mutex_unlock(&sa->lock);
@@ -422,6 +481,8 @@ static void *lister_main(void *arg)
 			sa->lookup_head =
 				(sa->lookup_head + 1) % LOOKUP_QUEUE_MAX;
 			sa->lookup_len--;
+		} else if (sa->filling && sa->fill_next < sa->fill_len) {
+			fill = sa->fill[sa->fill_next++];
 		} else {
 			walk_from = sa->walk_from;
 			gen = sa->walk_gen;
@@ -430,6 +491,8 @@ static void *lister_main(void *arg)
 		pthread_mutex_unlock(&sa->lock);
 		if (ino)
 			run_lookups(sa, ino);
+		else if (fill)
+			run_fill(sa, fill);
 		else
 			run_walk(sa, walk_from, gen);
 	}
@@ -457,6 +520,7 @@ int statahead_start(struct sqcd *core, struct statahead **out)
 	sa->root = root.ino;
 	sa->window = core->o.statahead;
 	sa->all = core->o.statahead_all;
+	sa->names = sa->window > 0 && !core->o.list_attrs;
 	pthread_mutex_init(&sa->lock, NULL);
 	pthread_cond_init(&sa->more, NULL);
 	idx_dirs_init(&sa->dirs, 1024, STATAHEAD_TABLE_BUDGET);
@@ -509,6 +573,7 @@ void statahead_free(struct statahead *sa)
 	if (!sa)
 		return;
 	idx_dirs_release(&sa->dirs);
+	free(sa->fill);
 	pthread_cond_destroy(&sa->more);
 	pthread_mutex_destroy(&sa->lock);
 	free(sa);
@@ -552,12 +617,15 @@ void statahead_stats_json(struct statahead *sa, struct ctl_buf *b)
 		       "\"all_state\":\"%s\",\"all_dirs\":%llu,"
 		       "\"all_entries\":%llu,\"all_seconds\":%.3f,"
 		       "\"table_dirs\":%llu,\"table_bytes\":%llu,"
-		       "\"table_budget\":%llu},",
+		       "\"table_budget\":%llu,\"names_only\":%s,"
+		       "\"names_dirs\":%llu,\"filled_dirs\":%llu},",
 		       sa ? sa->window : 0, SA_U64(walks), SA_U64(lookup_dirs),
 		       SA_U64(dirs_listed), SA_U64(entries_listed),
 		       names[state & 3], SA_U64(all_dirs), SA_U64(all_entries),
 		       secs, SA_U64(table_dirs), SA_U64(table_bytes),
-		       (unsigned long long)(sa ? STATAHEAD_TABLE_BUDGET : 0));
+		       (unsigned long long)(sa ? STATAHEAD_TABLE_BUDGET : 0),
+		       sa && statahead_names_only(sa, NULL) ? "true" : "false",
+		       SA_U64(names_dirs), SA_U64(filled_dirs));
 #undef SA_U64
 }
 
@@ -597,8 +665,21 @@ void statahead_lookup(struct statahead *sa, fuse_req_t req,
 		want = LOOKUPS_MIN;
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, dir->ino);
+	/* An entry of a listing that was names only is wanted after all:
+	 * list them all again, and readers get attributes from now on. */
+	if (e && e->state == DIR_NAMES && !sa->filling) {
+		sa->filling = true;
+		sa->names = false;
+		/* A reader that stats what it listed: once the listings are
+		 * done again, walk the tree from the top (within the window:
+		 * what is listed already is only gone through). */
+		sa->walk_from = sa->root;
+		sa->walk_gen++;
+		pthread_cond_signal(&sa->more);
+	}
 	if (e && ++e->count >= want &&
-	    (e->state == DIR_NEW || e->state == DIR_LISTED) &&
+	    (e->state == DIR_NEW || e->state == DIR_LISTED ||
+	     e->state == DIR_NAMES) &&
 	    sa->lookup_len < LOOKUP_QUEUE_MAX && !sa->stop) {
 		e->state = DIR_QUEUED;
 		sa->lookup_queue[(sa->lookup_head + sa->lookup_len++) %
@@ -608,8 +689,43 @@ void statahead_lookup(struct statahead *sa, fuse_req_t req,
 	pthread_mutex_unlock(&sa->lock);
 }
 
+bool statahead_names_only(struct statahead *sa, fuse_req_t req)
+{
+	bool names;
+
+	if (!sa || (req && from_lister(sa, req)))
+		return false;
+	pthread_mutex_lock(&sa->lock);
+	names = sa->names;
+	pthread_mutex_unlock(&sa->lock);
+	return names;
+}
+
+/* Remember that a reader listed @e names only.  Called with sa->lock. */
+static void listed_names(struct statahead *sa, struct idx_dir *e)
+{
+	uint32_t cap;
+	uint32_t *p;
+
+	e->state = DIR_NAMES;
+	e->count = 0;
+	atomic_fetch_add(&sa->names_dirs, 1);
+	if (sa->fill_len == sa->fill_cap) {
+		cap = sa->fill_cap ? sa->fill_cap * 2 : 256;
+		p = realloc(sa->fill, cap * sizeof(*p));
+		if (!p)
+			return; /* left to lookups */
+		sa->fill = p;
+		sa->fill_cap = cap;
+	}
+	sa->fill[sa->fill_len++] = e->ino;
+	if (sa->filling)
+		pthread_cond_signal(&sa->more);
+}
+
 void statahead_listing(struct statahead *sa, fuse_req_t req,
-		       const struct img_inode *dir, bool first, bool eof)
+		       const struct img_inode *dir, bool first, bool eof,
+		       bool names)
 {
 	struct idx_dir *e;
 	bool reader;
@@ -619,7 +735,9 @@ void statahead_listing(struct statahead *sa, fuse_req_t req,
 	reader = !from_lister(sa, req);
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, dir->ino);
-	if (e && eof) {
+	if (e && eof && names && reader) {
+		listed_names(sa, e);
+	} else if (e && eof) {
 		e->state = DIR_LISTED;
 		e->count = 0;
 		/* A reader got here itself: walk on from here. */

@@ -148,13 +148,30 @@ void statahead_lookup(struct statahead *sa, fuse_req_t req,
  * @dir: the directory
  * @first: the request starts at the first entry
  * @eof: the reply ends the listing (and holds entries)
+ * @names: its entries that are not directories carry names only
  *
- * A reader that ends a listing itself has the thread walk on from there.
+ * A reader that ends a listing itself has the thread walk on from there,
+ * unless it got names only: then the thread lists it again, with
+ * attributes, once a reader looks up an entry of such a listing.
  *
  * Context: FUSE workers; never blocks on the listing itself.
  */
 void statahead_listing(struct statahead *sa, fuse_req_t req,
-		       const struct img_inode *dir, bool first, bool eof);
+		       const struct img_inode *dir, bool first, bool eof,
+		       bool names);
+
+/**
+ * statahead_names_only() - Whether a READDIRPLUS may carry names only.
+ * @sa: the feature, or NULL (false: nobody would make the inodes later)
+ * @req: the READDIRPLUS, or NULL (then: for a reader)
+ *
+ * True for a reader's listing until a reader looks up an entry of a
+ * listing that was names only; never for the listing thread's own.
+ * Directories always carry their attributes (see statahead.c).
+ *
+ * Context: any thread.
+ */
+bool statahead_names_only(struct statahead *sa, fuse_req_t req);
 
 /**
  * statahead_forget() - The kernel dropped an inode.
