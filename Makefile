@@ -8,6 +8,7 @@
 #   make fuzz            libFuzzer targets (clang), see tests/fuzz/
 #   make bench           the full benchmark (long), report in $SQC_BENCH_OUT
 #                        (default /var/tmp/squashcache-bench/results)
+#   make bench-scale     ImageNet's file count (1.28M files), see bench/README.md
 #   make install PREFIX=/usr/local   (SYSTEMD_UNITDIR= for the unit)
 
 PREFIX ?= /usr/local
@@ -86,7 +87,7 @@ MOUNTCTL := $(BUILD)/mountctl
 
 .PHONY: all check check-unit check-integration check-tsan deps deps-check \
 	deps-demo tests fuzz fuzz-run format format-check lint install \
-	uninstall clean demo bench soak
+	uninstall clean demo bench bench-scale soak
 
 # The SPANK plugin is built only where Slurm's headers are installed, and
 # never with sanitizers (slurmd and srun load it and have no ASan runtime).
@@ -179,6 +180,10 @@ demo: deps-demo
 bench: deps-check
 	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(TOOL_BINS)
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh
+
+bench-scale: deps-check
+	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(TOOL_BINS)
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh scale
 
 soak: tests
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) SQC_SOAK_SECONDS=600 sh tests/run.sh soak

@@ -247,7 +247,7 @@ class Report:
                       "image", "mksquashfs s", "tar", "tar -c s",
                       "untar into /dev/shm s (this run)"], rows))
         self.w()
-        b = (self.cfg["datasets"]["images"].get("build") or {})
+        b = (next(iter(self.cfg["datasets"].values())).get("build") or {})
         self.w("Images: `%s`; tars: `%s`.  Generation, mksquashfs and tar -c "
                "times were measured when the files were built (%s on %s; "
                "bench/run.sh caches them by parameters in $BENCH_WORK); the "
