@@ -31,19 +31,21 @@
  *		pushes its files as the stager brings them in.
  *
  * Names only: ImageFolder lists every class folder and stats nothing, and
- * a readdirplus has the kernel make an inode for each entry it returns
- * (about 4 us each, three times what the listing costs): at ImageNet's
- * 1.28M files that is most of the time users wait for the first batch.
- * So a reader's listing carries attributes for directories only; the
- * other entries come with names and types (node id 0: the kernel makes
- * nothing for them).  The thread makes their inodes later, off the
- * reader's path, by listing those directories again itself (its own
- * listings carry every attribute; the kernel's cached listing is dropped
- * first, see sqcd_drop_listing()): all of them once a reader looks up an
- * entry of one (the first epoch opening its samples, or a walk that stats
- * what it listed), then walking the tree from the top; from then on readers get
- * every attribute again, so that a walk that stats is served as before.  Warming needs those
- * inodes: it can push a file only once the kernel holds its inode.
+ * a readdirplus has the kernel make an inode for each entry it returns,
+ * which costs it about three times what the listing does: at ImageNet's
+ * 1.28M files, most of the time users wait for the first batch.  So a
+ * reader's listing carries attributes for directories only; the other
+ * entries come with names and types (node id 0: the kernel makes nothing
+ * for them).  The thread makes their inodes later, off the reader's path,
+ * by listing those directories again itself (its own listings carry every
+ * attribute; the kernel's cached listing is dropped first, see
+ * sqcd_drop_listing()): all of them, in the order readers listed them,
+ * once a reader looks up an entry of one (the first epoch opening its
+ * samples, or a walk that stats what it listed), and then it walks the
+ * tree from the top.  From then on readers' listings carry every
+ * attribute again, so a walk that stats is served as before, at the cost
+ * of one directory's lookups.  Warming needs those inodes: it can push a
+ * file only once the kernel holds its inode.
  *
  * The thread learns what a directory holds, and in which order, from the
  * image itself, and goes through the mount only to have the kernel list a
@@ -701,6 +703,22 @@ bool statahead_names_only(struct statahead *sa, fuse_req_t req)
 	return names;
 }
 
+/* Drop from the list what is done or was forgotten.  Called with
+ * sa->lock. */
+static void compact_fill(struct statahead *sa)
+{
+	uint32_t n = 0;
+	struct idx_dir *e;
+
+	for (uint32_t i = sa->fill_next; i < sa->fill_len; i++) {
+		e = find_dir(sa, sa->fill[i]);
+		if (e && e->state == DIR_NAMES)
+			sa->fill[n++] = sa->fill[i];
+	}
+	sa->fill_len = n;
+	sa->fill_next = 0;
+}
+
 /* Remember that a reader listed @e names only.  Called with sa->lock. */
 static void listed_names(struct statahead *sa, struct idx_dir *e)
 {
@@ -710,6 +728,10 @@ static void listed_names(struct statahead *sa, struct idx_dir *e)
 	e->state = DIR_NAMES;
 	e->count = 0;
 	atomic_fetch_add(&sa->names_dirs, 1);
+	/* Listed again after a FORGET: keep only what is still to do, so
+	 * that the list never outgrows the directories the kernel holds. */
+	if (sa->fill_len == sa->fill_cap && sa->fill_len >= 2 * sa->dirs.len)
+		compact_fill(sa);
 	if (sa->fill_len == sa->fill_cap) {
 		cap = sa->fill_cap ? sa->fill_cap * 2 : 256;
 		p = realloc(sa->fill, cap * sizeof(*p));
