@@ -11,8 +11,8 @@
  * immutable, so entries and attributes are given long timeouts, files and
  * directories are opened without a round trip where the kernel allows it
  * (it then keeps their page cache and caches listings), and readdirplus
- * fills the dentry cache while listing, for directories always and for
- * other entries when listing ahead asks (statahead_names_only()).
+ * fills the dentry cache while listing, for regular files when listing
+ * ahead asks (statahead_names_only()), for anything else always.
  */
 #define LOG_MOD "fuse"
 
@@ -466,9 +466,11 @@ static int do_readdir(struct sqcd *d, fuse_req_t req, fuse_ino_t node,
 	/* feature call site: listing ahead makes these inodes later */
 	names = plus && statahead_names_only(d->statahead, req);
 	while ((err = img_dir_next(&it, &de)) == 1) {
-		if (names && de.type != IMG_DIR) {
+		if (names && de.type == IMG_REG) {
 			/* Node id 0: the kernel lists the name, makes no
-			 * inode and keeps no attributes. */
+			 * inode and keeps no attributes.  Directories and
+			 * symlinks keep theirs: a walker goes into them, and
+			 * os.walk stats a symlink to learn what it points to. */
 			memset(&e, 0, sizeof(e));
 			e.attr.st_ino = de.ino;
 			e.attr.st_mode = img_type_mode(de.type);

@@ -34,9 +34,9 @@
  * a readdirplus has the kernel make an inode for each entry it returns,
  * which costs it about three times what the listing does: at ImageNet's
  * 1.28M files, most of the time users wait for the first batch.  So a
- * reader's listing carries attributes for directories only; the other
- * entries come with names and types (node id 0: the kernel makes nothing
- * for them).  The thread makes their inodes later, off the reader's path,
+ * reader's listing gives regular files names and types only (node id 0:
+ * the kernel makes nothing for them), and everything else, directories
+ * and symlinks, with attributes.  The thread makes their inodes later, off the reader's path,
  * by listing those directories again itself (its own listings carry every
  * attribute; the kernel's cached listing is dropped first, see
  * sqcd_drop_listing()): all of them, in the order readers listed them,

@@ -167,7 +167,7 @@ void statahead_listing(struct statahead *sa, fuse_req_t req,
  *
  * True for a reader's listing until a reader looks up an entry of a
  * listing that was names only; never for the listing thread's own.
- * Directories always carry their attributes (see statahead.c).
+ * Only regular files go without attributes (see statahead.c).
  *
  * Context: any thread.
  */
