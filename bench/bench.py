@@ -1050,7 +1050,7 @@ class Bench:
                 self.loaders.get(m["mode"], m["workers"])
             elif m["kind"] == "train":
                 self.loaders.get("raw", m["workers"])
-        for rd in cfg["slow"]["readers"]:
+        for rd in cfg["slow"]["readers"] if cfg["slow"]["enabled"] else []:
             if rd["kind"] == "dl":
                 self.loaders.get(rd["mode"], rd["workers"])
         t0 = time.monotonic()
