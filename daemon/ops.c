@@ -128,7 +128,16 @@ static void sqcd_init(void *userdata, struct fuse_conn_info *conn)
 
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS;
-	conn->want &= ~(unsigned int)FUSE_CAP_READDIRPLUS_AUTO;
+	/* Readdirplus for a listing's first batch, and for the next one
+	 * after a lookup or a stat in the directory; plain listings, a
+	 * third of the bytes, for the rest.  Listing ahead has its own
+	 * listings all plus (statahead.c); -o list_attrs wants every
+	 * reader's listing plus. */
+	if (statahead_wants_auto(d->statahead) &&
+	    (conn->capable & FUSE_CAP_READDIRPLUS_AUTO))
+		conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
+	else
+		conn->want &= ~(unsigned int)FUSE_CAP_READDIRPLUS_AUTO;
 	conn->want &= ~(unsigned int)FUSE_CAP_AUTO_INVAL_DATA;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
@@ -180,7 +189,7 @@ static int do_lookup(struct sqcd *d, fuse_req_t req, fuse_ino_t parent,
 	/* feature call site: listing ahead */
 	if (ino.type == IMG_DIR)
 		statahead_dir(d->statahead, dir.ino, name, &ino);
-	statahead_lookup(d->statahead, req, &dir);
+	statahead_lookup(d->statahead, req, &dir, &ino);
 	return 0;
 }
 
@@ -507,12 +516,14 @@ static int do_readdir(struct sqcd *d, fuse_req_t req, fuse_ino_t node,
 	if (err < 0 && pos == 0)
 		return err;
 	/* img_dir_next() returned 0: the listing ends in this reply.
-	 * feature call site: listing ahead */
-	if (plus && err == 0 && pos)
+	 * feature call site: listing ahead.  A plain listing (the kernel
+	 * asks for one past a first batch) carries names only. */
+	if (err == 0 && pos)
 		statahead_listing(d->statahead, req, &dir, off == 0, true,
-				  names);
-	else if (plus && off == 0)
-		statahead_listing(d->statahead, req, &dir, true, false, names);
+				  names || !plus);
+	else if (off == 0)
+		statahead_listing(d->statahead, req, &dir, true, false,
+				  names || !plus);
 out:
 	*used = pos;
 	return 0;

@@ -75,6 +75,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -97,6 +98,7 @@
 #define LOOKUP_QUEUE_MAX 64 /* lookup-started listings waiting at most */
 #define LOOKUPS_MIN 4 /* lookups that start a listing, at least */
 #define ENTRY_BYTES 24 /* listing bytes per entry, about */
+#define PULL_BUF 32768 /* getdents64 buffer of a pull, bytes (glibc's) */
 
 /* The listing state of a directory the kernel was shown, kept in
  * idx_dir.state (and the lookups since its last listing in .count). */
@@ -229,6 +231,44 @@ static bool run_is_over(struct statahead *sa, const struct listing_run *r)
 }
 
 /*
+ * One batch of a pull: getdents64 into @buf, then a stat of its last
+ * entry.  With FUSE_CAP_READDIRPLUS_AUTO the kernel lists a directory's
+ * first batch with readdirplus and the next ones plain, unless something
+ * was looked up or stat'ed in it since the last batch; the stat of an
+ * entry a readdirplus just made (a dentry the kernel marks for this) is
+ * that, and costs no request.  Return: 0 for more, 1 at the end, or
+ * -errno (-ECANCELED if the daemon stops).
+ */
+static int pull_batch(struct statahead *sa, bool all, int fd, char *buf)
+{
+	const char *last = NULL;
+	struct stat sb;
+	long n;
+
+	if (atomic_load(&sa->stop))
+		return -ECANCELED;
+	n = syscall(SYS_getdents64, fd, buf, PULL_BUF);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return 1;
+	for (long pos = 0; pos < n;) {
+		const struct dirent64 *de = (const void *)(buf + pos);
+
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			atomic_fetch_add(all ? &sa->all_entries :
+					       &sa->entries_listed,
+					 1);
+			last = de->d_name;
+		}
+		pos += de->d_reclen;
+	}
+	if (last)
+		fstatat(fd, last, &sb, AT_SYMLINK_NOFOLLOW);
+	return 0;
+}
+
+/*
  * Have the kernel list @path, directory @ino, through the mount, unless it
  * holds the listing already (or a reader is getting it now).  Counted in
  * the all_* stats for statahead=all (@all), else in dirs and entries.
@@ -238,20 +278,19 @@ static bool run_is_over(struct statahead *sa, const struct listing_run *r)
 static int pull(struct statahead *sa, bool all, const char *path, uint32_t ino)
 {
 	struct idx_dir *e;
-	struct dirent *de;
 	bool listed, drop;
 	uint64_t ref = 0;
-	DIR *dp;
-	int err = 0;
+	char *buf;
+	int fd, err = 0;
 
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, ino);
 	listed = e && (e->state == DIR_LISTED || e->state == DIR_READER);
-	/* A reader's listing with names only, which lookups may have queued
-	 * since: the kernel holds it and would answer from its cache, with
-	 * no request to make inodes from. */
-	drop = e && (e->state == DIR_NAMES ||
-		     (e->state == DIR_QUEUED && sa->filling));
+	/* A reader's listing with names only, or one that lookups queued
+	 * (entries the kernel has no inode for): the kernel may hold it and
+	 * would answer from its cache, with no request to make inodes
+	 * from. */
+	drop = e && (e->state == DIR_NAMES || e->state == DIR_QUEUED);
 	if (e)
 		ref = e->ref;
 	pthread_mutex_unlock(&sa->lock);
@@ -259,28 +298,21 @@ static int pull(struct statahead *sa, bool all, const char *path, uint32_t ino)
 		return 0;
 	if (drop)
 		sqcd_drop_listing(sa->core, ref);
-	dp = opendir(path);
-	if (!dp)
-		return -errno;
-	atomic_fetch_add(all ? &sa->all_dirs : &sa->dirs_listed, 1);
-	for (;;) {
-		if (atomic_load(&sa->stop)) {
-			err = -ECANCELED;
-			break;
-		}
-		errno = 0;
-		de = readdir(dp);
-		if (!de) {
-			err = -errno;
-			break;
-		}
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			atomic_fetch_add(all ? &sa->all_entries :
-					       &sa->entries_listed,
-					 1);
+	buf = malloc(PULL_BUF);
+	if (!buf)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		goto out_free;
 	}
-	closedir(dp);
-	return err;
+	atomic_fetch_add(all ? &sa->all_dirs : &sa->dirs_listed, 1);
+	while (!(err = pull_batch(sa, all, fd, buf)))
+		;
+	close(fd);
+out_free:
+	free(buf);
+	return err == 1 ? 0 : err;
 }
 
 /* Whether an error ends the run: the mount is gone, the daemon stops, or
@@ -650,7 +682,8 @@ static bool is_staging(struct img *img)
 }
 
 void statahead_lookup(struct statahead *sa, fuse_req_t req,
-		      const struct img_inode *dir)
+		      const struct img_inode *dir,
+		      const struct img_inode *child)
 {
 	struct idx_dir *e;
 	uint32_t want;
@@ -669,7 +702,8 @@ void statahead_lookup(struct statahead *sa, fuse_req_t req,
 	e = find_dir(sa, dir->ino);
 	/* An entry of a listing that was names only is wanted after all:
 	 * list them all again, and readers get attributes from now on. */
-	if (e && e->state == DIR_NAMES && !sa->filling) {
+	if (e && e->state == DIR_NAMES && child->type == IMG_REG &&
+	    !sa->filling) {
 		sa->filling = true;
 		sa->names = false;
 		/* A reader that stats what it listed: once the listings are
@@ -689,6 +723,11 @@ void statahead_lookup(struct statahead *sa, fuse_req_t req,
 		pthread_cond_signal(&sa->more);
 	}
 	pthread_mutex_unlock(&sa->lock);
+}
+
+bool statahead_wants_auto(struct statahead *sa)
+{
+	return sa && sa->names;
 }
 
 bool statahead_names_only(struct statahead *sa, fuse_req_t req)

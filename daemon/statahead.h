@@ -133,13 +133,15 @@ void statahead_dir(struct statahead *sa, uint32_t parent, const char *name,
  * @sa: the feature, or NULL
  * @req: the LOOKUP
  * @dir: the directory
+ * @child: the entry
  *
  * Once enough of its entries were looked up, the thread lists it.
  *
  * Context: FUSE workers; never blocks on the listing itself.
  */
 void statahead_lookup(struct statahead *sa, fuse_req_t req,
-		      const struct img_inode *dir);
+		      const struct img_inode *dir,
+		      const struct img_inode *child);
 
 /**
  * statahead_listing() - A READDIRPLUS of @dir is being answered.
@@ -148,7 +150,7 @@ void statahead_lookup(struct statahead *sa, fuse_req_t req,
  * @dir: the directory
  * @first: the request starts at the first entry
  * @eof: the reply ends the listing (and holds entries)
- * @names: its entries that are not directories carry names only
+ * @names: its regular files carry names only (or it is a plain listing)
  *
  * A reader that ends a listing itself has the thread walk on from there,
  * unless it got names only: then the thread lists it again, with
@@ -172,6 +174,19 @@ void statahead_listing(struct statahead *sa, fuse_req_t req,
  * Context: any thread.
  */
 bool statahead_names_only(struct statahead *sa, fuse_req_t req);
+
+/**
+ * statahead_wants_auto() - Whether the kernel should choose readdirplus
+ * or a plain listing by itself (FUSE_CAP_READDIRPLUS_AUTO).
+ * @sa: the feature, or NULL (false)
+ *
+ * True when readers' listings may carry names only: a plain listing
+ * carries no more and costs a third of the bytes.  The listing thread
+ * then has the kernel use readdirplus for each of its batches.
+ *
+ * Context: init, before any listing.
+ */
+bool statahead_wants_auto(struct statahead *sa);
 
 /**
  * statahead_forget() - The kernel dropped an inode.

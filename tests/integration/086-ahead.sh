@@ -182,6 +182,28 @@ for i in $(seq 0 39); do
     (cd "$T/big/d$i" && seq 1 500 | xargs touch)
 done
 mkimg "$T/big" "$T/big.sqfs" -comp lz4
+
+note "a big directory: plain listings past the first batch, then all plus from the daemon"
+sqc_mount "$T/big.sqfs" "$T/m" -o "log=$T/d9.log"
+ls "$T/m/d3" >/dev/null
+# The kernel asked readdirplus for the first batch, plain listings for
+# the rest (FUSE_CAP_READDIRPLUS_AUTO): names are all a listing needs.
+[ "$(stat_of "$T/m" fuse.readdir)" -gt 0 ] || fail "500 entries were listed with readdirplus only"
+[ "$(stat_of "$T/m" statahead.entries)" -eq 0 ] || fail "a listing alone had the daemon list ahead"
+stat "$T/m/d3/7" >/dev/null
+i=0
+until [ "$(stat_of "$T/m" statahead.filled_dirs)" -ge 1 ]; do
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "d3 was not listed again after a lookup in it"
+    sleep 0.1
+done
+# Listed again by the daemon, every batch readdirplus: the kernel holds
+# an inode for each of the 500 files, and stat'ing them sends nothing.
+lk0=$(stat_of "$T/m" fuse.lookup)
+find "$T/m/d3" -type f -printf '%s\n' | wc -l | grep -qx 500 || fail "find does not see the 500 files of d3"
+[ "$(stat_of "$T/m" fuse.lookup)" -eq "$lk0" ] ||
+    fail "stat'ing d3's files after it was listed again sent $(($(stat_of "$T/m" fuse.lookup) - lk0)) lookups"
+sqc_umount "$T/m"
 sqc_mount "$T/big.sqfs" "$T/m" -o "log=$T/d7.log"
 pid=$(sqc_pid "$T/m")
 ls "$T/m" >/dev/null
