@@ -361,6 +361,13 @@ class SquashcachedNoStatahead(Squashcached):
     option = "statahead=0"
 
 
+class SquashcachedListAttrs(Squashcached):
+    """squashcached -o list_attrs: every listing a readdirplus with every
+    attribute, as before names-only listings (issue #20)."""
+    name = "squashcached_list_attrs"
+    option = "list_attrs"
+
+
 class SquashcachedBase(Squashcached):
     """squashcached built from another commit (BASE_BUILD): a before/after
     of a change side by side in one run.  Not in the default list."""
@@ -375,6 +382,7 @@ CONTENDERS = {"tmpfs": Tmpfs, "kernel": Kernel, "squashfuse_ll": Squashfuse,
               "squashcached_prime": SquashcachedPrime,
               "squashcached_no_uring": SquashcachedNoUring,
               "squashcached_no_statahead": SquashcachedNoStatahead,
+              "squashcached_list_attrs": SquashcachedListAttrs,
               "squashcached_base": SquashcachedBase}
 
 
