@@ -10,6 +10,8 @@
 #                        (default /var/tmp/squashcache-bench/results)
 #   make bench-scale     ImageNet's file count (1.28M files), see bench/README.md
 #   make install PREFIX=/usr/local   (SYSTEMD_UNITDIR= for the unit)
+#   make deb             Debian packages squashcache and squashcache-slurm
+#                        in build/deb/ (packaging/), checked with lintian
 
 PREFIX ?= /usr/local
 MANDIR ?= $(PREFIX)/share/man
@@ -86,7 +88,7 @@ DAEMON := $(BUILD)/squashcached
 MOUNTCTL := $(BUILD)/mountctl
 
 .PHONY: all check check-unit check-integration check-tsan deps deps-check \
-	deps-demo tests fuzz fuzz-run format format-check lint install \
+	deps-demo deb tests fuzz fuzz-run format format-check lint install \
 	uninstall clean demo bench bench-scale soak
 
 # The SPANK plugin is built only where Slurm's headers are installed, and
@@ -101,7 +103,7 @@ $(BUILD)/squashcache_spank.so: slurm-hooks/squashcache_spank.c
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out $(SAN_FLAGS),$(ALL_CFLAGS)) -Wno-missing-prototypes \
 		-Wno-format-truncation -DSQC_MOUNTCTL='"$(PREFIX)/bin/mountctl"' \
-		-fPIC -shared -o $@ $<
+		-fPIC -shared $(filter-out $(SAN_FLAGS),$(LDFLAGS)) -o $@ $<
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -185,6 +187,13 @@ bench-scale: deps-check
 	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(TOOL_BINS)
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh scale
 
+# Debian packages from this tree (packaging/deb.sh), then lintian: any
+# error fails.  Needs no network once tests/deps.sh has what it lists.
+deb:
+	@sh tests/deps.sh deb
+	@MAKE="$(MAKE)" sh packaging/deb.sh
+	lintian --fail-on error build/deb/*.deb
+
 soak: tests
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) SQC_SOAK_SECONDS=600 sh tests/run.sh soak
 
@@ -241,4 +250,6 @@ uninstall:
 clean:
 	rm -rf build build-san build-tsan build-fuzz
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# (build/deb/ holds the package build: its objects and its staging trees,
+# where a directory may be named *.d.)
+-include $(shell find $(BUILD) -path $(BUILD)/deb -prune -o -name '*.d' -type f -print 2>/dev/null)

@@ -2,39 +2,9 @@
 /*
  * This file implements the daemon's side of the control protocol (ctl.h):
  * a thread that accepts connections on the control socket, checks who is
- * asking, and answers ping, stats, stage, umount, hold and release.
- *
- * The stats object:
- *   schema, healthy, version, pid, uid, image_bytes, staged_bytes, image,
- *   mountpoint, compressor, block_size, inodes,
- *   uptime_s, ready,
- *   holders (pids), holder_managed, holder_stats: {added, died, grace_s,
- *            closing} (holders.h; holder_stats only when managed)
- *   stage:  {state, budget, planned, staged, percent, seconds, mb_per_s,
- *            on_tmpfs (the image file itself is on tmpfs or ramfs),
- *            ram_limit, ram_limit_source (the memory the daemon may use
- *            at start, whence the default ram= is half of it: "physical
- *            RAM", "cgroup v1 memory:/PATH", "cgroup v2 /PATH" or
- *            "unknown" with ram_limit 0; memlimit.h)}
- *   cache:  {data, meta, bmap: {budget, bytes, peak, entries, hits, misses,
- *            waits, evictions, bypass, errors}}
- *   image_io: {bytes, reads, read_bytes, stager_bytes, demand_bytes,
- *            readahead_bytes, read_errors, decompressions,
- *            decompressed_bytes, corrupt}
- *   fuse:   {lookup, getattr, readlink, open, read, opendir, readdir,
- *            readdirplus, statfs, getxattr, listxattr, write, ioctl,
- *            bytes_served, eio, readaheads, spliced, no_open,
- *            uring_threads, uring_requests, uring_available (false:
- *            built without liburing or an untested libfuse),
- *            uring_unavailable (why, "" when available)}
- *   warm:   {budget, files, bytes, dropped, open_files, open_bytes}
- *           (page-cache warming; open_*: pushed when opened)
- *   statahead: {window, walks, lookup_dirs, dirs, entries, all_state,
- *           all_dirs, all_entries, all_seconds, table_dirs, table_bytes,
- *           table_budget} (listing ahead; see statahead_stats_json())
- *   prefetch: {workers, queued, done, dropped, errors}
- *   idle:   {timeout, open, idle_s} (-o timeout=S; only timeout when 0)
- *   process: {rss_bytes, cpu_user_s, cpu_sys_s, threads}
+ * asking, and answers ping, stats (built by the core, stats.c), stage,
+ * umount, hold and release.  Each request is read with ctl_req_decode()
+ * and answered with ctl_reply_encode(), but for the stats object.
  */
 #define LOG_MOD "ctl"
 
@@ -44,267 +14,41 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "ctl_srv.h"
 #include "daemon.h"
 #include "holders.h"
-#include "idle.h"
-#include "statahead.h"
-#include "uring.h"
-#include "warm.h"
-#include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/size.h"
 
-static const char *const stage_names[] = {
-	[IMG_STAGE_IDLE] = "idle",
-	[IMG_STAGE_RUNNING] = "running",
-	[IMG_STAGE_DONE] = "done",
-	[IMG_STAGE_OFF] = "off",
-};
-
-static void cache_json(struct ctl_buf *b, const char *name,
-		       const struct cache_stats *c, bool last)
+/* Refuse with @why. */
+static void refuse(struct ctl_reply *rep, const char *why)
 {
-	ctl_buf_printf(
-		b,
-		"\"%s\":{\"budget\":%llu,\"bytes\":%llu,\"peak\":%llu,"
-		"\"entries\":%llu,\"hits\":%llu,\"misses\":%llu,"
-		"\"waits\":%llu,\"evictions\":%llu,\"bypass\":%llu,"
-		"\"errors\":%llu}%s",
-		name, (unsigned long long)c->budget,
-		(unsigned long long)c->bytes, (unsigned long long)c->peak_bytes,
-		(unsigned long long)c->entries, (unsigned long long)c->hits,
-		(unsigned long long)c->misses, (unsigned long long)c->waits,
-		(unsigned long long)c->evictions, (unsigned long long)c->bypass,
-		(unsigned long long)c->fill_errors, last ? "" : ",");
-}
-
-static void process_stats(uint64_t *rss, double *user, double *sys,
-			  unsigned int *threads)
-{
-	struct rusage ru;
-	unsigned long pages = 0, resident = 0;
-	char line[256];
-	FILE *f;
-
-	*rss = 0;
-	*threads = 0;
-	f = fopen("/proc/self/statm", "re");
-	if (f) {
-		if (fscanf(f, "%lu %lu", &pages, &resident) == 2)
-			*rss = (uint64_t)resident *
-			       (uint64_t)sysconf(_SC_PAGESIZE);
-		fclose(f);
-	}
-	f = fopen("/proc/self/status", "re");
-	if (f) {
-		while (fgets(line, sizeof(line), f))
-			if (sscanf(line, "Threads: %u", threads) == 1)
-				break;
-		fclose(f);
-	}
-	getrusage(RUSAGE_SELF, &ru);
-	*user = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
-	*sys = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
-
-/* The image and the process: the keys of mountctl's stable contract. */
-static void image_json(struct sqcd *d, struct ctl_buf *b,
-		       const struct img_stats *st)
-{
-	const struct img_super *sb = img_get_super(d->img);
-
-	/* The keys of mountctl's stable contract come first (ctl.h). */
-	ctl_buf_printf(b,
-		       "{\"ok\":true,\"schema\":%d,\"healthy\":true,"
-		       "\"version\":%d,\"pid\":%d,\"uid\":%u,"
-		       "\"image_bytes\":%llu,\"staged_bytes\":%llu,",
-		       CTL_SCHEMA, CTL_VERSION, (int)getpid(),
-		       (unsigned int)getuid(),
-		       (unsigned long long)st->image_bytes,
-		       (unsigned long long)st->staged_bytes);
-	ctl_buf_printf(b, "\"image\":");
-	ctl_buf_json_str(b, d->o.image_abs);
-	ctl_buf_printf(b, ",\"mountpoint\":");
-	ctl_buf_json_str(b, d->o.canonical);
-	ctl_buf_printf(b,
-		       ",\"compressor\":\"%s\",\"block_size\":%u,"
-		       "\"inodes\":%u,\"uptime_s\":%.3f,",
-		       img_compressor(d->img), sb->block_size, sb->inode_count,
-		       mono_since(&d->started));
-}
-
-/* "stage":{...}, from the image's staging state and the stager's, and
- * the memory limit the default budget came from. */
-static void stage_json(struct ctl_buf *b, const struct img_stats *st,
-		       const struct pf_stats *pfs, const struct memlimit *ml)
-{
-	double secs = pfs->stage_seconds;
-	double pct = st->stage_planned ?
-			     100.0 * (double)st->staged_bytes /
-				     (double)st->stage_planned :
-			     (st->stage_state == IMG_STAGE_OFF ? 0 : 100);
-
-	ctl_buf_printf(b,
-		       "\"stage\":{\"state\":\"%s\",\"budget\":%llu,"
-		       "\"planned\":%llu,\"staged\":%llu,\"percent\":%.1f,"
-		       "\"seconds\":%.3f,\"mb_per_s\":%.1f,\"on_tmpfs\":%s,"
-		       "\"streams\":%u,\"inflight\":%u,\"inflight_max\":%u,"
-		       "\"inflight_target\":%u,\"read_ms_min\":%.2f,"
-		       "\"read_ms\":%.2f,"
-		       "\"by_readers\":%llu,\"error\":",
-		       stage_names[st->stage_state],
-		       (unsigned long long)st->stage_budget,
-		       (unsigned long long)st->stage_planned,
-		       (unsigned long long)st->staged_bytes, pct, secs,
-		       /* Since the plan began (mountctl stage resumes). */
-		       secs > 0 && st->staged_bytes >= st->stage_base ?
-			       (double)(st->staged_bytes - st->stage_base) /
-				       1e6 / secs :
-			       0.0,
-		       st->in_ram ? "true" : "false", pfs->stagers,
-		       st->stage_inflight, st->stage_inflight_max,
-		       st->stage_target, st->stage_read_ms_min,
-		       st->stage_read_ms,
-		       (unsigned long long)st->staged_by_readers);
-	if (st->stage_error)
-		ctl_buf_json_str(b, err_str(-st->stage_error));
-	else
-		ctl_buf_printf(b, "null");
-	ctl_buf_printf(b, ",\"ram_limit\":%llu,\"ram_limit_source\":",
-		       (unsigned long long)ml->usable);
-	ctl_buf_json_str(b, ml->source);
-	ctl_buf_printf(b, "},");
-}
-
-/* "cache":{...} and "image_io":{...}. */
-static void image_io_json(struct ctl_buf *b, struct img_stats *st)
-{
-	ctl_buf_printf(b, "\"cache\":{");
-	cache_json(b, "data", &st->data, false);
-	cache_json(b, "meta", &st->meta, false);
-	cache_json(b, "bmap", &st->bmap, true);
-	ctl_buf_printf(b,
-		       "},\"image_io\":{\"bytes\":%llu,\"reads\":%llu,"
-		       "\"read_bytes\":%llu,\"stager_bytes\":%llu,"
-		       "\"demand_bytes\":%llu,\"readahead_bytes\":%llu,"
-		       "\"read_errors\":%llu,"
-		       "\"decompressions\":%llu,\"decompressed_bytes\":%llu,"
-		       "\"corrupt\":%llu},",
-		       (unsigned long long)st->image_bytes,
-		       (unsigned long long)st->src_reads,
-		       (unsigned long long)st->src_bytes,
-		       (unsigned long long)st->src_by[IMG_READ_STAGER],
-		       (unsigned long long)st->src_by[IMG_READ_DEMAND],
-		       (unsigned long long)st->src_by[IMG_READ_READAHEAD],
-		       (unsigned long long)st->src_errors,
-		       (unsigned long long)st->decompressions,
-		       (unsigned long long)st->decompressed_bytes,
-		       (unsigned long long)st->corrupt);
-}
-
-/* The core's "fuse" members (requests per kind, bytes, flags). */
-static void fuse_json(struct sqcd *d, struct ctl_buf *b)
-{
-	ctl_buf_printf(
-		b,
-		"\"fuse\":{\"lookup\":%llu,\"getattr\":%llu,\"readlink\":%llu,"
-		"\"open\":%llu,\"read\":%llu,\"opendir\":%llu,\"readdir\":%llu,"
-		"\"readdirplus\":%llu,\"statfs\":%llu,\"getxattr\":%llu,"
-		"\"listxattr\":%llu,\"write\":%llu,\"ioctl\":%llu,"
-		"\"bytes_served\":%llu,"
-		"\"eio\":%llu,\"readaheads\":%llu,\"spliced\":%llu,"
-		"\"no_open\":%s,",
-		(unsigned long long)d->ops[SQCD_OP_LOOKUP],
-		(unsigned long long)d->ops[SQCD_OP_GETATTR],
-		(unsigned long long)d->ops[SQCD_OP_READLINK],
-		(unsigned long long)d->ops[SQCD_OP_OPEN],
-		(unsigned long long)d->ops[SQCD_OP_READ],
-		(unsigned long long)d->ops[SQCD_OP_OPENDIR],
-		(unsigned long long)d->ops[SQCD_OP_READDIR],
-		(unsigned long long)d->ops[SQCD_OP_READDIRPLUS],
-		(unsigned long long)d->ops[SQCD_OP_STATFS],
-		(unsigned long long)d->ops[SQCD_OP_GETXATTR],
-		(unsigned long long)d->ops[SQCD_OP_LISTXATTR],
-		(unsigned long long)d->ops[SQCD_OP_WRITE],
-		(unsigned long long)d->ops[SQCD_OP_IOCTL],
-		(unsigned long long)d->bytes_served, (unsigned long long)d->eio,
-		(unsigned long long)d->readaheads,
-		(unsigned long long)d->spliced,
-		atomic_load(&d->no_open) ? "true" : "false");
-}
-
-void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
-{
-	struct pf_stats pfs = { 0 };
-	struct img_stats st;
-	double user, sys;
-	unsigned int threads;
-	uint64_t rss;
-
-	img_get_stats(d->img, &st);
-	if (d->pf)
-		pf_get_stats(d->pf, &pfs);
-	process_stats(&rss, &user, &sys, &threads);
-
-	/* The core's part, with each feature's part in between: a feature
-	 * appends its own keys (see its header). */
-	image_json(d, b, &st);
-	holders_stats_json(d->holders, b); /* feature call site: holders */
-	stage_json(b, &st, &pfs, &d->o.mem);
-	image_io_json(b, &st);
-	fuse_json(d, b);
-	uring_stats_json(d->uring, b); /* feature call site: io_uring */
-	ctl_buf_printf(b, "},");
-	warm_stats_json(d->warm, b); /* feature call site: warming */
-	statahead_stats_json(d->statahead, b); /* feature call site */
-	ctl_buf_printf(b,
-		       "\"prefetch\":{\"workers\":%u,\"queued\":%llu,"
-		       "\"done\":%llu,\"dropped\":%llu,\"errors\":%llu},",
-		       pfs.workers, (unsigned long long)pfs.queued,
-		       (unsigned long long)pfs.done,
-		       (unsigned long long)pfs.dropped,
-		       (unsigned long long)pfs.errors);
-	idle_stats_json(d->idle, b); /* feature call site: idle timeout */
-	ctl_buf_printf(b,
-		       "\"process\":{\"rss_bytes\":%llu,\"cpu_user_s\":%.3f,"
-		       "\"cpu_sys_s\":%.3f,\"threads\":%u}}",
-		       (unsigned long long)rss, user, sys, threads);
+	rep->ok = false;
+	snprintf(rep->error, sizeof(rep->error), "%s", why);
 }
 
 /* "hold PID START" and "release PID" (holders.h). */
-static void holder_cmd(struct sqcd *d, const char *cmd, struct ctl_buf *b)
+static void holder_cmd(struct sqcd *d, const struct ctl_req *req,
+		       struct ctl_reply *rep)
 {
-	unsigned long long start = 0;
-	int pid, n, end = 0;
-	bool hold = cmd[0] == 'h';
+	int n;
 
-	if (hold)
-		n = sscanf(cmd, "hold %d %llu%n", &pid, &start, &end) == 2;
-	else
-		n = sscanf(cmd, "release %d%n", &pid, &end) == 1;
-	if (!n || cmd[end] || pid <= 0) {
-		ctl_buf_printf(b,
-			       "{\"ok\":false,\"error\":\"bad arguments\"}\n");
-		return;
-	}
-	n = hold ? holders_add(d->holders, pid, start) :
-		   holders_remove(d->holders, pid);
+	n = req->cmd == CTL_CMD_HOLD ?
+		    holders_add(d->holders, req->hold.pid, req->hold.start) :
+		    holders_remove(d->holders, req->release.pid);
 	if (n >= 0) {
-		ctl_buf_printf(b, "{\"ok\":true,\"holders\":%d}\n", n);
+		rep->holders.holders = (unsigned int)n;
 		return;
 	}
-	ctl_buf_printf(b, "{\"ok\":false,\"error\":\"%s\"}\n",
-		       n == -EOPNOTSUPP ? "not holder-managed" :
-		       n == -ESHUTDOWN	? "closing" :
-		       n == -ENOENT	? "not a holder" :
-		       n == -ESRCH	? "no such process" :
-					  err_str(n));
+	refuse(rep, n == -EOPNOTSUPP ? "not holder-managed" :
+		    n == -ESHUTDOWN  ? "closing" :
+		    n == -ENOENT     ? "not a holder" :
+		    n == -ESRCH	     ? "no such process" :
+				       err_str(n));
 }
 
 /*
@@ -313,30 +57,19 @@ static void holder_cmd(struct sqcd *d, const char *cmd, struct ctl_buf *b)
  * mount's ram=, or when both are 0 to the default ram= of a daemon started
  * now: memlimit_budget(), from the memory limit the daemon is under now.
  */
-static void stage_cmd(struct sqcd *d, const char *args, struct ctl_buf *b)
+static void stage_cmd(struct sqcd *d, const struct ctl_req_stage *req,
+		      struct ctl_reply *rep)
 {
-	enum img_stage_mode mode = IMG_STAGE_FULL;
-	unsigned long long budget = 0;
-	char word[16] = "";
+	enum stage_mode mode = req->mode == CTL_STAGE_META ? STAGE_META :
+							     STAGE_FULL;
+	uint64_t budget = req->budget;
 	char lim[32];
-	struct img_stats st;
-	int n = 0, err;
+	struct stage_stats st;
+	int err;
 
-	if (sscanf(args, " %15[a-z]%n", word, &n) == 1) {
-		if (!strcmp(word, "meta"))
-			mode = IMG_STAGE_META;
-		else if (strcmp(word, "full"))
-			goto out_bad;
-		args += n;
-	}
-	n = 0;
-	if (sscanf(args, " %llu%n", &budget, &n) == 1)
-		args += n;
-	if (args[strspn(args, " ")])
-		goto out_bad;
-	img_get_stats(d->img, &st);
+	stage_get_stats(img_stage(d->img), &st);
 	if (!budget)
-		budget = MAX(st.stage_budget, d->o.img.ram);
+		budget = MAX(st.budget, d->o.img.ram);
 	if (!budget) {
 		struct memlimit ml;
 
@@ -348,76 +81,132 @@ static void stage_cmd(struct sqcd *d, const char *args, struct ctl_buf *b)
 			 ml.source);
 	}
 	/* No stager, no staging: say so rather than leave it "idle". */
-	err = d->pf ? img_stage_resume(d->img, mode, budget) : -EOPNOTSUPP;
+	err = st.threads ? stage_resume(img_stage(d->img), mode, budget) :
+			   -EOPNOTSUPP;
 	if (err) {
-		ctl_buf_printf(b, "{\"ok\":false,\"error\":");
-		ctl_buf_json_str(b, err_str(err));
-		ctl_buf_printf(b, "}\n");
+		refuse(rep, err_str(err));
 		return;
 	}
-	pf_stage_resume(d->pf);
 	log_info("staging %s resumed with a budget of %llu bytes",
-		 mode == IMG_STAGE_META ? "(metadata)" : "(full)",
-		 (unsigned long long)MAX(budget, st.stage_budget));
-	ctl_buf_printf(b, "{\"ok\":true,\"mode\":\"%s\",\"budget\":%llu}\n",
-		       mode == IMG_STAGE_META ? "meta" : "full",
-		       (unsigned long long)MAX(budget, st.stage_budget));
-	return;
-out_bad:
-	ctl_buf_printf(b, "{\"ok\":false,\"error\":\"usage: stage "
-			  "[full|meta] [BYTES]\"}\n");
+		 mode == STAGE_META ? "(metadata)" : "(full)",
+		 (unsigned long long)MAX(budget, st.budget));
+	rep->stage.mode = req->mode;
+	rep->stage.budget = MAX(budget, st.budget);
+}
+
+/* The answer to a client of another uid. */
+static void refuse_peer(struct ctl_buf *b)
+{
+	struct ctl_reply *rep = calloc(1, sizeof(*rep));
+
+	if (!rep) {
+		b->oom = true;
+		return;
+	}
+	rep->cmd = CTL_CMD_PING;
+	refuse(rep, "permission denied");
+	ctl_reply_encode(rep, b);
+	ctl_buf_printf(b, "\n");
+	free(rep);
+}
+
+/* Read one short line from @c; a client that stalls is dropped after 2 s.
+ * Return: true if a line came. */
+static bool read_line(int c, char *line, size_t cap)
+{
+	size_t n = 0;
+	ssize_t r;
+
+	while (n < cap - 1) {
+		struct pollfd p = { .fd = c, .events = POLLIN };
+
+		if (poll(&p, 1, 2000) <= 0)
+			return false;
+		r = recv(c, line + n, cap - 1 - n, 0);
+		if (r <= 0)
+			return false;
+		n += (size_t)r;
+		if (memchr(line, '\n', n))
+			break;
+	}
+	line[n] = '\0';
+	line[strcspn(line, "\r\n")] = '\0';
+	return true;
+}
+
+/* Carry out @req into @rep, but stats (built into the reply directly). */
+static void dispatch(struct sqcd *d, const struct ctl_req *req,
+		     struct ctl_reply *rep)
+{
+	switch (req->cmd) {
+	case CTL_CMD_PING:
+		/* The mount point proves a fallback address ours (ctl.h). */
+		rep->ping.pid = getpid();
+		snprintf(rep->ping.mountpoint, sizeof(rep->ping.mountpoint),
+			 "%s", d->o.canonical);
+		break;
+	case CTL_CMD_HOLD:
+	case CTL_CMD_RELEASE:
+		holder_cmd(d, req, rep);
+		break;
+	case CTL_CMD_STAGE:
+		stage_cmd(d, &req->stage, rep);
+		break;
+	default: /* stats, umount: nothing to do here */
+		break;
+	}
+}
+
+/* Answer the request in @line into @b.  Return: true for umount. */
+static bool answer(struct sqcd *d, const char *line, struct ctl_buf *b)
+{
+	struct ctl_reply *rep;
+	struct ctl_req req;
+	const char *usage;
+	bool umount;
+	int err;
+
+	rep = calloc(1, sizeof(*rep));
+	if (!rep) {
+		b->oom = true;
+		return false;
+	}
+	err = ctl_req_decode(line, &req);
+	if (err) {
+		/* A refusal reads the same whatever the command. */
+		usage = ctl_req_usage(line);
+		rep->cmd = CTL_CMD_PING;
+		refuse(rep, usage ? usage : "unknown command");
+	} else {
+		rep->cmd = req.cmd;
+		rep->ok = true;
+		dispatch(d, &req, rep);
+	}
+	if (rep->ok && rep->cmd == CTL_CMD_STATS)
+		sqcd_stats_json(d, b);
+	else
+		ctl_reply_encode(rep, b);
+	ctl_buf_printf(b, "\n");
+	umount = rep->ok && rep->cmd == CTL_CMD_UMOUNT;
+	free(rep);
+	return umount;
 }
 
 static void serve(struct sqcd *d, int c)
 {
 	struct ctl_buf b = { 0 };
-	char cmd[64];
-	size_t n = 0;
-	ssize_t r;
+	char line[CTL_REQ_MAX];
 	uid_t uid;
 	pid_t pid;
 	bool umount = false;
 
 	if (ctl_peer(c, &uid, &pid) || (uid != getuid() && uid != 0)) {
-		ctl_buf_printf(
-			&b, "{\"ok\":false,\"error\":\"permission denied\"}\n");
+		refuse_peer(&b);
 		goto out_send;
 	}
-	/* One short line; a client that stalls is dropped after 2 s. */
-	while (n < sizeof(cmd) - 1) {
-		struct pollfd p = { .fd = c, .events = POLLIN };
-
-		if (poll(&p, 1, 2000) <= 0)
-			goto out_close;
-		r = recv(c, cmd + n, sizeof(cmd) - 1 - n, 0);
-		if (r <= 0)
-			goto out_close;
-		n += (size_t)r;
-		if (memchr(cmd, '\n', n))
-			break;
-	}
-	cmd[n] = '\0';
-	cmd[strcspn(cmd, "\r\n")] = '\0';
-	if (!strcmp(cmd, "ping")) {
-		/* The mount point proves a fallback address ours (ctl.h). */
-		ctl_buf_printf(&b, "{\"ok\":true,\"pid\":%d,\"mountpoint\":",
-			       (int)getpid());
-		ctl_buf_json_str(&b, d->o.canonical);
-		ctl_buf_printf(&b, "}\n");
-	} else if (!strcmp(cmd, "stats")) {
-		sqcd_stats_json(d, &b);
-		ctl_buf_printf(&b, "\n");
-	} else if (!strncmp(cmd, "hold ", 5) || !strncmp(cmd, "release ", 8)) {
-		holder_cmd(d, cmd, &b);
-	} else if (!strcmp(cmd, "stage") || !strncmp(cmd, "stage ", 6)) {
-		stage_cmd(d, cmd + 5, &b);
-	} else if (!strcmp(cmd, "umount")) {
-		ctl_buf_printf(&b, "{\"ok\":true}\n");
-		umount = true;
-	} else {
-		ctl_buf_printf(
-			&b, "{\"ok\":false,\"error\":\"unknown command\"}\n");
-	}
+	if (!read_line(c, line, sizeof(line)))
+		goto out_close;
+	umount = answer(d, line, &b);
 out_send:
 	if (!b.oom && b.len)
 		send(c, b.p, b.len, MSG_NOSIGNAL);

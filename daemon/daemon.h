@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * This file declares what the daemon's files share: the running daemon's
- * state, its options, and the entry points of ops.c and ctl_srv.c.
+ * state, its options, and the entry points of ops.c, splice.c and stats.c.
  */
 #ifndef SQC_DAEMON_DAEMON_H
 #define SQC_DAEMON_DAEMON_H
@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "ctl/ctl.h"
+#include "events.h"
 #include "image/image.h"
 #include "prefetch/prefetch.h"
 #include "util/memlimit.h"
@@ -77,18 +78,32 @@ enum sqcd_op {
 struct sqcd {
 	struct sqcd_opts o; /* set before the session starts */
 	struct img *img; /* the image */
-	struct pf *pf; /* stager and readahead; NULL until started */
+	struct pf *pf; /* readahead; NULL until started (the stager
+			  threads are img_stage(img)'s) */
 	struct fuse_session *se; /* the FUSE session */
 	uint64_t root_ref; /* root directory's inode reference */
 	atomic_bool no_open; /* the kernel skips open for files (set by init) */
 	bool no_opendir; /* and for directories */
 	bool splice; /* replies may splice from the image file */
+	/* The transport copies every reply into a buffer of its own (an
+	 * io_uring entry), so a pipe would be one copy more: set by uring.c
+	 * when the kernel's INIT offers io_uring, before sqcd_init(). */
+	atomic_bool replies_copied;
+	/* Readers' listings give regular files names only, and the kernel
+	 * chooses plain listings past a first batch: set by listing ahead
+	 * (statahead.c) when it starts, before sqcd_init(), and cleared for
+	 * good once a reader looks up such a file. */
+	atomic_bool list_names;
+	atomic_int lister_tid; /* listing ahead's thread: its listings never */
 	struct timespec started; /* CLOCK_MONOTONIC at start */
 	_Atomic uint64_t ops[SQCD_OP__COUNT]; /* requests per kind */
 	_Atomic uint64_t bytes_served; /* file bytes replied */
 	_Atomic uint64_t eio; /* EIO replies (corruption, I/O) */
 	_Atomic uint64_t readaheads; /* readahead jobs queued */
 	_Atomic uint64_t spliced; /* read replies spliced from the file */
+	/* the features' handlers of the core's events (events.h): set by
+	 * main.c before the session loop, read-only afterwards */
+	struct sqcd_events events;
 	struct warm *warm; /* page-cache warming (warm.h), or NULL */
 	struct idle *idle; /* idle timeout (idle.c), or NULL when off */
 	struct uring *uring; /* io_uring transport (uring.h), or NULL */
@@ -115,59 +130,77 @@ extern const struct fuse_lowlevel_ops sqcd_ops;
  */
 void sqcd_drop_listing(struct sqcd *core, uint64_t ref);
 
-/**
- * sqcd_tree_listed() - Core hook: listing ahead listed the whole mount.
- * @core: daemon
- *
- * statahead=all calls it once its listing of the mount is done: the
- * listing stands for readers about to come, so the files it showed the
- * kernel may be warmed now, without waiting for a first read.  The core
- * forwards it to its subscribers in a fixed order: warming (warm_read()
- * with no file).  Features never call each other; this is the one way
- * listing ahead asks for warming.
- *
- * Context: the listing thread; never blocks on the warming itself.
+/*
+ * The bytes of a file range, ready to send (splice.c): either all of them
+ * in a pipe of the calling thread, spliced from the image file (@fd), or
+ * in memory (@spans).
  */
-void sqcd_tree_listed(struct sqcd *core);
+struct sqcd_bytes {
+	struct img_span *spans; /* the caller's array */
+	unsigned int cap; /* its size */
+	const struct img_read_ctx *rc; /* the caller's: on whose behalf, and
+					  where raw bytes go; or NULL */
+	unsigned int n; /* spans filled */
+	unsigned int nfd; /* of them, ranges of the image file */
+	size_t total; /* bytes mapped first (sqcd_bytes_map()) */
+	int fd; /* the pipe holding every byte, or -1: from @spans */
+};
 
 /**
- * sqcd_splice_fill() - Splice image bytes into this thread's pipe.
- * @spans: file ranges from img_file_map(), all with data == NULL
- * @n: how many
- * @fd: set to the pipe's read end, holding every byte of @spans
+ * sqcd_bytes_map() - Map a range of a file, to be sent.
+ * @d: daemon
+ * @ino: a regular file
+ * @off: first byte
+ * @size: bytes wanted; clipped at the end of the file
+ * @b: @spans and @cap set by the caller; the rest is set here
  *
- * Return: 0; a negative errno if not every byte could be spliced (the
- * pipe is then empty again).
- * Ownership: the caller hands @fd to libfuse, then calls
- * sqcd_splice_drain().  Context: any thread.
+ * Raw bytes that are not staged stay ranges of the image file when
+ * replies may be spliced (d->splice); everything else is in memory.
+ *
+ * Return: 0; -errno as img_file_spans() (nothing is then pinned).
+ * Ownership: the caller calls sqcd_bytes_ready(), sends, then
+ * sqcd_bytes_put().
+ * Context: any thread.
  */
-int sqcd_splice_fill(const struct img_span *spans, unsigned int n, int *fd);
+int sqcd_bytes_map(struct sqcd *d, const struct img_inode *ino, uint64_t off,
+		   size_t size, struct sqcd_bytes *b);
 
 /**
- * sqcd_splice_drain() - Empty this thread's pipe of whatever is left.
+ * sqcd_bytes_ready() - Make mapped bytes ready to send.
+ * @d: daemon
+ * @ino: as given to sqcd_bytes_map()
+ * @off: as given to sqcd_bytes_map()
+ * @size: as given to sqcd_bytes_map()
+ * @b: mapped by sqcd_bytes_map()
  *
- * Context: the thread that filled it; cannot fail.
+ * Bytes all in the image file are spliced into this thread's pipe
+ * (@b->fd).  A range that mixes file and memory, or whose splice fell
+ * short, is mapped again in memory, where errors are reported; @b->total
+ * stays as mapped first.
+ *
+ * Return: 0; -errno as img_file_spans() (nothing is then pinned).
+ * Context: the thread that mapped @b.
  */
-void sqcd_splice_drain(void);
+int sqcd_bytes_ready(struct sqcd *d, const struct img_inode *ino, uint64_t off,
+		     size_t size, struct sqcd_bytes *b);
 
 /**
- * sqcd_splice_reply() - Answer a read with image bytes, spliced.
- * @req: the read request
- * @spans: file ranges from img_file_map(), all with data == NULL
- * @n: how many
- * @total: their total length
+ * sqcd_bytes_put() - Release bytes once sent.
+ * @d: daemon
+ * @b: from sqcd_bytes_ready(), or from sqcd_bytes_map() alone
  *
- * Return: 0 once replied; a negative errno if the bytes could not all be
- * spliced (nothing was sent: the caller answers through memory).
- * Context: a FUSE worker thread; uses a pipe of that thread.
+ * Empties this thread's pipe and unpins the spans.
+ * Context: the thread that mapped @b; cannot fail.
  */
-int sqcd_splice_reply(fuse_req_t req, const struct img_span *spans,
-		      unsigned int n, size_t total);
+void sqcd_bytes_put(struct sqcd *d, struct sqcd_bytes *b);
 
 /**
  * sqcd_stats_json() - Describe the daemon's state as one JSON object.
  * @d: daemon
  * @b: buffer to append to
+ *
+ * The core's keys, and each feature's from its <feature>_stats_json()
+ * (stats.c, which lists them all); the control socket serves it.
  *
  * Context: any thread.
  */

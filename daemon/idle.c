@@ -2,7 +2,7 @@
 /*
  * This file implements the idle timeout declared in idle.h: FUSE workers
  * stamp the time of each request and count open handles (atomics, no
- * lock); one thread wakes at most once a second and, once the mount has
+ * lock), told by the core's events; one thread wakes at most once a second and, once the mount has
  * had no handle open and no request for the timeout, asks the daemon to
  * unmount the way the control socket's "umount" does (SIGTERM to itself:
  * the session's handler unmounts cleanly).
@@ -122,28 +122,6 @@ void idle_free(struct idle *f)
 	free(f);
 }
 
-void idle_touch(struct idle *f)
-{
-	if (f)
-		atomic_store_explicit(&f->last_ms, now_ms(),
-				      memory_order_relaxed);
-}
-
-void idle_open(struct idle *f)
-{
-	if (f)
-		atomic_fetch_add(&f->open, 1);
-}
-
-void idle_release(struct idle *f)
-{
-	if (!f)
-		return;
-	/* Also a request: the idle time counts from the last release. */
-	idle_touch(f);
-	atomic_fetch_sub(&f->open, 1);
-}
-
 void idle_stats_json(struct idle *f, struct ctl_buf *b)
 {
 	if (!f) {
@@ -155,4 +133,28 @@ void idle_stats_json(struct idle *f, struct ctl_buf *b)
 		       "\"idle_s\":%.1f},",
 		       f->timeout, (long long)atomic_load(&f->open),
 		       (double)idle_ms(f) / 1e3);
+}
+
+void idle_on_event(void *arg, const struct sqcd_event *ev)
+{
+	struct idle *f = arg;
+
+	switch (ev->type) {
+	case SQCD_EV_REQUEST:
+		atomic_store_explicit(&f->last_ms, now_ms(),
+				      memory_order_relaxed);
+		break;
+	case SQCD_EV_HANDLE_OPENED:
+		atomic_fetch_add(&f->open, 1);
+		break;
+	case SQCD_EV_HANDLE_RELEASED:
+		/* Also a request: the idle time counts from the last
+		 * release. */
+		atomic_store_explicit(&f->last_ms, now_ms(),
+				      memory_order_relaxed);
+		atomic_fetch_sub(&f->open, 1);
+		break;
+	default:
+		break;
+	}
 }

@@ -12,6 +12,7 @@
 #define SQC_DAEMON_IDLE_H
 
 struct sqcd;
+struct sqcd_event;
 struct idle;
 struct ctl_buf;
 
@@ -43,28 +44,15 @@ void idle_stop(struct idle *f);
 void idle_free(struct idle *f);
 
 /**
- * idle_touch() - A FUSE request arrived.
- * @f: the module; NULL is fine
+ * idle_on_event() - Hear the core's events (events.h).
+ * @f: the module (struct idle)
+ * @ev: SQCD_EV_REQUEST (a request: the idle time starts again),
+ *      SQCD_EV_HANDLE_OPENED and SQCD_EV_HANDLE_RELEASED (release is also
+ *      a request); others are ignored
  *
- * Context: any FUSE worker; lock-free.
+ * Context: FUSE workers and io_uring threads; lock-free.
  */
-void idle_touch(struct idle *f);
-
-/**
- * idle_open() - A file or directory was opened (the kernel holds a handle).
- * @f: the module; NULL is fine
- *
- * Context: any FUSE worker; lock-free.
- */
-void idle_open(struct idle *f);
-
-/**
- * idle_release() - A handle from idle_open() was released.
- * @f: the module; NULL is fine
- *
- * Context: any FUSE worker; lock-free.
- */
-void idle_release(struct idle *f);
+void idle_on_event(void *f, const struct sqcd_event *ev);
 
 /**
  * idle_stats_json() - Append "idle":{timeout,open,idle_s}, and a comma.

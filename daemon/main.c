@@ -163,15 +163,15 @@ static unsigned int default_threads(struct img *img)
 	return n < 2 ? 2 : n > 16 ? 16 : (unsigned int)n;
 }
 
-static int parse_stage_opt(const char *val, enum img_stage_mode *out)
+static int parse_stage_opt(const char *val, enum stage_mode *out)
 {
 	static const struct {
 		const char *name;
-		enum img_stage_mode mode;
-	} modes[] = { { "auto", IMG_STAGE_AUTO },
-		      { "full", IMG_STAGE_FULL },
-		      { "meta", IMG_STAGE_META },
-		      { "none", IMG_STAGE_NONE } };
+		enum stage_mode mode;
+	} modes[] = { { "auto", STAGE_AUTO },
+		      { "full", STAGE_FULL },
+		      { "meta", STAGE_META },
+		      { "none", STAGE_NONE } };
 
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(val, modes[i].name)) {
@@ -654,18 +654,28 @@ static char *fuse_mount_opts(const struct sqcd *d)
  * end), x_free().  A feature that no request thread can reach is freed
  * right after its stop; warming and listing ahead are freed in the
  * release round.
+ *
+ * The core's events (events.h) go to the features that hear them, in
+ * this order: a feature that started and is on subscribes its handler to
+ * the events of its row.
  */
 struct feature {
 	const char *name; /* for the reader */
-	int (*start)(struct sqcd *d); /* 0 or -errno */
+	/* 0 or -errno; sets *f to the feature, or NULL when it is off */
+	int (*start)(struct sqcd *d, void **f);
 	void (*stop)(struct sqcd *d); /* its threads stop; cannot fail */
 	bool after_unmount; /* stops once the mount is gone */
 	void (*release)(struct sqcd *d); /* after the session, or NULL */
+	uint32_t events; /* SQCD_EV_BIT()s its handler hears */
+	void (*on_event)(void *f, const struct sqcd_event *ev); /* or NULL */
 };
 
-static int start_holders(struct sqcd *d)
+static int start_holders(struct sqcd *d, void **f)
 {
-	return holders_start(d, &d->holders);
+	int err = holders_start(d, &d->holders);
+
+	*f = d->holders;
+	return err;
 }
 
 static void stop_holders(struct sqcd *d)
@@ -675,9 +685,12 @@ static void stop_holders(struct sqcd *d)
 	d->holders = NULL;
 }
 
-static int start_idle(struct sqcd *d)
+static int start_idle(struct sqcd *d, void **f)
 {
-	return idle_start(d, &d->idle);
+	int err = idle_start(d, &d->idle);
+
+	*f = d->idle;
+	return err;
 }
 
 static void stop_idle(struct sqcd *d)
@@ -687,9 +700,12 @@ static void stop_idle(struct sqcd *d)
 	d->idle = NULL;
 }
 
-static int start_uring(struct sqcd *d)
+static int start_uring(struct sqcd *d, void **f)
 {
-	return uring_start(d, &d->uring);
+	int err = uring_start(d, &d->uring);
+
+	*f = d->uring;
+	return err;
 }
 
 static void stop_uring(struct sqcd *d)
@@ -699,9 +715,12 @@ static void stop_uring(struct sqcd *d)
 	d->uring = NULL;
 }
 
-static int start_warm(struct sqcd *d)
+static int start_warm(struct sqcd *d, void **f)
 {
-	return warm_start(d, &d->warm);
+	int err = warm_start(d, &d->warm);
+
+	*f = d->warm;
+	return err;
 }
 
 static void stop_warm(struct sqcd *d)
@@ -715,9 +734,12 @@ static void release_warm(struct sqcd *d)
 	d->warm = NULL;
 }
 
-static int start_statahead(struct sqcd *d)
+static int start_statahead(struct sqcd *d, void **f)
 {
-	return statahead_start(d, &d->statahead);
+	int err = statahead_start(d, &d->statahead);
+
+	*f = d->statahead;
+	return err;
 }
 
 static void cancel_statahead(struct sqcd *d)
@@ -732,9 +754,12 @@ static void release_statahead(struct sqcd *d)
 	d->statahead = NULL;
 }
 
-static int start_ctl(struct sqcd *d)
+static int start_ctl(struct sqcd *d, void **f)
 {
-	return ctl_srv_start(d, &d->ctl);
+	int err = ctl_srv_start(d, &d->ctl);
+
+	*f = d->ctl;
+	return err;
 }
 
 static void stop_ctl(struct sqcd *d)
@@ -744,44 +769,67 @@ static void stop_ctl(struct sqcd *d)
 	d->ctl = NULL;
 }
 
+#define EV(x) SQCD_EV_BIT(SQCD_EV_##x)
+
 static const struct feature features[] = {
 	/* First: before the control socket, which serves "hold" and
 	 * "release".  Stops after the unmount: it holds the directory lock
 	 * that acquirers wait on, released only once the mount is gone. */
-	{ "holders", start_holders, stop_holders, true, NULL },
+	{ "holders", start_holders, stop_holders, true, NULL, 0, NULL },
 	/* Stops once every thread that serves requests (FUSE workers,
-	 * io_uring) is joined: none can touch the idle state any more. */
-	{ "idle timeout", start_idle, stop_idle, false, NULL },
+	 * io_uring) is joined: none can touch the idle state any more.
+	 * Hears requests and handles: a mount is idle without either. */
+	{ "idle timeout", start_idle, stop_idle, false, NULL,
+	  EV(REQUEST) | EV(HANDLE_OPENED) | EV(HANDLE_RELEASED),
+	  idle_on_event },
 	/* Stops after warming: a push of the warming thread may wait for a
 	 * READ that an io_uring thread answers. */
-	{ "io_uring", start_uring, stop_uring, false, NULL },
-	/* Before listing ahead, which arms it through sqcd_tree_listed().
-	 * Its thread uses the session and the image: stops before the
-	 * unmount.  FUSE workers push at open until the session is gone,
-	 * and the listing thread may arm it until it is joined: released
-	 * last. */
-	{ "warming", start_warm, stop_warm, false, release_warm },
+	{ "io_uring", start_uring, stop_uring, false, NULL, 0, NULL },
+	/* Before listing ahead, whose SQCD_EV_TREE_LISTED arms it.  Its
+	 * thread uses the session and the image: stops before the unmount.
+	 * FUSE workers push at open until the session is gone, and the
+	 * listing thread may arm it until it is joined: released last.
+	 * Hears what the kernel was shown and what is read; before listing
+	 * ahead, so that a FORGET reaches it first. */
+	{ "warming", start_warm, stop_warm, false, release_warm,
+	  EV(ENTRY_LISTED) | EV(RANGE_READ) | EV(READER) | EV(FILE_OPENED) |
+		  EV(TREE_LISTED) | EV(FORGOTTEN),
+	  warm_on_event },
 	/* Uses the session and the image: asked to stop before the unmount,
 	 * which releases a listing blocked on a request; joined and freed
 	 * once the session is destroyed (and the ready check, which waits
-	 * for statahead=all, is joined). */
+	 * for statahead=all, is joined).  Hears which directories the
+	 * kernel was shown, listed and dropped. */
 	{ "listing ahead", start_statahead, cancel_statahead, false,
-	  release_statahead },
+	  release_statahead,
+	  EV(LOOKED_UP) | EV(ENTRY_LISTED) | EV(DIR_LISTED) | EV(FORGOTTEN),
+	  statahead_on_event },
 	/* Last: it reads what the others set up.  Stops first. */
-	{ "control socket", start_ctl, stop_ctl, false, NULL },
+	{ "control socket", start_ctl, stop_ctl, false, NULL, 0, NULL },
 };
 
-/* Start every feature in order.  Return: 0 or the first -errno. */
+#undef EV
+
+/* Every feature can hear every event: subscribing cannot fail. */
+_Static_assert(sizeof(features) / sizeof(features[0]) <= SQCD_EV_SUBS_MAX,
+	       "more features than handlers per event");
+
+/* Start every feature in order, and subscribe those that are on to their
+ * events.  Return: 0 or the first -errno. */
 static int start_features(struct sqcd *d)
 {
 	for (size_t i = 0; i < sizeof(features) / sizeof(features[0]); i++) {
-		int err = features[i].start(d);
+		void *f = NULL;
+		int err = features[i].start(d, &f);
 
 		if (err) {
 			log_err("cannot start %s: %s", features[i].name,
 				err_str(err));
 			return err;
 		}
+		if (f && features[i].on_event)
+			sqcd_subscribe(&d->events, features[i].events,
+				       features[i].on_event, f);
 	}
 	return 0;
 }
@@ -1010,9 +1058,10 @@ static int start_threads(struct sqcd *d, int ready_fd)
 	mono_now(&d->started);
 	err = pf_new(d->img,
 		     &(struct pf_opts){ .workers = d->o.workers,
-					.queue_max = 256,
-					.stage = true },
+					.queue_max = 256 },
 		     &d->pf);
+	if (!err) /* the stager threads also watch the image file */
+		err = stage_start(img_stage(d->img), 0);
 	if (!err)
 		err = start_features(d);
 	if (err) {
@@ -1071,6 +1120,32 @@ static int serve(struct sqcd *d)
 	return 0;
 }
 
+/*
+ * Have SIGINT, SIGTERM and SIGHUP unmount cleanly.  libfuse only takes
+ * over signals left at their default, and a shell starting us in the
+ * background ignores SIGINT.  Return: 0 or -1.
+ */
+static int take_signals(struct fuse_session *se)
+{
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	return fuse_set_signal_handlers(se);
+}
+
+/* Detach (detach()), and log to @log_fd, or else to syslog.  Return: 0
+ * in the child, with *@ready_fd the pipe to the waiting parent; -1. */
+static int go_background(int log_fd, int *ready_fd)
+{
+	if (detach(ready_fd))
+		return -1;
+	if (log_fd >= 0)
+		dup2(log_fd, STDERR_FILENO);
+	else
+		log_set_sink(LOG_SINK_SYSLOG);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct sqcd *d;
@@ -1102,27 +1177,15 @@ int main(int argc, char **argv)
 	d->se = fuse_session_new(&args, &sqcd_ops, sizeof(sqcd_ops), d);
 	if (!d->se)
 		goto out_args;
-	/* libfuse only takes over signals left at their default; a shell
-	 * starting us in the background ignores SIGINT, yet SIGINT, SIGTERM
-	 * and SIGHUP must always unmount cleanly. */
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	if (fuse_set_signal_handlers(d->se))
+	if (take_signals(d->se))
 		goto out_session;
 	if (fuse_session_mount(d->se, d->o.canonical)) {
 		explain_fuse_failure();
 		goto out_signals;
 	}
 
-	if (!d->o.foreground) {
-		if (detach(&ready_fd))
-			goto out_unmount;
-		if (log_fd >= 0)
-			dup2(log_fd, STDERR_FILENO);
-		else
-			log_set_sink(LOG_SINK_SYSLOG);
-	}
+	if (!d->o.foreground && go_background(log_fd, &ready_fd))
+		goto out_unmount;
 	if (start_threads(d, ready_fd))
 		goto out_unmount;
 	ready_running = start_ready(d, ready_fd, &ready_thread);
@@ -1139,6 +1202,7 @@ out_unmount:
 out_signals:
 	fuse_remove_signal_handlers(d->se);
 out_session:
+	stage_stop(img_stage(d->img));
 	pf_free(d->pf);
 	d->pf = NULL;
 	fuse_session_destroy(d->se);

@@ -11,8 +11,12 @@
  * immutable, so entries and attributes are given long timeouts, files and
  * directories are opened without a round trip where the kernel allows it
  * (it then keeps their page cache and caches listings), and readdirplus
- * fills the dentry cache while listing, for regular files when listing
- * ahead asks (statahead_names_only()), for anything else always.
+ * fills the dentry cache while listing (for regular files, only once
+ * listing ahead clears list_names, see statahead.c).
+ *
+ * The operations call no feature: what the features act on (a request
+ * served, a file read, a directory listed, ...) they emit as events
+ * (events.h), which features[] in main.c routes to the features.
  */
 #define LOG_MOD "fuse"
 
@@ -23,10 +27,6 @@
 #include <sys/statvfs.h>
 
 #include "daemon.h"
-#include "idle.h"
-#include "statahead.h"
-#include "uring.h"
-#include "warm.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -37,10 +37,20 @@ static struct sqcd *req_daemon(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/* Count a request of kind @op, and say that one is served. */
 static void count(struct sqcd *d, enum sqcd_op op)
 {
 	atomic_fetch_add_explicit(&d->ops[op], 1, memory_order_relaxed);
-	idle_touch(d->idle); /* feature call site: idle timeout */
+	sqcd_emit(&d->events, &(struct sqcd_event){ .type = SQCD_EV_REQUEST });
+}
+
+/* A handle was opened (@opened) or released. */
+static void emit_handle(struct sqcd *d, bool opened)
+{
+	sqcd_emit(&d->events,
+		  &(struct sqcd_event){
+			  .type = opened ? SQCD_EV_HANDLE_OPENED :
+					   SQCD_EV_HANDLE_RELEASED });
 }
 
 /* Map an error for the kernel; corruption and I/O failures are EIO. */
@@ -66,21 +76,6 @@ static uint64_t node_to_ref(const struct sqcd *d, fuse_ino_t node)
 static int get_inode(struct sqcd *d, fuse_ino_t node, struct img_inode *ino)
 {
 	return img_inode_get(d->img, node_to_ref(d, node), ino);
-}
-
-/*
- * Push an open file into the page cache before the reply (warming).  The
- * transport names the push counter of the calling thread: over io_uring,
- * that of its queue, so that every queue keeps a thread free to answer
- * the READ a push may wait for (uring_gate()); else warming's own.
- */
-static void push_open(struct sqcd *d, fuse_ino_t node,
-		      const struct img_inode *ino, uint64_t from)
-{
-	struct warm_gate gate = { NULL, 0 };
-
-	uring_gate(&gate.busy, &gate.max);
-	warm_push(d->warm, node, ino, from, gate.busy ? &gate : NULL);
 }
 
 static void fill_stat(const struct img_inode *ino, struct stat *st)
@@ -133,7 +128,7 @@ static void sqcd_init(void *userdata, struct fuse_conn_info *conn)
 	 * third of the bytes, for the rest.  Listing ahead has its own
 	 * listings all plus (statahead.c); -o list_attrs wants every
 	 * reader's listing plus. */
-	if (statahead_wants_auto(d->statahead) &&
+	if (atomic_load(&d->list_names) &&
 	    (conn->capable & FUSE_CAP_READDIRPLUS_AUTO))
 		conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
 	else
@@ -151,9 +146,9 @@ static void sqcd_init(void *userdata, struct fuse_conn_info *conn)
 	d->no_opendir = !d->o.timeout &&
 			(conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT);
 	/* Raw bytes that are not staged go from the image's page cache to
-	 * the kernel by splice (see reply_spliced()); over io_uring a reply
-	 * is copied into the ring entry, so a pipe would be one copy more. */
-	if (!d->o.no_splice && !uring_is_offered(d->uring) &&
+	 * the kernel by splice (splice.c); over io_uring a reply is copied
+	 * into the ring entry, so a pipe would be one copy more. */
+	if (!d->o.no_splice && !atomic_load(&d->replies_copied) &&
 	    (conn->capable & FUSE_CAP_SPLICE_WRITE)) {
 		conn->want |= FUSE_CAP_SPLICE_WRITE;
 		d->splice = true;
@@ -186,10 +181,12 @@ static int do_lookup(struct sqcd *d, fuse_req_t req, fuse_ino_t parent,
 	if (err)
 		return err;
 	fill_entry(d, &ino, e);
-	/* feature call site: listing ahead */
-	if (ino.type == IMG_DIR)
-		statahead_dir(d->statahead, dir.ino, name, &ino);
-	statahead_lookup(d->statahead, req, &dir, &ino);
+	sqcd_emit(&d->events, &(struct sqcd_event){ .type = SQCD_EV_LOOKED_UP,
+						    .req = req,
+						    .node = e->ino,
+						    .ino = &ino,
+						    .dir = &dir,
+						    .name = name });
 	return 0;
 }
 
@@ -220,12 +217,14 @@ static void forget_one(struct sqcd *d, fuse_ino_t node)
 {
 	struct img_inode ino;
 
-	/* Nothing keeps state per inode without warming or listing ahead. */
-	if (node == FUSE_ROOT_ID || (!d->warm && !d->statahead) ||
+	/* Nothing keeps state per inode unless a feature hears of it. */
+	if (node == FUSE_ROOT_ID ||
+	    !sqcd_hears(&d->events, SQCD_EV_BIT(SQCD_EV_FORGOTTEN)) ||
 	    img_inode_get(d->img, node_to_ref(d, node), &ino))
 		return;
-	warm_forget(d->warm, &ino);
-	statahead_forget(d->statahead, &ino); /* feature call site */
+	sqcd_emit(&d->events, &(struct sqcd_event){ .type = SQCD_EV_FORGOTTEN,
+						    .node = node,
+						    .ino = &ino });
 }
 
 /* Valid replies: fuse_reply_none. */
@@ -305,7 +304,7 @@ static void sqcd_open(fuse_req_t req, fuse_ino_t node,
 		fi->keep_cache = 1;
 		fi->noflush = 1;
 	}
-	idle_open(d->idle); /* feature call site: idle timeout */
+	emit_handle(d, true);
 	fuse_reply_open(req, fi);
 }
 
@@ -315,7 +314,7 @@ static void sqcd_release(fuse_req_t req, fuse_ino_t node,
 {
 	(void)node;
 	(void)fi;
-	idle_release(req_daemon(req)->idle); /* feature call site */
+	emit_handle(req_daemon(req), false);
 	fuse_reply_err(req, 0);
 }
 
@@ -333,16 +332,39 @@ static void read_ahead(struct sqcd *d, const struct img_inode *ino,
 					  memory_order_relaxed);
 }
 
+/* Answer a read with bytes made ready: spliced from a pipe, or straight
+ * from the cached blocks to the kernel. */
+static void reply_bytes(struct sqcd *d, fuse_req_t req,
+			const struct sqcd_bytes *b)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(b->total);
+	struct iovec iov[READ_SPANS_MAX];
+
+	if (b->fd >= 0) {
+		bv.buf[0].flags = FUSE_BUF_IS_FD;
+		bv.buf[0].fd = b->fd;
+		fuse_reply_data(req, &bv, 0);
+		atomic_fetch_add_explicit(&d->spliced, 1, memory_order_relaxed);
+		return;
+	}
+	for (unsigned int i = 0; i < b->n; i++) {
+		iov[i].iov_base = (void *)b->spans[i].data;
+		iov[i].iov_len = b->spans[i].len;
+	}
+	fuse_reply_iov(req, iov, (int)b->n);
+}
+
 /* Valid replies: fuse_reply_iov, fuse_reply_data, fuse_reply_err. */
 static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 		      struct fuse_file_info *fi)
 {
 	struct sqcd *d = req_daemon(req);
+	const struct img_read_ctx rc = { IMG_READ_DEMAND, sqcd_reply_buf() };
 	struct img_span spans[READ_SPANS_MAX];
-	struct iovec iov[READ_SPANS_MAX];
+	struct sqcd_bytes b = { .spans = spans,
+				.cap = READ_SPANS_MAX,
+				.rc = &rc };
 	struct img_inode ino;
-	unsigned int n = 0, nfd = 0;
-	size_t total = 0;
 	int err;
 
 	(void)fi;
@@ -351,46 +373,24 @@ static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 		return (void)fuse_reply_err(req, EINVAL);
 	err = get_inode(d, node, &ino);
 	if (!err)
-		warm_read(d->warm, &ino, (uint64_t)off, size);
-	/* A file larger than the kernel's first READ: push the rest before
-	 * answering, so that reading on needs no second round trip. */
-	if (!err && off == 0 && size < ino.size)
-		push_open(d, node, &ino, size);
-	if (!err && d->splice)
-		err = img_file_map(d->img, &ino, (uint64_t)off, size, spans,
-				   READ_SPANS_MAX, &n);
-	else if (!err)
-		err = img_file_spans(d->img, &ino, (uint64_t)off, size, spans,
-				     READ_SPANS_MAX, &n);
+		sqcd_emit(&d->events,
+			  &(struct sqcd_event){ .type = SQCD_EV_RANGE_READ,
+						.req = req,
+						.node = node,
+						.ino = &ino,
+						.off = (uint64_t)off,
+						.size = size });
+	if (!err)
+		err = sqcd_bytes_map(d, &ino, (uint64_t)off, size, &b);
 	if (err)
 		return (void)fuse_reply_err(req, reply_errno(d, err));
-	for (unsigned int i = 0; i < n; i++) {
-		nfd += !spans[i].data;
-		total += spans[i].len;
-	}
-	read_ahead(d, &ino, (uint64_t)off + total);
-	if (nfd && nfd == n && !sqcd_splice_reply(req, spans, n, total)) {
-		atomic_fetch_add_explicit(&d->spliced, 1, memory_order_relaxed);
-		goto out_put;
-	}
-	if (nfd) {
-		/* Some bytes in memory, some in the file, or the splice fell
-		 * short: answer from memory, where errors are reported. */
-		img_spans_put(d->img, spans, n);
-		err = img_file_spans(d->img, &ino, (uint64_t)off, size, spans,
-				     READ_SPANS_MAX, &n);
-		if (err)
-			return (void)fuse_reply_err(req, reply_errno(d, err));
-	}
-	/* Straight from the cached blocks to the kernel. */
-	for (unsigned int i = 0; i < n; i++) {
-		iov[i].iov_base = (void *)spans[i].data;
-		iov[i].iov_len = spans[i].len;
-	}
-	fuse_reply_iov(req, iov, (int)n);
-out_put:
-	img_spans_put(d->img, spans, n);
-	atomic_fetch_add_explicit(&d->bytes_served, total,
+	read_ahead(d, &ino, (uint64_t)off + b.total);
+	err = sqcd_bytes_ready(d, &ino, (uint64_t)off, size, &b);
+	if (err)
+		return (void)fuse_reply_err(req, reply_errno(d, err));
+	reply_bytes(d, req, &b);
+	sqcd_bytes_put(d, &b);
+	atomic_fetch_add_explicit(&d->bytes_served, b.total,
 				  memory_order_relaxed);
 }
 
@@ -409,7 +409,7 @@ static void sqcd_opendir(fuse_req_t req, fuse_ino_t node,
 		return (void)fuse_reply_err(req, ENOSYS);
 	fi->cache_readdir = 1;
 	fi->keep_cache = 1;
-	idle_open(d->idle); /* feature call site: idle timeout */
+	emit_handle(d, true);
 	fuse_reply_open(req, fi);
 }
 
@@ -419,25 +419,108 @@ static void sqcd_releasedir(fuse_req_t req, fuse_ino_t node,
 {
 	(void)node;
 	(void)fi;
-	idle_release(req_daemon(req)->idle); /* feature call site */
+	emit_handle(req_daemon(req), false);
 	fuse_reply_err(req, 0);
+}
+
+/* A READDIR or READDIRPLUS reply being filled. */
+struct dir_reply {
+	fuse_req_t req; /* the request */
+	char *buf; /* the reply */
+	size_t size; /* bytes at @buf */
+	size_t pos; /* bytes filled */
+	bool plus; /* READDIRPLUS: entries with their attributes */
+	bool names; /* but regular files with names only (node id 0) */
+};
+
+/* Add @name, its attributes in @e, next at @next.  Return: false if it
+ * does not fit (nothing added). */
+static bool add_one(struct dir_reply *r, const char *name,
+		    const struct fuse_entry_param *e, off_t next)
+{
+	size_t n, left = r->size - r->pos;
+
+	if (r->plus)
+		n = fuse_add_direntry_plus(r->req, r->buf + r->pos, left, name,
+					   e, next);
+	else
+		n = fuse_add_direntry(r->req, r->buf + r->pos, left, name,
+				      &e->attr, next);
+	if (n > left)
+		return false;
+	r->pos += n;
+	return true;
+}
+
+/* Add "." and ".." from @off on.  Return: false if the reply is full. */
+static bool add_dots(struct sqcd *d, struct dir_reply *r,
+		     const struct img_inode *dir, off_t off)
+{
+	const struct img_super *sb = img_get_super(d->img);
+	uint32_t parent = dir->dir.parent;
+	struct fuse_entry_param e;
+
+	memset(&e, 0, sizeof(e));
+	for (int dot = (int)off; dot < 2; dot++) {
+		e.attr.st_mode = S_IFDIR;
+		if (dot == 0)
+			e.attr.st_ino = dir->ino;
+		else
+			e.attr.st_ino = parent > sb->inode_count ? dir->ino :
+								   parent;
+		if (!add_one(r, dot ? ".." : ".", &e, dot + 1))
+			return false;
+	}
+	return true;
+}
+
+/* Add entry @de of @dir.  Return: 1 if added, 0 if it does not fit,
+ * -errno. */
+static int add_entry(struct sqcd *d, struct dir_reply *r,
+		     const struct img_inode *dir, const struct img_dirent *de)
+{
+	struct fuse_entry_param e;
+	struct img_inode child;
+	int err;
+
+	/* Node id 0 in a READDIRPLUS: the kernel lists the name, makes no
+	 * inode and keeps no attributes.  Directories and symlinks keep
+	 * theirs: a walker goes into them, and os.walk stats a symlink to
+	 * learn what it points to. */
+	if (!r->plus || (r->names && de->type == IMG_REG)) {
+		memset(&e, 0, sizeof(e));
+		e.attr.st_ino = de->ino;
+		e.attr.st_mode = img_type_mode(de->type);
+		return add_one(r, de->name, &e, (off_t)(de->next + 2));
+	}
+	err = img_inode_get(d->img, de->ref, &child);
+	if (err)
+		return err;
+	fill_entry(d, &child, &e);
+	if (!add_one(r, de->name, &e, (off_t)(de->next + 2)))
+		return 0;
+	/* The kernel now holds this inode. */
+	sqcd_emit(&d->events,
+		  &(struct sqcd_event){ .type = SQCD_EV_ENTRY_LISTED,
+					.req = r->req,
+					.node = e.ino,
+					.ino = &child,
+					.dir = dir,
+					.name = de->name });
+	return 1;
 }
 
 /*
  * Directory offsets: 1 and 2 follow "." and ".."; anything else is an
  * image cookie (a listing offset, at least 12) plus 2.
  */
-static int do_readdir(struct sqcd *d, fuse_req_t req, fuse_ino_t node,
-		      size_t size, off_t off, bool plus, char *buf,
-		      size_t *used)
+static int do_readdir(struct sqcd *d, fuse_ino_t node, off_t off,
+		      struct dir_reply *r)
 {
-	struct img_inode dir, child;
-	struct fuse_entry_param e;
+	struct img_inode dir;
 	struct img_dir_iter it;
 	struct img_dirent de;
 	uint64_t cookie;
-	size_t n, pos = 0;
-	bool names;
 	int err;
 
 	err = get_inode(d, node, &dir);
@@ -445,87 +528,35 @@ static int do_readdir(struct sqcd *d, fuse_req_t req, fuse_ino_t node,
 		return err;
 	if (dir.type != IMG_DIR)
 		return -ENOTDIR;
-	memset(&e, 0, sizeof(e));
-	for (int dot = (int)off; dot < 2; dot++) {
-		const struct img_super *sb = img_get_super(d->img);
-		uint32_t parent = dir.dir.parent;
-
-		e.attr.st_mode = S_IFDIR;
-		if (dot == 0)
-			e.attr.st_ino = dir.ino;
-		else
-			e.attr.st_ino = parent > sb->inode_count ? dir.ino :
-								   parent;
-		if (plus)
-			n = fuse_add_direntry_plus(req, buf + pos, size - pos,
-						   dot ? ".." : ".", &e,
-						   dot + 1);
-		else
-			n = fuse_add_direntry(req, buf + pos, size - pos,
-					      dot ? ".." : ".", &e.attr,
-					      dot + 1);
-		if (n > size - pos)
-			goto out;
-		pos += n;
-	}
+	if (!add_dots(d, r, &dir, off))
+		return 0;
 	cookie = off > 2 ? (uint64_t)off - 2 : 0;
 	err = img_dir_open(d->img, &dir, cookie, &it);
 	if (err)
 		return err;
-	/* feature call site: listing ahead makes these inodes later */
-	names = plus && statahead_names_only(d->statahead, req);
+	/* A reader's listing while list_names holds: listing ahead makes
+	 * the regular files' inodes later, if a reader wants them. */
+	r->names = r->plus && atomic_load(&d->list_names) &&
+		   fuse_req_ctx(r->req)->pid != atomic_load(&d->lister_tid);
 	while ((err = img_dir_next(&it, &de)) == 1) {
-		if (names && de.type == IMG_REG) {
-			/* Node id 0: the kernel lists the name, makes no
-			 * inode and keeps no attributes.  Directories and
-			 * symlinks keep theirs: a walker goes into them, and
-			 * os.walk stats a symlink to learn what it points to. */
-			memset(&e, 0, sizeof(e));
-			e.attr.st_ino = de.ino;
-			e.attr.st_mode = img_type_mode(de.type);
-			n = fuse_add_direntry_plus(req, buf + pos, size - pos,
-						   de.name, &e,
-						   (off_t)(de.next + 2));
-		} else if (plus) {
-			err = img_inode_get(d->img, de.ref, &child);
-			if (err)
-				return err;
-			fill_entry(d, &child, &e);
-			n = fuse_add_direntry_plus(req, buf + pos, size - pos,
-						   de.name, &e,
-						   (off_t)(de.next + 2));
-			/* The kernel now holds this inode: worth warming, or
-			 * for a directory, worth listing ahead. */
-			if (n <= size - pos && child.type == IMG_REG)
-				warm_add(d->warm, e.ino, &child);
-			else if (n <= size - pos && child.type == IMG_DIR)
-				statahead_dir(d->statahead, dir.ino, de.name,
-					      &child);
-		} else {
-			memset(&e.attr, 0, sizeof(e.attr));
-			e.attr.st_ino = de.ino;
-			e.attr.st_mode = img_type_mode(de.type);
-			n = fuse_add_direntry(req, buf + pos, size - pos,
-					      de.name, &e.attr,
-					      (off_t)(de.next + 2));
-		}
-		if (n > size - pos)
+		err = add_entry(d, r, &dir, &de);
+		if (err < 0)
+			return err;
+		if (!err)
 			break;
-		pos += n;
 	}
-	if (err < 0 && pos == 0)
+	if (err < 0 && r->pos == 0)
 		return err;
-	/* img_dir_next() returned 0: the listing ends in this reply.
-	 * feature call site: listing ahead.  A plain listing (the kernel
-	 * asks for one past a first batch) carries names only. */
-	if (err == 0 && pos)
-		statahead_listing(d->statahead, req, &dir, off == 0, true,
-				  names || !plus);
-	else if (off == 0)
-		statahead_listing(d->statahead, req, &dir, true, false,
-				  names || !plus);
-out:
-	*used = pos;
+	/* err 0: img_dir_next() ended the listing in this reply, or a
+	 * READDIRPLUS reply is full (add_entry()): told as an end too. */
+	if (off == 0 || (err == 0 && r->pos))
+		sqcd_emit(&d->events, &(struct sqcd_event){
+					      .type = SQCD_EV_DIR_LISTED,
+					      .req = r->req,
+					      .dir = &dir,
+					      .first = off == 0,
+					      .eof = err == 0 && r->pos,
+					      .names = r->names || !r->plus });
 	return 0;
 }
 
@@ -533,23 +564,22 @@ static void readdir_common(fuse_req_t req, fuse_ino_t node, size_t size,
 			   off_t off, bool plus)
 {
 	struct sqcd *d = req_daemon(req);
-	size_t used = 0;
-	char *buf;
+	struct dir_reply r = { .req = req, .plus = plus };
 	int err;
 
 	count(d, plus ? SQCD_OP_READDIRPLUS : SQCD_OP_READDIR);
 	log_debug("readdir%s %zu at %lld", plus ? "plus" : "", size,
 		  (long long)off);
-	size = MIN(size, (size_t)1 << 20);
-	buf = malloc(size);
-	if (!buf)
+	r.size = MIN(size, (size_t)1 << 20);
+	r.buf = malloc(r.size);
+	if (!r.buf)
 		return (void)fuse_reply_err(req, ENOMEM);
-	err = do_readdir(d, req, node, size, off, plus, buf, &used);
+	err = do_readdir(d, node, off, &r);
 	if (err)
 		fuse_reply_err(req, reply_errno(d, err));
 	else
-		fuse_reply_buf(req, buf, used);
-	free(buf);
+		fuse_reply_buf(req, r.buf, r.pos);
+	free(r.buf);
 }
 
 /* Valid replies: fuse_reply_buf, fuse_reply_err. */
@@ -769,8 +799,9 @@ static void sqcd_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
  * The kernel has no negative cache for ioctls: each one is a round trip.
  * CPython's open() asks isatty() of every file it opens, so a Python
  * reader costs one of these per file; count them so that the stats show
- * it.  The first time, the file is about to be read: push it into the
- * page cache before the answer, so that the reads need no round trip.
+ * it.  The first time, the file is about to be read: said to the features
+ * before the answer (warming pushes it into the page cache, so that the
+ * reads need no round trip).
  * Valid replies: fuse_reply_err (ENOTTY: no such ioctl).
  */
 static void sqcd_ioctl(fuse_req_t req, fuse_ino_t node, unsigned int cmd,
@@ -783,9 +814,16 @@ static void sqcd_ioctl(fuse_req_t req, fuse_ino_t node, unsigned int cmd,
 	(void)cmd, (void)arg, (void)fi, (void)in_buf;
 	(void)in_bufsz, (void)out_bufsz;
 	count(d, SQCD_OP_IOCTL);
-	if (d->warm && !(flags & FUSE_IOCTL_DIR) && !get_inode(d, node, &ino)) {
-		warm_read(d->warm, NULL, 0, 0);
-		push_open(d, node, &ino, 0);
+	if (sqcd_hears(&d->events, SQCD_EV_BIT(SQCD_EV_READER) |
+					   SQCD_EV_BIT(SQCD_EV_FILE_OPENED)) &&
+	    !(flags & FUSE_IOCTL_DIR) && !get_inode(d, node, &ino)) {
+		sqcd_emit(&d->events,
+			  &(struct sqcd_event){ .type = SQCD_EV_READER });
+		sqcd_emit(&d->events,
+			  &(struct sqcd_event){ .type = SQCD_EV_FILE_OPENED,
+						.req = req,
+						.node = node,
+						.ino = &ino });
 	}
 	fuse_reply_err(req, ENOTTY);
 }
@@ -794,13 +832,6 @@ void sqcd_drop_listing(struct sqcd *core, uint64_t ref)
 {
 	fuse_lowlevel_notify_inval_inode(core->se, ref_to_node(core, ref), 0,
 					 0);
-}
-
-/* Core hook (daemon.h), called by listing ahead; a thin forward. */
-void sqcd_tree_listed(struct sqcd *core)
-{
-	/* Subscribers, in order: warming (the listing stands for a reader). */
-	warm_read(core->warm, NULL, 0, 0);
 }
 
 const struct fuse_lowlevel_ops sqcd_ops = {

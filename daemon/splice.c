@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
- * This file implements zero-copy replies for raw image bytes that are not
- * staged: they are spliced from the image file's page cache into a pipe of
- * the calling thread, and libfuse splices that pipe into /dev/fuse, so the
- * bytes are copied once (into the reader's page cache), not read into
- * memory and written out again.
+ * This file implements the bytes of a file range made ready to send, for
+ * a read reply (ops.c) and for a push into the page cache (warm.c) alike:
+ * raw image bytes that are not staged are spliced from the image file's
+ * page cache into a pipe of the calling thread, and libfuse splices that
+ * pipe into /dev/fuse, so the bytes are copied once (into the reader's
+ * page cache), not read into memory and written out again.  Everything
+ * else, and a range that mixes both, is sent from memory.
  *
  * Why a pipe of our own, and not libfuse's file splicing: libfuse turns a
  * short splice from a file into a short reply, and the kernel takes a short
  * reply as the end of the file.  A read error of the storage would then
  * look like a truncated file.  Filling our own pipe first lets us check
- * that every byte arrived; if not, the caller answers through memory,
+ * that every byte arrived; if not, the range is read through memory,
  * where the error is reported as EIO.
  */
 #define LOG_MOD "fuse"
@@ -89,7 +91,12 @@ static void drain(struct thread_pipe *tp)
 			break;
 }
 
-int sqcd_splice_fill(const struct img_span *spans, unsigned int n, int *fd)
+/*
+ * Splice @n file ranges of the image into this thread's pipe, and set *@fd
+ * to its read end.  Return: 0; a negative errno if not every byte could be
+ * spliced (the pipe is then empty again).
+ */
+static int splice_fill(const struct img_span *spans, unsigned int n, int *fd)
 {
 	struct thread_pipe *tp = thread_pipe();
 	ssize_t r;
@@ -118,27 +125,59 @@ int sqcd_splice_fill(const struct img_span *spans, unsigned int n, int *fd)
 	return 0;
 }
 
-void sqcd_splice_drain(void)
+int sqcd_bytes_map(struct sqcd *d, const struct img_inode *ino, uint64_t off,
+		   size_t size, struct sqcd_bytes *b)
 {
-	struct thread_pipe *tp = thread_pipe();
+	unsigned int n;
+	int err;
 
-	if (tp)
-		drain(tp);
-}
-
-int sqcd_splice_reply(fuse_req_t req, const struct img_span *spans,
-		      unsigned int n, size_t total)
-{
-	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(total);
-	int err, fd;
-
-	err = sqcd_splice_fill(spans, n, &fd);
+	b->n = 0;
+	b->total = 0;
+	b->nfd = 0;
+	b->fd = -1;
+	err = d->splice ? img_file_map(d->img, b->rc, ino, off, size, b->spans,
+				       b->cap, &n) :
+			  img_file_spans(d->img, b->rc, ino, off, size,
+					 b->spans, b->cap, &n);
 	if (err)
 		return err;
-	bv.buf[0].flags = FUSE_BUF_IS_FD;
-	bv.buf[0].fd = fd;
-	fuse_reply_data(req, &bv, 0);
-	/* Nothing may be left for the next request on this thread. */
-	sqcd_splice_drain();
+	b->n = n;
+	for (unsigned int i = 0; i < n; i++) {
+		b->nfd += !b->spans[i].data;
+		b->total += b->spans[i].len;
+	}
 	return 0;
+}
+
+int sqcd_bytes_ready(struct sqcd *d, const struct img_inode *ino, uint64_t off,
+		     size_t size, struct sqcd_bytes *b)
+{
+	unsigned int n;
+	int err;
+
+	if (!b->nfd || (b->nfd == b->n && !splice_fill(b->spans, b->n, &b->fd)))
+		return 0;
+	/* Some bytes in memory, some in the file, or the splice fell short:
+	 * from memory, where errors are reported. */
+	img_spans_put(d->img, b->spans, b->n);
+	b->n = 0;
+	b->nfd = 0;
+	err = img_file_spans(d->img, b->rc, ino, off, size, b->spans, b->cap,
+			     &n);
+	if (err)
+		return err;
+	b->n = n;
+	return 0;
+}
+
+void sqcd_bytes_put(struct sqcd *d, struct sqcd_bytes *b)
+{
+	struct thread_pipe *tp;
+
+	/* Nothing may be left for the next request on this thread. */
+	if (b->fd >= 0 && (tp = thread_pipe()))
+		drain(tp);
+	img_spans_put(d->img, b->spans, b->n);
+	b->n = 0;
+	b->fd = -1;
 }

@@ -136,7 +136,6 @@ struct statahead {
 	uint32_t fill_cap; /* and has room for */
 	uint32_t fill_next; /* the next one the thread lists again */
 	bool filling; /* a reader looked up in one: list them again */
-	bool names; /* readers' listings carry names only (until then) */
 
 	/* Counters, read by the stats at any time. */
 	_Atomic uint64_t walks; /* walks gone on with from a reader */
@@ -378,7 +377,9 @@ static void run_all(struct statahead *sa)
 		return;
 	}
 	atomic_store(&sa->all_state, STATAHEAD_ALL_DONE);
-	sqcd_tree_listed(sa->core);
+	/* For readers about to come: warming may push what was listed. */
+	sqcd_emit(&sa->core->events,
+		  &(struct sqcd_event){ .type = SQCD_EV_TREE_LISTED });
 	log_info("listed %llu entries in %llu directories in %.2f s",
 		 (unsigned long long)atomic_load(&sa->all_entries),
 		 (unsigned long long)atomic_load(&sa->all_dirs), secs);
@@ -488,6 +489,7 @@ static void *lister_main(void *arg)
 	struct stat sb;
 
 	atomic_store(&sa->tid, (int)syscall(SYS_gettid));
+	atomic_store(&sa->core->lister_tid, atomic_load(&sa->tid));
 	/* Readers first: this thread only uses what they leave. */
 	setpriority(PRIO_PROCESS, (id_t)atomic_load(&sa->tid), 10);
 	/* Started before the session loop: this waits until it answers. */
@@ -554,7 +556,7 @@ int statahead_start(struct sqcd *core, struct statahead **out)
 	sa->root = root.ino;
 	sa->window = core->o.statahead;
 	sa->all = core->o.statahead_all;
-	sa->names = sa->window > 0 && !core->o.list_attrs;
+	atomic_store(&core->list_names, sa->window > 0 && !core->o.list_attrs);
 	pthread_mutex_init(&sa->lock, NULL);
 	pthread_cond_init(&sa->more, NULL);
 	idx_dirs_init(&sa->dirs, 1024, STATAHEAD_TABLE_BUDGET);
@@ -658,16 +660,17 @@ void statahead_stats_json(struct statahead *sa, struct ctl_buf *b)
 		       names[state & 3], SA_U64(all_dirs), SA_U64(all_entries),
 		       secs, SA_U64(table_dirs), SA_U64(table_bytes),
 		       (unsigned long long)(sa ? STATAHEAD_TABLE_BUDGET : 0),
-		       sa && statahead_names_only(sa, NULL) ? "true" : "false",
+		       sa && atomic_load(&sa->core->list_names) ? "true" :
+								  "false",
 		       SA_U64(names_dirs), SA_U64(filled_dirs));
 #undef SA_U64
 }
 
-void statahead_dir(struct statahead *sa, uint32_t parent, const char *name,
-		   const struct img_inode *dir)
+/* The kernel was shown directory @dir, @name in @parent: remember where it
+ * is, so that the listing thread can reach it. */
+static void shown_dir(struct statahead *sa, uint32_t parent, const char *name,
+		      const struct img_inode *dir)
 {
-	if (!sa)
-		return;
 	pthread_mutex_lock(&sa->lock);
 	remember_dir(sa, parent, name, dir->ino, dir->ref);
 	pthread_mutex_unlock(&sa->lock);
@@ -676,19 +679,19 @@ void statahead_dir(struct statahead *sa, uint32_t parent, const char *name,
 /* Whether the stager is still bringing the image into RAM. */
 static bool is_staging(struct img *img)
 {
-	enum img_stage_state st = img_stage_state(img);
-
-	return st == IMG_STAGE_IDLE || st == IMG_STAGE_RUNNING;
+	return !stage_is_done(img_stage(img));
 }
 
-void statahead_lookup(struct statahead *sa, fuse_req_t req,
+/* A reader looked up @child, an entry of @dir that exists: once enough of
+ * its entries were, the thread lists it. */
+static void looked_up(struct statahead *sa, fuse_req_t req,
 		      const struct img_inode *dir,
 		      const struct img_inode *child)
 {
 	struct idx_dir *e;
 	uint32_t want;
 
-	if (!sa || !sa->window || from_lister(sa, req))
+	if (!sa->window || from_lister(sa, req))
 		return;
 	want = (uint32_t)MIN(dir->size / ENTRY_BYTES / 8, UINT32_MAX);
 	want = MAX(want, LOOKUPS_MIN);
@@ -705,7 +708,7 @@ void statahead_lookup(struct statahead *sa, fuse_req_t req,
 	if (e && e->state == DIR_NAMES && child->type == IMG_REG &&
 	    !sa->filling) {
 		sa->filling = true;
-		sa->names = false;
+		atomic_store(&sa->core->list_names, false);
 		/* A reader that stats what it listed: once the listings are
 		 * done again, walk the tree from the top (within the window:
 		 * what is listed already is only gone through). */
@@ -723,23 +726,6 @@ void statahead_lookup(struct statahead *sa, fuse_req_t req,
 		pthread_cond_signal(&sa->more);
 	}
 	pthread_mutex_unlock(&sa->lock);
-}
-
-bool statahead_wants_auto(struct statahead *sa)
-{
-	return sa && sa->names;
-}
-
-bool statahead_names_only(struct statahead *sa, fuse_req_t req)
-{
-	bool names;
-
-	if (!sa || (req && from_lister(sa, req)))
-		return false;
-	pthread_mutex_lock(&sa->lock);
-	names = sa->names;
-	pthread_mutex_unlock(&sa->lock);
-	return names;
 }
 
 /* Drop from the list what is done or was forgotten.  Called with
@@ -764,6 +750,8 @@ static void listed_names(struct statahead *sa, struct idx_dir *e)
 	uint32_t cap;
 	uint32_t *p;
 
+	if (e->state == DIR_NAMES)
+		return; /* a later batch of the same listing */
 	e->state = DIR_NAMES;
 	e->count = 0;
 	atomic_fetch_add(&sa->names_dirs, 1);
@@ -784,15 +772,16 @@ static void listed_names(struct statahead *sa, struct idx_dir *e)
 		pthread_cond_signal(&sa->more);
 }
 
-void statahead_listing(struct statahead *sa, fuse_req_t req,
-		       const struct img_inode *dir, bool first, bool eof,
-		       bool names)
+/* A listing of @dir begins (@first) or ends (@eof); regular files got
+ * names only in it (@names).  A reader that ends a listing itself has the
+ * thread walk on from there, or list it again later if it got names. */
+static void listed(struct statahead *sa, fuse_req_t req,
+		   const struct img_inode *dir, bool first, bool eof,
+		   bool names)
 {
 	struct idx_dir *e;
 	bool reader;
 
-	if (!sa)
-		return;
 	reader = !from_lister(sa, req);
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, dir->ino);
@@ -813,11 +802,13 @@ void statahead_listing(struct statahead *sa, fuse_req_t req,
 	pthread_mutex_unlock(&sa->lock);
 }
 
-void statahead_forget(struct statahead *sa, const struct img_inode *ino)
+/* The kernel dropped @ino: a directory's entries went with it, so it may
+ * be listed again. */
+static void forgot(struct statahead *sa, const struct img_inode *ino)
 {
 	struct idx_dir *e;
 
-	if (!sa || ino->type != IMG_DIR)
+	if (ino->type != IMG_DIR)
 		return;
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, ino->ino);
@@ -826,4 +817,29 @@ void statahead_forget(struct statahead *sa, const struct img_inode *ino)
 		e->count = 0;
 	}
 	pthread_mutex_unlock(&sa->lock);
+}
+
+void statahead_on_event(void *arg, const struct sqcd_event *ev)
+{
+	struct statahead *sa = arg;
+
+	switch (ev->type) {
+	case SQCD_EV_LOOKED_UP:
+		if (ev->ino->type == IMG_DIR)
+			shown_dir(sa, ev->dir->ino, ev->name, ev->ino);
+		looked_up(sa, ev->req, ev->dir, ev->ino);
+		break;
+	case SQCD_EV_ENTRY_LISTED:
+		if (ev->ino->type == IMG_DIR)
+			shown_dir(sa, ev->dir->ino, ev->name, ev->ino);
+		break;
+	case SQCD_EV_DIR_LISTED:
+		listed(sa, ev->req, ev->dir, ev->first, ev->eof, ev->names);
+		break;
+	case SQCD_EV_FORGOTTEN:
+		forgot(sa, ev->ino);
+		break;
+	default:
+		break;
+	}
 }

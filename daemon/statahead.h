@@ -6,10 +6,9 @@
  * What it walks, and in which order, comes from lib/index; statahead.c
  * holds the FUSE side (see its design block).
  *
- * The core calls the hooks below from its FUSE handlers; each does
- * nothing when given NULL (listing ahead is off).  When statahead=all has
- * listed the whole mount, the feature calls the core hook
- * sqcd_tree_listed() (daemon.h), never another feature.
+ * The feature hears the core's events (statahead_on_event()).  When
+ * statahead=all has listed the whole mount, it emits one itself,
+ * SQCD_EV_TREE_LISTED (events.h), never calling another feature.
  */
 #ifndef SQC_DAEMON_STATAHEAD_H
 #define SQC_DAEMON_STATAHEAD_H
@@ -24,6 +23,7 @@
 #include "image/image.h"
 
 struct sqcd;
+struct sqcd_event;
 struct statahead;
 
 /* Bytes the table of directories the kernel was shown may take: 2^21
@@ -97,7 +97,10 @@ void statahead_free(struct statahead *sa);
  * entries were looked up), dirs and entries (listed for both),
  * all_state (off, running, done, stopped), all_dirs, all_entries and
  * all_seconds (statahead=all), table_dirs, table_bytes and table_budget
- * (the directories the kernel was shown, and the bytes they take).
+ * (the directories the kernel was shown, and the bytes they take),
+ * names_only (readers' listings give regular files names only),
+ * names_dirs (listings that did) and filled_dirs (of them, listed again
+ * with attributes).
  *
  * Context: any thread.
  */
@@ -115,88 +118,25 @@ void statahead_stats_json(struct statahead *sa, struct ctl_buf *b);
 void statahead_wait_all(struct statahead *sa, unsigned int seconds);
 
 /**
- * statahead_dir() - The kernel was shown a directory.
- * @sa: the feature, or NULL
- * @parent: the parent directory's inode number
- * @name: the directory's name in it (vetted by lib/image)
- * @dir: the directory
+ * statahead_on_event() - Hear the core's events (events.h).
+ * @f: the feature (struct statahead)
+ * @ev: the event:
+ *      SQCD_EV_LOOKED_UP: a looked-up directory is remembered (so that
+ *      the thread can reach it), and once enough entries of @ev->dir were
+ *      looked up, the thread lists it; a regular file of a listing that
+ *      gave names only ends the names-only phase: the thread lists those
+ *      directories again with attributes;
+ *      SQCD_EV_ENTRY_LISTED: a listed directory is remembered;
+ *      SQCD_EV_DIR_LISTED: a reader that ends a listing itself has the
+ *      thread walk on from there, or, if it got names only (@ev->names),
+ *      list it again once that phase ends;
+ *      SQCD_EV_FORGOTTEN: a directory the kernel dropped may be listed
+ *      again.
+ *      Others are ignored.
  *
- * Remembers where it is, so that the listing thread can reach it.
- *
- * Context: FUSE workers (LOOKUP, READDIRPLUS).
+ * Context: FUSE workers and io_uring threads; takes the feature's lock,
+ * never waits on the listing itself.
  */
-void statahead_dir(struct statahead *sa, uint32_t parent, const char *name,
-		   const struct img_inode *dir);
-
-/**
- * statahead_lookup() - A reader looked up an entry of @dir that exists.
- * @sa: the feature, or NULL
- * @req: the LOOKUP
- * @dir: the directory
- * @child: the entry
- *
- * Once enough of its entries were looked up, the thread lists it.
- *
- * Context: FUSE workers; never blocks on the listing itself.
- */
-void statahead_lookup(struct statahead *sa, fuse_req_t req,
-		      const struct img_inode *dir,
-		      const struct img_inode *child);
-
-/**
- * statahead_listing() - A READDIRPLUS of @dir is being answered.
- * @sa: the feature, or NULL
- * @req: the request
- * @dir: the directory
- * @first: the request starts at the first entry
- * @eof: the reply ends the listing (and holds entries)
- * @names: its regular files carry names only (or it is a plain listing)
- *
- * A reader that ends a listing itself has the thread walk on from there,
- * unless it got names only: then the thread lists it again, with
- * attributes, once a reader looks up an entry of such a listing.
- *
- * Context: FUSE workers; never blocks on the listing itself.
- */
-void statahead_listing(struct statahead *sa, fuse_req_t req,
-		       const struct img_inode *dir, bool first, bool eof,
-		       bool names);
-
-/**
- * statahead_names_only() - Whether a READDIRPLUS may carry names only.
- * @sa: the feature, or NULL (false: nobody would make the inodes later)
- * @req: the READDIRPLUS, or NULL (then: for a reader)
- *
- * True for a reader's listing until a reader looks up an entry of a
- * listing that was names only; never for the listing thread's own.
- * Only regular files go without attributes (see statahead.c).
- *
- * Context: any thread.
- */
-bool statahead_names_only(struct statahead *sa, fuse_req_t req);
-
-/**
- * statahead_wants_auto() - Whether the kernel should choose readdirplus
- * or a plain listing by itself (FUSE_CAP_READDIRPLUS_AUTO).
- * @sa: the feature, or NULL (false)
- *
- * True when readers' listings may carry names only: a plain listing
- * carries no more and costs a third of the bytes.  The listing thread
- * then has the kernel use readdirplus for each of its batches.
- *
- * Context: init, before any listing.
- */
-bool statahead_wants_auto(struct statahead *sa);
-
-/**
- * statahead_forget() - The kernel dropped an inode.
- * @sa: the feature, or NULL
- * @ino: the inode
- *
- * A directory's entries went with it: it may be listed again.
- *
- * Context: FUSE workers (FORGET).
- */
-void statahead_forget(struct statahead *sa, const struct img_inode *ino);
+void statahead_on_event(void *f, const struct sqcd_event *ev);
 
 #endif /* SQC_DAEMON_STATAHEAD_H */

@@ -324,7 +324,7 @@ static ssize_t ring_reply(struct ring_thread *t, const struct iovec *iov,
 	}
 	memcpy(t->hdr->in_out, &out, sizeof(out));
 	/* Raw bytes of a READ were read into the payload itself (see
-	 * img_reply_buf_use()), each at or before its place in the reply and
+	 * uring_reply_buf()), each at or before its place in the reply and
 	 * in reply order: moved last first, none is overwritten before it
 	 * moves, and one already in place is not copied at all. */
 	at = count > 1 ? total - sizeof(out) : 0;
@@ -440,6 +440,9 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 	if ((init.flags & URING_INIT_EXT) && (init.flags2 & URING_INIT_FLAG2)) {
 		atomic_store(&u->init_unique, in.unique);
 		atomic_store(&u->state, URING_OFFERED);
+		/* Before sqcd_init(): a ring entry takes a copy of each
+		 * reply, so none is to be spliced. */
+		atomic_store(&d->replies_copied, true);
 	} else {
 		log_info("the kernel does not offer io_uring for this mount");
 		pthread_mutex_lock(&u->lock);
@@ -452,11 +455,11 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 
 /*
  * Replies are not spliced on the io_uring path: sqcd_init() asks for no
- * FUSE_CAP_SPLICE_WRITE once io_uring is offered.  Should libfuse splice a
- * reply to a request this thread holds all the same, the message (header
- * and data, all in the pipe) is read out and put into the entry, so the
- * request is answered and serve() does not wait for a reply that went
- * elsewhere.
+ * FUSE_CAP_SPLICE_WRITE once io_uring is offered (d->replies_copied).
+ * Should libfuse splice a reply to a request this thread holds all the
+ * same, the message (header and data, all in the pipe) is read out and put
+ * into the entry, so the request is answered and serve() does not wait for
+ * a reply that went elsewhere.
  */
 static ssize_t io_splice_send(int fdin, off_t *offin, int fdout, off_t *offout,
 			      size_t len, unsigned int flags, void *userdata)
@@ -605,8 +608,6 @@ static int ring_setup(struct ring_thread *t)
 		t->req = NULL;
 	if (!t->hdr || !t->payload || !t->req)
 		return -ENOMEM;
-	/* READ replies are read straight into the payload. */
-	img_reply_buf_use(t->payload);
 	memset(t->hdr, 0, hsz);
 	t->iov[0] = (struct iovec){ t->hdr, hsz };
 	t->iov[1] = (struct iovec){ t->payload, URING_PAYLOAD };
@@ -876,11 +877,6 @@ void uring_free(struct uring *u)
 	free(u);
 }
 
-bool uring_is_offered(const struct uring *u)
-{
-	return u && atomic_load(&u->state) != URING_OFF;
-}
-
 bool uring_is_on(const struct uring *u)
 {
 	return u && atomic_load(&u->state) == URING_ON;
@@ -894,6 +890,12 @@ unsigned int uring_threads(const struct uring *u)
 static uint64_t requests(const struct uring *u)
 {
 	return u ? atomic_load(&u->requests) : 0;
+}
+
+void *uring_reply_buf(void)
+{
+	/* READ replies are read straight into the payload. */
+	return self ? self->payload : NULL;
 }
 
 void uring_gate(atomic_uint **busy, unsigned int *max)
@@ -923,12 +925,6 @@ void uring_free(struct uring *u)
 	(void)u;
 }
 
-bool uring_is_offered(const struct uring *u)
-{
-	(void)u;
-	return false;
-}
-
 bool uring_is_on(const struct uring *u)
 {
 	(void)u;
@@ -945,6 +941,11 @@ static uint64_t requests(const struct uring *u)
 {
 	(void)u;
 	return 0;
+}
+
+void *uring_reply_buf(void)
+{
+	return NULL;
 }
 
 void uring_gate(atomic_uint **busy, unsigned int *max)

@@ -77,15 +77,25 @@ void uring_stats_json(struct uring *f, struct ctl_buf *b);
  */
 bool uring_available(char *why, size_t len, bool log);
 
-/* Whether the kernel offered io_uring in INIT (and it may be used);
- * false for a NULL module. */
-bool uring_is_offered(const struct uring *f);
-
 /* Whether requests go over io_uring (INIT asked for it). */
 bool uring_is_on(const struct uring *f);
 
 /* How many threads serve io_uring queues; 0 when not in use. */
 unsigned int uring_threads(const struct uring *f);
+
+/**
+ * uring_reply_buf() - Where a READ's raw bytes go on this thread.
+ *
+ * An io_uring thread copies every reply into its payload buffer, so the
+ * bytes a READ reads from the image file are best read there
+ * (struct img_read_ctx.reply_buf).  Reads only the calling thread's own
+ * state: callable without the module.
+ *
+ * Return: the calling io_uring thread's payload (IMG_REPLY_BYTES bytes),
+ * or NULL on any other thread.
+ * Context: FUSE workers and io_uring threads.
+ */
+void *uring_reply_buf(void);
 
 /**
  * uring_gate() - The push counter the calling thread counts in.

@@ -121,6 +121,15 @@ struct warm {
 	_Atomic uint64_t open_bytes; /* their bytes */
 };
 
+/*
+ * The push counter a thread counts in, and how many may push at once: the
+ * transport's, when it limits pushes per queue of threads.
+ */
+struct warm_gate {
+	atomic_uint *busy;
+	unsigned int max;
+};
+
 static void enqueue(struct warm *w, const struct warm_item *it);
 static void dequeue(struct warm *w, struct warm_item *out);
 
@@ -147,68 +156,50 @@ static void given_clear(struct warm *w, uint32_t nr)
  * @node.  Return: 0 with *@pushed the bytes pushed; -ENOENT if the kernel
  * holds no such inode; another negative errno.
  */
-static int push_file(struct sqcd *d, fuse_ino_t node,
-		     const struct img_inode *ino, uint64_t from,
-		     uint64_t *pushed)
+static int push_file(struct sqcd *d, const struct img_read_ctx *rc,
+		     fuse_ino_t node, const struct img_inode *ino,
+		     uint64_t from, uint64_t *pushed)
 {
 	struct img_span spans[64];
+	struct sqcd_bytes b = { .spans = spans, .cap = 64, .rc = rc };
 	struct fuse_bufvec *bv;
 	uint64_t off = from;
-	unsigned int n, nfd;
-	size_t total;
-	int err = 0, fd;
+	int err = 0;
 
 	*pushed = 0;
 	bv = malloc(sizeof(*bv) + 64 * sizeof(struct fuse_buf));
 	if (!bv)
 		return -ENOMEM;
 	while (off < ino->size) {
-		err = d->splice ? img_file_map(d->img, ino, off, WARM_CHUNK,
-					       spans, 64, &n) :
-				  img_file_spans(d->img, ino, off, WARM_CHUNK,
-						 spans, 64, &n);
-		if (err || !n)
+		err = sqcd_bytes_map(d, ino, off, WARM_CHUNK, &b);
+		if (err || !b.n)
 			break;
-		total = 0;
-		nfd = 0;
-		for (unsigned int i = 0; i < n; i++) {
-			total += spans[i].len;
-			nfd += !spans[i].data;
-		}
-		if (nfd && (nfd < n || sqcd_splice_fill(spans, n, &fd))) {
-			/* Mixed, or the splice fell short: from memory. */
-			img_spans_put(d->img, spans, n);
-			err = img_file_spans(d->img, ino, off, WARM_CHUNK,
-					     spans, 64, &n);
-			if (err || !n)
-				break;
-			nfd = 0;
-		}
+		err = sqcd_bytes_ready(d, ino, off, WARM_CHUNK, &b);
+		if (err || !b.n)
+			break;
 		memset(bv, 0, sizeof(*bv) + 64 * sizeof(struct fuse_buf));
-		if (nfd) {
+		if (b.fd >= 0) {
 			bv->count = 1;
-			bv->buf[0].size = total;
+			bv->buf[0].size = b.total;
 			bv->buf[0].flags = FUSE_BUF_IS_FD;
-			bv->buf[0].fd = fd;
+			bv->buf[0].fd = b.fd;
 		} else {
-			bv->count = n;
-			for (unsigned int i = 0; i < n; i++) {
+			bv->count = b.n;
+			for (unsigned int i = 0; i < b.n; i++) {
 				bv->buf[i].mem = (void *)spans[i].data;
 				bv->buf[i].size = spans[i].len;
 			}
 		}
 		err = fuse_lowlevel_notify_store(d->se, node, (off_t)off, bv,
 						 0);
-		if (nfd)
-			sqcd_splice_drain();
-		img_spans_put(d->img, spans, n);
+		sqcd_bytes_put(d, &b);
 		if (err) {
 			/* -ENOENT: the kernel let the inode go. */
 			log_debug("cannot push node %llu: %s",
 				  (unsigned long long)node, err_str(err));
 			break;
 		}
-		off += total;
+		off += b.total;
 		*pushed = off - from;
 	}
 	free(bv);
@@ -221,16 +212,17 @@ static int push_file(struct sqcd *d, fuse_ino_t node,
  * Push @ino from @from on unless the kernel was given it already, and count
  * the push in @files and @bytes.  Return: as push_file(); 0 if given.
  */
-static int push_once(struct warm *w, fuse_ino_t node,
-		     const struct img_inode *ino, uint64_t from,
-		     _Atomic uint64_t *files, _Atomic uint64_t *bytes)
+static int push_once(struct warm *w, const struct img_read_ctx *rc,
+		     fuse_ino_t node, const struct img_inode *ino,
+		     uint64_t from, _Atomic uint64_t *files,
+		     _Atomic uint64_t *bytes)
 {
 	uint64_t pushed;
 	int err;
 
 	if (given_test_set(w, ino->ino))
 		return 0;
-	err = push_file(w->d, node, ino, from, &pushed);
+	err = push_file(w->d, rc, node, ino, from, &pushed);
 	atomic_fetch_add_explicit(bytes, pushed, memory_order_relaxed);
 	if (err)
 		given_clear(w, ino->ino); /* the reads will tell */
@@ -242,15 +234,17 @@ static int push_once(struct warm *w, fuse_ino_t node,
 /* Push a listed file, unless the kernel has it already. */
 static int warm_file(struct warm *w, const struct warm_item *it)
 {
+	/* Only bytes in RAM: it never reads what a reader reads twice. */
+	static const struct img_read_ctx rc = { IMG_READ_WARM, NULL };
 	struct sqcd *d = w->d;
 	struct img_inode ino;
 	int err;
 
-	err = img_inode_get(d->img, it->ref, &ino);
+	err = img_inode_get_as(d->img, &rc, it->ref, &ino);
 	if (err || ino.type != IMG_REG || ino.size == 0 ||
 	    ino.size > WARM_FILE_MAX)
 		return err;
-	return push_once(w, it->node, &ino, 0, &w->files, &w->bytes);
+	return push_once(w, &rc, it->node, &ino, 0, &w->files, &w->bytes);
 }
 
 /*
@@ -309,7 +303,7 @@ static bool wait_read(struct warm *w, const struct warm_item *it)
  * now stays out of RAM. */
 static bool staging_done(struct warm *w)
 {
-	return !w->d->pf || pf_wait_staged(w->d->pf, 0) == 0;
+	return stage_is_done(img_stage(w->d->img));
 }
 
 static void *warm_main(void *arg)
@@ -321,7 +315,6 @@ static void *warm_main(void *arg)
 	/* Readers first: this thread only uses what they leave, and only
 	 * bytes in RAM, never reading what a reader reads a second time. */
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
-	img_read_source(IMG_READ_WARM);
 	for (;;) {
 		pthread_mutex_lock(&w->lock);
 		while (!w->len && !w->stop)
@@ -355,7 +348,7 @@ static void *warm_main(void *arg)
 			pthread_mutex_lock(&w->lock);
 			enqueue(w, &it);
 			pthread_mutex_unlock(&w->lock);
-			pf_wait_staged(w->d->pf, WARM_STAGE_POLL_MS);
+			stage_wait(img_stage(w->d->img), WARM_STAGE_POLL_MS);
 		} else if (err == -ENOENT && !it.retried) {
 			/* The lister may not have made the inode yet. */
 			it.retried = true;
@@ -501,12 +494,13 @@ static void dequeue(struct warm *w, struct warm_item *out)
 	w->heap[i] = last;
 }
 
-void warm_add(struct warm *w, fuse_ino_t node, const struct img_inode *ino)
+/* Queue a file that the kernel has just been shown (a listed entry);
+ * files are pushed in the order their data lies in the image. */
+static void add_listed(struct warm *w, fuse_ino_t node,
+		       const struct img_inode *ino)
 {
 	struct warm_item it = { 0, node, 0, mono_ns(), 0, false };
 
-	if (!w)
-		return;
 	it.pos = ino->file.blocks_start;
 	it.ref = ino->ref;
 	it.reads = atomic_load(&w->reads);
@@ -516,28 +510,45 @@ void warm_add(struct warm *w, fuse_ino_t node, const struct img_inode *ino)
 	pthread_mutex_unlock(&w->lock);
 }
 
-void warm_push(struct warm *w, fuse_ino_t node, const struct img_inode *ino,
-	       uint64_t from, const struct warm_gate *gate)
+/*
+ * Push an open file into the page cache, once, from byte @from (0 for a
+ * file being opened, or where the READ being answered ends: its own pages
+ * stay locked until then) to the end, for files up to WARM_OPEN_MAX,
+ * before the caller replies.  Does nothing if the kernel was given the
+ * file since it made the inode, or if enough threads are pushing already
+ * (a push can wait for a READ, which needs a free thread): those counted
+ * in the transport's gate of the calling thread (sqcd_push_gate()), or
+ * without one half the FUSE workers.
+ */
+static void push_open(struct warm *w, fuse_ino_t node,
+		      const struct img_inode *ino, uint64_t from)
 {
+	struct warm_gate gate = { NULL, 0 };
 	atomic_uint *busy;
 	unsigned int max;
 
-	if (!w || ino->type != IMG_REG || ino->size <= from ||
+	if (ino->type != IMG_REG || ino->size <= from ||
 	    ino->size > WARM_OPEN_MAX)
 		return;
-	busy = gate ? gate->busy : &w->opening;
-	max = gate ? gate->max : w->opening_max;
+	sqcd_push_gate(&gate.busy, &gate.max);
+	busy = gate.busy ? gate.busy : &w->opening;
+	max = gate.busy ? gate.max : w->opening_max;
 	/* Enough workers busy pushing: the reads will do. */
 	if (atomic_fetch_add(busy, 1) < max)
-		push_once(w, node, ino, from, &w->open_files, &w->open_bytes);
+		push_once(w, NULL, node, ino, from, &w->open_files,
+			  &w->open_bytes);
 	atomic_fetch_sub(busy, 1);
 }
 
-void warm_read(struct warm *w, const struct img_inode *ino, uint64_t off,
-	       size_t size)
+/*
+ * A file's data was asked for (@ino, from @off, @size bytes), or NULL: a
+ * reader exists.  Files listed before may now be pushed; a request for
+ * all of @ino marks it given, so it is skipped.  Takes no lock unless the
+ * warming thread waits for a read.
+ */
+static void saw_read(struct warm *w, const struct img_inode *ino, uint64_t off,
+		     size_t size)
 {
-	if (!w)
-		return;
 	/* A READ of the whole file puts it all in the page cache: marked
 	 * before the warming thread can wake up and push it. */
 	if (ino && ino->type == IMG_REG && off == 0 && size >= ino->size)
@@ -548,12 +559,6 @@ void warm_read(struct warm *w, const struct img_inode *ino, uint64_t off,
 		pthread_cond_signal(&w->more);
 		pthread_mutex_unlock(&w->lock);
 	}
-}
-
-void warm_forget(struct warm *w, const struct img_inode *ino)
-{
-	if (w && ino->type == IMG_REG)
-		given_clear(w, ino->ino);
 }
 
 void warm_stats_json(struct warm *w, struct ctl_buf *b)
@@ -568,4 +573,38 @@ void warm_stats_json(struct warm *w, struct ctl_buf *b)
 		(unsigned long long)(w ? atomic_load(&w->dropped) : 0),
 		(unsigned long long)(w ? atomic_load(&w->open_files) : 0),
 		(unsigned long long)(w ? atomic_load(&w->open_bytes) : 0));
+}
+
+void warm_on_event(void *arg, const struct sqcd_event *ev)
+{
+	struct warm *w = arg;
+
+	switch (ev->type) {
+	case SQCD_EV_ENTRY_LISTED:
+		if (ev->ino->type == IMG_REG)
+			add_listed(w, ev->node, ev->ino);
+		break;
+	case SQCD_EV_RANGE_READ:
+		saw_read(w, ev->ino, ev->off, ev->size);
+		/* A file larger than the kernel's first READ: push the rest
+		 * before the reply, so that reading on needs no second
+		 * round trip. */
+		if (ev->off == 0 && ev->size < ev->ino->size)
+			push_open(w, ev->node, ev->ino, ev->size);
+		break;
+	case SQCD_EV_READER:
+	case SQCD_EV_TREE_LISTED:
+		saw_read(w, NULL, 0, 0);
+		break;
+	case SQCD_EV_FILE_OPENED:
+		push_open(w, ev->node, ev->ino, 0);
+		break;
+	case SQCD_EV_FORGOTTEN:
+		/* The kernel's pages of the file went with its inode. */
+		if (ev->ino->type == IMG_REG)
+			given_clear(w, ev->ino->ino);
+		break;
+	default:
+		break;
+	}
 }

@@ -3,17 +3,14 @@
  * This file declares page-cache warming (-o warm=SIZE): files that a
  * listing showed the kernel, and files being opened, are pushed into the
  * kernel's page cache (see warm.c).  The module owns its thread, its queue
- * and its counters; the core calls it from ops.c and main.c only.
+ * and its counters; it hears the core's events (warm_on_event()) and is
+ * started and stopped by main.c.
  */
 #ifndef SQC_DAEMON_WARM_H
 #define SQC_DAEMON_WARM_H
 
-#include <stdatomic.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#include "daemon.h"
-
+struct sqcd;
+struct sqcd_event;
 struct warm;
 struct ctl_buf;
 
@@ -43,79 +40,35 @@ void warm_stop(struct warm *f);
  * @f: the module, stopped; NULL is fine
  *
  * Context: main thread, once every request thread and the listing thread
- * (which calls sqcd_tree_listed()) are joined.
+ * (which emits SQCD_EV_TREE_LISTED) are joined.
  */
 void warm_free(struct warm *f);
 
 /**
- * warm_add() - Queue a file that the kernel has just been shown.
- * @f: the module; NULL is fine
- * @node: its node id, as given to the kernel
- * @ino: the file, as decoded for the listing (IMG_REG)
+ * warm_on_event() - Hear the core's events (events.h).
+ * @f: the module (struct warm)
+ * @ev: the event:
+ *      SQCD_EV_ENTRY_LISTED: a listed file is queued (files are pushed in
+ *      the order their data lies in the image, the stager's order);
+ *      SQCD_EV_RANGE_READ: files listed before may be pushed now, a READ
+ *      of a whole file marks it given, and the rest of a file larger
+ *      than the first READ is pushed before the reply;
+ *      SQCD_EV_READER, SQCD_EV_TREE_LISTED: files listed before may be
+ *      pushed now;
+ *      SQCD_EV_FILE_OPENED: the file (up to 1 MiB) is pushed before the
+ *      reply, once;
+ *      SQCD_EV_FORGOTTEN: the kernel may be given the file again.
+ *      Others are ignored.
  *
- * Files are pushed in the order their data lies in the image, which is
- * the order the stager brings them in.
+ * Pushes before a reply wait for no other push: they are skipped when
+ * enough threads push already (sqcd_push_gate(), or half the FUSE
+ * workers), since a push can wait for a READ that needs a free thread.
  *
- * Context: FUSE workers; never blocks on the warming itself.
+ * Context: FUSE workers and io_uring threads, inside the request, and the
+ * listing thread (SQCD_EV_TREE_LISTED); queueing takes warming's lock,
+ * never waits on the warming itself.
  */
-void warm_add(struct warm *f, fuse_ino_t node, const struct img_inode *ino);
-
-/*
- * The push counter a thread counts in, and how many may push at once: the
- * transport's, when it limits pushes per queue of threads (uring_gate()).
- */
-struct warm_gate {
-	atomic_uint *busy;
-	unsigned int max;
-};
-
-/**
- * warm_push() - Push an open file into the page cache, once.
- * @f: the module; NULL is fine
- * @node: its node id; the kernel holds the inode (the file is open)
- * @ino: the file
- * @from: the first byte to push: 0 for a file being opened, or where the
- *        READ being answered ends (its own pages stay locked until then)
- * @gate: the counter the calling thread pushes under, or NULL for
- *        warming's own
- *
- * Pushes bytes @from to the end (files up to 1 MiB) before the caller
- * replies, so that the reader finds them in the page cache.  Does nothing
- * for other inodes, if the kernel was given the file since it made the
- * inode, or if enough workers are pushing already (a push can wait for a
- * READ, which needs a worker): those counted in @gate, or without one half
- * the FUSE workers.
- *
- * Context: FUSE workers, inside a request on the open file, before the
- * reply.
- */
-void warm_push(struct warm *f, fuse_ino_t node, const struct img_inode *ino,
-	       uint64_t from, const struct warm_gate *gate);
-
-/**
- * warm_read() - A file's data was asked for.
- * @f: the module; NULL is fine
- * @ino: the file, or NULL (the caller stands for a reader)
- * @off: first byte asked for
- * @size: how many
- *
- * Files listed before this call may now be pushed: something reads the
- * mount.  A request for all of @ino marks it given, so warming skips it.
- *
- * Context: FUSE workers (READ, ioctl), any thread; takes no lock
- * unless the warming thread waits for a read.
- */
-void warm_read(struct warm *f, const struct img_inode *ino, uint64_t off,
-	       size_t size);
-
-/**
- * warm_forget() - The kernel dropped an inode, and its page cache.
- * @f: the module; NULL is fine
- * @ino: the inode
- *
- * Context: FUSE workers (FORGET).
- */
-void warm_forget(struct warm *f, const struct img_inode *ino);
+void warm_on_event(void *f, const struct sqcd_event *ev);
 
 /**
  * warm_stats_json() - Append "warm":{budget,files,bytes,dropped,open_files,

@@ -159,7 +159,7 @@ static int holder_of(const char *arg, struct acq_holder *h)
 	memset(h, 0, sizeof(*h));
 	if (arg) {
 		v = strtol(arg, &end, 10);
-		if (end == arg || *end || v <= 0 || v > 0x3fffffff) {
+		if (end == arg || *end || v <= 0 || v > CTL_PID_MAX) {
 			mc_err("bad --pid '%s' (a process id)", arg);
 			return -EINVAL;
 		}
@@ -253,15 +253,22 @@ static int mount_held(const struct acq *a, const char *path, char *real)
 /* Join the live mount @m of the same image. */
 static int join(const struct acq *a, const struct mc_mount *m)
 {
-	char cmd[96], why[PATH_MAX + 256], error[128];
-	char *reply;
+	const struct ctl_req req = {
+		.cmd = CTL_CMD_HOLD, .hold = { a->holder.pid, a->holder.start }
+	};
+	char why[PATH_MAX + 256], error[CTL_ERROR_MAX];
+	struct ctl_reply *rep;
 	int err;
 
-	snprintf(cmd, sizeof(cmd), "hold %d %llu", (int)a->holder.pid,
-		 (unsigned long long)a->holder.start);
-	err = mc_request_why(m, cmd, &reply, error, sizeof(error));
+	rep = malloc(sizeof(*rep));
+	if (!rep) {
+		mc_err("out of memory");
+		return MC_EXIT_FAIL;
+	}
+	err = mc_request(m, &req, rep, NULL);
+	snprintf(error, sizeof(error), "%s", rep->error);
+	free(rep);
 	if (!err) {
-		free(reply);
 		say_holder(&a->holder);
 		return MC_EXIT_OK;
 	}
@@ -284,7 +291,6 @@ static int acquire_locked(const struct acq *a, const char *path, char *real)
 {
 	char img[PATH_MAX], why[PATH_MAX + 256];
 	struct mc_mount m;
-	char *reply;
 	int err;
 
 	err = mc_mount_find(path, &m);
@@ -299,7 +305,7 @@ static int acquire_locked(const struct acq *a, const char *path, char *real)
 		       path, m.fstype);
 		return MC_EXIT_FAIL;
 	}
-	err = mc_request(&m, "ping", &reply);
+	err = mc_ping(&m, NULL);
 	if (err && mc_is_stale(err)) {
 		fprintf(stderr,
 			"mountctl: '%s' is a stale mount (its daemon is gone): clearing it\n",
@@ -317,7 +323,6 @@ static int acquire_locked(const struct acq *a, const char *path, char *real)
 		       mc_explain(&m, err, true, why, sizeof(why)));
 		return MC_EXIT_FAIL;
 	}
-	free(reply);
 	if (!realpath(a->image, img) || strcmp(img, m.source)) {
 		mc_err("'%s' is a mount of another image, '%s': release it first or acquire another mount point",
 		       path, m.source);
@@ -399,21 +404,12 @@ static int run_acquire(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "o:p:g:t:h", longopts, NULL)) !=
 	       -1) {
 		switch (c) {
-		case 'o': {
-			size_t len = a.opts ? strlen(a.opts) + 1 : 0;
-			char *p = realloc(a.opts, len + strlen(optarg) + 1);
-
-			if (!p) {
-				mc_err("out of memory");
+		case 'o':
+			if (mc_append_opts(&a.opts, optarg)) {
 				ret = MC_EXIT_FAIL;
 				goto out_free;
 			}
-			if (len)
-				p[len - 1] = ',';
-			strcpy(p + len, optarg);
-			a.opts = p;
 			break;
-		}
 		case 'p':
 			pid_arg = optarg;
 			break;
@@ -464,6 +460,37 @@ out_free:
 	return ret;
 }
 
+/* Ask the daemon of @m to drop holder @pid. */
+static int release(const struct mc_mount *m, pid_t pid)
+{
+	const struct ctl_req req = { .cmd = CTL_CMD_RELEASE,
+				     .release = { pid } };
+	char why[PATH_MAX + 256], error[CTL_ERROR_MAX];
+	struct ctl_reply *rep;
+	int err;
+
+	rep = malloc(sizeof(*rep));
+	if (!rep) {
+		mc_err("out of memory");
+		return MC_EXIT_FAIL;
+	}
+	err = mc_request(m, &req, rep, NULL);
+	snprintf(error, sizeof(error), "%s", rep->error);
+	free(rep);
+	if (!err)
+		return MC_EXIT_OK;
+	if (error[0])
+		mc_err("cannot release '%s' for pid %d: %s%s", m->path,
+		       (int)pid, error,
+		       !strcmp(error, "not a holder") ?
+			       " (see the holders in mountctl status; --pid names another holder)" :
+			       "");
+	else
+		mc_err("cannot release '%s': %s", m->path,
+		       mc_explain(m, err, true, why, sizeof(why)));
+	return MC_EXIT_FAIL;
+}
+
 static int run_release(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -471,12 +498,11 @@ static int run_release(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char path[PATH_MAX], cmd[64], why[PATH_MAX + 256], error[128];
+	char path[PATH_MAX];
 	const char *pid_arg = NULL;
 	struct mc_mount m;
-	char *reply;
 	pid_t pid;
-	int c, err;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "p:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -499,7 +525,7 @@ static int run_release(int argc, char **argv)
 		char *end;
 		long v = strtol(pid_arg, &end, 10);
 
-		if (end == pid_arg || *end || v <= 0 || v > 0x3fffffff)
+		if (end == pid_arg || *end || v <= 0 || v > CTL_PID_MAX)
 			return mc_bad_usage(&mc_cmd_release,
 					    "bad --pid '%s' (a process id)",
 					    pid_arg);
@@ -512,22 +538,7 @@ static int run_release(int argc, char **argv)
 	}
 	if (mc_resolve_arg(argv[optind], path, &m))
 		return MC_EXIT_FAIL;
-	snprintf(cmd, sizeof(cmd), "release %d", (int)pid);
-	err = mc_request_why(&m, cmd, &reply, error, sizeof(error));
-	if (!err) {
-		free(reply);
-		return MC_EXIT_OK;
-	}
-	if (error[0])
-		mc_err("cannot release '%s' for pid %d: %s%s", path, (int)pid,
-		       error,
-		       !strcmp(error, "not a holder") ?
-			       " (see the holders in mountctl status; --pid names another holder)" :
-			       "");
-	else
-		mc_err("cannot release '%s': %s", path,
-		       mc_explain(&m, err, true, why, sizeof(why)));
-	return MC_EXIT_FAIL;
+	return release(&m, pid);
 }
 
 const struct mc_cmd mc_cmd_acquire = {

@@ -75,7 +75,7 @@ static int run(int argc, char **argv)
 	path = argv[optind];
 	log_set_level(LOG_WARNING);
 	img_opts_default(&opts);
-	opts.stage = IMG_STAGE_NONE;
+	opts.stage = STAGE_NONE;
 	err = img_open(path, &opts, &img);
 	if (err) {
 		mc_err("cannot open image '%s': %s", path,

@@ -16,6 +16,37 @@
 #include "util/err.h"
 #include "util/size.h"
 
+/* Ask the daemon of @m to stage. */
+static int stage(const struct mc_mount *m, enum ctl_stage_mode mode,
+		 uint64_t budget)
+{
+	const struct ctl_req req = { .cmd = CTL_CMD_STAGE,
+				     .stage = { mode, budget } };
+	char why[PATH_MAX + 256];
+	struct ctl_reply *rep;
+	int err;
+
+	rep = malloc(sizeof(*rep));
+	if (!rep) {
+		mc_err("out of memory");
+		return MC_EXIT_FAIL;
+	}
+	err = mc_request(m, &req, rep, NULL);
+	if (err == -EBADMSG && rep->error[0]) {
+		/* Refused, not unreachable: exit 1 as the help says. */
+		mc_err("the daemon of '%s' cannot stage: %s", m->path,
+		       rep->error);
+		free(rep);
+		return MC_EXIT_FAIL;
+	}
+	free(rep);
+	if (err) {
+		mc_err("%s", mc_explain(m, err, true, why, sizeof(why)));
+		return MC_EXIT_USAGE;
+	}
+	return MC_EXIT_OK;
+}
+
 static int run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -26,13 +57,12 @@ static int run(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char path[PATH_MAX], cmd[64], why[PATH_MAX + 256], msg[256];
+	char path[PATH_MAX];
 	bool meta = false, wait = false;
 	double timeout = 0;
 	uint64_t ram = 0;
 	struct mc_mount m;
-	char *reply = NULL;
-	int c, err;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "mr:wt:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -71,24 +101,9 @@ static int run(int argc, char **argv)
 				    argc - optind);
 	if (mc_resolve_arg(argv[optind], path, &m))
 		return MC_EXIT_USAGE;
-	snprintf(cmd, sizeof(cmd), "stage %s %llu", meta ? "meta" : "full",
-		 (unsigned long long)ram);
-	err = mc_request(&m, cmd, &reply);
-	if (err) {
-		mc_err("%s", mc_explain(&m, err, true, why, sizeof(why)));
-		return MC_EXIT_USAGE;
-	}
-	if (!mc_json_is_true(reply, "ok")) {
-		if (ctl_json_str(reply, "error", msg, sizeof(msg)))
-			snprintf(msg, sizeof(msg), "%s", reply);
-		mc_err("the daemon of '%s' cannot stage: %s (is it older than this mountctl?)",
-		       m.path, msg);
-		free(reply);
-		return MC_EXIT_FAIL;
-	}
-	free(reply);
-	if (!wait)
-		return MC_EXIT_OK;
+	c = stage(&m, meta ? CTL_STAGE_META : CTL_STAGE_FULL, ram);
+	if (c || !wait)
+		return c;
 	return mc_wait_staged(&m, timeout);
 }
 

@@ -28,150 +28,128 @@ struct out {
 	struct ctl_buf b; /* the output being built */
 };
 
-static void cache_line(struct ctl_buf *b, const char *label, const char *st,
-		       const char *cache)
+static void cache_line(struct ctl_buf *b, const char *label,
+		       const struct ctl_stats_cache *c)
 {
-	char path[32], used[32], budget[32];
-	uint64_t bytes, hits, misses;
+	char used[32], budget[32];
 
-	snprintf(path, sizeof(path), "cache.%s.bytes", cache);
-	bytes = mc_json_u64(st, path);
-	snprintf(path, sizeof(path), "cache.%s.budget", cache);
-	size_format(mc_json_u64(st, path), budget, sizeof(budget));
-	snprintf(path, sizeof(path), "cache.%s.hits", cache);
-	hits = mc_json_u64(st, path);
-	snprintf(path, sizeof(path), "cache.%s.misses", cache);
-	misses = mc_json_u64(st, path);
 	ctl_buf_printf(b, LABEL "%s of %s", label,
-		       size_format(bytes, used, sizeof(used)), budget);
-	if (hits + misses)
+		       size_format(c->bytes, used, sizeof(used)),
+		       size_format(c->budget, budget, sizeof(budget)));
+	if (c->hits + c->misses)
 		ctl_buf_printf(b, ", hit rate %.1f%% (%llu hits, %llu misses)",
-			       100.0 * (double)hits / (double)(hits + misses),
-			       (unsigned long long)hits,
-			       (unsigned long long)misses);
+			       100.0 * (double)c->hits /
+				       (double)(c->hits + c->misses),
+			       (unsigned long long)c->hits,
+			       (unsigned long long)c->misses);
 	else
 		ctl_buf_printf(b, ", not used yet");
 	ctl_buf_printf(b, "\n");
 }
 
-/* "holders     2: pids 123 456 (unmounts after the last)". */
-static void holders_line(struct ctl_buf *b, const char *st)
+/* "holders     2: pids 123,456 (unmounts after the last)". */
+static void holders_line(struct ctl_buf *b, const struct ctl_stats *st)
 {
-	const char *v, *end;
-	size_t len;
-	unsigned int n = 0;
+	unsigned int n = MIN(st->holders, CTL_HOLDERS_MAX);
 
-	if (ctl_json_get(st, "holders", &v, &len) || len < 2)
+	if (!st->holders && !st->holder_managed)
 		return;
-	end = v + len;
-	for (const char *p = v; p < end; p++)
-		if (*p >= '0' && *p <= '9' &&
-		    (p == v || p[-1] < '0' || p[-1] > '9'))
-			n++;
-	if (!n && !mc_json_is_true(st, "holder_managed"))
-		return;
-	ctl_buf_printf(b, LABEL "%u: pids %.*s%s\n", "holders", n,
-		       (int)(len - 2), v + 1,
-		       mc_json_is_true(st, "holder_managed") ?
+	ctl_buf_printf(b, LABEL "%u: pids ", "holders", st->holders);
+	for (unsigned int i = 0; i < n; i++)
+		ctl_buf_printf(b, "%s%d", i ? "," : "",
+			       (int)st->holder_pids[i]);
+	ctl_buf_printf(b, "%s%s\n", st->holders > n ? ",..." : "",
+		       st->holder_managed ?
 			       " (unmounts after the last)" :
 			       " (mounted with mountctl mount: stays)");
 }
 
-static void print_human(struct ctl_buf *b, const char *st)
+/* What the daemon adds to the page cache and the dentry cache. */
+static void ahead_lines(struct ctl_buf *b, const struct ctl_stats *st)
 {
-	char s1[PATH_MAX], s2[64], comp[32], line[256];
-	uint64_t corrupt, rerr;
+	char s2[64];
 
-	if (ctl_json_str(st, "mountpoint", s1, sizeof(s1)))
-		snprintf(s1, sizeof(s1), "?");
-	ctl_buf_printf(b, LABEL "%s\n", "mountpoint", s1);
-	if (ctl_json_str(st, "image", s1, sizeof(s1)))
-		snprintf(s1, sizeof(s1), "?");
-	ctl_buf_printf(b, LABEL "%s\n", "image", s1);
-	if (ctl_json_str(st, "compressor", comp, sizeof(comp)))
-		snprintf(comp, sizeof(comp), "?");
-	ctl_buf_printf(
-		b, LABEL "%s, %llu KiB blocks, %s, %llu inodes\n", "format",
-		comp, (unsigned long long)mc_json_u64(st, "block_size") / 1024,
-		size_format(mc_json_u64(st, "image_io.bytes"), s2, sizeof(s2)),
-		(unsigned long long)mc_json_u64(st, "inodes"));
-	ctl_buf_printf(b, LABEL "%s\n", "staging",
-		       mc_stage_line(st, line, sizeof(line)));
-	cache_line(b, "data cache", st, "data");
-	cache_line(b, "meta cache", st, "meta");
-	ctl_buf_printf(b, LABEL "%s in %llu reads, %llu EIO\n", "served",
-		       size_format(mc_json_u64(st, "fuse.bytes_served"), s2,
-				   sizeof(s2)),
-		       (unsigned long long)mc_json_u64(st, "fuse.read"),
-		       (unsigned long long)mc_json_u64(st, "fuse.eio"));
-	/* Where requests come from: io_uring queues, or /dev/fuse. */
-	if (mc_json_u64(st, "fuse.uring_threads"))
-		ctl_buf_printf(
-			b, LABEL "io_uring, %llu threads, %llu requests\n",
-			"requests",
-			(unsigned long long)mc_json_u64(st,
-							"fuse.uring_threads"),
-			(unsigned long long)mc_json_u64(st,
-							"fuse.uring_requests"));
 	/* Pushed into the page cache: read later without a request. */
-	if (mc_json_u64(st, "warm.files"))
+	if (st->warm_files)
 		ctl_buf_printf(b, LABEL "%llu files, %s into the page cache\n",
-			       "warmed",
-			       (unsigned long long)mc_json_u64(st,
-							       "warm.files"),
-			       size_format(mc_json_u64(st, "warm.bytes"), s2,
-					   sizeof(s2)));
-	if (mc_json_u64(st, "warm.open_files"))
+			       "warmed", (unsigned long long)st->warm_files,
+			       size_format(st->warm_bytes, s2, sizeof(s2)));
+	if (st->warm_open_files)
 		ctl_buf_printf(
 			b, LABEL "%llu files as they were opened, %s\n",
-			"pushed",
-			(unsigned long long)mc_json_u64(st, "warm.open_files"),
-			size_format(mc_json_u64(st, "warm.open_bytes"), s2,
-				    sizeof(s2)));
-	if (!ctl_json_str(st, "statahead.all_state", s1, sizeof(s1)) &&
-	    strcmp(s1, "off"))
+			"pushed", (unsigned long long)st->warm_open_files,
+			size_format(st->warm_open_bytes, s2, sizeof(s2)));
+	if (*st->statahead_all_state && strcmp(st->statahead_all_state, "off"))
 		ctl_buf_printf(b,
 			       LABEL "%s, %llu entries in %llu directories\n",
-			       "primed", s1,
-			       (unsigned long long)mc_json_u64(
-				       st, "statahead.all_entries"),
-			       (unsigned long long)mc_json_u64(
-				       st, "statahead.all_dirs"));
-	if (mc_json_u64(st, "statahead.entries"))
-		ctl_buf_printf(
-			b, LABEL "%llu directories, %llu entries ahead\n",
-			"listed",
-			(unsigned long long)mc_json_u64(st, "statahead.dirs"),
-			(unsigned long long)mc_json_u64(st,
-							"statahead.entries"));
-	corrupt = mc_json_u64(st, "image_io.corrupt");
-	rerr = mc_json_u64(st, "image_io.read_errors");
-	if (corrupt || rerr)
+			       "primed", st->statahead_all_state,
+			       (unsigned long long)st->statahead_all_entries,
+			       (unsigned long long)st->statahead_all_dirs);
+	if (st->statahead_entries)
+		ctl_buf_printf(b,
+			       LABEL "%llu directories, %llu entries ahead\n",
+			       "listed", (unsigned long long)st->statahead_dirs,
+			       (unsigned long long)st->statahead_entries);
+}
+
+/* @s, or "?" when the daemon did not say. */
+static const char *or_unknown(const char *s)
+{
+	return *s ? s : "?";
+}
+
+static void print_human(struct ctl_buf *b, const struct ctl_stats *st)
+{
+	char s2[64], line[256];
+
+	ctl_buf_printf(b, LABEL "%s\n", "mountpoint",
+		       or_unknown(st->mountpoint));
+	ctl_buf_printf(b, LABEL "%s\n", "image", or_unknown(st->image));
+	ctl_buf_printf(b, LABEL "%s, %llu KiB blocks, %s, %llu inodes\n",
+		       "format", or_unknown(st->compressor),
+		       (unsigned long long)st->block_size / 1024,
+		       size_format(st->image_bytes, s2, sizeof(s2)),
+		       (unsigned long long)st->inodes);
+	ctl_buf_printf(b, LABEL "%s\n", "staging",
+		       mc_stage_line(st, line, sizeof(line)));
+	cache_line(b, "data cache", &st->data);
+	cache_line(b, "meta cache", &st->meta);
+	ctl_buf_printf(b, LABEL "%s in %llu reads, %llu EIO\n", "served",
+		       size_format(st->fuse_bytes_served, s2, sizeof(s2)),
+		       (unsigned long long)st->fuse_read,
+		       (unsigned long long)st->fuse_eio);
+	/* Where requests come from: io_uring queues, or /dev/fuse. */
+	if (st->fuse_uring_threads)
+		ctl_buf_printf(b,
+			       LABEL "io_uring, %llu threads, %llu requests\n",
+			       "requests",
+			       (unsigned long long)st->fuse_uring_threads,
+			       (unsigned long long)st->fuse_uring_requests);
+	ahead_lines(b, st);
+	if (st->image_corrupt || st->image_read_errors)
 		ctl_buf_printf(
 			b,
 			LABEL
 			"%llu corruption events, %llu image read errors (see the daemon's log)\n",
-			"problems", (unsigned long long)corrupt,
-			(unsigned long long)rerr);
+			"problems", (unsigned long long)st->image_corrupt,
+			(unsigned long long)st->image_read_errors);
 	holders_line(b, st);
 	ctl_buf_printf(b, LABEL "pid %llu, up %s, RSS %s\n", "daemon",
-		       (unsigned long long)mc_json_u64(st, "pid"),
-		       mc_fmt_duration(mc_json_double(st, "uptime_s"), line,
-				       sizeof(line)),
-		       size_format(mc_json_u64(st, "process.rss_bytes"), s2,
-				   sizeof(s2)));
+		       (unsigned long long)st->pid,
+		       mc_fmt_duration(st->uptime_s, line, sizeof(line)),
+		       size_format(st->rss_bytes, s2, sizeof(s2)));
 }
 
 /* One mount's entry: its stats, or why there are none. */
 static void add_entry(struct out *o, const char *path, const char *image,
-		      const char *stats, const char *error)
+		      const char *stats, const struct ctl_stats *st,
+		      const char *error)
 {
 	const char *v;
-	size_t len;
 
 	if (o->json) {
 		ctl_buf_printf(&o->b, "%s", o->first ? "\n" : ",\n");
-		if (stats && !ctl_json_get(stats, "mountpoint", &v, &len)) {
+		if (stats && *st->mountpoint) {
 			ctl_buf_printf(&o->b, "%s", stats);
 		} else if (stats) {
 			/* Every daemon sends it today; add it if one does not. */
@@ -182,7 +160,7 @@ static void add_entry(struct out *o, const char *path, const char *image,
 				&o->b, "%s%s",
 				*(v + strspn(v, " \t")) == '}' ? "" : ",", v);
 		} else {
-			struct stat st;
+			struct stat sb;
 
 			/* The contract's keys, for a daemon that is gone or
 			 * does not answer. */
@@ -199,8 +177,8 @@ static void add_entry(struct out *o, const char *path, const char *image,
 				",\"pid\":null,\"healthy\":false,"
 				"\"image_bytes\":%llu,\"staged_bytes\":0,"
 				"\"holders\":[],\"ok\":false,\"problem\":",
-				image && !stat(image, &st) ?
-					(unsigned long long)st.st_size :
+				image && !stat(image, &sb) ?
+					(unsigned long long)sb.st_size :
 					0ULL);
 			ctl_buf_json_str(&o->b, error);
 			ctl_buf_printf(&o->b, ",\"error\":");
@@ -210,8 +188,8 @@ static void add_entry(struct out *o, const char *path, const char *image,
 	} else {
 		if (!o->first)
 			ctl_buf_printf(&o->b, "\n");
-		if (stats) {
-			print_human(&o->b, stats);
+		if (st) {
+			print_human(&o->b, st);
 		} else {
 			ctl_buf_printf(&o->b, LABEL "%s\n", "mountpoint", path);
 			if (image)
@@ -226,19 +204,26 @@ static void add_entry(struct out *o, const char *path, const char *image,
 /* Ask one mount's daemon.  Return: true if it answered. */
 static bool status_one(struct out *o, const struct mc_mount *m)
 {
+	const struct ctl_req req = { .cmd = CTL_CMD_STATS };
 	char why[PATH_MAX + 256];
-	char *reply;
+	struct ctl_reply *rep;
+	char *json;
 	int err;
 
-	err = mc_request(m, "stats", &reply);
-	if (err) {
-		add_entry(o, m->path, m->source, NULL,
-			  mc_explain(m, err, !o->json, why, sizeof(why)));
+	rep = malloc(sizeof(*rep));
+	if (!rep) {
+		o->b.oom = true;
 		return false;
 	}
-	add_entry(o, m->path, m->source, reply, NULL);
-	free(reply);
-	return true;
+	err = mc_request(m, &req, rep, &json);
+	if (err)
+		add_entry(o, m->path, m->source, NULL, NULL,
+			  mc_explain(m, err, !o->json, why, sizeof(why)));
+	else
+		add_entry(o, m->path, m->source, json, &rep->stats, NULL);
+	free(json);
+	free(rep);
+	return !err;
 }
 
 /* One snapshot of @paths (all mounts if @n is 0).  Return: exit code. */
@@ -287,7 +272,7 @@ static int snapshot(struct out *o, char **paths, int n)
 				 err_str(err));
 		mc_err("%s", why);
 		if (o->json)
-			add_entry(o, paths[i], NULL, NULL, why);
+			add_entry(o, paths[i], NULL, NULL, NULL, why);
 	}
 	if (o->json)
 		ctl_buf_printf(&o->b, "%s]\n", o->first ? "" : "\n");

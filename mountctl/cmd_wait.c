@@ -1,69 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * This file implements `mountctl wait`: poll a mount's daemon until it has
- * staged everything it plans to keep in RAM, so that a job script can
- * start training only once reads no longer touch the shared filesystem.
- * Progress goes to stderr: a bar redrawn in place on a terminal, a plain
- * line every few seconds otherwise.  `mountctl stage --wait` shares it.
+ * This file implements `mountctl wait`: parse the options and run the
+ * wait-for-staging service, mc_wait_staged() (stage.c).
  */
-#include <errno.h>
 #include <getopt.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 #include "mountctl.h"
-#include "util/err.h"
-
-#define WAIT_POLL_MS 200 /* between two stats requests */
-#define WAIT_PLAIN_S 5 /* between two plain lines when not on a terminal */
-
-int mc_wait_staged(struct mc_mount *m, double timeout)
-{
-	char line[256], why[PATH_MAX + 256];
-	bool tty = isatty(STDERR_FILENO), shown = false;
-	double deadline = mc_now() + timeout, next_plain = 0;
-	char *st = NULL;
-	int err;
-
-	for (;;) {
-		free(st);
-		err = mc_request(m, "stats", &st);
-		if (err) {
-			if (shown)
-				fputc('\n', stderr);
-			mc_err("%s",
-			       mc_explain(m, err, true, why, sizeof(why)));
-			return MC_EXIT_USAGE;
-		}
-		if (mc_is_staged(st))
-			break;
-		if (tty) {
-			fprintf(stderr, "\r%s\033[K",
-				mc_stage_line(st, line, sizeof(line)));
-			shown = true;
-		} else if (mc_now() >= next_plain) {
-			fprintf(stderr, "%s\n",
-				mc_stage_line(st, line, sizeof(line)));
-			next_plain = mc_now() + WAIT_PLAIN_S;
-		}
-		if (timeout > 0 && mc_now() >= deadline) {
-			if (shown)
-				fputc('\n', stderr);
-			mc_err("staging of '%s' is not done after %g s: %s",
-			       m->path, timeout,
-			       mc_stage_line(st, line, sizeof(line)));
-			free(st);
-			return MC_EXIT_FAIL;
-		}
-		mc_sleep_ms(WAIT_POLL_MS);
-	}
-	/* The last line says how it ended, on a terminal or not. */
-	fprintf(stderr, "%s%s%s\n", tty ? "\r" : "",
-		mc_stage_line(st, line, sizeof(line)), tty ? "\033[K" : "");
-	free(st);
-	return MC_EXIT_OK;
-}
 
 static int run(int argc, char **argv)
 {

@@ -93,8 +93,8 @@ static int drop_to_user(const struct job_ids *ids)
  * deadline its process group is killed.
  * Return: its exit status; -ETIMEDOUT if it had to be killed.
  */
-static int wait_child(pid_t pid, int errfd, int resfd, double deadline,
-		      char *msg, size_t mcap, char *res, size_t rcap)
+int job__wait_child(pid_t pid, int errfd, int resfd, double deadline, char *msg,
+		    size_t mcap, char *res, size_t rcap)
 {
 	struct pollfd p[2] = { { .fd = errfd, .events = POLLIN },
 			       { .fd = resfd, .events = POLLIN } };
@@ -217,10 +217,10 @@ static int mount_as_user(const struct ds_conf *c, const struct job_ids *ids,
 			 double timeout, int resfd)
 {
 	char real[PATH_MAX], opts[3 * DS_OPTS_MAX], link[64], rmnt[PATH_MAX];
-	uint64_t start = 0, pid;
+	uint64_t start = 0;
+	pid_t pid;
 	struct mc_mount m;
 	struct stat st;
-	char *reply;
 	int fd, rc;
 	ssize_t n;
 
@@ -255,11 +255,9 @@ static int mount_as_user(const struct ds_conf *c, const struct job_ids *ids,
 	}
 	rc = mc_mount_image(real, mnt, opts[0] ? opts : NULL, timeout, false,
 			    rmnt);
-	if (rc || mc_mount_find(rmnt, &m) || mc_request(&m, "ping", &reply))
+	if (rc || mc_mount_find(rmnt, &m) || mc_ping(&m, &pid))
 		return rc ? rc : MC_EXIT_FAIL;
-	pid = mc_json_u64(reply, "pid");
-	free(reply);
-	if (pid && !ctl_proc_start((pid_t)pid, &start))
+	if (!ctl_proc_start(pid, &start))
 		dprintf(resfd, "%llu %llu\n", (unsigned long long)pid,
 			(unsigned long long)start);
 	return MC_EXIT_OK;
@@ -317,8 +315,8 @@ static int spawn_mount(const struct ds_conf *c, const struct job_ids *ids,
 	close(ep[1]);
 	close(rp[1]);
 	rc = child < 0 ? -errno :
-			 wait_child(child, ep[0], rp[0], deadline, msg, MSG_MAX,
-				    res, 128);
+			 job__wait_child(child, ep[0], rp[0], deadline, msg,
+					 MSG_MAX, res, 128);
 	close(ep[0]);
 	close(rp[0]);
 	return rc;
@@ -496,8 +494,8 @@ static void empty_as_user(struct jobdir *j, const struct job_ids *ids,
 	if (child == 0)
 		_exit(drop_to_user(ids) || empty_tree(fd, 256) ? 1 : 0);
 	close(fd);
-	if (child > 0 && wait_child(child, -1, -1, deadline, msg, sizeof(msg),
-				    res, sizeof(res)))
+	if (child > 0 && job__wait_child(child, -1, -1, deadline, msg,
+					 sizeof(msg), res, sizeof(res)))
 		mc_err("job %s: could not empty %s/%s as uid %u", ids->job,
 		       j->path, name, (unsigned int)ids->uid);
 }

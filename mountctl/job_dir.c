@@ -58,7 +58,7 @@ static int move_aside(int dirfd, const char *name, const char *why)
 		r = (unsigned long long)getpid() << 20 ^
 		    (unsigned long long)time(NULL);
 	snprintf(aside, sizeof(aside), "%s.bad-%016llx", name, r);
-	if (renameat(dirfd, name, dirfd, aside)) {
+	if (renameat2(dirfd, name, dirfd, aside, RENAME_NOREPLACE)) {
 		mc_err("cannot move '%s' (%s) aside: %s", name, why,
 		       err_str(errno));
 		return -errno;

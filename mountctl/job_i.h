@@ -63,4 +63,24 @@ int job__open_dir_at(int dirfd, const char *name, int flags);
  */
 void job__detach_under(struct jobdir *j, const char *only);
 
+/**
+ * job__wait_child() - Wait for a child until a deadline, reading what it
+ * says; at the deadline, kill its process group and give up on it.
+ * @pid: the child, the leader of its own process group
+ * @errfd: its stderr, read into @msg, or -1
+ * @resfd: its result pipe, read into @res, or -1
+ * @deadline: mc_now() when to give up
+ * @msg: destination, NUL-terminated, truncated at @mcap
+ * @mcap: its capacity
+ * @res: destination, NUL-terminated, truncated at @rcap
+ * @rcap: its capacity
+ *
+ * A child stuck in the kernel (storage that never answers) cannot be
+ * reaped: after a short grace it is left, never waited for.
+ *
+ * Return: its exit status; -ETIMEDOUT if it had to be killed; -ECHILD.
+ */
+int job__wait_child(pid_t pid, int errfd, int resfd, double deadline, char *msg,
+		    size_t mcap, char *res, size_t rcap);
+
 #endif /* SQC_MOUNTCTL_JOB_I_H */

@@ -76,13 +76,12 @@ static int check_mounts(const struct ds_conf *c, const char *top, bool clean)
 	if (mc_mount_list(&v, &n))
 		return 1;
 	for (size_t i = 0; i < n; i++) {
-		char *reply = NULL, job[128], name[DS_NAME_MAX];
+		char job[128], name[DS_NAME_MAX];
 		int err;
 
 		if (!split_under(top, v[i].path, job, name))
 			continue;
-		err = mc_request(&v[i], "ping", &reply);
-		free(reply);
+		err = mc_ping(&v[i], NULL);
 		if (!mc_is_stale(err))
 			continue;
 		printf("stale mount %s of %s (uid %u): its daemon is gone",

@@ -12,28 +12,72 @@
 #include <unistd.h>
 
 #include "image/image.h"
-#include "job.h"
+#include "job_i.h"
 #include "mountctl.h"
 #include "util/err.h"
 #include "util/log.h"
 
 #define FILE_MAX 8192 /* .mounts and .error are read up to this */
 
-/* Read the job's file @name into @buf.  Return: bytes, or -errno. */
+/*
+ * Read the job's file @name into @buf: a regular file of root's or ours
+ * (root made it; a file of anybody else is not trusted).
+ * Return: bytes, or -errno.
+ */
 static ssize_t read_job_file(int dirfd, const char *name, char *buf, size_t cap)
 {
 	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
 	ssize_t n;
 
 	if (fd < 0)
 		return -errno;
-	n = read(fd, buf, cap - 1);
-	if (n < 0)
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    (st.st_uid != 0 && st.st_uid != getuid()))
+		n = -EPERM;
+	else if ((n = read(fd, buf, cap - 1)) < 0)
 		n = -errno;
 	else
 		buf[n] = '\0';
 	close(fd);
 	return n;
+}
+
+/* Open the directory @name of @dirfd if it is root's and only root
+ * writes it.  Return: an O_PATH descriptor, or -1. */
+static int open_root_dir(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name,
+			O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fd >= 0 && (fstat(fd, &st) || st.st_uid != 0 ||
+			(st.st_mode & (S_IWGRP | S_IWOTH)))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/*
+ * Open the job's directory BASE/squashcache/@name, root's all the way
+ * (what another user made there, a file, a symlink or a directory of
+ * theirs, is never trusted).  Return: the descriptor, or -1.
+ */
+static int open_job_dir(const struct ds_conf *c, const char *name)
+{
+	int base = open(c->base, O_PATH | O_DIRECTORY | O_CLOEXEC), top,
+	    fd = -1;
+
+	if (base < 0)
+		return -1;
+	top = open_root_dir(base, "squashcache");
+	if (top >= 0) {
+		fd = open_root_dir(top, name);
+		close(top);
+	}
+	close(base);
+	return fd;
 }
 
 /* Say @msg (lines) on stderr, and for a TaskProlog as "print" lines. */
@@ -71,7 +115,8 @@ static int print_mounts(const char *dir, char *names, const char *node,
 	for (char *s = strtok(names, "\n"), *first = s; s;
 	     s = strtok(NULL, "\n")) {
 		snprintf(path, sizeof(path), "%s/%s", dir, s);
-		if (mc_mount_find(path, &m) || !m.is_sqc) {
+		if (s[0] == '.' || strchr(s, '/') || strlen(s) >= DS_NAME_MAX ||
+		    mc_mount_find(path, &m) || !m.is_sqc || m.uid != getuid()) {
 			snprintf(
 				msg, sizeof(msg),
 				"squashcache: %s: not mounted on %s (its daemon is gone?)\n",
@@ -103,14 +148,15 @@ int job_env(const struct ds_conf *c, const char *job, const char *node,
 		return env_fail(msg, task_prolog);
 	}
 	snprintf(dir, sizeof(dir), "%s/squashcache/%s", base, name);
-	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT && (!expect || !*expect))
+	fd = open_job_dir(c, name);
+	/* No job directory of root's: the job has no dataset here. */
+	if (fd < 0 && (!expect || !*expect))
 		return MC_EXIT_OK;
 	if (fd < 0) {
 		snprintf(
 			msg, sizeof(msg),
-			"squashcache: nothing was mounted for this job on %s (%s: %s): is the plugin in slurmd's plugstack.conf, and was slurmd restarted since?\n",
-			node, dir, err_str(errno));
+			"squashcache: nothing was mounted for this job on %s (no directory %s of root's): is the plugin in slurmd's plugstack.conf, and was slurmd restarted since?\n",
+			node, dir);
 		return env_fail(msg, task_prolog);
 	}
 	if (read_job_file(fd, ".error", buf, sizeof(buf)) > 0) {
@@ -151,7 +197,7 @@ static int check_image(const struct ds_conf *c, const struct ds_image *im,
 		return -1;
 	}
 	img_opts_default(&opts);
-	opts.stage = IMG_STAGE_NONE;
+	opts.stage = STAGE_NONE;
 	opts.meta_cache = 1 << 20;
 	opts.data_cache = 1 << 20;
 	err = img_open(abs, &opts, &img);
@@ -163,6 +209,59 @@ static int check_image(const struct ds_conf *c, const struct ds_image *im,
 	}
 	img_close(img);
 	return 0;
+}
+
+/*
+ * check_image() in a child of its own, for at most until @deadline: an
+ * image on storage that does not answer must not hang the submission.
+ * On success @im's path becomes absolute.  Return: 0, or -1 (said).
+ */
+static int check_in_time(const struct ds_conf *c, struct ds_image *im,
+			 double deadline)
+{
+	char msg[2048], abs[PATH_MAX];
+	int ep[2], rp[2], rc = -1;
+	pid_t child;
+
+	if (pipe2(ep, O_CLOEXEC))
+		return -1;
+	if (pipe2(rp, O_CLOEXEC)) {
+		close(ep[0]);
+		close(ep[1]);
+		return -1;
+	}
+	child = fork();
+	if (child == 0) {
+		int nul = open("/dev/null", O_RDWR);
+
+		/* Its own group, no stdout: if it hangs in the kernel, only
+		 * it is left behind, and the caller sees EOF. */
+		setpgid(0, 0);
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(ep[1], 2);
+		if (check_image(c, im, abs))
+			_exit(1);
+		_exit(write(rp[1], abs, strlen(abs)) > 0 ? 0 : 1);
+	}
+	close(ep[1]);
+	close(rp[1]);
+	if (child > 0)
+		rc = job__wait_child(child, ep[0], rp[0], deadline, msg,
+				     sizeof(msg), abs, sizeof(abs));
+	close(ep[0]);
+	close(rp[0]);
+	if (rc == 0 && abs[0] == '/') {
+		strcpy(im->path, abs);
+		return 0;
+	}
+	if (rc == -ETIMEDOUT)
+		fprintf(stderr,
+			"squashcache: %s: no answer within %u s: is its storage answering?\n",
+			im->path, c->timeout_s);
+	else
+		fputs(msg, stderr);
+	return -1;
 }
 
 int job_check(const struct ds_conf *c, const char *list, FILE *out)
@@ -186,14 +285,9 @@ int job_check(const struct ds_conf *c, const char *list, FILE *out)
 		}
 	log_set_level(LOG_CRIT); /* the reason is said below */
 	ret = MC_EXIT_OK;
-	for (unsigned int i = 0; i < l->n; i++) {
-		char abs[PATH_MAX];
-
-		if (check_image(c, &l->im[i], abs))
+	for (unsigned int i = 0; i < l->n; i++)
+		if (check_in_time(c, &l->im[i], mc_now() + c->timeout_s))
 			ret = MC_EXIT_IMAGE;
-		else
-			strcpy(l->im[i].path, abs);
-	}
 	text = malloc(cap);
 	if (!ret && (!text || ds_list_format(l, text, cap))) {
 		fprintf(stderr,

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * This file declares what mountctl's files share: the table of verbs
- * (one cmd_<verb>.c each), exit codes, the mount table and daemon lookup
- * of mounts.c, and the formatting helpers of report.c.
+ * (one cmd_<verb>.c each, which parses its arguments and calls the
+ * services), exit codes, the services the verbs share (mount.c:
+ * mc_mount_image(); unmount.c: mc_unmount(); stage.c: mc_wait_staged()),
+ * the mount table and daemon requests of mounts.c, and the formatting
+ * helpers of report.c.
  *
  * mountctl finds a mount's daemon from the mount path alone: the path is
  * made canonical with ctl_canonical_mountpoint(), looked up in
@@ -26,6 +29,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "ctl/ctl.h"
 #include "util/compiler.h"
 #include "util/version.h"
 
@@ -88,6 +92,16 @@ int mc_default_mountpoint(const char *image, char *buf, size_t cap);
  */
 int mc_mount_image(const char *image, const char *mountpoint, const char *opts,
 		   double timeout, bool sif, char *real);
+
+/**
+ * mc_append_opts() - Add -o options to a comma-separated list.
+ * @opts: the list, or NULL for none yet; reallocated
+ * @more: the options to append
+ *
+ * Return: 0; -ENOMEM (said on stderr), @opts unchanged.
+ * Ownership: the caller frees *@opts.
+ */
+int mc_append_opts(char **opts, const char *more);
 
 /**
  * mc_usage() - Print a verb's usage line and help text.
@@ -176,34 +190,34 @@ int mc_resolve(const char *arg, char *path, struct mc_mount *m);
 int mc_resolve_arg(const char *arg, char *path, struct mc_mount *m);
 
 /**
- * mc_request() - Send one command to the daemon of a mount.
+ * mc_request() - Send one request to the daemon of a mount.
  * @m: the mount
- * @cmd: "ping", "stats", "umount"
- * @reply: set to the reply (an object whose "ok" is true)
+ * @req: the request
+ * @rep: set to the reply; after -EBADMSG or -EACCES, the refusal, whose
+ *       @rep->error says why
+ * @json: set to the reply's text (for `status --json`), or NULL
  *
- * A reply {"ok":false,"error":"permission denied"} gives -EACCES, any
+ * A refusal {"ok":false,"error":"permission denied"} gives -EACCES, any
  * other refusal -EBADMSG.
  *
  * Return: 0; -ECONNREFUSED or -ENOENT if no daemon of the mount's owner
  * answers at its default or fallback address (stale mount); -ETIMEDOUT;
- * -EACCES; -EPERM if another user holds the default address and the
- * fallback cannot be looked for; -EPROTO; -errno.
- * Ownership: the caller frees *@reply.
+ * -EACCES; -EBADMSG; -EPERM if another user holds the default address and
+ * the fallback cannot be looked for; -EPROTO for a reply that does not
+ * decode; -EINVAL if @req does not encode; -errno.
+ * Ownership: the caller frees *@json, set only on success.
  */
-int mc_request(const struct mc_mount *m, const char *cmd, char **reply);
+int mc_request(const struct mc_mount *m, const struct ctl_req *req,
+	       struct ctl_reply *rep, char **json);
 
 /**
- * mc_request_why() - mc_request() that also says why the daemon refused.
+ * mc_ping() - mc_request() of a ping.
  * @m: the mount
- * @cmd: the command
- * @reply: as for mc_request()
- * @why: set to the daemon's "error" string after -EBADMSG, else ""
- * @cap: its capacity
+ * @pid: set to the daemon's pid, or NULL
  *
- * Return: as mc_request().  Ownership: as mc_request().
+ * Return: as mc_request(); -ENOMEM.
  */
-int mc_request_why(const struct mc_mount *m, const char *cmd, char **reply,
-		   char *why, size_t cap);
+int mc_ping(const struct mc_mount *m, pid_t *pid);
 
 /**
  * mc_explain() - Say why a daemon could not be asked.
@@ -266,7 +280,7 @@ int mc_unmount(const struct mc_mount *m, bool lazy, double timeout);
 
 /**
  * mc_stage_line() - Describe staging from a stats reply, in one line.
- * @stats: the daemon's stats object
+ * @stats: the daemon's stats
  * @buf: destination
  * @cap: its capacity
  *
@@ -274,16 +288,16 @@ int mc_unmount(const struct mc_mount *m, bool lazy, double timeout);
  *
  * Return: @buf.
  */
-const char *mc_stage_line(const char *stats, char *buf, size_t cap);
+const char *mc_stage_line(const struct ctl_stats *stats, char *buf, size_t cap);
 
 /**
  * mc_is_staged() - Is there nothing more to stage?
- * @stats: the daemon's stats object
+ * @stats: the daemon's stats
  *
  * Return: true if stage.state is "done" or "off" (or, without a state, the
  * image is in RAM).
  */
-bool mc_is_staged(const char *stats);
+bool mc_is_staged(const struct ctl_stats *stats);
 
 /**
  * mc_wait_staged() - Poll a mount's daemon until staging is done.
@@ -308,33 +322,6 @@ int mc_wait_staged(struct mc_mount *m, double timeout);
  * Return: @buf.
  */
 const char *mc_fmt_duration(double s, char *buf, size_t cap);
-
-/**
- * mc_json_u64() - ctl_json_u64() that gives 0 for a missing field.
- * @json: JSON object
- * @path: dotted path
- *
- * Return: the number, or 0.
- */
-uint64_t mc_json_u64(const char *json, const char *path);
-
-/**
- * mc_json_double() - ctl_json_double() that gives 0 for a missing field.
- * @json: JSON object
- * @path: dotted path
- *
- * Return: the number, or 0.
- */
-double mc_json_double(const char *json, const char *path);
-
-/**
- * mc_json_is_true() - Is the field at @path the literal true?
- * @json: JSON object
- * @path: dotted path
- *
- * Return: true if so.
- */
-bool mc_json_is_true(const char *json, const char *path);
 
 /**
  * mc_sif_is() - Does @path start with the SIF magic ("SIF_MAGIC" at byte 32)?

@@ -187,36 +187,47 @@ int mc_resolve_arg(const char *arg, char *path, struct mc_mount *m)
 	return err;
 }
 
-int mc_request_why(const struct mc_mount *m, const char *cmd, char **reply,
-		   char *why, size_t cap)
+int mc_request(const struct mc_mount *m, const struct ctl_req *req,
+	       struct ctl_reply *rep, char **json)
 {
-	char error[128];
+	char line[CTL_REQ_MAX], *reply = NULL;
 	int err;
 
-	*reply = NULL;
-	if (why && cap)
-		why[0] = '\0';
-	/* At the default address, or where the daemon fell back to. */
-	err = ctl_request_mount(m->path, cmd, m->uid, reply, MC_CTL_TIMEOUT_MS);
+	memset(rep, 0, sizeof(*rep));
+	if (json)
+		*json = NULL;
+	err = ctl_req_encode(req, line, sizeof(line));
 	if (err)
 		return err;
-	if (mc_json_is_true(*reply, "ok"))
-		return 0;
-	err = -EBADMSG;
-	if (ctl_json_str(*reply, "error", error, sizeof(error)))
-		error[0] = '\0';
-	if (!strcmp(error, "permission denied"))
-		err = -EACCES;
-	if (why && cap)
-		snprintf(why, cap, "%s", error);
-	free(*reply);
-	*reply = NULL;
+	/* At the default address, or where the daemon fell back to. */
+	err = ctl_request_mount(m->path, line, m->uid, &reply,
+				MC_CTL_TIMEOUT_MS);
+	if (err)
+		return err;
+	err = ctl_reply_decode(req->cmd, reply, rep);
+	if (!err && !rep->ok)
+		err = strcmp(rep->error, "permission denied") ? -EBADMSG :
+								-EACCES;
+	if (!err && json)
+		*json = reply;
+	else
+		free(reply);
 	return err;
 }
 
-int mc_request(const struct mc_mount *m, const char *cmd, char **reply)
+int mc_ping(const struct mc_mount *m, pid_t *pid)
 {
-	return mc_request_why(m, cmd, reply, NULL, 0);
+	const struct ctl_req req = { .cmd = CTL_CMD_PING };
+	struct ctl_reply *rep = malloc(sizeof(*rep));
+	int err;
+
+	if (!rep)
+		return -ENOMEM;
+	err = mc_request(m, &req, rep, NULL);
+	if (!err && pid)
+		*pid = rep->ping.pid;
+	free(rep);
+	return err;
 }
 
 bool mc_is_stale(int err)

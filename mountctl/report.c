@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * This file implements the pieces of a daemon's stats that more than one
- * verb prints: the staging line with its progress bar, durations, and
- * tolerant readers for the stats object's fields.
+ * verb prints: the staging line with its progress bar and durations.
  */
 #include <math.h>
 #include <stdio.h>
@@ -13,29 +12,6 @@
 #include "util/size.h"
 
 #define BAR_WIDTH 12 /* characters between the brackets */
-
-uint64_t mc_json_u64(const char *json, const char *path)
-{
-	uint64_t v;
-
-	return ctl_json_u64(json, path, &v) ? 0 : v;
-}
-
-double mc_json_double(const char *json, const char *path)
-{
-	double v;
-
-	return ctl_json_double(json, path, &v) ? 0 : v;
-}
-
-bool mc_json_is_true(const char *json, const char *path)
-{
-	const char *v;
-	size_t len;
-
-	return !ctl_json_get(json, path, &v, &len) && len == 4 &&
-	       !memcmp(v, "true", 4);
-}
 
 const char *mc_fmt_duration(double s, char *buf, size_t cap)
 {
@@ -76,33 +52,33 @@ static void fmt_rate(double mb_per_s, char *buf, size_t cap)
 	snprintf(buf, cap, mb_per_s < 10 ? "%.1f MB/s" : "%.0f MB/s", mb_per_s);
 }
 
-bool mc_is_staged(const char *stats)
+bool mc_is_staged(const struct ctl_stats *stats)
 {
-	char state[16];
+	const char *state = stats->stage_state;
 
-	if (ctl_json_str(stats, "stage.state", state, sizeof(state)))
-		return mc_json_is_true(stats, "stage.on_tmpfs");
+	if (!*state)
+		return stats->stage_on_tmpfs;
 	/* Staging asked for (mountctl stage) runs even from tmpfs. */
 	return !strcmp(state, "done") || !strcmp(state, "off");
 }
 
-const char *mc_stage_line(const char *stats, char *buf, size_t cap)
+const char *mc_stage_line(const struct ctl_stats *stats, char *buf, size_t cap)
 {
-	uint64_t planned = mc_json_u64(stats, "stage.planned");
-	uint64_t staged = mc_json_u64(stats, "stage.staged");
-	uint64_t image = mc_json_u64(stats, "image_io.bytes");
-	double pct = mc_json_double(stats, "stage.percent");
-	double rate = mc_json_double(stats, "stage.mb_per_s");
-	double secs = mc_json_double(stats, "stage.seconds");
-	char state[16], bar[BAR_WIDTH + 1], pair[48], speed[32], t[32];
+	uint64_t planned = stats->stage_planned;
+	uint64_t staged = stats->stage_staged;
+	uint64_t image = stats->image_bytes;
+	double pct = stats->stage_percent;
+	double rate = stats->stage_mb_per_s;
+	double secs = stats->stage_seconds;
+	const char *state = *stats->stage_state ? stats->stage_state :
+						  "unknown";
+	char bar[BAR_WIDTH + 1], pair[48], speed[32], t[32];
 	char tail[96] = "";
 	int fill;
 
-	if (ctl_json_str(stats, "stage.state", state, sizeof(state)))
-		snprintf(state, sizeof(state), "unknown");
 	if (!strcmp(state, "off")) {
 		snprintf(buf, cap, "%s",
-			 mc_json_is_true(stats, "stage.on_tmpfs") ?
+			 stats->stage_on_tmpfs ?
 				 "image already in RAM (tmpfs): not staged" :
 				 "staging off");
 		return buf;

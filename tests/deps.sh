@@ -1,7 +1,7 @@
 #!/bin/sh
 # Install the Debian packages a make target needs.
 #
-#   sh tests/deps.sh build|check|demo|bench|fuzz|slurm
+#   sh tests/deps.sh build|check|demo|bench|fuzz|slurm|deb
 #
 # As root, missing packages are installed with apt-get.  Otherwise the
 # exact apt-get line is printed and the script fails, so that nothing
@@ -13,15 +13,19 @@ run="squashfs-tools util-linux procps attr"
 python="python3 python3-pil python3-torchvision"
 
 slurm="slurmd slurmctld slurm-client munge libslurm-dev"
+deb="dpkg-dev lintian"
+# bubblewrap: the container stand-in of tests/integration/108-container.sh
+container="bubblewrap"
 
 case "${1:-build}" in
 build) want="$build" ;;
-check) want="$build $run $python check psmisc clang clang-format valgrind shellcheck mandoc man-db groff-base systemd $slurm" ;;
+check) want="$build $run $python check psmisc clang clang-format valgrind shellcheck mandoc man-db groff-base systemd $slurm $deb $container" ;;
 demo) want="$build $run $python" ;;
 bench) want="$build $run $python check squashfuse erofs-utils time" ;;
 fuzz) want="$build clang libclang-rt-14-dev" ;;
 slurm) want="$slurm" ;;
-*) echo "usage: $0 build|check|demo|bench|fuzz|slurm" >&2; exit 2 ;;
+deb) want="$build libslurm-dev $deb" ;;
+*) echo "usage: $0 build|check|demo|bench|fuzz|slurm|deb" >&2; exit 2 ;;
 esac
 
 missing=""

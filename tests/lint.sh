@@ -31,8 +31,9 @@ out=$(
     allowed util
     allowed decompress util
     allowed cache util
-    allowed image util decompress cache
-    allowed prefetch util image cache
+    allowed stage util
+    allowed image util decompress cache stage
+    allowed prefetch util image cache stage
     allowed index util image
     allowed ctl util
     allowed dataset util

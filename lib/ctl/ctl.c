@@ -97,6 +97,18 @@ static int make_addr(const char *addr, struct sockaddr_un *sa, socklen_t *len)
 	return 0;
 }
 
+/* The socket address of @addr ("@name" or a path), and a new socket.
+ * Return: the socket, or -errno. */
+static int addr_socket(const char *addr, struct sockaddr_un *sa, socklen_t *len)
+{
+	int s, err = make_addr(addr, sa, len);
+
+	if (err)
+		return err;
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	return s < 0 ? -errno : s;
+}
+
 int ctl_listen(const char *addr, int *fd)
 {
 	struct sockaddr_un sa;
@@ -104,12 +116,9 @@ int ctl_listen(const char *addr, int *fd)
 	socklen_t len;
 	int s, err;
 
-	err = make_addr(addr, &sa, &len);
-	if (err)
-		return err;
-	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	s = addr_socket(addr, &sa, &len);
 	if (s < 0)
-		return -errno;
+		return s;
 	if (addr[0] != '@' && !lstat(addr, &st) && S_ISSOCK(st.st_mode)) {
 		/* Stale if nobody answers on it. */
 		int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -218,12 +227,9 @@ static int connect_addr(const char *addr, long long room_by, int *fd)
 	socklen_t len;
 	int s, err;
 
-	err = make_addr(addr, &sa, &len);
-	if (err)
-		return err;
-	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	s = addr_socket(addr, &sa, &len);
 	if (s < 0)
-		return -errno;
+		return s;
 	for (;;) {
 		/* connect() waits as long as SO_SNDTIMEO says; 0 is forever,
 		 * so "not at all" is a non-blocking connect instead. */
@@ -422,16 +428,6 @@ int ctl_fallback_names(FILE *table, const char *canonical,
 	return ferror(table) ? -EIO : 0;
 }
 
-/* Is the field at @path the literal true? */
-static bool json_is_true(const char *json, const char *path)
-{
-	const char *v;
-	size_t len;
-
-	return !ctl_json_get(json, path, &v, &len) && len == 4 &&
-	       !memcmp(v, "true", 4);
-}
-
 struct find_arg {
 	const char *canonical; /* the mount path a daemon must name */
 	uid_t want_uid; /* the uid it must run as */
@@ -442,19 +438,19 @@ struct find_arg {
 	bool refused; /* @buf holds one that would not answer us */
 	char *buf; /* the address found */
 	size_t cap; /* its capacity */
-	char mnt[PATH_MAX]; /* scratch: a ping's mount point */
+	char ping[CTL_REQ_MAX]; /* the ping request's line */
+	struct ctl_reply rep; /* scratch: a ping's reply */
 };
 
 static int find_one(const char *addr, void *arg)
 {
 	struct find_arg *a = arg;
 	char *reply;
-	bool match;
 	int err;
 
 	if (strlen(addr) >= a->cap)
 		return 0;
-	err = request_at(addr, "ping", a->want_uid, &reply,
+	err = request_at(addr, a->ping, a->want_uid, &reply,
 			 a->wait ? a->deadline : 0, a->deadline);
 	if (err == -EAGAIN)
 		a->busy = true;
@@ -463,7 +459,11 @@ static int find_one(const char *addr, void *arg)
 	/* -EPERM: another user's; -ECONNREFUSED: gone; -EPROTO: not ours. */
 	if (err)
 		return 0;
-	if (!json_is_true(reply, "ok")) {
+	err = ctl_reply_decode(CTL_CMD_PING, reply, &a->rep);
+	free(reply);
+	if (err)
+		return 0; /* not ours */
+	if (!a->rep.ok) {
 		/* A daemon of the right uid that answers only its owner and
 		 * root: it cannot show us its mount point, and it will refuse
 		 * the real command just as well.  Keep it in case there is
@@ -471,13 +471,9 @@ static int find_one(const char *addr, void *arg)
 		if (!a->refused)
 			strcpy(a->buf, addr);
 		a->refused = true;
-		free(reply);
 		return 0;
 	}
-	match = !ctl_json_str(reply, "mountpoint", a->mnt, sizeof(a->mnt)) &&
-		!strcmp(a->mnt, a->canonical);
-	free(reply);
-	if (!match)
+	if (strcmp(a->rep.ping.mountpoint, a->canonical))
 		return 0;
 	strcpy(a->buf, addr);
 	return 1;
@@ -497,6 +493,12 @@ int ctl_find_fallback(FILE *table, const char *canonical, uid_t want_uid,
 	a->deadline = now_ms() + timeout_ms;
 	a->buf = buf;
 	a->cap = cap;
+	err = ctl_req_encode(&(struct ctl_req){ .cmd = CTL_CMD_PING }, a->ping,
+			     sizeof(a->ping));
+	if (err) {
+		free(a);
+		return err;
+	}
 	/* First without waiting on full listen queues, which may be a
 	 * squatter's; then, if nothing answered, waiting on them. */
 	err = ctl_fallback_names(table, canonical, find_one, a);

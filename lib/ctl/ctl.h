@@ -22,28 +22,37 @@
  * squatter can neither stop a mount nor pose as its daemon.
  *
  * Exchange: the client sends one command line ("stats\n"), the server
- * answers with one JSON object on one line and closes.  Commands:
+ * answers with one JSON object on one line and closes.  Each request and
+ * each reply is a struct below, turned into its line by ctl_req_encode()
+ * and ctl_reply_encode() and back by ctl_req_decode() and
+ * ctl_reply_decode(); neither side writes or parses a line by hand.
+ * Requests (numbers are decimal, without sign or leading zeros, and one
+ * space separates words):
  *
  *   ping     {"ok":true,"pid":N,"mountpoint":"/canonical/path"}
- *   stats    {"ok":true, ...}: see daemon/ctl_srv.c for the fields
+ *   stats    {"ok":true, ...}: see daemon/ctl_srv.c for the fields; the
+ *            daemon builds it, ctl_reply_decode() reads what clients use
+ *            (struct ctl_stats)
  *   stage [full|meta] [BYTES]
  *            {"ok":true,"mode":"full","budget":N}: start or extend
  *            staging (a mount made with stage=none|meta or a smaller
  *            ram=); mode defaults to full, BYTES (the RAM budget, which
- *            only grows) to the mount's ram=; progress shows in stats
+ *            only grows; 0 or absent: the mount's ram=)
  *   umount   {"ok":true}, then the daemon unmounts and exits
  *   hold PID START     {"ok":true,"holders":N}: process PID, started at
  *            START (ctl_proc_start() of it), holds the mount; refused
  *            ("closing") once the daemon decided to go
  *   release PID        {"ok":true,"holders":N}; "not a holder" if it was not
  *
- * An unknown command gets {"ok":false,"error":"..."}.
+ * A refusal is {"ok":false,"error":"..."}: "unknown command", "usage:
+ * ..." (ctl_req_usage()), "permission denied", or the command's own.
  */
 #ifndef SQC_CTL_CTL_H
 #define SQC_CTL_CTL_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -306,6 +315,202 @@ int ctl_json_double(const char *json, const char *path, double *out);
  * Return: 0; -ENOENT; -EPROTO; -ERANGE if @cap is too small.
  */
 int ctl_json_str(const char *json, const char *path, char *buf, size_t cap);
+
+/* The requests of the protocol (see the top of this file). */
+enum ctl_cmd {
+	CTL_CMD_PING, /* "ping" */
+	CTL_CMD_STATS, /* "stats" */
+	CTL_CMD_STAGE, /* "stage [full|meta] [BYTES]" */
+	CTL_CMD_UMOUNT, /* "umount" */
+	CTL_CMD_HOLD, /* "hold PID START" */
+	CTL_CMD_RELEASE, /* "release PID" */
+	CTL_CMD_COUNT /* number of commands, not one */
+};
+
+enum ctl_stage_mode {
+	CTL_STAGE_FULL, /* the whole image, metadata first */
+	CTL_STAGE_META, /* the metadata tables only */
+};
+
+#define CTL_REQ_MAX 64 /* longest request line, with its newline */
+#define CTL_PID_MAX 0x3fffffff /* largest pid a request may name */
+#define CTL_ERROR_MAX 128 /* longest refusal text, with its NUL */
+#define CTL_HOLDERS_MAX 64 /* holder pids a stats reply keeps */
+
+/* "stage [full|meta] [BYTES]". */
+struct ctl_req_stage {
+	enum ctl_stage_mode mode; /* what to stage */
+	uint64_t budget; /* RAM budget in bytes; 0: the mount's ram= */
+};
+
+/* "hold PID START". */
+struct ctl_req_hold {
+	pid_t pid; /* the holder, 1..CTL_PID_MAX */
+	uint64_t start; /* its start time, ctl_proc_start() */
+};
+
+/* "release PID". */
+struct ctl_req_release {
+	pid_t pid; /* the holder, 1..CTL_PID_MAX */
+};
+
+/* One request; ping, stats and umount have no arguments. */
+struct ctl_req {
+	enum ctl_cmd cmd; /* which one; selects the member below */
+	union {
+		struct ctl_req_stage stage; /* CTL_CMD_STAGE */
+		struct ctl_req_hold hold; /* CTL_CMD_HOLD */
+		struct ctl_req_release release; /* CTL_CMD_RELEASE */
+	};
+};
+
+/**
+ * ctl_req_encode() - The line of a request.
+ * @req: the request
+ * @buf: destination, without newline, NUL-terminated
+ * @cap: its capacity (CTL_REQ_MAX is enough)
+ *
+ * Return: 0; -EINVAL if a field is out of range (ctl_req_decode() would
+ * refuse the line); -ENOSPC if @cap is too small.
+ * Context: any thread.
+ */
+int ctl_req_encode(const struct ctl_req *req, char *buf, size_t cap);
+
+/**
+ * ctl_req_decode() - The request in a line.
+ * @line: the line, without newline
+ * @req: set to the request; untouched on error
+ *
+ * Strict: one space between words, numbers in decimal without sign or
+ * leading zeros and within range (pids 1..CTL_PID_MAX, 64-bit counts).
+ *
+ * Return: 0; -EPROTO if the first word is no command (or the line is
+ * empty); -EINVAL if the arguments are malformed, out of range, missing
+ * or too many.
+ * Context: any thread.
+ */
+int ctl_req_decode(const char *line, struct ctl_req *req);
+
+/**
+ * ctl_req_usage() - What a command's line should look like.
+ * @line: a request line, as received
+ *
+ * Return: "usage: hold PID START" for a line whose first word is a
+ * command; NULL otherwise.  Cannot fail.
+ */
+const char *ctl_req_usage(const char *line);
+
+/* The reply to ping. */
+struct ctl_reply_ping {
+	pid_t pid; /* the daemon */
+	char mountpoint[PATH_MAX]; /* its canonical mount path */
+};
+
+/* The reply to hold and release. */
+struct ctl_reply_holders {
+	unsigned int holders; /* holders left */
+};
+
+/* The reply to stage. */
+struct ctl_reply_stage {
+	enum ctl_stage_mode mode; /* what is staged */
+	uint64_t budget; /* the RAM budget now, in bytes */
+};
+
+/* One of the two caches in a stats reply. */
+struct ctl_stats_cache {
+	uint64_t budget; /* bytes it may hold */
+	uint64_t bytes; /* bytes it holds */
+	uint64_t hits; /* lookups found */
+	uint64_t misses; /* lookups that filled */
+};
+
+/*
+ * The fields of a stats reply that clients read.  A field the reply does
+ * not have, or has with another type, reads as 0, false or "" (an older
+ * or newer daemon); the rest of the object is for `status --json` only.
+ */
+struct ctl_stats {
+	uint64_t pid; /* the daemon */
+	double uptime_s; /* seconds since it mounted */
+	char mountpoint[PATH_MAX]; /* canonical mount path */
+	char image[PATH_MAX]; /* the image file */
+	char compressor[32]; /* "zstd" */
+	uint64_t block_size; /* bytes */
+	uint64_t inodes; /* in the image */
+	unsigned int holders; /* number of holders */
+	pid_t holder_pids[CTL_HOLDERS_MAX]; /* the first of them */
+	bool holder_managed; /* unmounts after the last holder */
+	char stage_state[16]; /* "idle", "running", "done", "off" */
+	uint64_t stage_planned; /* bytes to stage */
+	uint64_t stage_staged; /* bytes staged */
+	double stage_percent; /* of planned */
+	double stage_mb_per_s; /* since the plan began */
+	double stage_seconds; /* since the plan began */
+	bool stage_on_tmpfs; /* the image file is in RAM already */
+	uint64_t image_bytes; /* image_io.bytes: the image's size */
+	uint64_t image_corrupt; /* corruption events */
+	uint64_t image_read_errors; /* failed image reads */
+	struct ctl_stats_cache data; /* cache.data */
+	struct ctl_stats_cache meta; /* cache.meta */
+	uint64_t fuse_bytes_served; /* bytes read through the mount */
+	uint64_t fuse_read; /* read requests */
+	uint64_t fuse_eio; /* requests answered EIO */
+	uint64_t fuse_uring_threads; /* io_uring queue threads */
+	uint64_t fuse_uring_requests; /* requests through them */
+	uint64_t warm_files; /* files pushed into the page cache */
+	uint64_t warm_bytes; /* their bytes */
+	uint64_t warm_open_files; /* pushed as they were opened */
+	uint64_t warm_open_bytes; /* their bytes */
+	char statahead_all_state[16]; /* statahead=all's state */
+	uint64_t statahead_all_entries; /* entries primed */
+	uint64_t statahead_all_dirs; /* directories primed */
+	uint64_t statahead_entries; /* entries listed ahead */
+	uint64_t statahead_dirs; /* directories listed ahead */
+	uint64_t rss_bytes; /* process.rss_bytes */
+};
+
+/* One reply: a refusal, or the answer to the request it follows. */
+struct ctl_reply {
+	enum ctl_cmd cmd; /* the request answered; selects the member */
+	bool ok; /* false: refused, see @error */
+	char error[CTL_ERROR_MAX]; /* why it was refused, "" when ok */
+	union {
+		struct ctl_reply_ping ping; /* CTL_CMD_PING */
+		struct ctl_reply_holders holders; /* HOLD and RELEASE */
+		struct ctl_reply_stage stage; /* CTL_CMD_STAGE */
+		struct ctl_stats stats; /* CTL_CMD_STATS, decode only */
+	};
+};
+
+/**
+ * ctl_reply_encode() - Append the JSON line of a reply, without newline.
+ * @rep: the reply; a refusal for any command, else ping, stage, umount,
+ *       hold or release (stats is built by the daemon)
+ * @b: buffer to append to
+ *
+ * Return: 0; -EINVAL for an ok stats reply or an unknown command;
+ * -ENOMEM if @b ran out of memory.
+ * Context: any thread.
+ */
+int ctl_reply_encode(const struct ctl_reply *rep, struct ctl_buf *b);
+
+/**
+ * ctl_reply_decode() - Read a reply to a request of kind @cmd.
+ * @cmd: the request it answers
+ * @json: the reply, one JSON object
+ * @rep: filled in (all of it zeroed first); zeroed again on error
+ *
+ * "ok" must be true or false.  A refusal fills @rep->error ("" if it has
+ * none).  An answer must have every field of its struct but for stats,
+ * whose fields are each optional (struct ctl_stats); numbers must fit
+ * their fields.
+ *
+ * Return: 0, for a refusal too (@rep->ok says which); -EPROTO for a
+ * reply that is malformed or misses a field; -EINVAL for an unknown @cmd.
+ * Context: any thread.
+ */
+int ctl_reply_decode(enum ctl_cmd cmd, const char *json, struct ctl_reply *rep);
 
 /**
  * ctl_proc_start() - When a process started, to tell it from a later one

@@ -61,7 +61,7 @@ static int index_next(struct img *img, const struct img_inode *dir,
 	struct sqfs_disk_dir_index d;
 	int err;
 
-	err = img__meta_buf_read(img, &rg, mb, block, off, &d, sizeof(d));
+	err = img__meta_buf_read(img, NULL, &rg, mb, block, off, &d, sizeof(d));
 	if (err)
 		return err;
 	out->index = le32_dec(d.index);
@@ -71,7 +71,7 @@ static int index_next(struct img *img, const struct img_inode *dir,
 		return IMG_CORRUPT(
 			img, "directory inode %u has an index name of %u bytes",
 			dir->ino, out->name_len);
-	err = img__meta_buf_read(img, &rg, mb, block, off, out->name,
+	err = img__meta_buf_read(img, NULL, &rg, mb, block, off, out->name,
 				 out->name_len);
 	if (err)
 		return err;
@@ -150,8 +150,8 @@ static int read_dir_header(struct img_dir_iter *it, const struct img_region *rg)
 	if (it->listing - it->pos < sizeof(h))
 		return IMG_CORRUPT(img,
 				   "directory listing ends inside a header");
-	err = img__meta_buf_read(img, rg, &it->mb, &it->block, &it->off, &h,
-				 sizeof(h));
+	err = img__meta_buf_read(img, NULL, rg, &it->mb, &it->block, &it->off,
+				 &h, sizeof(h));
 	if (err)
 		return err;
 	it->pos += sizeof(h);
@@ -224,7 +224,7 @@ int img_dir_next(struct img_dir_iter *it, struct img_dirent *out)
 		if (it->listing - it->pos < sizeof(e))
 			return IMG_CORRUPT(
 				img, "directory listing ends inside an entry");
-		err = img__meta_buf_read(img, &rg, &it->mb, &it->block,
+		err = img__meta_buf_read(img, NULL, &rg, &it->mb, &it->block,
 					 &it->off, &e, sizeof(e));
 		if (err)
 			return err;
@@ -236,7 +236,7 @@ int img_dir_next(struct img_dir_iter *it, struct img_dirent *out)
 				img,
 				"directory entry name of %u bytes does not fit",
 				out->name_len);
-		err = img__meta_buf_read(img, &rg, &it->mb, &it->block,
+		err = img__meta_buf_read(img, NULL, &rg, &it->mb, &it->block,
 					 &it->off, out->name, out->name_len);
 		if (err)
 			return err;

@@ -70,9 +70,10 @@ static int check_word(struct img *img, const struct img_inode *f, uint32_t i,
 /* Decode size words [first, first + n) of @f, starting at list position
  * (*@block, *@off) and image offset *@pos for block @first; all three are
  * advanced past the words read. */
-static int walk_list(struct img *img, const struct img_inode *f,
-		     uint64_t *block, uint32_t *off, uint64_t *pos,
-		     uint32_t first, uint32_t n, struct blk_loc *out)
+static int walk_list(struct img *img, const struct img_read_ctx *rc,
+		     const struct img_inode *f, uint64_t *block, uint32_t *off,
+		     uint64_t *pos, uint32_t first, uint32_t n,
+		     struct blk_loc *out)
 {
 	const struct img_region rg = img__inode_region(img);
 	uint8_t raw[4 * IMG_BMAP_STRIDE];
@@ -81,7 +82,7 @@ static int walk_list(struct img *img, const struct img_inode *f,
 
 	while (done < n) {
 		chunk = MIN(n - done, (uint32_t)IMG_BMAP_STRIDE);
-		err = img__meta_read(img, &rg, block, off, raw, 4 * chunk);
+		err = img__meta_read(img, rc, &rg, block, off, raw, 4 * chunk);
 		if (err)
 			return err;
 		for (k = 0; k < chunk; k++) {
@@ -110,6 +111,7 @@ static int walk_list(struct img *img, const struct img_inode *f,
 
 struct bmap_fill {
 	struct img *img;
+	const struct img_read_ctx *rc; /* on whose behalf */
 	const struct img_inode *f;
 };
 
@@ -135,7 +137,8 @@ static int bmap_fill(void *arg, uint64_t key, void *buf, size_t cap,
 		pt[p].list_off = off;
 		pt[p].pad = 0;
 		chunk = MIN(f->file.nblocks - i, (uint32_t)IMG_BMAP_STRIDE);
-		err = walk_list(a->img, f, &block, &off, &pos, i, chunk, NULL);
+		err = walk_list(a->img, a->rc, f, &block, &off, &pos, i, chunk,
+				NULL);
 		if (err)
 			return err;
 		i += chunk;
@@ -145,10 +148,11 @@ static int bmap_fill(void *arg, uint64_t key, void *buf, size_t cap,
 }
 
 /* Locate blocks [first, first + n) of @f. */
-static int locate(struct img *img, const struct img_inode *f, uint32_t first,
-		  uint32_t n, struct blk_loc *out)
+static int locate(struct img *img, const struct img_read_ctx *rc,
+		  const struct img_inode *f, uint32_t first, uint32_t n,
+		  struct blk_loc *out)
 {
-	struct bmap_fill arg = { img, f };
+	struct bmap_fill arg = { img, rc, f };
 	const struct bmap_point *pt;
 	struct cache_entry *e;
 	uint32_t base, p;
@@ -184,14 +188,16 @@ static int locate(struct img *img, const struct img_inode *f, uint32_t first,
 		cache_put(img->bmap, e);
 	}
 	/* From the checkpoint, skip to @first, then decode the n wanted. */
-	err = walk_list(img, f, &block, &off, &pos, base, first - base, NULL);
+	err = walk_list(img, rc, f, &block, &off, &pos, base, first - base,
+			NULL);
 	if (err)
 		return err;
-	return walk_list(img, f, &block, &off, &pos, first, n, out);
+	return walk_list(img, rc, f, &block, &off, &pos, first, n, out);
 }
 
 struct data_fill {
 	struct img *img;
+	const struct img_read_ctx *rc; /* on whose behalf */
 	uint32_t word; /* size word */
 	uint32_t want; /* exact decoded length, or 0 for a fragment */
 };
@@ -213,7 +219,7 @@ static int data_fill(void *arg, uint64_t pos, void *buf, size_t cap,
 				img,
 				"uncompressed block at %llu is larger than a block",
 				(unsigned long long)pos);
-		err = img__read(img, pos, buf, stored);
+		err = img__read(img, a->rc, pos, buf, stored);
 		if (err)
 			return err;
 		got = stored;
@@ -221,8 +227,8 @@ static int data_fill(void *arg, uint64_t pos, void *buf, size_t cap,
 		scratch = img__scratch();
 		if (!scratch)
 			return -ENOMEM;
-		err = img__src(img, pos, stored, scratch, IMG_SCRATCH_SIZE,
-			       &src);
+		err = img__src(img, a->rc, pos, stored, scratch,
+			       IMG_SCRATCH_SIZE, &src);
 		if (err)
 			return err;
 		err = dec_decompress(img->codec, src, stored, buf, cap, &got);
@@ -248,14 +254,16 @@ static int data_fill(void *arg, uint64_t pos, void *buf, size_t cap,
 
 /*
  * Bytes of a block stored uncompressed that is not in RAM are read
- * straight from the image file into this thread's reply buffer, only the
- * part a read wants, and never enter the data cache: a JPEG's block or a
- * small file's tail in a fragment is wanted once, and caching 128 KiB to
- * send 2 KiB would only evict blocks that are worth keeping.  The span
- * stays valid until the thread's next img_file_spans().
+ * straight from the image file into the reply buffer (the caller's, or
+ * this thread's), only the part a read wants, and never enter the data
+ * cache: a JPEG's block or a small file's tail in a fragment is wanted
+ * once, and caching 128 KiB to send 2 KiB would only evict blocks that are
+ * worth keeping.  The span stays valid until the next img_file_spans()
+ * into the same buffer.
  */
 struct reply_buf {
-	uint8_t *p; /* this thread's buffer, IMG_REPLY_BYTES bytes */
+	const struct img_read_ctx *rc; /* on whose behalf */
+	uint8_t *p; /* the reply buffer, IMG_REPLY_BYTES bytes */
 	size_t used; /* bytes handed out by this call */
 	bool fd_ok; /* img_file_map(): hand out file ranges instead */
 };
@@ -268,7 +276,7 @@ static const uint8_t *read_direct(struct img *img, struct reply_buf *rb,
 	*err = 0;
 	if (!rb->p || len > IMG_REPLY_BYTES - rb->used)
 		return NULL; /* no room: go through the cache */
-	*err = img__read(img, pos, rb->p + rb->used, len);
+	*err = img__read(img, rb->rc, pos, rb->p + rb->used, len);
 	if (*err)
 		return NULL;
 	p = rb->p + rb->used;
@@ -283,7 +291,7 @@ static int raw_span(struct img *img, struct reply_buf *rb, uint64_t pos,
 	uint64_t end;
 	int err;
 
-	if (!img__may_read_file(img))
+	if (!img__may_read_file(img, rb->rc))
 		return -EAGAIN; /* warming: not staged, leave it to readers */
 	if (rb->fd_ok) {
 		if (ckd_add(&end, pos, len) || end > img->sb.bytes_used)
@@ -308,7 +316,7 @@ static int raw_span(struct img *img, struct reply_buf *rb, uint64_t pos,
 static int block_span(struct img *img, const struct blk_loc *b, uint32_t lo,
 		      uint32_t hi, struct reply_buf *rb, struct img_span *sp)
 {
-	struct data_fill arg = { img, b->word, b->len };
+	struct data_fill arg = { img, rb->rc, b->word, b->len };
 	struct cache_entry *e;
 	const uint8_t *p;
 	uint32_t stored = b->word & SQFS_BLOCK_LEN_MASK;
@@ -329,7 +337,7 @@ static int block_span(struct img *img, const struct blk_loc *b, uint32_t lo,
 				img,
 				"uncompressed block at %llu has %u bytes, expected %u",
 				(unsigned long long)b->pos, stored, b->len);
-		p = img__staged_ptr(img, b->pos, stored);
+		p = img__staged_ptr(img, rb->rc, b->pos, stored);
 		if (p) {
 			sp->data = p + lo;
 			return 0;
@@ -354,14 +362,14 @@ static int block_span(struct img *img, const struct blk_loc *b, uint32_t lo,
 	return 0;
 }
 
-static int frag_loc(struct img *img, const struct img_inode *f,
-		    struct blk_loc *out)
+static int frag_loc(struct img *img, const struct img_read_ctx *rc,
+		    const struct img_inode *f, struct blk_loc *out)
 {
 	struct sqfs_disk_frag d;
 	uint64_t end;
 	int err;
 
-	err = img__table_get(img, &img->frags, f->file.frag, &d);
+	err = img__table_get(img, rc, &img->frags, f->file.frag, &d);
 	if (err)
 		return err;
 	out->pos = le64_dec(d.start);
@@ -385,7 +393,7 @@ static int tail_span(struct img *img, const struct img_inode *f, uint32_t lo,
 		     uint32_t hi, struct reply_buf *rb, struct img_span *sp)
 {
 	uint32_t tail = (uint32_t)(f->size & (img->sb.block_size - 1));
-	struct data_fill arg = { img, 0, 0 };
+	struct data_fill arg = { img, rb->rc, 0, 0 };
 	struct cache_entry *e;
 	const uint8_t *p;
 	struct blk_loc b;
@@ -394,7 +402,7 @@ static int tail_span(struct img *img, const struct img_inode *f, uint32_t lo,
 	if (hi > tail)
 		return IMG_CORRUPT(img, "read past the tail of inode %u",
 				   f->ino);
-	err = frag_loc(img, f, &b);
+	err = frag_loc(img, rb->rc, f, &b);
 	if (err)
 		return err;
 	sp->len = hi - lo;
@@ -410,7 +418,7 @@ static int tail_span(struct img *img, const struct img_inode *f, uint32_t lo,
 				f->file.frag, stored, f->ino, tail,
 				f->file.frag_off);
 		/* Stored as is: straight from RAM or from the file. */
-		p = img__staged_ptr(img, at, hi - lo);
+		p = img__staged_ptr(img, rb->rc, at, hi - lo);
 		if (p) {
 			sp->data = p;
 			return 0;
@@ -447,12 +455,14 @@ void img_spans_put(struct img *img, struct img_span *spans, unsigned int n)
 
 #define LOCATE_MAX (4 * IMG_BMAP_STRIDE)
 
-static int map_range(struct img *img, const struct img_inode *f, uint64_t off,
-		     size_t len, struct img_span *spans, unsigned int max,
-		     unsigned int *n, bool fd_ok)
+static int map_range(struct img *img, const struct img_read_ctx *rc,
+		     const struct img_inode *f, uint64_t off, size_t len,
+		     struct img_span *spans, unsigned int max, unsigned int *n,
+		     bool fd_ok)
 {
 	const uint32_t bs = img->sb.block_size;
-	struct reply_buf rb = { fd_ok ? NULL : img__reply_buf(), 0, fd_ok };
+	struct reply_buf rb = { rc, fd_ok ? NULL : img__reply_buf(rc), 0,
+				fd_ok };
 	struct blk_loc locs[LOCATE_MAX];
 	uint64_t end, blk_start;
 	uint32_t first, last, nb, i, lo, hi;
@@ -472,7 +482,7 @@ static int map_range(struct img *img, const struct img_inode *f, uint64_t off,
 	if (first < f->file.nblocks) {
 		nb = MIN(last, f->file.nblocks - 1) - first + 1;
 		nb = MIN(nb, (uint32_t)MIN((unsigned int)LOCATE_MAX, max));
-		err = locate(img, f, first, nb, locs);
+		err = locate(img, rc, f, first, nb, locs);
 		if (err)
 			return err;
 	}
@@ -502,22 +512,23 @@ out_unpin:
 	return err;
 }
 
-int img_file_spans(struct img *img, const struct img_inode *f, uint64_t off,
-		   size_t len, struct img_span *spans, unsigned int max,
-		   unsigned int *n)
+int img_file_spans(struct img *img, const struct img_read_ctx *rc,
+		   const struct img_inode *f, uint64_t off, size_t len,
+		   struct img_span *spans, unsigned int max, unsigned int *n)
 {
-	return map_range(img, f, off, len, spans, max, n, false);
+	return map_range(img, rc, f, off, len, spans, max, n, false);
 }
 
-int img_file_map(struct img *img, const struct img_inode *f, uint64_t off,
-		 size_t len, struct img_span *spans, unsigned int max,
-		 unsigned int *n)
+int img_file_map(struct img *img, const struct img_read_ctx *rc,
+		 const struct img_inode *f, uint64_t off, size_t len,
+		 struct img_span *spans, unsigned int max, unsigned int *n)
 {
-	return map_range(img, f, off, len, spans, max, n, true);
+	return map_range(img, rc, f, off, len, spans, max, n, true);
 }
 
-int img_file_read(struct img *img, const struct img_inode *f, uint64_t off,
-		  void *buf, size_t len, size_t *got)
+int img_file_read(struct img *img, const struct img_read_ctx *rc,
+		  const struct img_inode *f, uint64_t off, void *buf,
+		  size_t len, size_t *got)
 {
 	struct img_span spans[16];
 	unsigned int n;
@@ -526,7 +537,7 @@ int img_file_read(struct img *img, const struct img_inode *f, uint64_t off,
 
 	*got = 0;
 	while (done < len) {
-		err = img_file_spans(img, f, off + done, len - done, spans,
+		err = img_file_spans(img, rc, f, off + done, len - done, spans,
 				     ARRAY_SIZE(spans), &n);
 		if (err)
 			return err;
@@ -543,8 +554,8 @@ int img_file_read(struct img *img, const struct img_inode *f, uint64_t off,
 	return 0;
 }
 
-int img_file_prefetch(struct img *img, const struct img_inode *f,
-		      uint32_t first, uint32_t count)
+int img_file_prefetch(struct img *img, const struct img_read_ctx *rc,
+		      const struct img_inode *f, uint32_t first, uint32_t count)
 {
 	struct blk_loc locs[LOCATE_MAX];
 	struct data_fill arg;
@@ -556,7 +567,7 @@ int img_file_prefetch(struct img *img, const struct img_inode *f,
 	while (count && first < f->file.nblocks) {
 		nb = MIN(count, f->file.nblocks - first);
 		nb = MIN(nb, (uint32_t)LOCATE_MAX);
-		err = locate(img, f, first, nb, locs);
+		err = locate(img, rc, f, first, nb, locs);
 		if (err)
 			return err;
 		for (i = 0; i < nb; i++) {
@@ -565,7 +576,7 @@ int img_file_prefetch(struct img *img, const struct img_inode *f,
 			if (locs[i].word == 0 ||
 			    locs[i].word & SQFS_BLOCK_UNCOMPRESSED)
 				continue;
-			arg = (struct data_fill){ img, locs[i].word,
+			arg = (struct data_fill){ img, rc, locs[i].word,
 						  locs[i].len };
 			err = cache_prefill(img->data, locs[i].pos,
 					    img->sb.block_size, data_fill,
@@ -579,12 +590,12 @@ int img_file_prefetch(struct img *img, const struct img_inode *f,
 	if (count && f->file.frag != IMG_NO_FRAGMENT) {
 		struct blk_loc b;
 
-		err = frag_loc(img, f, &b);
+		err = frag_loc(img, rc, f, &b);
 		if (err)
 			return err;
 		if (b.word & SQFS_BLOCK_UNCOMPRESSED)
 			return 0;
-		arg = (struct data_fill){ img, b.word, 0 };
+		arg = (struct data_fill){ img, rc, b.word, 0 };
 		err = cache_prefill(img->data, b.pos, img->sb.block_size,
 				    data_fill, &arg);
 		if (err && err != -EEXIST && err != -ENOSPC)

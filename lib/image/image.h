@@ -6,8 +6,10 @@
  * call below is safe to make concurrently.  Decoded metadata blocks, data
  * and fragment blocks and the block maps of large files are kept in caches
  * with byte budgets (cache.h).  The compressed image itself can be staged
- * into RAM (img_stage_next()), so that once staged no read touches the
- * storage the image sits on.
+ * into RAM (img_stage(), stage.h), so that once staged no read touches the
+ * storage the image sits on.  What a read may do and where its raw bytes
+ * go are the caller's arguments (struct img_read_ctx), never state of the
+ * calling thread.
  *
  * Validation happens at three depths: img_open() checks the superblock and
  * every table's placement and length; each inode, directory block, fragment
@@ -24,6 +26,7 @@
 #include <stdint.h>
 
 #include "cache/cache.h"
+#include "stage/stage.h"
 
 #define IMG_NAME_MAX 256 /* longest entry name, bytes */
 #define IMG_SYMLINK_MAX 4095 /* longest symlink target accepted, bytes */
@@ -32,18 +35,11 @@
 
 struct img; /* opaque, shared by all threads */
 
-enum img_stage_mode {
-	IMG_STAGE_AUTO, /* full, unless the image already sits in RAM (tmpfs) */
-	IMG_STAGE_FULL, /* metadata first, then data, up to the RAM budget */
-	IMG_STAGE_META, /* only the metadata tables */
-	IMG_STAGE_NONE, /* read everything on demand */
-};
-
 struct img_opts {
 	uint64_t meta_cache; /* bytes for decoded metadata blocks and maps */
 	uint64_t data_cache; /* bytes for decompressed data/fragment blocks */
 	uint64_t ram; /* bytes of the compressed image to stage in RAM */
-	enum img_stage_mode stage; /* what to stage */
+	enum stage_mode stage; /* what to stage */
 	uint64_t offset; /* bytes before the image in the file (SIF, ...) */
 };
 
@@ -170,7 +166,7 @@ struct img_span {
 	uint64_t fd_off; /* and the bytes' offset in it */
 };
 
-/* On whose behalf the image file is read (img_read_source()). */
+/* On whose behalf the image file is read (struct img_read_ctx). */
 enum img_read_source {
 	IMG_READ_DEMAND, /* a reader of the mount (the default) */
 	IMG_READ_STAGER, /* the stager */
@@ -182,11 +178,16 @@ enum img_read_source {
 	IMG_READ__COUNT
 };
 
-enum img_stage_state {
-	IMG_STAGE_IDLE, /* not started */
-	IMG_STAGE_RUNNING, /* streaming */
-	IMG_STAGE_DONE, /* everything planned is in RAM */
-	IMG_STAGE_OFF, /* staging disabled or impossible */
+/*
+ * What a read may do and where its raw bytes go: the caller's, passed to
+ * each read.  NULL stands for { IMG_READ_DEMAND, NULL }.
+ */
+struct img_read_ctx {
+	enum img_read_source src; /* on whose behalf: counted, and
+				     IMG_READ_WARM reads only RAM */
+	void *reply_buf; /* IMG_REPLY_BYTES bytes that raw bytes not
+			    staged are read into by img_file_spans(), or
+			    NULL for a buffer of the calling thread's own */
 };
 
 struct img_stats {
@@ -194,22 +195,10 @@ struct img_stats {
 	struct cache_stats data; /* decompressed data and fragment blocks */
 	struct cache_stats bmap; /* block maps of large files */
 	uint64_t image_bytes; /* bytes_used */
-	uint64_t stage_budget; /* RAM allowed for staging */
-	uint64_t stage_planned; /* bytes the stager will bring in */
-	uint64_t staged_bytes; /* bytes in RAM now */
-	uint64_t stage_base; /* of those, staged before the current plan */
-	enum img_stage_state stage_state; /* where staging stands */
 	bool in_ram; /* the image file itself is on tmpfs/ramfs */
 	uint64_t src_reads; /* pread calls on the image file */
 	uint64_t src_bytes; /* bytes they returned */
 	uint64_t src_by[IMG_READ__COUNT]; /* of those, per reader */
-	uint64_t staged_by_readers; /* staged chunks that readers read in */
-	unsigned int stage_inflight; /* stager reads under way now */
-	unsigned int stage_inflight_max; /* the most at once */
-	unsigned int stage_target; /* how many it keeps under way now */
-	double stage_read_ms_min; /* its fastest 1 MiB read, ms */
-	double stage_read_ms; /* their mean time in the last round, ms */
-	int stage_error; /* errno that stopped the stager, or 0 */
 	uint64_t src_errors; /* failed or short reads */
 	uint64_t decompressions; /* blocks decompressed (data + meta) */
 	uint64_t decompressed_bytes; /* bytes they produced */
@@ -299,6 +288,20 @@ uint32_t img_type_mode(unsigned int type);
 int img_inode_get(struct img *img, uint64_t ref, struct img_inode *out);
 
 /**
+ * img_inode_get_as() - img_inode_get() on behalf of @rc.
+ * @img: image
+ * @rc: on whose behalf (what the read may do), or NULL
+ * @ref: inode reference
+ * @out: filled in
+ *
+ * Return: as img_inode_get(); -EAGAIN if @rc is warming and the inode's
+ * metadata is neither cached nor staged.
+ * Context: any thread.
+ */
+int img_inode_get_as(struct img *img, const struct img_read_ctx *rc,
+		     uint64_t ref, struct img_inode *out);
+
+/**
  * img_dir_open() - Start iterating over a directory.
  * @img: image
  * @dir: a directory inode
@@ -357,6 +360,8 @@ int img_readlink(struct img *img, const struct img_inode *ino, char *buf,
 /**
  * img_file_spans() - Map a byte range of a regular file to cached bytes.
  * @img: image
+ * @rc: on whose behalf and into which buffer, or NULL (a reader of the
+ *      mount, this thread's buffer)
  * @ino: a regular file inode
  * @off: file offset
  * @len: bytes wanted; the range is clipped at end of file
@@ -365,24 +370,29 @@ int img_readlink(struct img *img, const struct img_inode *ino, char *buf,
  * @n: set to the number of spans filled
  *
  * Sparse blocks map to a shared zero buffer; bytes stored uncompressed
- * point into the staged image or, when not staged, into a buffer of the
- * calling thread that holds only the bytes asked for.  Stops early, with
+ * point into the staged image or, when not staged, into @rc->reply_buf
+ * (or a buffer of the calling thread's own), laid out in the order of
+ * their spans, each at or before its offset in the bytes mapped, and
+ * holding only the bytes asked for.  Stops early, with
  * fewer bytes than asked, when @max spans are used.
  *
  * Return: 0 (the spans' lengths add up to the bytes mapped, possibly 0 at
  * or past end of file); -EINVAL if not a regular file; -EFSCORRUPTED;
- * -EIO; -ENOMEM.  On error no span is left pinned.
+ * -EIO; -ENOMEM; -EAGAIN for warming and bytes not in RAM.  On error no
+ * span is left pinned.
  * Ownership: the caller releases the spans with img_spans_put(); they
- * stay valid until then and until this thread's next img_file_spans().
+ * stay valid until then and until the next img_file_spans() into the same
+ * buffer.
  * Context: any thread.
  */
-int img_file_spans(struct img *img, const struct img_inode *ino, uint64_t off,
-		   size_t len, struct img_span *spans, unsigned int max,
-		   unsigned int *n);
+int img_file_spans(struct img *img, const struct img_read_ctx *rc,
+		   const struct img_inode *ino, uint64_t off, size_t len,
+		   struct img_span *spans, unsigned int max, unsigned int *n);
 
 /**
  * img_file_map() - img_file_spans(), leaving raw bytes in the file.
  * @img: image
+ * @rc: on whose behalf, or NULL (a reader of the mount)
  * @ino: a regular file inode
  * @off: file offset
  * @len: bytes wanted
@@ -399,28 +409,12 @@ int img_file_spans(struct img *img, const struct img_inode *ino, uint64_t off,
  * Ownership: the caller releases the spans with img_spans_put().
  * Context: any thread.
  */
-int img_file_map(struct img *img, const struct img_inode *ino, uint64_t off,
-		 size_t len, struct img_span *spans, unsigned int max,
-		 unsigned int *n);
+int img_file_map(struct img *img, const struct img_read_ctx *rc,
+		 const struct img_inode *ino, uint64_t off, size_t len,
+		 struct img_span *spans, unsigned int max, unsigned int *n);
 
 /* Bytes of the buffer that img_file_spans() reads raw bytes into. */
 #define IMG_REPLY_BYTES (1u << 20) /* a FUSE read is at most 1 MiB */
-
-/**
- * img_reply_buf_use() - Have img_file_spans() read into @buf.
- * @buf: IMG_REPLY_BYTES bytes, or NULL to go back to a buffer of the
- *       library's own
- *
- * Raw bytes that are not staged are read into a buffer of the calling
- * thread, laid out in the order of their spans, each at or before its
- * offset in the bytes mapped.  A thread that copies every reply into a
- * buffer of its own (an io_uring entry) names that buffer here, so that
- * such bytes are read where they are sent from.
- *
- * Ownership: @buf stays the caller's; it must outlive the thread's use.
- * Context: the calling thread only; cannot fail.
- */
-void img_reply_buf_use(void *buf);
 
 /**
  * img_spans_put() - Release spans from img_file_spans().
@@ -435,6 +429,7 @@ void img_spans_put(struct img *img, struct img_span *spans, unsigned int n);
 /**
  * img_file_read() - Copy a byte range of a regular file.
  * @img: image
+ * @rc: on whose behalf, or NULL (a reader of the mount)
  * @ino: a regular file inode
  * @off: file offset
  * @buf: destination
@@ -444,12 +439,15 @@ void img_spans_put(struct img *img, struct img_span *spans, unsigned int n);
  * Return: 0; errors as img_file_spans().
  * Context: any thread.
  */
-int img_file_read(struct img *img, const struct img_inode *ino, uint64_t off,
-		  void *buf, size_t len, size_t *got);
+int img_file_read(struct img *img, const struct img_read_ctx *rc,
+		  const struct img_inode *ino, uint64_t off, void *buf,
+		  size_t len, size_t *got);
 
 /**
  * img_file_prefetch() - Decompress blocks of a file into the data cache.
  * @img: image
+ * @rc: on whose behalf (IMG_READ_READAHEAD for a readahead worker), or
+ *      NULL
  * @ino: a regular file inode
  * @first: first block index
  * @count: number of blocks (clipped at the end; the tail's fragment
@@ -460,8 +458,9 @@ int img_file_read(struct img *img, const struct img_inode *ino, uint64_t off,
  * Return: 0; or the first error met.
  * Context: any thread (prefetch workers).
  */
-int img_file_prefetch(struct img *img, const struct img_inode *ino,
-		      uint32_t first, uint32_t count);
+int img_file_prefetch(struct img *img, const struct img_read_ctx *rc,
+		      const struct img_inode *ino, uint32_t first,
+		      uint32_t count);
 
 /**
  * img_xattr_list() - List an inode's xattr names ("user.a\0trusted.b\0").
@@ -515,59 +514,16 @@ bool img_has_xattrs(const struct img *img);
 int img_ino_to_ref(struct img *img, uint32_t ino, uint64_t *ref);
 
 /**
- * img_stage_next() - Bring the next chunk of the staging plan into RAM.
+ * img_stage() - The image's staged copy (stage.h).
  * @img: image
  *
- * The plan is the metadata tables first, then the data from the start of
- * the image, up to the RAM budget.  Each call reads one run of chunks
- * (1 MiB aligned) in one pread, skipping those a reader brought in
- * already; once the metadata is in, the run after a streaming reader's
- * last fill comes first, so that readers ahead of the stager find their
- * next bytes staged.  When as many stager reads are under way as the
- * storage serves without queueing them (paced by how long they take), a
- * call waits up to 20 ms for one to end instead.  A failed read stops the
- * plan, logged once: reads of what is not staged then go to the file.
+ * Created by img_open() with the plan of img_opts.stage and .ram; the
+ * caller starts its threads (stage_start()), resumes it, and asks it
+ * whether staging has ended.
  *
- * Return: 1 if a run was read (or the call waited for a free slot), 0
- * when the plan is complete and no chunk read is under way.
- * Context: any number of stager threads; readers may run meanwhile.
+ * Return: the stage, valid until img_close().  Context: any thread.
  */
-int img_stage_next(struct img *img);
-
-/**
- * img_stage_resume() - Start or extend staging after the image was opened.
- * @img: the image
- * @mode: IMG_STAGE_FULL or IMG_STAGE_META (a plan already FULL stays FULL)
- * @budget: bytes of RAM allowed; the budget only grows (the larger of this
- *          and the current one is used)
- *
- * Only records the request: the stager thread applies it at its next
- * img_stage_next() call, planning every chunk not yet in RAM, metadata
- * first.  The state reads IMG_STAGE_IDLE until then.
- *
- * Return: 0; -EINVAL for another mode; -ENOMEM if no staging area could be
- * reserved when the image was opened.
- * Context: any thread; one caller at a time.
- */
-int img_stage_resume(struct img *img, enum img_stage_mode mode,
-		     uint64_t budget);
-
-/**
- * img_stage_state() - Where staging stands.
- * @img: image
- *
- * Return: the state.  Context: any thread.
- */
-enum img_stage_state img_stage_state(const struct img *img);
-
-/**
- * img_read_source() - Say on whose behalf this thread reads the image.
- * @src: IMG_READ_DEMAND (the default), IMG_READ_READAHEAD, ...
- *
- * Only counts bytes read (struct img_stats.src_by).  Context: any thread;
- * sets a thread-local value.
- */
-void img_read_source(enum img_read_source src);
+struct stage *img_stage(struct img *img);
 
 /**
  * img_get_stats() - Snapshot the image's counters and cache stats.

@@ -4,6 +4,12 @@
  * nobody else: struct img, the bounded reader, the metadata reader and the
  * corruption reporting macro.
  *
+ * Who calls whom.  report.c (corruption, log once) calls nothing of the
+ * module; source.c (the file) calls report.c; read.c (the bounded reader)
+ * calls source.c and lib/stage; meta.c calls read.c; inode.c, dir.c,
+ * xattr.c and file.c call meta.c and read.c; super.c opens it all and
+ * verify.c walks it.  No file below calls one above it.
+ *
  * Regions.  Every metadata read names the region its blocks must lie in
  * (the inode table, the directory table, one table's blocks), so a
  * reference that points into the wrong table is caught the moment it is
@@ -23,42 +29,9 @@
 #include "decompress/decompress.h"
 #include "image/image.h"
 #include "image/sqfs_fmt.h"
+#include "stage/stage.h"
 #include "util/compiler.h"
 #include "util/err.h"
-
-/*
- * Staging keeps track of the image in chunks of this many bytes.  A reader
- * that needs a planned chunk reads it (and the planned chunks after it, up
- * to the end of its range) itself; a stager thread reads runs of up to
- * IMG_STAGE_RUN chunks, one pread each.  Small chunks keep a reader's wait
- * short, large runs keep the stager's requests few (see docs/design.md,
- * "Staging", for the figures behind both).
- */
-#define IMG_CHUNK_SHIFT 17
-#define IMG_CHUNK_SIZE (1u << IMG_CHUNK_SHIFT)
-#define IMG_STAGE_RUN (1u << (20 - IMG_CHUNK_SHIFT)) /* 1 MiB */
-/*
- * Stager reads under way: where pace() starts, its ceiling, and how many
- * reads it lets queue at the storage.  On bench/slowfs (docs/performance.md)
- * 1..2 kept one link full but left striped servers idle; 2..4 filled both
- * within 10% of the 8-stream bandwidth, and 3..6 gained no more.
- */
-#define IMG_STAGE_TARGET_START 2u
-#define IMG_STAGE_TARGET_MAX 16u
-#define IMG_STAGE_QUEUE_LOW 2.0
-#define IMG_STAGE_QUEUE_HIGH 4.0
-/* A stager over the target waits for a slot at most this long, then looks
- * again (for a stop or a new plan, which do not signal it). */
-#define IMG_STAGE_WAIT_MS 20
-
-/* Where a chunk of the staged copy stands (struct img_stage.chunk). */
-enum img_chunk_state {
-	IMG_CHUNK_EMPTY, /* not in the plan: reads go to the file */
-	IMG_CHUNK_STAGED, /* its bytes are in mem */
-	IMG_CHUNK_PLANNED, /* in the plan, not read yet */
-	IMG_CHUNK_INFLIGHT, /* being read by the stager or a reader */
-	IMG_CHUNK_FAILED, /* its read failed: reads go to the file */
-};
 
 /* Files with more blocks than this get a block map in the bmap cache. */
 #define IMG_BMAP_STRIDE 64u
@@ -77,46 +50,6 @@ struct img_table {
 	uint64_t count; /* number of entries */
 	uint32_t entry_size; /* bytes per entry */
 	uint64_t index_start; /* where the index array begins */
-};
-
-struct img_stage {
-	uint8_t *mem; /* anonymous mapping of bytes_used, or NULL */
-	size_t map_len; /* its length */
-	uint32_t nchunks; /* chunks covering bytes_used */
-	/* Per chunk, enum img_chunk_state.  Only the thread that moved a
-	 * chunk from PLANNED to INFLIGHT writes its bytes; it stores STAGED
-	 * (release) after them, readers load it with acquire. */
-	_Atomic uint8_t *chunk;
-	pthread_mutex_t lock; /* the plan, the counts below, waits */
-	pthread_cond_t cond; /* a chunk left INFLIGHT; a reader's read ended */
-	pthread_cond_t slot; /* a stager read ended: stagers wait here */
-	bool sync; /* lock and cond were initialised */
-	uint32_t *plan; /* chunk indexes in staging order */
-	uint32_t plan_len; /* entries in plan */
-	uint32_t plan_meta; /* the first entries, the metadata chunks */
-	uint32_t plan_pos; /* next plan entry */
-	unsigned int inflight; /* stager reads under way */
-	unsigned int inflight_max; /* the most at once */
-	unsigned int target; /* stager reads to keep under way (pace()) */
-	int64_t rtt_min; /* fastest full-run stager read so far, ns */
-	int64_t rtt_sum; /* this round's full-run reads: time, ns */
-	unsigned int rtt_n; /* and count */
-	int64_t rtt_last; /* the last round's mean, ns */
-	unsigned int filling; /* chunk reads under way, stager's or readers' */
-	_Atomic uint32_t follow; /* where a streaming reader goes next */
-	_Atomic uint32_t fill_end; /* chunk after the last reader fill */
-	_Atomic uint64_t budget; /* bytes allowed */
-	_Atomic uint64_t planned; /* bytes the plan brings in */
-	_Atomic uint64_t staged; /* bytes brought in so far */
-	_Atomic uint64_t base; /* staged when the current plan was made */
-	_Atomic uint64_t by_readers; /* of staged, chunks readers brought in */
-	_Atomic int state; /* enum img_stage_state */
-	_Atomic int error; /* errno that stopped the stager, or 0 */
-	int mode; /* enum img_stage_mode of the plan; under lock */
-	/* A request of img_stage_resume(), applied by the stager thread. */
-	_Atomic bool want; /* a request is pending */
-	_Atomic int want_mode; /* its enum img_stage_mode */
-	_Atomic uint64_t want_budget; /* its budget */
 };
 
 struct img {
@@ -144,7 +77,7 @@ struct img {
 	struct cache *data; /* data/fragment blocks, key = position */
 	struct cache *bmap; /* block maps, key = inode reference */
 
-	struct img_stage stage; /* the staged copy of the image */
+	struct stage *stage; /* the staged copy of the image */
 
 	/* Counters; relaxed atomics. */
 	_Atomic uint64_t src_reads;
@@ -183,11 +116,12 @@ int img__corrupt(struct img *img, const char *file, const char *func, int line,
  */
 bool img__log_once(struct img *img, const char *file, int line);
 
-/* read.c: the one bounded reader, and staging. */
+/* read.c: the one bounded reader. */
 
 /**
  * img__src() - Get @len image bytes at @off, from RAM or the file.
  * @img: image
+ * @rc: on whose behalf, or NULL for a reader of the mount
  * @off: byte offset
  * @len: byte count, at most @cap
  * @scratch: buffer of @cap bytes used when the bytes are not staged
@@ -195,32 +129,71 @@ bool img__log_once(struct img *img, const char *file, int line);
  * @out: set to the bytes (in staged memory or @scratch)
  *
  * Return: 0; -EFSCORRUPTED if the range leaves bytes_used or exceeds @cap;
- * -EIO if the file cannot be read.  Context: any thread.
+ * -EIO if the file cannot be read; -EAGAIN if @rc may not read the file
+ * and the bytes are not staged.  Context: any thread.
  */
-int img__src(struct img *img, uint64_t off, size_t len, void *scratch,
-	     size_t cap, const void **out);
+int img__src(struct img *img, const struct img_read_ctx *rc, uint64_t off,
+	     size_t len, void *scratch, size_t cap, const void **out);
 
 /**
  * img__read() - Copy @len image bytes at @off into @dst.
  * @img: image
+ * @rc: on whose behalf, or NULL for a reader of the mount
  * @off: byte offset
  * @dst: destination of @len bytes
  * @len: byte count
  *
  * Return: as img__src().  Context: any thread.
  */
-int img__read(struct img *img, uint64_t off, void *dst, size_t len);
+int img__read(struct img *img, const struct img_read_ctx *rc, uint64_t off,
+	      void *dst, size_t len);
 
 /**
  * img__staged_ptr() - Point at staged bytes without copying.
  * @img: image
+ * @rc: on whose behalf, or NULL for a reader of the mount
  * @off: byte offset
  * @len: byte count
+ *
+ * Bytes planned for staging and not read yet are staged now, unless @rc
+ * may not read the file (img__may_read_file()).
  *
  * Return: pointer if every byte of the range is staged, else NULL.
  * Context: any thread.
  */
-const void *img__staged_ptr(struct img *img, uint64_t off, size_t len);
+const void *img__staged_ptr(struct img *img, const struct img_read_ctx *rc,
+			    uint64_t off, size_t len);
+
+/* False for warming (IMG_READ_WARM), unless the image file is in RAM
+ * itself: it reads only the staged copy. */
+bool img__may_read_file(const struct img *img, const struct img_read_ctx *rc);
+
+/* source.c: the image file. */
+
+/**
+ * img__pread() - Read image bytes from the file itself, counted.
+ * @img: image
+ * @off: byte offset in the image (not the file)
+ * @dst: destination of @len bytes
+ * @len: byte count; the caller checked the range against bytes_used
+ * @src: on whose behalf (enum img_read_source), for the counts
+ *
+ * Return: 0; -EIO if the file changed, failed or ended early (logged
+ * once).  Context: any thread.
+ */
+int img__pread(struct img *img, uint64_t off, void *dst, size_t len,
+	       enum img_read_source src);
+
+/**
+ * img__stage_open() - Create the staged copy of an opened image.
+ * @img: image with its superblock decoded
+ * @o: the mode and budget (AUTO resolved here)
+ *
+ * Return: 0; -ENOMEM.  Context: img_open().
+ */
+int img__stage_open(struct img *img, const struct img_opts *o);
+
+/* buffers.c: per-thread buffers. */
 
 /**
  * img__scratch() - This thread's buffer for compressed bytes.
@@ -232,28 +205,21 @@ void *img__scratch(void);
 #define IMG_SCRATCH_SIZE (SQFS_BLOCK_MAX + 64)
 
 /**
- * img__reply_buf() - This thread's buffer for bytes read for a reply.
+ * img__reply_buf() - The buffer raw bytes read for a reply go to.
+ * @rc: the caller's context, or NULL
  *
- * Return: a buffer of IMG_REPLY_BYTES bytes, or NULL (ENOMEM); the one
- * given to img_reply_buf_use(), if any.
- * Context: the calling thread; freed when it exits.
+ * Return: @rc->reply_buf if given, else this thread's own buffer of
+ * IMG_REPLY_BYTES bytes; NULL (ENOMEM).
+ * Context: the calling thread; its own buffer is freed when it exits.
  */
-void *img__reply_buf(void);
-
-int img__stage_init(struct img *img, const struct img_opts *o);
-void img__stage_release(struct img *img);
-/* False on a warming thread, unless the image file is in RAM itself: it
- * reads only the staged copy. */
-bool img__may_read_file(const struct img *img);
-void img__stage_inflight(struct img *img, unsigned int *now, unsigned int *max,
-			 unsigned int *target, double *rtt_min_ms,
-			 double *rtt_ms);
+void *img__reply_buf(const struct img_read_ctx *rc);
 
 /* meta.c: metadata blocks. */
 
 /**
  * img__meta_read() - Read metadata bytes at a position and advance it.
  * @img: image
+ * @rc: on whose behalf, or NULL for a reader of the mount
  * @rg: region the blocks must lie in
  * @block: position of the current metadata block; updated
  * @off: offset in its decoded bytes; updated
@@ -262,12 +228,14 @@ void img__stage_inflight(struct img *img, unsigned int *now, unsigned int *max,
  *
  * Return: 0; -EFSCORRUPTED; -EIO; -ENOMEM.  Context: any thread.
  */
-int img__meta_read(struct img *img, const struct img_region *rg,
-		   uint64_t *block, uint32_t *off, void *dst, size_t len);
+int img__meta_read(struct img *img, const struct img_read_ctx *rc,
+		   const struct img_region *rg, uint64_t *block, uint32_t *off,
+		   void *dst, size_t len);
 
 /**
  * img__meta_buf_read() - img__meta_read() through a block copy.
  * @img: image
+ * @rc: on whose behalf, or NULL for a reader of the mount
  * @rg: region the blocks must lie in
  * @mb: the copy; refilled when the position leaves its block
  * @block: position of the current metadata block; updated
@@ -277,13 +245,14 @@ int img__meta_read(struct img *img, const struct img_region *rg,
  *
  * Return: as img__meta_read().  Context: the thread that owns @mb.
  */
-int img__meta_buf_read(struct img *img, const struct img_region *rg,
-		       struct img_meta_buf *mb, uint64_t *block, uint32_t *off,
-		       void *dst, size_t len);
+int img__meta_buf_read(struct img *img, const struct img_read_ctx *rc,
+		       const struct img_region *rg, struct img_meta_buf *mb,
+		       uint64_t *block, uint32_t *off, void *dst, size_t len);
 
 /**
  * img__table_get() - Read entry @idx of a table into @dst.
  * @img: image
+ * @rc: on whose behalf, or NULL for a reader of the mount
  * @t: the table
  * @idx: entry index, checked against t->count
  * @dst: destination of t->entry_size bytes
@@ -291,8 +260,8 @@ int img__meta_buf_read(struct img *img, const struct img_region *rg,
  * Return: 0; -EFSCORRUPTED if @idx is out of range or a block is bad;
  * -EIO.  Context: any thread.
  */
-int img__table_get(struct img *img, const struct img_table *t, uint64_t idx,
-		   void *dst);
+int img__table_get(struct img *img, const struct img_read_ctx *rc,
+		   const struct img_table *t, uint64_t idx, void *dst);
 
 /**
  * img__table_load() - Read and check a table's index at open.

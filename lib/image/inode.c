@@ -122,9 +122,10 @@ static int decode_file(struct img *img, struct img_inode *ino, uint64_t start,
  * Read and check the header of the inode at @ref into @out; leave
  * @block and @off just after it, and its on-disk type in @type.
  */
-static int decode_header(struct img *img, const struct img_region *rg,
-			 uint64_t ref, uint64_t *block, uint32_t *off,
-			 struct img_inode *out, uint32_t *type)
+static int decode_header(struct img *img, const struct img_read_ctx *rc,
+			 const struct img_region *rg, uint64_t ref,
+			 uint64_t *block, uint32_t *off, struct img_inode *out,
+			 uint32_t *type)
 {
 	struct sqfs_disk_inode_hdr h;
 	uint32_t t, uid, gid;
@@ -140,7 +141,7 @@ static int decode_header(struct img *img, const struct img_region *rg,
 			"inode reference %llx points outside the inode table",
 			(unsigned long long)ref);
 	*off = (uint32_t)(ref & 0xffff);
-	err = img__meta_read(img, rg, block, off, &h, sizeof(h));
+	err = img__meta_read(img, rc, rg, block, off, &h, sizeof(h));
 	if (err)
 		return err;
 	t = le16_dec(h.type);
@@ -180,161 +181,196 @@ _Static_assert(offsetof(struct sqfs_disk_lipc, xattr) ==
 		       sizeof(struct sqfs_disk_ipc),
 	       "lipc extends ipc");
 
+/* Where an inode's body is read from: just after its header. */
+struct body {
+	struct img *img;
+	const struct img_read_ctx *rc; /* on whose behalf */
+	const struct img_region *rg;
+	uint64_t block;
+	uint32_t off;
+};
+
+/*
+ * Read the on-disk struct @d of @size bytes, whose first bytes are the
+ * header decode_header() already read: only what follows the header is
+ * read, into its place in @d.
+ */
+static int read_body(struct body *b, void *d, size_t size)
+{
+	const size_t hdr = sizeof(struct sqfs_disk_inode_hdr);
+
+	return img__meta_read(b->img, b->rc, b->rg, &b->block, &b->off,
+			      (uint8_t *)d + hdr, size - hdr);
+}
+
+static int decode_dir_body(struct body *b, struct img_inode *out)
+{
+	struct sqfs_disk_ldir ld;
+	struct sqfs_disk_dir d;
+	int err;
+
+	if (!out->extended) {
+		err = read_body(b, &d, sizeof(d));
+		if (err)
+			return err;
+		out->nlink = le32_dec(d.nlink);
+		return decode_dir(b->img, out, le32_dec(d.start_block),
+				  le16_dec(d.offset), le16_dec(d.size),
+				  le32_dec(d.parent));
+	}
+	err = read_body(b, &ld, sizeof(ld));
+	if (err)
+		return err;
+	out->nlink = le32_dec(ld.nlink);
+	err = check_xattr(b->img, out, le32_dec(ld.xattr));
+	if (err)
+		return err;
+	out->dir.idx_count = le16_dec(ld.idx_count);
+	out->dir.idx_block = b->block;
+	out->dir.idx_off = b->off;
+	return decode_dir(b->img, out, le32_dec(ld.start_block),
+			  le16_dec(ld.offset), le32_dec(ld.size),
+			  le32_dec(ld.parent));
+}
+
+static int decode_reg_body(struct body *b, struct img_inode *out)
+{
+	struct sqfs_disk_lreg ld;
+	struct sqfs_disk_reg d;
+	uint64_t size;
+	int err;
+
+	if (!out->extended) {
+		err = read_body(b, &d, sizeof(d));
+		if (err)
+			return err;
+		out->nlink = 1;
+		out->file.list_block = b->block;
+		out->file.list_off = b->off;
+		return decode_file(b->img, out, le32_dec(d.blocks_start),
+				   le32_dec(d.size), le32_dec(d.frag),
+				   le32_dec(d.frag_off));
+	}
+	err = read_body(b, &ld, sizeof(ld));
+	if (err)
+		return err;
+	out->nlink = le32_dec(ld.nlink);
+	err = check_xattr(b->img, out, le32_dec(ld.xattr));
+	if (err)
+		return err;
+	size = le64_dec(ld.size);
+	out->file.sparse = le64_dec(ld.sparse);
+	if (size > INT64_MAX)
+		return IMG_CORRUPT(b->img, "file inode %u has size %llu",
+				   out->ino, (unsigned long long)size);
+	out->file.list_block = b->block;
+	out->file.list_off = b->off;
+	return decode_file(b->img, out, le64_dec(ld.blocks_start), size,
+			   le32_dec(ld.frag), le32_dec(ld.frag_off));
+}
+
+static int decode_symlink_body(struct body *b, struct img_inode *out)
+{
+	struct sqfs_disk_symlink d;
+	struct le32 xa; /* extended symlinks: after the target */
+	int err;
+
+	err = read_body(b, &d, sizeof(d));
+	if (err)
+		return err;
+	out->nlink = le32_dec(d.nlink);
+	out->size = le32_dec(d.size);
+	if (out->size == 0 || out->size > IMG_SYMLINK_MAX)
+		return IMG_CORRUPT(
+			b->img, "symlink inode %u has a target of %llu bytes",
+			out->ino, (unsigned long long)out->size);
+	out->symlink.block = b->block;
+	out->symlink.off = b->off;
+	if (!out->extended)
+		return 0;
+	err = img__meta_read(b->img, b->rc, b->rg, &b->block, &b->off, NULL,
+			     (size_t)out->size);
+	if (!err)
+		err = img__meta_read(b->img, b->rc, b->rg, &b->block, &b->off,
+				     &xa, sizeof(xa));
+	return err ? err : check_xattr(b->img, out, le32_dec(xa));
+}
+
+/* Devices (@dev), fifos and sockets: the extended layout is the basic
+ * one and an xattr id (see the static assertions above). */
+static int decode_special_body(struct body *b, struct img_inode *out, bool dev)
+{
+	union {
+		struct sqfs_disk_ldev dev;
+		struct sqfs_disk_lipc ipc;
+	} u;
+	size_t size = dev ? (out->extended ? sizeof(u.dev) :
+					     sizeof(struct sqfs_disk_dev)) :
+			    (out->extended ? sizeof(u.ipc) :
+					     sizeof(struct sqfs_disk_ipc));
+	int err;
+
+	err = read_body(b, &u, size);
+	if (err)
+		return err;
+	out->nlink = le32_dec(dev ? u.dev.nlink : u.ipc.nlink);
+	if (dev)
+		out->rdev = le32_dec(u.dev.rdev);
+	if (!out->extended)
+		return 0;
+	return check_xattr(b->img, out,
+			   le32_dec(dev ? u.dev.xattr : u.ipc.xattr));
+}
+
 /*
  * Decode the rest of an inode of on-disk type @t, whose header
  * decode_header() read; block/off point just after the header.
  */
-static int decode_body(struct img *img, const struct img_region *rg, uint32_t t,
-		       uint64_t block, uint32_t off, struct img_inode *out)
+static int decode_body(struct img *img, const struct img_read_ctx *rc,
+		       const struct img_region *rg, uint32_t t, uint64_t block,
+		       uint32_t off, struct img_inode *out)
 {
-	int err;
-
-	/* Each struct starts with the header already read: read only what
-	 * follows it. */
-#define HDR sizeof(struct sqfs_disk_inode_hdr)
-#define READ_PART(d, n) \
-	img__meta_read(img, rg, &block, &off, (uint8_t *)&(d) + HDR, (n)-HDR)
-#define READ_REST(d) READ_PART(d, sizeof(d))
+	struct body b = {
+		.img = img, .rc = rc, .rg = rg, .block = block, .off = off
+	};
 
 	switch (t) {
-	case SQFS_DIR_TYPE: {
-		struct sqfs_disk_dir d;
-
-		err = READ_REST(d);
-		if (err)
-			return err;
-		out->nlink = le32_dec(d.nlink);
-		return decode_dir(img, out, le32_dec(d.start_block),
-				  le16_dec(d.offset), le16_dec(d.size),
-				  le32_dec(d.parent));
-	}
-	case SQFS_LDIR_TYPE: {
-		struct sqfs_disk_ldir d;
-
-		err = READ_REST(d);
-		if (err)
-			return err;
-		out->nlink = le32_dec(d.nlink);
-		err = check_xattr(img, out, le32_dec(d.xattr));
-		if (err)
-			return err;
-		out->dir.idx_count = le16_dec(d.idx_count);
-		out->dir.idx_block = block;
-		out->dir.idx_off = off;
-		return decode_dir(img, out, le32_dec(d.start_block),
-				  le16_dec(d.offset), le32_dec(d.size),
-				  le32_dec(d.parent));
-	}
-	case SQFS_REG_TYPE: {
-		struct sqfs_disk_reg d;
-
-		err = READ_REST(d);
-		if (err)
-			return err;
-		out->nlink = 1;
-		out->file.list_block = block;
-		out->file.list_off = off;
-		return decode_file(img, out, le32_dec(d.blocks_start),
-				   le32_dec(d.size), le32_dec(d.frag),
-				   le32_dec(d.frag_off));
-	}
-	case SQFS_LREG_TYPE: {
-		struct sqfs_disk_lreg d;
-		uint64_t size;
-
-		err = READ_REST(d);
-		if (err)
-			return err;
-		out->nlink = le32_dec(d.nlink);
-		err = check_xattr(img, out, le32_dec(d.xattr));
-		if (err)
-			return err;
-		size = le64_dec(d.size);
-		out->file.sparse = le64_dec(d.sparse);
-		if (size > INT64_MAX)
-			return IMG_CORRUPT(img, "file inode %u has size %llu",
-					   out->ino, (unsigned long long)size);
-		out->file.list_block = block;
-		out->file.list_off = off;
-		return decode_file(img, out, le64_dec(d.blocks_start), size,
-				   le32_dec(d.frag), le32_dec(d.frag_off));
-	}
+	case SQFS_DIR_TYPE:
+	case SQFS_LDIR_TYPE:
+		return decode_dir_body(&b, out);
+	case SQFS_REG_TYPE:
+	case SQFS_LREG_TYPE:
+		return decode_reg_body(&b, out);
 	case SQFS_SYMLINK_TYPE:
-	case SQFS_LSYMLINK_TYPE: {
-		struct sqfs_disk_symlink d;
-		struct le32 xa; /* extended symlinks: after the target */
-
-		err = READ_REST(d);
-		if (err)
-			return err;
-		out->nlink = le32_dec(d.nlink);
-		out->size = le32_dec(d.size);
-		if (out->size == 0 || out->size > IMG_SYMLINK_MAX)
-			return IMG_CORRUPT(
-				img,
-				"symlink inode %u has a target of %llu bytes",
-				out->ino, (unsigned long long)out->size);
-		out->symlink.block = block;
-		out->symlink.off = off;
-		if (t == SQFS_LSYMLINK_TYPE) {
-			err = img__meta_read(img, rg, &block, &off, NULL,
-					     (size_t)out->size);
-			if (!err)
-				err = img__meta_read(img, rg, &block, &off, &xa,
-						     sizeof(xa));
-			if (!err)
-				err = check_xattr(img, out, le32_dec(xa));
-		}
-		return err;
-	}
+	case SQFS_LSYMLINK_TYPE:
+		return decode_symlink_body(&b, out);
 	case SQFS_BLKDEV_TYPE:
 	case SQFS_CHRDEV_TYPE:
 	case SQFS_LBLKDEV_TYPE:
-	case SQFS_LCHRDEV_TYPE: {
-		/* The extended layout is the basic one and an xattr id. */
-		struct sqfs_disk_ldev d;
-
-		err = READ_PART(d, out->extended ?
-					   sizeof(d) :
-					   sizeof(struct sqfs_disk_dev));
-		if (err)
-			return err;
-		out->nlink = le32_dec(d.nlink);
-		out->rdev = le32_dec(d.rdev);
-		return out->extended ?
-			       check_xattr(img, out, le32_dec(d.xattr)) :
-			       0;
+	case SQFS_LCHRDEV_TYPE:
+		return decode_special_body(&b, out, true);
+	default: /* fifos and sockets, basic or extended */
+		return decode_special_body(&b, out, false);
 	}
-	default: { /* fifos and sockets, basic or extended */
-		struct sqfs_disk_lipc d;
-
-		err = READ_PART(d, out->extended ?
-					   sizeof(d) :
-					   sizeof(struct sqfs_disk_ipc));
-		if (err)
-			return err;
-		out->nlink = le32_dec(d.nlink);
-		return out->extended ?
-			       check_xattr(img, out, le32_dec(d.xattr)) :
-			       0;
-	}
-	}
-#undef READ_REST
-#undef READ_PART
-#undef HDR
 }
 
-int img_inode_get(struct img *img, uint64_t ref, struct img_inode *out)
+int img_inode_get_as(struct img *img, const struct img_read_ctx *rc,
+		     uint64_t ref, struct img_inode *out)
 {
 	const struct img_region rg = img__inode_region(img);
 	uint64_t block;
 	uint32_t off = 0, t = 0;
 	int err;
 
-	err = decode_header(img, &rg, ref, &block, &off, out, &t);
+	err = decode_header(img, rc, &rg, ref, &block, &off, out, &t);
 	if (err)
 		return err;
-	return decode_body(img, &rg, t, block, off, out);
+	return decode_body(img, rc, &rg, t, block, off, out);
+}
+
+int img_inode_get(struct img *img, uint64_t ref, struct img_inode *out)
+{
+	return img_inode_get_as(img, NULL, ref, out);
 }
 
 int img_readlink(struct img *img, const struct img_inode *ino, char *buf,
@@ -351,7 +387,8 @@ int img_readlink(struct img *img, const struct img_inode *ino, char *buf,
 		return -ERANGE;
 	block = ino->symlink.block;
 	off = ino->symlink.off;
-	err = img__meta_read(img, &rg, &block, &off, buf, (size_t)ino->size);
+	err = img__meta_read(img, NULL, &rg, &block, &off, buf,
+			     (size_t)ino->size);
 	if (err)
 		return err;
 	buf[ino->size] = '\0';
@@ -371,7 +408,7 @@ int img_ino_to_ref(struct img *img, uint32_t ino, uint64_t *ref)
 		return -ENOTSUP;
 	if (ino == 0 || ino > img->sb.inode_count)
 		return -ENOENT;
-	err = img__table_get(img, &img->exports, ino - 1, raw);
+	err = img__table_get(img, NULL, &img->exports, ino - 1, raw);
 	if (err)
 		return err;
 	*ref = le64_get(raw);

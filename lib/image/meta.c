@@ -24,12 +24,14 @@
 
 struct meta_fill {
 	struct img *img;
+	const struct img_read_ctx *rc; /* on whose behalf */
 };
 
 static int meta_fill(void *arg, uint64_t pos, void *buf, size_t cap,
 		     size_t *len)
 {
-	struct img *img = ((struct meta_fill *)arg)->img;
+	const struct meta_fill *a = arg;
+	struct img *img = a->img;
 	uint8_t hdr[SQFS_META_HDR];
 	uint8_t *out = (uint8_t *)buf + META_ENTRY_HDR;
 	size_t stored, got;
@@ -40,7 +42,7 @@ static int meta_fill(void *arg, uint64_t pos, void *buf, size_t cap,
 	int err;
 
 	(void)cap;
-	err = img__read(img, pos, hdr, sizeof(hdr));
+	err = img__read(img, a->rc, pos, hdr, sizeof(hdr));
 	if (err)
 		return err;
 	h = le16_get(hdr);
@@ -51,7 +53,7 @@ static int meta_fill(void *arg, uint64_t pos, void *buf, size_t cap,
 			(unsigned long long)pos, stored);
 	next = pos + SQFS_META_HDR + stored;
 	if (h & SQFS_META_UNCOMPRESSED) {
-		err = img__read(img, pos + SQFS_META_HDR, out, stored);
+		err = img__read(img, a->rc, pos + SQFS_META_HDR, out, stored);
 		if (err)
 			return err;
 		got = stored;
@@ -59,7 +61,7 @@ static int meta_fill(void *arg, uint64_t pos, void *buf, size_t cap,
 		scratch = img__scratch();
 		if (!scratch)
 			return -ENOMEM;
-		err = img__src(img, pos + SQFS_META_HDR, stored, scratch,
+		err = img__src(img, a->rc, pos + SQFS_META_HDR, stored, scratch,
 			       IMG_SCRATCH_SIZE, &src);
 		if (err)
 			return err;
@@ -82,10 +84,27 @@ static int meta_fill(void *arg, uint64_t pos, void *buf, size_t cap,
 	return 0;
 }
 
-int img__meta_read(struct img *img, const struct img_region *rg,
-		   uint64_t *block, uint32_t *off, void *dst, size_t len)
+/* The decoded metadata block at @block of region @rg, pinned in the
+ * metadata cache.  Return: 0, corrupt if it is outside @rg, or -errno. */
+static int block_get(struct img *img, const struct img_region *rg,
+		     uint64_t block, struct meta_fill *arg,
+		     struct cache_entry **e)
 {
-	struct meta_fill arg = { img };
+	if (block < rg->start || block >= rg->end)
+		return IMG_CORRUPT(
+			img,
+			"metadata block at %llu is outside its table [%llu, %llu)",
+			(unsigned long long)block,
+			(unsigned long long)rg->start,
+			(unsigned long long)rg->end);
+	return cache_get(img->meta, block, META_ENTRY_CAP, meta_fill, arg, e);
+}
+
+int img__meta_read(struct img *img, const struct img_read_ctx *rc,
+		   const struct img_region *rg, uint64_t *block, uint32_t *off,
+		   void *dst, size_t len)
+{
+	struct meta_fill arg = { img, rc };
 	struct cache_entry *e;
 	const uint8_t *data;
 	uint64_t next;
@@ -93,15 +112,7 @@ int img__meta_read(struct img *img, const struct img_region *rg,
 	int err;
 
 	while (len) {
-		if (*block < rg->start || *block >= rg->end)
-			return IMG_CORRUPT(
-				img,
-				"metadata block at %llu is outside its table [%llu, %llu)",
-				(unsigned long long)*block,
-				(unsigned long long)rg->start,
-				(unsigned long long)rg->end);
-		err = cache_get(img->meta, *block, META_ENTRY_CAP, meta_fill,
-				&arg, &e);
+		err = block_get(img, rg, *block, &arg, &e);
 		if (err)
 			return err;
 		data = cache_entry_data(e);
@@ -138,26 +149,18 @@ int img__meta_read(struct img *img, const struct img_region *rg,
 	return 0;
 }
 
-int img__meta_buf_read(struct img *img, const struct img_region *rg,
-		       struct img_meta_buf *mb, uint64_t *block, uint32_t *off,
-		       void *dst, size_t len)
+int img__meta_buf_read(struct img *img, const struct img_read_ctx *rc,
+		       const struct img_region *rg, struct img_meta_buf *mb,
+		       uint64_t *block, uint32_t *off, void *dst, size_t len)
 {
-	struct meta_fill arg = { img };
+	struct meta_fill arg = { img, rc };
 	struct cache_entry *e;
 	size_t n;
 	int err;
 
 	while (len) {
 		if (mb->held != *block) {
-			if (*block < rg->start || *block >= rg->end)
-				return IMG_CORRUPT(
-					img,
-					"metadata block at %llu is outside its table [%llu, %llu)",
-					(unsigned long long)*block,
-					(unsigned long long)rg->start,
-					(unsigned long long)rg->end);
-			err = cache_get(img->meta, *block, META_ENTRY_CAP,
-					meta_fill, &arg, &e);
+			err = block_get(img, rg, *block, &arg, &e);
 			if (err)
 				return err;
 			memcpy(&mb->next, cache_entry_data(e),
@@ -198,8 +201,8 @@ int img__meta_buf_read(struct img *img, const struct img_region *rg,
 	return 0;
 }
 
-int img__table_get(struct img *img, const struct img_table *t, uint64_t idx,
-		   void *dst)
+int img__table_get(struct img *img, const struct img_read_ctx *rc,
+		   const struct img_table *t, uint64_t idx, void *dst)
 {
 	uint64_t byte, blk;
 	struct img_region rg;
@@ -217,7 +220,7 @@ int img__table_get(struct img *img, const struct img_table *t, uint64_t idx,
 	/* An entry never straddles blocks: sizes divide SQFS_META_SIZE. */
 	rg.start = block;
 	rg.end = blk + 1 < t->nblocks ? t->blocks[blk + 1] : t->index_start;
-	return img__meta_read(img, &rg, &block, &off, dst, t->entry_size);
+	return img__meta_read(img, rc, &rg, &block, &off, dst, t->entry_size);
 }
 
 int img__table_load(struct img *img, struct img_table *t, uint64_t start,
@@ -245,7 +248,7 @@ int img__table_load(struct img *img, struct img_table *t, uint64_t start,
 		free(raw);
 		return -ENOMEM;
 	}
-	err = img__read(img, start, raw, ilen);
+	err = img__read(img, NULL, start, raw, ilen);
 	if (err)
 		goto out_free;
 	for (uint64_t i = 0; i < nblocks; i++)

@@ -4,7 +4,7 @@
  * options, and the placement of every table, checked the way the kernel's
  * squashfs_fill_super() does before it trusts any of them.  Tables are
  * checked from the end of the image back: each must end where the one after
- * it begins.  It also implements corruption reporting and stats.
+ * it begins.  It also implements the image's stats.
  */
 #define LOG_MOD "image"
 
@@ -12,7 +12,6 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <linux/magic.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,53 +37,8 @@ void img_opts_default(struct img_opts *o)
 	o->meta_cache = 64ull << 20;
 	o->data_cache = 256ull << 20;
 	o->ram = memlimit_budget(&ml);
-	o->stage = IMG_STAGE_AUTO;
+	o->stage = STAGE_AUTO;
 	o->offset = 0;
-}
-
-static uint64_t site_key(const char *file, int line)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (const char *p = file; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	return (h << 20 | (uint64_t)(line & 0xfffff)) | 1;
-}
-
-bool img__log_once(struct img *img, const char *file, int line)
-{
-	uint64_t key = site_key(file, line);
-	size_t n = ARRAY_SIZE(img->logged);
-
-	for (size_t i = 0; i < n; i++) {
-		size_t slot = (key + i) % n;
-		uint64_t cur = atomic_load(&img->logged[slot]);
-
-		while (cur == 0) {
-			if (atomic_compare_exchange_weak(&img->logged[slot],
-							 &cur, key))
-				return true;
-		}
-		if (cur == key)
-			return false;
-	}
-	return false; /* table full: enough has been said */
-}
-
-int img__corrupt(struct img *img, const char *file, const char *func, int line,
-		 const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	atomic_fetch_add_explicit(&img->corrupt, 1, memory_order_relaxed);
-	if (!img__log_once(img, file, line))
-		return -EFSCORRUPTED;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	log_err("corrupt image '%s': %s [%s:%d]", img->path, msg, func, line);
-	return -EFSCORRUPTED;
 }
 
 static int open_file(struct img *img)
@@ -155,7 +109,7 @@ static int decode_super(struct img *img)
 	}
 	/* bytes_used is not known yet: read the superblock directly. */
 	sb->bytes_used = sizeof(d);
-	err = img__read(img, 0, &d, sizeof(d));
+	err = img__read(img, NULL, 0, &d, sizeof(d));
 	if (err)
 		return err;
 	magic = le32_dec(d.magic);
@@ -233,7 +187,7 @@ static int read_comp_opts(struct img *img)
 	img->data_start = pos;
 	if (!(img->sb.flags & SQFS_FLAG_COMP_OPTS))
 		return 0; /* the codec's defaults */
-	err = img__read(img, pos, hdr, sizeof(hdr));
+	err = img__read(img, NULL, pos, hdr, sizeof(hdr));
 	if (err)
 		return err;
 	h = le16_get(hdr);
@@ -242,7 +196,7 @@ static int read_comp_opts(struct img *img)
 		return IMG_CORRUPT(
 			img, "compressor options block has length %zu", stored);
 	img->data_start = pos + SQFS_META_HDR + stored;
-	err = img__read(img, pos + SQFS_META_HDR, raw, stored);
+	err = img__read(img, NULL, pos + SQFS_META_HDR, raw, stored);
 	if (err)
 		return err;
 	if (h & SQFS_META_UNCOMPRESSED) {
@@ -285,7 +239,7 @@ static int load_xattr_tables(struct img *img, uint64_t *next)
 	if (ckd_add(&end, sb->xattr_table, sizeof(xt)) || end > *next)
 		return IMG_CORRUPT(img, "xattr table at %llu is misplaced",
 				   (unsigned long long)sb->xattr_table);
-	err = img__read(img, sb->xattr_table, &xt, sizeof(xt));
+	err = img__read(img, NULL, sb->xattr_table, &xt, sizeof(xt));
 	if (err)
 		return err;
 	img->xattr_ids.count = le32_dec(xt.count);
@@ -333,7 +287,7 @@ static int load_ids(struct img *img, uint64_t *next)
 	rg.start = ids.blocks[0];
 	rg.end = sb->id_table;
 	block = ids.blocks[0];
-	err = img__meta_read(img, &rg, &block, &off, raw,
+	err = img__meta_read(img, NULL, &rg, &block, &off, raw,
 			     (size_t)sb->id_count * 4);
 	for (uint32_t i = 0; !err && i < sb->id_count; i++)
 		img->ids[i] = le32_get(raw + 4 * i);
@@ -448,7 +402,7 @@ int img_open(const char *path, const struct img_opts *opts, struct img **out)
 		goto out_close;
 	/* Before the tables are read: their chunks are staged as they are
 	 * read, so that no byte but the superblock's is read twice. */
-	err = img__stage_init(img, opts);
+	err = img__stage_open(img, opts);
 	if (err)
 		goto out_close;
 	/* The metadata cache is needed to read the options and tables. */
@@ -480,7 +434,7 @@ void img_close(struct img *img)
 {
 	if (!img)
 		return;
-	img__stage_release(img);
+	stage_free(img->stage);
 	cache_free(img->meta);
 	cache_free(img->data);
 	cache_free(img->bmap);
@@ -521,21 +475,11 @@ void img_get_stats(struct img *img, struct img_stats *out)
 	cache_get_stats(img->data, &out->data);
 	cache_get_stats(img->bmap, &out->bmap);
 	out->image_bytes = img->sb.bytes_used;
-	out->stage_budget = img->stage.budget;
-	out->stage_planned = img->stage.planned;
-	out->staged_bytes = atomic_load(&img->stage.staged);
-	out->stage_base = atomic_load(&img->stage.base);
-	out->stage_state = img_stage_state(img);
 	out->in_ram = img->in_ram;
 	out->src_reads = atomic_load(&img->src_reads);
 	out->src_bytes = atomic_load(&img->src_bytes);
 	for (int i = 0; i < IMG_READ__COUNT; i++)
 		out->src_by[i] = atomic_load(&img->src_by[i]);
-	out->staged_by_readers = atomic_load(&img->stage.by_readers);
-	out->stage_error = atomic_load(&img->stage.error);
-	img__stage_inflight(img, &out->stage_inflight, &out->stage_inflight_max,
-			    &out->stage_target, &out->stage_read_ms_min,
-			    &out->stage_read_ms);
 	out->src_errors = atomic_load(&img->src_errors);
 	out->decompressions = atomic_load(&img->decompressions);
 	out->decompressed_bytes = atomic_load(&img->decompressed_bytes);

@@ -119,7 +119,7 @@ static void check_file(struct walk *w, const struct img_inode *ino,
 	int err;
 
 	while (off < ino->size && !too_many(w)) {
-		err = img_file_spans(w->img, ino, off, 1u << 22, spans,
+		err = img_file_spans(w->img, NULL, ino, off, 1u << 22, spans,
 				     ARRAY_SIZE(spans), &n);
 		if (err) {
 			problem(w, err, "file data", path);
@@ -232,6 +232,36 @@ static void list_dir(struct walk *w, uint64_t ref)
 		problem(w, err, "listing", path);
 }
 
+/*
+ * After the walk, inode @i: does its link count match the names found,
+ * and does the export table (NFS handles) agree with the tree?
+ */
+static void check_counts(struct walk *w, uint32_t i)
+{
+	struct img *img = w->img;
+	uint32_t want = w->names[i];
+	char what[64];
+	uint64_t ref;
+	int err;
+
+	snprintf(what, sizeof(what), "inode %u", i);
+	if (w->subdirs[i] || w->nlink[i] == 2 + w->subdirs[i])
+		want = 2 + w->subdirs[i];
+	if (w->nlink[i] != want)
+		problem(w, 0, "link count does not match the names found",
+			what);
+	if (!img->exports.count)
+		return;
+	err = img_ino_to_ref(img, i, &ref);
+	if (!err && ref != w->refs[i] - 1)
+		err = IMG_CORRUPT(
+			img, "export table maps inode %u to %llx, not %llx", i,
+			(unsigned long long)ref,
+			(unsigned long long)(w->refs[i] - 1));
+	if (err)
+		problem(w, err, "export table", what);
+}
+
 int img_check(struct img *img, struct img_check_report *rep,
 	      uint64_t max_errors)
 {
@@ -270,38 +300,9 @@ int img_check(struct img *img, struct img_check_report *rep,
 		list_dir(&w, w.queue[w.qhead++]);
 
 	/* Link counts: a file's names; a directory's 2 + subdirectories. */
-	for (uint32_t i = 1; i <= img->sb.inode_count && !too_many(&w); i++) {
-		char what[64];
-		uint32_t want;
-
-		if (!(w.seen[i / 8] & (1u << (i % 8))))
-			continue;
-		want = w.names[i];
-		if (w.subdirs[i] || w.nlink[i] == 2 + w.subdirs[i])
-			want = 2 + w.subdirs[i];
-		if (w.nlink[i] != want) {
-			snprintf(what, sizeof(what), "inode %u", i);
-			problem(&w, 0,
-				"link count does not match the names found",
-				what);
-		}
-		/* The export table (NFS handles) must agree with the tree. */
-		if (img->exports.count) {
-			uint64_t ref;
-
-			err = img_ino_to_ref(img, i, &ref);
-			if (!err && ref != w.refs[i] - 1)
-				err = IMG_CORRUPT(
-					img,
-					"export table maps inode %u to %llx, not %llx",
-					i, (unsigned long long)ref,
-					(unsigned long long)(w.refs[i] - 1));
-			if (err) {
-				snprintf(what, sizeof(what), "inode %u", i);
-				problem(&w, err, "export table", what);
-			}
-		}
-	}
+	for (uint32_t i = 1; i <= img->sb.inode_count && !too_many(&w); i++)
+		if (w.seen[i / 8] & (1u << (i % 8)))
+			check_counts(&w, i);
 out_done:
 	err = w.hard_err ? w.hard_err : rep->errors ? -EFSCORRUPTED : 0;
 out_free:

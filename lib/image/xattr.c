@@ -62,7 +62,7 @@ static int walk_start(struct img *img, const struct img_inode *ino,
 	w->ino = ino->ino;
 	if (ino->xattr == IMG_NO_XATTR)
 		return 0;
-	err = img__table_get(img, &img->xattr_ids, ino->xattr, &d);
+	err = img__table_get(img, NULL, &img->xattr_ids, ino->xattr, &d);
 	if (err)
 		return err;
 	err = kv_ref_pos(img, le64_dec(d.ref), &w->block, &w->off);
@@ -81,7 +81,7 @@ static int read_key(struct img *img, struct xattr_walk *w, struct xattr_key *k)
 	uint16_t type;
 	int err;
 
-	err = img__meta_read(img, &img->xattr_kv, &w->block, &w->off, &d,
+	err = img__meta_read(img, NULL, &img->xattr_kv, &w->block, &w->off, &d,
 			     sizeof(d));
 	if (err)
 		return err;
@@ -95,8 +95,8 @@ static int read_key(struct img *img, struct xattr_walk *w, struct xattr_key *k)
 		return IMG_CORRUPT(img,
 				   "inode %u has an xattr name of %zu bytes",
 				   w->ino, k->name_len);
-	err = img__meta_read(img, &img->xattr_kv, &w->block, &w->off, k->name,
-			     k->name_len);
+	err = img__meta_read(img, NULL, &img->xattr_kv, &w->block, &w->off,
+			     k->name, k->name_len);
 	if (err)
 		return err;
 	k->name[k->name_len] = '\0';
@@ -121,7 +121,7 @@ static int read_value(struct img *img, struct xattr_walk *w,
 	uint32_t off, size;
 	int err;
 
-	err = img__meta_read(img, &img->xattr_kv, &w->block, &w->off, &v,
+	err = img__meta_read(img, NULL, &img->xattr_kv, &w->block, &w->off, &v,
 			     sizeof(v));
 	if (err)
 		return err;
@@ -133,24 +133,25 @@ static int read_value(struct img *img, struct xattr_walk *w,
 				w->ino, size);
 		*len = size;
 		if (dst && size <= cap)
-			return img__meta_read(img, &img->xattr_kv, &w->block,
-					      &w->off, dst, size);
-		return img__meta_read(img, &img->xattr_kv, &w->block, &w->off,
-				      NULL, size);
+			return img__meta_read(img, NULL, &img->xattr_kv,
+					      &w->block, &w->off, dst, size);
+		return img__meta_read(img, NULL, &img->xattr_kv, &w->block,
+				      &w->off, NULL, size);
 	}
 	if (size != sizeof(raw))
 		return IMG_CORRUPT(
 			img,
 			"inode %u has an out-of-line xattr reference of %u bytes",
 			w->ino, size);
-	err = img__meta_read(img, &img->xattr_kv, &w->block, &w->off, raw,
+	err = img__meta_read(img, NULL, &img->xattr_kv, &w->block, &w->off, raw,
 			     sizeof(raw));
 	if (err)
 		return err;
 	err = kv_ref_pos(img, le64_get(raw), &block, &off);
 	if (err)
 		return err;
-	err = img__meta_read(img, &img->xattr_kv, &block, &off, &v, sizeof(v));
+	err = img__meta_read(img, NULL, &img->xattr_kv, &block, &off, &v,
+			     sizeof(v));
 	if (err)
 		return err;
 	size = le32_dec(v.size);
@@ -160,8 +161,8 @@ static int read_value(struct img *img, struct xattr_walk *w,
 				   w->ino, size);
 	*len = size;
 	if (dst && size <= cap)
-		return img__meta_read(img, &img->xattr_kv, &block, &off, dst,
-				      size);
+		return img__meta_read(img, NULL, &img->xattr_kv, &block, &off,
+				      dst, size);
 	return 0;
 }
 

@@ -127,8 +127,9 @@ static void walk_up(struct memlimit *ml, const char *dir, const char *path,
 			v = read_limit(f);
 		if (v && (!ml->cgroup || v < ml->cgroup)) {
 			ml->cgroup = v;
-			snprintf(ml->source, sizeof(ml->source), "%s%s", label,
-				 len ? cg : "/");
+			/* A path longer than the field is cut: it only names. */
+			snprintf(ml->source, sizeof(ml->source), "%s%.200s",
+				 label, len ? cg : "/");
 		}
 		if (!len)
 			break;

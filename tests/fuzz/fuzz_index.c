@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct img_opts o = { .meta_cache = 1u << 20,
 			      .data_cache = 1u << 20,
-			      .stage = IMG_STAGE_NONE };
+			      .stage = STAGE_NONE };
 	struct walk_state w = { .name = NULL };
 	struct img_inode root;
 	char path[64];

@@ -117,7 +117,8 @@ static void walk_file(struct walk_state *w, const struct img_inode *ino)
 		unsigned int max = 1 + i % 3;
 		uint64_t end;
 
-		err = img_file_spans(w->img, ino, offs[i], len, spans, max, &n);
+		err = img_file_spans(w->img, NULL, ino, offs[i], len, spans,
+				     max, &n);
 		if (err) {
 			walk_err(w, "file spans", err);
 			continue;
@@ -145,7 +146,7 @@ static void walk_file(struct walk_state *w, const struct img_inode *ino)
 		struct img_span many[WALK_READ_SPANS];
 		uint64_t want = ino->size < (1u << 20) ? ino->size : 1u << 20;
 
-		err = img_file_spans(w->img, ino, 0, 1u << 20, many,
+		err = img_file_spans(w->img, NULL, ino, 0, 1u << 20, many,
 				     WALK_READ_SPANS, &n);
 		if (err) {
 			walk_err(w, "file spans", err);
@@ -163,16 +164,17 @@ static void walk_file(struct walk_state *w, const struct img_inode *ino)
 					-EIO);
 		}
 	}
-	err = img_file_read(w->img, ino, ino->size > 300 ? ino->size - 300 : 0,
-			    buf, sizeof(buf), &got);
+	err = img_file_read(w->img, NULL, ino,
+			    ino->size > 300 ? ino->size - 300 : 0, buf,
+			    sizeof(buf), &got);
 	if (err)
 		walk_err(w, "file read", err);
 	else if (w->sound && got != (ino->size > 300 ? 300 : ino->size))
 		walk_fail(w, "img_file_read came back short", -EIO);
-	err = img_file_prefetch(w->img, ino, 0, 2);
+	err = img_file_prefetch(w->img, NULL, ino, 0, 2);
 	if (err)
 		walk_err(w, "file prefetch", err);
-	err = img_file_prefetch(w->img, ino, UINT32_MAX - 1, 4);
+	err = img_file_prefetch(w->img, NULL, ino, UINT32_MAX - 1, 4);
 	if (err)
 		walk_err(w, "file prefetch", err);
 }
@@ -494,7 +496,7 @@ static int walk_image_fd(int fd, unsigned int mode, const char *name)
 		.meta_cache = 1u << 20,
 		.data_cache = 4u << 20,
 		.ram = 0,
-		.stage = IMG_STAGE_NONE,
+		.stage = STAGE_NONE,
 	};
 	struct walk_state w = { .name = name };
 	struct img_check_report rep;
@@ -503,17 +505,17 @@ static int walk_image_fd(int fd, unsigned int mode, const char *name)
 
 	if (mode == 1) {
 		o.ram = 64u << 20;
-		o.stage = IMG_STAGE_FULL;
+		o.stage = STAGE_FULL;
 	} else if (mode == 2) {
 		o.ram = 64u << 20;
-		o.stage = IMG_STAGE_META;
+		o.stage = STAGE_META;
 	}
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	err = img_open(path, &o, &w.img);
 	if (err)
 		return err;
 	if (mode == 1)
-		while (img_stage_next(w.img) == 1)
+		while (stage_next(img_stage(w.img)) == 1)
 			;
 	err = img_check(w.img, &rep, 0);
 	w.sound = err == 0;
@@ -523,7 +525,7 @@ static int walk_image_fd(int fd, unsigned int mode, const char *name)
 		walk_fail(&w, "img_check counted errors but returned 0",
 			  -EINVAL);
 	if (mode == 2)
-		while (img_stage_next(w.img) == 1)
+		while (stage_next(img_stage(w.img)) == 1)
 			;
 	walk_mount(&w);
 	img_close(w.img);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Replay every input that ever crashed a fuzz target (tests/fuzz/regress/:
-# image-* through the image walk, decompress-* and index-* through their
-# targets) and the seed images of every compressor, with the normal build
+# image-* through the image walk, decompress-*, index-* and ctl-* through
+# their targets), the seed images of every compressor and the control
+# messages of tests/fuzz/seeds/fuzz_ctl/, with the normal build
 # (tests/tools/fuzz_replay shares the fuzz targets' code).  Each input runs
 # in its own child; a signal, a non-zero exit or a hang fails the test.
 # Then the same under valgrind (memcheck, errors and definite leaks fatal)
@@ -15,7 +16,7 @@ replay="$TOOLS/fuzz_replay"
 regress="$TOP/tests/fuzz/regress"
 n=$(ls "$regress" 2>/dev/null | wc -l)
 
-set -- "$regress"
+set -- "$regress" "$TOP/tests/fuzz/seeds/fuzz_ctl"
 if command -v mksquashfs >/dev/null 2>&1; then
     sh "$TOP/tests/images/mkimages.sh" "$T/seeds" >"$T/mkimages.log" 2>&1 ||
         { cat "$T/mkimages.log"; fail "mkimages.sh failed"; }
@@ -24,7 +25,7 @@ else
     note "mksquashfs not installed: regress inputs only"
 fi
 
-note "replaying $n regress inputs and the seed images"
+note "replaying $n regress inputs, the control message seeds and the seed images"
 "$replay" -q "$@" >"$T/replay.out" 2>&1 ||
     { grep -Ev '^ok ' "$T/replay.out" | tail -n 30; fail "fuzz_replay failed"; }
 tail -n 1 "$T/replay.out"

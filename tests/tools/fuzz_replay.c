@@ -9,7 +9,8 @@
  *       Replay files; a directory stands for the files in it.  A file
  *       named decompress-* goes to the fuzz_decompress target (when
  *       tests/fuzz/fuzz_decompress.c exists; it is compiled in here with
- *       its entry point renamed), index-* to fuzz_index (likewise), and
+ *       its entry point renamed), index-* to fuzz_index and ctl-* to
+ *       fuzz_ctl (likewise), and
  *       anything else (image-*, *.sqfs) to the image walk of
  *       tests/fuzz/walk.h, which fuzz_image shares.
  *
@@ -45,6 +46,7 @@ int fuzz_decompress_one(const uint8_t *data, size_t size);
 int fuzz_decompress_init(int *argc, char ***argv) __attribute__((weak));
 int fuzz_index_one(const uint8_t *data, size_t size);
 int fuzz_index_init(int *argc, char ***argv) __attribute__((weak));
+int fuzz_ctl_one(const uint8_t *data, size_t size);
 
 #if __has_include("../fuzz/fuzz_decompress.c")
 #define HAVE_FUZZ_DECOMPRESS 1
@@ -66,6 +68,15 @@ int fuzz_index_init(int *argc, char ***argv) __attribute__((weak));
 #undef LLVMFuzzerInitialize
 #else
 #define HAVE_FUZZ_INDEX 0
+#endif
+
+#if __has_include("../fuzz/fuzz_ctl.c")
+#define HAVE_FUZZ_CTL 1
+#define LLVMFuzzerTestOneInput fuzz_ctl_one
+#include "../fuzz/fuzz_ctl.c"
+#undef LLVMFuzzerTestOneInput
+#else
+#define HAVE_FUZZ_CTL 0
 #endif
 
 #define CHILD_TIMEOUT_S 60
@@ -105,7 +116,7 @@ static int read_file(const char *path, uint8_t **data, size_t *size)
 	return 0;
 }
 
-enum target { T_IMAGE, T_DECOMPRESS, T_INDEX };
+enum target { T_IMAGE, T_DECOMPRESS, T_INDEX, T_CTL };
 
 static enum target target_of(const char *path)
 {
@@ -116,6 +127,8 @@ static enum target target_of(const char *path)
 		return T_DECOMPRESS;
 	if (!strncmp(base, "index-", 6))
 		return T_INDEX;
+	if (!strncmp(base, "ctl-", 4))
+		return T_CTL;
 	return T_IMAGE;
 }
 
@@ -146,6 +159,11 @@ static void run_target(enum target t, const uint8_t *data, size_t size,
 		if (quiet)
 			log_set_level(-1);
 		fuzz_index_one(data, size);
+#endif
+		break;
+	case T_CTL:
+#if HAVE_FUZZ_CTL
+		fuzz_ctl_one(data, size);
 #endif
 		break;
 	}
@@ -197,7 +215,8 @@ static void replay_file(const char *path)
 	int err;
 
 	if ((t == T_DECOMPRESS && !HAVE_FUZZ_DECOMPRESS) ||
-	    (t == T_INDEX && !HAVE_FUZZ_INDEX)) {
+	    (t == T_INDEX && !HAVE_FUZZ_INDEX) ||
+	    (t == T_CTL && !HAVE_FUZZ_CTL)) {
 		fprintf(stderr, "fuzz_replay: %s: skipped (target not built)\n",
 			path);
 		skipped++;

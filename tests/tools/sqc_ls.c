@@ -107,8 +107,8 @@ static int print_entry(struct img *img, const char *path,
 
 		crc = (uint32_t)crc32(0, NULL, 0);
 		while (off < ino->size) {
-			err = img_file_spans(img, ino, off, 1 << 20, sp, 32,
-					     &n);
+			err = img_file_spans(img, NULL, ino, off, 1 << 20, sp,
+					     32, &n);
 			if (err || !n)
 				break;
 			for (unsigned int i = 0; i < n; i++) {

@@ -702,6 +702,380 @@ START_TEST(test_proc_start)
 }
 END_TEST
 
+/* Messages (lib/ctl/proto.c): helpers shared by the cases below. */
+
+/* Decode @line, encode it again: the line must come back as @canon. */
+static void req_roundtrip(const char *line, const char *canon,
+			  struct ctl_req *out)
+{
+	char buf[CTL_REQ_MAX];
+	struct ctl_req again;
+
+	ck_assert_msg(!ctl_req_decode(line, out), "'%s' refused", line);
+	ck_assert_int_eq(ctl_req_encode(out, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, canon);
+	ck_assert_int_eq(ctl_req_decode(buf, &again), 0);
+	ck_assert(!memcmp(&again, out, sizeof(again)));
+}
+
+/* @line is refused with @err, and the request is left alone. */
+static void req_refused(const char *line, int err)
+{
+	struct ctl_req r, before;
+
+	memset(&r, 0x5a, sizeof(r));
+	before = r;
+	ck_assert_msg(ctl_req_decode(line, &r) == err, "'%s' not %d", line,
+		      err);
+	ck_assert_msg(!memcmp(&r, &before, sizeof(r)), "'%s' wrote", line);
+}
+
+/* Malformed variants every command refuses: @cmd is its valid line. */
+static void req_refused_common(const char *cmd)
+{
+	char line[128];
+
+	snprintf(line, sizeof(line), "%s ", cmd);
+	req_refused(line, -EINVAL); /* trailing space */
+	snprintf(line, sizeof(line), "%s x", cmd);
+	req_refused(line, -EINVAL); /* trailing garbage */
+	snprintf(line, sizeof(line), " %s", cmd);
+	req_refused(line, -EPROTO); /* leading space: no command */
+	snprintf(line, sizeof(line), "%sx", cmd);
+	/* Another word, or a malformed last argument. */
+	req_refused(line, strchr(cmd, ' ') ? -EINVAL : -EPROTO);
+	snprintf(line, sizeof(line), "%s 1 2 3 4", cmd);
+	req_refused(line, -EINVAL);
+}
+
+/* Encode @rep, decode the line as a reply to @rep->cmd into @out. */
+static void reply_roundtrip(const struct ctl_reply *rep, struct ctl_reply *out)
+{
+	struct ctl_buf b = { 0 };
+
+	ck_assert_int_eq(ctl_reply_encode(rep, &b), 0);
+	ck_assert_int_eq(ctl_reply_decode(rep->cmd, b.p, out), 0);
+	ck_assert_int_eq(out->cmd, rep->cmd);
+	ck_assert(out->ok == rep->ok);
+	ck_assert_str_eq(out->error, rep->error);
+	ctl_buf_release(&b);
+}
+
+/* @json is refused as a reply to @cmd, and @rep left zeroed. */
+static void reply_refused(enum ctl_cmd cmd, const char *json)
+{
+	struct ctl_reply rep, zero;
+
+	memset(&zero, 0, sizeof(zero));
+	memset(&rep, 0x5a, sizeof(rep));
+	ck_assert_msg(ctl_reply_decode(cmd, json, &rep) == -EPROTO,
+		      "'%s' accepted", json);
+	ck_assert(!memcmp(&rep, &zero, sizeof(rep)));
+}
+
+START_TEST(test_msg_ping)
+{
+	struct ctl_reply rep = { .cmd = CTL_CMD_PING, .ok = true }, got;
+	struct ctl_req r;
+
+	req_roundtrip("ping", "ping", &r);
+	ck_assert_int_eq(r.cmd, CTL_CMD_PING);
+	req_refused_common("ping");
+	req_refused("", -EPROTO);
+	req_refused("PING", -EPROTO);
+	req_refused("frobnicate", -EPROTO);
+	ck_assert_str_eq(ctl_req_usage("ping 1"), "usage: ping");
+	ck_assert_ptr_null(ctl_req_usage("frobnicate"));
+	ck_assert_ptr_null(ctl_req_usage(""));
+
+	rep.ping.pid = 4242;
+	snprintf(rep.ping.mountpoint, sizeof(rep.ping.mountpoint),
+		 "/tmp/a \"b\"\\c\t\xc3\xa9");
+	reply_roundtrip(&rep, &got);
+	ck_assert_int_eq(got.ping.pid, 4242);
+	ck_assert_str_eq(got.ping.mountpoint, rep.ping.mountpoint);
+	/* The reply as daemons before this file wrote it. */
+	ck_assert_int_eq(ctl_reply_decode(CTL_CMD_PING,
+					  "{\"ok\":true,\"pid\":7,"
+					  "\"mountpoint\":\"/m\"}",
+					  &got),
+			 0);
+	ck_assert_int_eq(got.ping.pid, 7);
+	reply_refused(CTL_CMD_PING, "{\"ok\":true,\"mountpoint\":\"/m\"}");
+	reply_refused(CTL_CMD_PING, "{\"ok\":true,\"pid\":7}");
+	reply_refused(CTL_CMD_PING,
+		      "{\"ok\":true,\"pid\":0,\"mountpoint\":\"/\"}");
+	reply_refused(CTL_CMD_PING,
+		      "{\"ok\":true,\"pid\":-1,\"mountpoint\":\"/\"}");
+	reply_refused(CTL_CMD_PING,
+		      "{\"ok\":true,\"pid\":99999999999,\"mountpoint\":\"/\"}");
+	reply_refused(CTL_CMD_PING, "{\"ok\":true,\"pid\":7,\"mountpoint\":1}");
+	reply_refused(CTL_CMD_PING, "{\"pid\":7,\"mountpoint\":\"/\"}");
+	reply_refused(CTL_CMD_PING,
+		      "{\"ok\":1,\"pid\":7,\"mountpoint\":\"/\"}");
+	reply_refused(CTL_CMD_PING, "not json");
+	/* An encoder refuses what the decoder would. */
+	rep.ping.pid = 0;
+	{
+		struct ctl_buf b = { 0 };
+
+		ck_assert_int_eq(ctl_reply_encode(&rep, &b), -EINVAL);
+		ck_assert_uint_eq(b.len, 0);
+		ctl_buf_release(&b);
+	}
+}
+END_TEST
+
+START_TEST(test_msg_stats)
+{
+	const char *j =
+		"{\"ok\":true,\"schema\":1,\"pid\":12,\"uptime_s\":1.5,"
+		"\"image\":\"/i.sqfs\",\"mountpoint\":\"/m\","
+		"\"compressor\":\"zstd\",\"block_size\":131072,\"inodes\":9,"
+		"\"holders\":[3,40,500],\"holder_managed\":true,"
+		"\"stage\":{\"state\":\"running\",\"planned\":100,"
+		"\"staged\":50,\"percent\":50.0,\"mb_per_s\":2.5,"
+		"\"seconds\":3.25,\"on_tmpfs\":false},"
+		"\"cache\":{\"data\":{\"budget\":10,\"bytes\":5,\"hits\":3,"
+		"\"misses\":1},\"meta\":{\"budget\":20,\"bytes\":6,"
+		"\"hits\":7,\"misses\":2}},"
+		"\"image_io\":{\"bytes\":1000,\"corrupt\":1,\"read_errors\":2},"
+		"\"fuse\":{\"read\":8,\"bytes_served\":4096,\"eio\":0,"
+		"\"uring_threads\":2,\"uring_requests\":30},"
+		"\"warm\":{\"files\":4,\"bytes\":40,\"open_files\":1,"
+		"\"open_bytes\":10},"
+		"\"statahead\":{\"all_state\":\"done\",\"all_entries\":11,"
+		"\"all_dirs\":3,\"entries\":6,\"dirs\":2},"
+		"\"process\":{\"rss_bytes\":123456}}";
+	struct ctl_reply rep;
+	struct ctl_req r;
+	struct ctl_buf b = { 0 };
+	const struct ctl_stats *st = &rep.stats;
+
+	req_roundtrip("stats", "stats", &r);
+	ck_assert_int_eq(r.cmd, CTL_CMD_STATS);
+	req_refused_common("stats");
+	req_refused("stats -1", -EINVAL);
+
+	ck_assert_int_eq(ctl_reply_decode(CTL_CMD_STATS, j, &rep), 0);
+	ck_assert(rep.ok);
+	ck_assert_uint_eq(st->pid, 12);
+	ck_assert(st->uptime_s == 1.5);
+	ck_assert_str_eq(st->image, "/i.sqfs");
+	ck_assert_str_eq(st->mountpoint, "/m");
+	ck_assert_str_eq(st->compressor, "zstd");
+	ck_assert_uint_eq(st->block_size, 131072);
+	ck_assert_uint_eq(st->inodes, 9);
+	ck_assert_uint_eq(st->holders, 3);
+	ck_assert_int_eq(st->holder_pids[2], 500);
+	ck_assert(st->holder_managed);
+	ck_assert_str_eq(st->stage_state, "running");
+	ck_assert_uint_eq(st->stage_planned, 100);
+	ck_assert_uint_eq(st->stage_staged, 50);
+	ck_assert(st->stage_percent == 50.0 && st->stage_mb_per_s == 2.5 &&
+		  st->stage_seconds == 3.25 && !st->stage_on_tmpfs);
+	ck_assert_uint_eq(st->data.hits, 3);
+	ck_assert_uint_eq(st->meta.budget, 20);
+	ck_assert_uint_eq(st->image_bytes, 1000);
+	ck_assert_uint_eq(st->image_read_errors, 2);
+	ck_assert_uint_eq(st->fuse_bytes_served, 4096);
+	ck_assert_uint_eq(st->fuse_uring_requests, 30);
+	ck_assert_uint_eq(st->warm_open_bytes, 10);
+	ck_assert_str_eq(st->statahead_all_state, "done");
+	ck_assert_uint_eq(st->statahead_dirs, 2);
+	ck_assert_uint_eq(st->rss_bytes, 123456);
+
+	/* Each field is optional: missing or of another type reads 0. */
+	ck_assert_int_eq(ctl_reply_decode(CTL_CMD_STATS,
+					  "{\"ok\":true,\"pid\":-3,\"inodes\":"
+					  "\"x\",\"holders\":{},\"image\":1}",
+					  &rep),
+			 0);
+	ck_assert_uint_eq(st->pid, 0);
+	ck_assert_uint_eq(st->inodes, 0);
+	ck_assert_uint_eq(st->holders, 0);
+	ck_assert_str_eq(st->image, "");
+	reply_refused(CTL_CMD_STATS, "{\"pid\":1}");
+	reply_refused(CTL_CMD_STATS, "{\"ok\":null}");
+	/* Built by the daemon, never encoded here. */
+	rep.cmd = CTL_CMD_STATS;
+	rep.ok = true;
+	ck_assert_int_eq(ctl_reply_encode(&rep, &b), -EINVAL);
+	ctl_buf_release(&b);
+}
+END_TEST
+
+START_TEST(test_msg_stage)
+{
+	struct ctl_reply rep = { .cmd = CTL_CMD_STAGE, .ok = true }, got;
+	struct ctl_req r;
+	char buf[CTL_REQ_MAX];
+
+	req_roundtrip("stage", "stage full", &r);
+	ck_assert_int_eq(r.stage.mode, CTL_STAGE_FULL);
+	ck_assert_uint_eq(r.stage.budget, 0);
+	req_roundtrip("stage meta", "stage meta", &r);
+	ck_assert_int_eq(r.stage.mode, CTL_STAGE_META);
+	req_roundtrip("stage 4096", "stage full 4096", &r);
+	ck_assert_uint_eq(r.stage.budget, 4096);
+	req_roundtrip("stage full 0", "stage full", &r);
+	req_roundtrip("stage meta 18446744073709551615",
+		      "stage meta 18446744073709551615", &r);
+	ck_assert_uint_eq(r.stage.budget, UINT64_MAX);
+	req_refused("stage meta 18446744073709551616", -EINVAL);
+	req_refused("stage 99999999999999999999999", -EINVAL);
+	req_refused("stage -1", -EINVAL);
+	req_refused("stage +1", -EINVAL);
+	req_refused("stage 010", -EINVAL);
+	req_refused("stage 1k", -EINVAL);
+	req_refused("stage data", -EINVAL);
+	req_refused("stage 1 meta", -EINVAL);
+	req_refused("stage meta meta", -EINVAL);
+	req_refused("stage  meta", -EINVAL);
+	req_refused("stage meta 1 2", -EINVAL);
+	req_refused_common("stage meta 1");
+	ck_assert_str_eq(ctl_req_usage("stage x"),
+			 "usage: stage [full|meta] [BYTES]");
+	r.cmd = CTL_CMD_STAGE;
+	r.stage.mode = (enum ctl_stage_mode)7;
+	ck_assert_int_eq(ctl_req_encode(&r, buf, sizeof(buf)), -EINVAL);
+	r.stage.mode = CTL_STAGE_META;
+	r.stage.budget = 1;
+	ck_assert_int_eq(ctl_req_encode(&r, buf, 8), -ENOSPC);
+
+	rep.stage.mode = CTL_STAGE_META;
+	rep.stage.budget = 1ull << 40;
+	reply_roundtrip(&rep, &got);
+	ck_assert_int_eq(got.stage.mode, CTL_STAGE_META);
+	ck_assert_uint_eq(got.stage.budget, 1ull << 40);
+	reply_refused(CTL_CMD_STAGE, "{\"ok\":true,\"mode\":\"all\","
+				     "\"budget\":1}");
+	reply_refused(CTL_CMD_STAGE, "{\"ok\":true,\"mode\":\"full\"}");
+	reply_refused(CTL_CMD_STAGE, "{\"ok\":true,\"mode\":\"full\","
+				     "\"budget\":1.5}");
+	reply_refused(CTL_CMD_STAGE, "{\"ok\":true,\"mode\":\"full\","
+				     "\"budget\":18446744073709551616}");
+}
+END_TEST
+
+START_TEST(test_msg_umount)
+{
+	struct ctl_reply rep = { .cmd = CTL_CMD_UMOUNT, .ok = true }, got;
+	struct ctl_req r;
+
+	req_roundtrip("umount", "umount", &r);
+	ck_assert_int_eq(r.cmd, CTL_CMD_UMOUNT);
+	req_refused_common("umount");
+	req_refused("umount now", -EINVAL);
+	reply_roundtrip(&rep, &got);
+	ck_assert(got.ok);
+	reply_refused(CTL_CMD_UMOUNT, "{}");
+	reply_refused(CTL_CMD_UMOUNT, "{\"ok\":\"true\"}");
+}
+END_TEST
+
+START_TEST(test_msg_hold)
+{
+	struct ctl_reply rep = { .cmd = CTL_CMD_HOLD, .ok = true }, got;
+	struct ctl_req r = { .cmd = CTL_CMD_HOLD };
+	char buf[CTL_REQ_MAX];
+
+	req_roundtrip("hold 1 0", "hold 1 0", &r);
+	req_roundtrip("hold 1073741823 18446744073709551615",
+		      "hold 1073741823 18446744073709551615", &r);
+	ck_assert_int_eq(r.hold.pid, CTL_PID_MAX);
+	ck_assert_uint_eq(r.hold.start, UINT64_MAX);
+	req_refused("hold 0 5", -EINVAL);
+	req_refused("hold -1 5", -EINVAL);
+	req_refused("hold 1073741824 5", -EINVAL);
+	req_refused("hold 4294967297 5", -EINVAL);
+	req_refused("hold 12 18446744073709551616", -EINVAL);
+	req_refused("hold 12 -5", -EINVAL);
+	req_refused("hold 12", -EINVAL);
+	req_refused("hold", -EINVAL);
+	req_refused("hold 12 5 6", -EINVAL);
+	req_refused("hold 12 5x", -EINVAL);
+	req_refused("hold 0x10 5", -EINVAL);
+	req_refused("hold 12  5", -EINVAL);
+	req_refused_common("hold 12 5");
+	r.hold.pid = 0;
+	ck_assert_int_eq(ctl_req_encode(&r, buf, sizeof(buf)), -EINVAL);
+	r.hold.pid = -4;
+	ck_assert_int_eq(ctl_req_encode(&r, buf, sizeof(buf)), -EINVAL);
+
+	rep.holders.holders = 3;
+	reply_roundtrip(&rep, &got);
+	ck_assert_uint_eq(got.holders.holders, 3);
+	reply_refused(CTL_CMD_HOLD, "{\"ok\":true}");
+	reply_refused(CTL_CMD_HOLD, "{\"ok\":true,\"holders\":-1}");
+	reply_refused(CTL_CMD_HOLD, "{\"ok\":true,\"holders\":4294967296}");
+}
+END_TEST
+
+START_TEST(test_msg_release)
+{
+	struct ctl_reply rep = { .cmd = CTL_CMD_RELEASE, .ok = true }, got;
+	struct ctl_req r;
+
+	req_roundtrip("release 77", "release 77", &r);
+	ck_assert_int_eq(r.cmd, CTL_CMD_RELEASE);
+	ck_assert_int_eq(r.release.pid, 77);
+	req_refused("release", -EINVAL);
+	req_refused("release 0", -EINVAL);
+	req_refused("release -77", -EINVAL);
+	req_refused("release 99999999999999999999", -EINVAL);
+	req_refused("release 77 1", -EINVAL);
+	req_refused("release 077", -EINVAL);
+	req_refused_common("release 77");
+	ck_assert_str_eq(ctl_req_usage("release"), "usage: release PID");
+
+	rep.holders.holders = 0;
+	reply_roundtrip(&rep, &got);
+	ck_assert_uint_eq(got.holders.holders, 0);
+	reply_refused(CTL_CMD_RELEASE, "{\"ok\":true,\"holders\":\"1\"}");
+}
+END_TEST
+
+START_TEST(test_msg_error)
+{
+	struct ctl_reply rep = { .cmd = CTL_CMD_HOLD }, got;
+	struct ctl_buf b = { 0 };
+
+	/* A refusal of any command, its text escaped both ways. */
+	snprintf(rep.error, sizeof(rep.error), "not a \"holder\"\n");
+	for (int c = 0; c < CTL_CMD_COUNT; c++) {
+		rep.cmd = (enum ctl_cmd)c;
+		reply_roundtrip(&rep, &got);
+		ck_assert(!got.ok);
+	}
+	ck_assert_int_eq(ctl_reply_decode(CTL_CMD_PING, "{\"ok\":false}", &got),
+			 0);
+	ck_assert(!got.ok);
+	ck_assert_str_eq(got.error, "");
+	ck_assert_int_eq(ctl_reply_decode(CTL_CMD_STATS,
+					  "{\"ok\":false,\"error\":"
+					  "\"permission denied\"}",
+					  &got),
+			 0);
+	ck_assert_str_eq(got.error, "permission denied");
+	reply_refused(CTL_CMD_PING, "{\"ok\":false,\"error\":7}");
+	{
+		char big[CTL_ERROR_MAX + 32];
+
+		memset(big, 'e', sizeof(big));
+		ctl_buf_printf(&b, "{\"ok\":false,\"error\":\"%.*s\"}",
+			       (int)sizeof(big), big);
+		reply_refused(CTL_CMD_PING, b.p);
+		ctl_buf_release(&b);
+	}
+	rep.cmd = CTL_CMD_COUNT;
+	ck_assert_int_eq(ctl_reply_encode(&rep, &b), -EINVAL);
+	ck_assert_int_eq(ctl_reply_decode(CTL_CMD_COUNT, "{\"ok\":true}", &got),
+			 -EINVAL);
+	ctl_buf_release(&b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ctl");
@@ -721,6 +1095,13 @@ int main(void)
 	tcase_add_test(tc, test_fallback_choice);
 	tcase_add_test(tc, test_request_mount);
 	tcase_add_test(tc, test_proc_start);
+	tcase_add_test(tc, test_msg_ping);
+	tcase_add_test(tc, test_msg_stats);
+	tcase_add_test(tc, test_msg_stage);
+	tcase_add_test(tc, test_msg_umount);
+	tcase_add_test(tc, test_msg_hold);
+	tcase_add_test(tc, test_msg_release);
+	tcase_add_test(tc, test_msg_error);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

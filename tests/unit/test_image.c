@@ -112,7 +112,7 @@ static void build_fixture(void)
 	}
 }
 
-static struct img *open_variant(unsigned int v, enum img_stage_mode stage,
+static struct img *open_variant(unsigned int v, enum stage_mode stage,
 				uint64_t ram)
 {
 	struct img_opts o;
@@ -168,7 +168,8 @@ static void compare_file(struct img *img, const struct img_inode *ino,
 	ck_assert_uint_eq(fread(want, 1, size, f), size);
 	fclose(f);
 	/* Whole, then random pieces (crossing blocks and the tail). */
-	ck_assert_int_eq(img_file_read(img, ino, 0, have, size + 1, &got), 0);
+	ck_assert_int_eq(img_file_read(img, NULL, ino, 0, have, size + 1, &got),
+			 0);
 	ck_assert_uint_eq(got, size);
 	ck_assert(memcmp(want, have, size) == 0);
 	srand(seed);
@@ -176,14 +177,15 @@ static void compare_file(struct img *img, const struct img_inode *ino,
 		size_t off = (size_t)rand() % size;
 		size_t len = (size_t)rand() % (size - off + 1);
 
-		ck_assert_int_eq(img_file_read(img, ino, off, have, len, &got),
-				 0);
+		ck_assert_int_eq(
+			img_file_read(img, NULL, ino, off, have, len, &got), 0);
 		ck_assert_uint_eq(got, len);
 		ck_assert_msg(memcmp(want + off, have, len) == 0,
 			      "%s: bytes differ at %zu+%zu", src, off, len);
 	}
 	/* Past the end: nothing. */
-	ck_assert_int_eq(img_file_read(img, ino, size + 10, have, 5, &got), 0);
+	ck_assert_int_eq(
+		img_file_read(img, NULL, ino, size + 10, have, 5, &got), 0);
 	ck_assert_uint_eq(got, 0);
 	free(want);
 	free(have);
@@ -336,7 +338,7 @@ END_TEST
 START_TEST(test_whole_tree)
 {
 	struct img_inode root;
-	struct img *img = open_variant((unsigned int)_i, IMG_STAGE_NONE, 0);
+	struct img *img = open_variant((unsigned int)_i, STAGE_NONE, 0);
 
 	root_inode(img, &root);
 	compare_entry(img, &root, srcdir, true);
@@ -347,7 +349,7 @@ END_TEST
 
 START_TEST(test_check_sound)
 {
-	struct img *img = open_variant((unsigned int)_i, IMG_STAGE_NONE, 0);
+	struct img *img = open_variant((unsigned int)_i, STAGE_NONE, 0);
 	struct img_check_report rep;
 
 	ck_assert_int_eq(img_check(img, &rep, 0), 0);
@@ -361,7 +363,7 @@ END_TEST
 
 START_TEST(test_lookup)
 {
-	struct img *img = open_variant((unsigned int)_i, IMG_STAGE_NONE, 0);
+	struct img *img = open_variant((unsigned int)_i, STAGE_NONE, 0);
 	struct img_inode ino, big;
 	struct img_dirent de;
 	char name[64];
@@ -401,7 +403,7 @@ static uint64_t meta_gets(struct img *img)
 /* The directory index keeps a lookup from scanning the whole listing. */
 START_TEST(test_lookup_uses_index)
 {
-	struct img *img = open_variant((unsigned int)_i, IMG_STAGE_NONE, 0);
+	struct img *img = open_variant((unsigned int)_i, STAGE_NONE, 0);
 	struct img_dir_iter it;
 	struct img_inode big;
 	struct img_dirent de;
@@ -427,7 +429,7 @@ END_TEST
 
 START_TEST(test_readdir_resume)
 {
-	struct img *img = open_variant((unsigned int)_i, IMG_STAGE_NONE, 0);
+	struct img *img = open_variant((unsigned int)_i, STAGE_NONE, 0);
 	static struct img_dirent all[3001];
 	struct img_dir_iter it;
 	struct img_inode big;
@@ -456,14 +458,15 @@ END_TEST
 
 START_TEST(test_sparse_spans)
 {
-	struct img *img = open_variant((unsigned int)_i, IMG_STAGE_NONE, 0);
+	struct img *img = open_variant((unsigned int)_i, STAGE_NONE, 0);
 	struct img_span sp[8];
 	struct img_inode ino;
 	unsigned int n;
 
 	ck_assert_int_eq(resolve(img, "sparse", &ino), 0);
 	ck_assert_uint_eq(ino.size, 3 * 1024 * 1024 + 4);
-	ck_assert_int_eq(img_file_spans(img, &ino, 1000, 5000, sp, 8, &n), 0);
+	ck_assert_int_eq(img_file_spans(img, NULL, &ino, 1000, 5000, sp, 8, &n),
+			 0);
 	ck_assert_uint_ge(n, 1);
 	for (unsigned int i = 0; i < n; i++) {
 		for (size_t b = 0; b < sp[i].len; b++)
@@ -471,7 +474,8 @@ START_TEST(test_sparse_spans)
 	}
 	img_spans_put(img, sp, n);
 	/* max spans bounds the result; the bytes still add up. */
-	ck_assert_int_eq(img_file_spans(img, &ino, 0, 3 << 20, sp, 1, &n), 0);
+	ck_assert_int_eq(img_file_spans(img, NULL, &ino, 0, 3 << 20, sp, 1, &n),
+			 0);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_le(sp[0].len, img_get_super(img)->block_size);
 	img_spans_put(img, sp, n);
@@ -517,19 +521,22 @@ END_TEST
 START_TEST(test_stage_full)
 {
 	struct img *img =
-		open_variant((unsigned int)_i, IMG_STAGE_FULL, 1ull << 30);
+		open_variant((unsigned int)_i, STAGE_FULL, 1ull << 30);
 	struct img_stats st;
+	struct stage_stats ss;
 	struct img_inode root;
 	int n = 0;
 
 	img_get_stats(img, &st);
-	ck_assert_int_eq(st.stage_state, IMG_STAGE_IDLE);
-	ck_assert_uint_eq(st.stage_planned, st.image_bytes);
-	while (img_stage_next(img) == 1)
+	stage_get_stats(img_stage(img), &ss);
+	ck_assert_int_eq(ss.state, STAGE_IDLE);
+	ck_assert_uint_eq(ss.planned, st.image_bytes);
+	while (stage_next(img_stage(img)) == 1)
 		n++;
 	img_get_stats(img, &st);
-	ck_assert_int_eq(st.stage_state, IMG_STAGE_DONE);
-	ck_assert_uint_eq(st.staged_bytes, st.image_bytes);
+	stage_get_stats(img_stage(img), &ss);
+	ck_assert_int_eq(ss.state, STAGE_DONE);
+	ck_assert_uint_eq(ss.staged, st.image_bytes);
 	/* Each byte read once, by the stager or by the reads of the open
 	 * (a small image is staged whole by them: n is 0 then); only the
 	 * superblock, read before staging is set up, twice. */
@@ -544,12 +551,14 @@ START_TEST(test_stage_full)
 	/* From RAM now: the file is not read again. */
 	root_inode(img, &root);
 	img_get_stats(img, &st);
+	stage_get_stats(img_stage(img), &ss);
 	{
 		uint64_t reads = st.src_reads;
 
 		ck_assert_uint_eq(walk(img, &root, srcdir, true),
 				  count_tree(srcdir));
 		img_get_stats(img, &st);
+		stage_get_stats(img_stage(img), &ss);
 		ck_assert_uint_eq(st.src_reads, reads);
 	}
 	img_close(img);
@@ -559,91 +568,103 @@ END_TEST
 START_TEST(test_stage_budget)
 {
 	const uint64_t budget = 3u << 20;
-	struct img *img =
-		open_variant((unsigned int)_i, IMG_STAGE_FULL, budget);
+	struct img *img = open_variant((unsigned int)_i, STAGE_FULL, budget);
 	struct img_stats st;
+	struct stage_stats ss;
 	struct img_inode root;
 
-	while (img_stage_next(img) == 1)
+	while (stage_next(img_stage(img)) == 1)
 		;
 	img_get_stats(img, &st);
-	ck_assert_uint_le(st.stage_planned, budget);
-	ck_assert_uint_le(st.staged_bytes, budget);
-	ck_assert_uint_eq(st.staged_bytes, st.stage_planned);
+	stage_get_stats(img_stage(img), &ss);
+	ck_assert_uint_le(ss.planned, budget);
+	ck_assert_uint_le(ss.staged, budget);
+	ck_assert_uint_eq(ss.staged, ss.planned);
 	root_inode(img, &root);
 	ck_assert_uint_eq(walk(img, &root, srcdir, true), count_tree(srcdir));
 	img_close(img);
 
 	/* Metadata only: whole chunks from the inode table to the end. */
-	img = open_variant((unsigned int)_i, IMG_STAGE_META, 1ull << 30);
+	img = open_variant((unsigned int)_i, STAGE_META, 1ull << 30);
 	img_get_stats(img, &st);
-	ck_assert_uint_ge(st.stage_planned,
+	stage_get_stats(img_stage(img), &ss);
+	ck_assert_uint_ge(ss.planned,
 			  st.image_bytes - img_get_super(img)->inode_table);
-	ck_assert_uint_le(st.stage_planned, st.image_bytes);
-	while (img_stage_next(img) == 1)
+	ck_assert_uint_le(ss.planned, st.image_bytes);
+	while (stage_next(img_stage(img)) == 1)
 		;
 	img_get_stats(img, &st);
-	ck_assert_uint_eq(st.staged_bytes, st.stage_planned);
+	stage_get_stats(img_stage(img), &ss);
+	ck_assert_uint_eq(ss.staged, ss.planned);
 	img_close(img);
 
-	img = open_variant((unsigned int)_i, IMG_STAGE_NONE, 1ull << 30);
+	img = open_variant((unsigned int)_i, STAGE_NONE, 1ull << 30);
 	img_get_stats(img, &st);
-	ck_assert_int_eq(st.stage_state, IMG_STAGE_OFF);
-	ck_assert_int_eq(img_stage_next(img), 0);
+	stage_get_stats(img_stage(img), &ss);
+	ck_assert_int_eq(ss.state, STAGE_OFF);
+	ck_assert_int_eq(stage_next(img_stage(img)), 0);
 	img_close(img);
 }
 END_TEST
 
-/* img_stage_resume(): stage=none, then meta, then a small budget grown
+/* stage_resume(): stage=none, then meta, then a small budget grown
  * to the whole image; what was staged stays, readers see the same tree. */
 START_TEST(test_stage_resume)
 {
 	struct img *img =
-		open_variant((unsigned int)_i, IMG_STAGE_NONE, 1ull << 30);
+		open_variant((unsigned int)_i, STAGE_NONE, 1ull << 30);
 	struct img_stats st;
+	struct stage_stats ss;
 	struct img_inode root;
 	uint64_t meta;
 
 	img_get_stats(img, &st);
-	ck_assert_int_eq(st.stage_state, IMG_STAGE_OFF);
-	ck_assert_int_eq(img_stage_next(img), 0);
+	stage_get_stats(img_stage(img), &ss);
+	ck_assert_int_eq(ss.state, STAGE_OFF);
+	ck_assert_int_eq(stage_next(img_stage(img)), 0);
 	img_get_stats(img, &st);
-	ck_assert_int_eq(st.stage_state, IMG_STAGE_OFF);
-	ck_assert_int_eq(img_stage_resume(img, IMG_STAGE_NONE, 1), -EINVAL);
+	stage_get_stats(img_stage(img), &ss);
+	ck_assert_int_eq(ss.state, STAGE_OFF);
+	ck_assert_int_eq(stage_resume(img_stage(img), STAGE_NONE, 1), -EINVAL);
 
 	/* Metadata only. */
-	ck_assert_int_eq(img_stage_resume(img, IMG_STAGE_META, 1ull << 30), 0);
+	ck_assert_int_eq(stage_resume(img_stage(img), STAGE_META, 1ull << 30),
+			 0);
 	img_get_stats(img, &st);
-	ck_assert_int_eq(st.stage_state, IMG_STAGE_IDLE);
-	while (img_stage_next(img) == 1)
+	stage_get_stats(img_stage(img), &ss);
+	ck_assert_int_eq(ss.state, STAGE_IDLE);
+	while (stage_next(img_stage(img)) == 1)
 		;
 	img_get_stats(img, &st);
-	ck_assert_int_eq(st.stage_state, IMG_STAGE_DONE);
-	ck_assert_uint_gt(st.staged_bytes, 0);
-	ck_assert_uint_eq(st.staged_bytes, st.stage_planned);
-	ck_assert_uint_ge(st.staged_bytes,
+	stage_get_stats(img_stage(img), &ss);
+	ck_assert_int_eq(ss.state, STAGE_DONE);
+	ck_assert_uint_gt(ss.staged, 0);
+	ck_assert_uint_eq(ss.staged, ss.planned);
+	ck_assert_uint_ge(ss.staged,
 			  st.image_bytes - img_get_super(img)->inode_table);
-	meta = st.staged_bytes;
+	meta = ss.staged;
 
 	/* A smaller budget does not shrink it; full mode brings the rest. */
-	ck_assert_int_eq(img_stage_resume(img, IMG_STAGE_FULL, 1), 0);
+	ck_assert_int_eq(stage_resume(img_stage(img), STAGE_FULL, 1), 0);
 	root_inode(img, &root);
-	while (img_stage_next(img) == 1)
+	while (stage_next(img_stage(img)) == 1)
 		/* Readers run between chunks. */
 		ck_assert_uint_eq(walk(img, &root, srcdir, true),
 				  count_tree(srcdir));
 	img_get_stats(img, &st);
-	ck_assert_int_eq(st.stage_state, IMG_STAGE_DONE);
-	ck_assert_uint_eq(st.staged_bytes, st.image_bytes);
-	ck_assert_uint_ge(st.staged_bytes, meta);
-	ck_assert_uint_ge(st.stage_budget, 1ull << 30);
+	stage_get_stats(img_stage(img), &ss);
+	ck_assert_int_eq(ss.state, STAGE_DONE);
+	ck_assert_uint_eq(ss.staged, st.image_bytes);
+	ck_assert_uint_ge(ss.staged, meta);
+	ck_assert_uint_ge(ss.budget, 1ull << 30);
 
 	/* Nothing left: a resume ends at once, staged bytes unchanged. */
-	ck_assert_int_eq(img_stage_resume(img, IMG_STAGE_META, 0), 0);
-	ck_assert_int_eq(img_stage_next(img), 0);
+	ck_assert_int_eq(stage_resume(img_stage(img), STAGE_META, 0), 0);
+	ck_assert_int_eq(stage_next(img_stage(img)), 0);
 	img_get_stats(img, &st);
-	ck_assert_int_eq(st.stage_state, IMG_STAGE_DONE);
-	ck_assert_uint_eq(st.staged_bytes, st.image_bytes);
+	stage_get_stats(img_stage(img), &ss);
+	ck_assert_int_eq(ss.state, STAGE_DONE);
+	ck_assert_uint_eq(ss.staged, st.image_bytes);
 	ck_assert_uint_eq(walk(img, &root, srcdir, true), count_tree(srcdir));
 	img_close(img);
 }
@@ -668,15 +689,16 @@ START_TEST(test_changed)
 	snprintf(cmd, sizeof(cmd), "touch -d '2001-01-01' '%s'", p);
 	ck_assert_int_eq(system(cmd), 0);
 	ck_assert(img_check_changed(img));
-	ck_assert_int_eq(
-		img_file_read(img, &ino, 600000, buf, sizeof(buf), &got), -EIO);
+	ck_assert_int_eq(img_file_read(img, NULL, &ino, 600000, buf,
+				       sizeof(buf), &got),
+			 -EIO);
 	img_close(img);
 }
 END_TEST
 
 START_TEST(test_ino_to_ref)
 {
-	struct img *img = open_variant((unsigned int)_i, IMG_STAGE_NONE, 0);
+	struct img *img = open_variant((unsigned int)_i, STAGE_NONE, 0);
 	struct img_inode ino, back;
 	uint64_t ref;
 
@@ -729,7 +751,7 @@ static void *reader(void *p)
 		fseek(f, (long)off, SEEK_SET);
 		n = fread(want, 1, len, f);
 		fclose(f);
-		if (img_file_read(a->img, &ino, off, have, len, &got) ||
+		if (img_file_read(a->img, NULL, &ino, off, have, len, &got) ||
 		    got != n || memcmp(want, have, n))
 			a->failures++;
 	}
@@ -750,7 +772,7 @@ START_TEST(test_concurrent_readers)
 	img_opts_default(&o);
 	o.data_cache = 1 << 20;
 	o.meta_cache = 256 << 10;
-	o.stage = IMG_STAGE_NONE;
+	o.stage = STAGE_NONE;
 	image_path((unsigned int)_i, p, sizeof(p));
 	ck_assert_int_eq(img_open(p, &o, &img), 0);
 	for (int i = 0; i < 6; i++) {

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * This file implements the unit tests of lib/prefetch: the stager brings a
- * whole image into RAM and reports it, readahead fills the data cache so
- * that later reads are hits, a full queue drops jobs without running them,
+ * This file implements the unit tests of lib/prefetch: readahead fills the
+ * data cache so that later reads are hits, a full queue drops jobs without running them,
  * and stopping with jobs queued frees them.
  */
 /* TSAN: yes */
@@ -20,7 +19,7 @@
 static char workdir[PATH_MAX / 2];
 static char image[PATH_MAX / 2 + 32];
 
-static struct img *open_image(enum img_stage_mode stage)
+static struct img *open_image(enum stage_mode stage)
 {
 	struct img_opts o;
 	struct img *img;
@@ -44,30 +43,10 @@ static void lookup(struct img *img, const char *name, struct img_inode *out)
 	ck_assert_int_eq(img_inode_get(img, de.ref, out), 0);
 }
 
-START_TEST(test_stage)
-{
-	struct img *img = open_image(IMG_STAGE_FULL);
-	struct pf_stats ps;
-	struct img_stats st;
-	struct pf *pf;
-
-	ck_assert_int_eq(pf_new(img, NULL, &pf), 0);
-	ck_assert_int_eq(pf_wait_staged(pf, 20000), 0);
-	img_get_stats(img, &st);
-	ck_assert_int_eq(st.stage_state, IMG_STAGE_DONE);
-	ck_assert_uint_eq(st.staged_bytes, st.image_bytes);
-	pf_get_stats(pf, &ps);
-	ck_assert(ps.stage_seconds >= 0);
-	ck_assert_uint_ge(ps.workers, 1);
-	pf_free(pf);
-	img_close(img);
-}
-END_TEST
-
 START_TEST(test_readahead)
 {
-	struct img *img = open_image(IMG_STAGE_NONE);
-	struct pf_opts o = { .workers = 2, .queue_max = 16, .stage = false };
+	struct img *img = open_image(STAGE_NONE);
+	struct pf_opts o = { .workers = 2, .queue_max = 16 };
 	struct img_stats before, after;
 	struct img_inode ino;
 	struct pf_stats ps;
@@ -78,7 +57,6 @@ START_TEST(test_readahead)
 	lookup(img, "big", &ino);
 	ck_assert_uint_ge(ino.file.nblocks, 16);
 	ck_assert_int_eq(pf_new(img, &o, &pf), 0);
-	ck_assert_int_eq(pf_wait_staged(pf, 0), 0); /* nothing to stage */
 	ck_assert_int_eq(pf_readahead(pf, &ino, 0, ino.file.nblocks), 0);
 	for (int i = 0; i < 500; i++) {
 		pf_get_stats(pf, &ps);
@@ -91,7 +69,8 @@ START_TEST(test_readahead)
 	img_get_stats(img, &before);
 	ck_assert_uint_ge(before.data.entries, ino.file.nblocks);
 	/* Now every block is a hit. */
-	ck_assert_int_eq(img_file_read(img, &ino, 0, buf, 4 << 20, &got), 0);
+	ck_assert_int_eq(img_file_read(img, NULL, &ino, 0, buf, 4 << 20, &got),
+			 0);
 	ck_assert_uint_eq(got, ino.size);
 	img_get_stats(img, &after);
 	ck_assert_uint_eq(after.data.misses, before.data.misses);
@@ -104,8 +83,8 @@ END_TEST
 
 START_TEST(test_queue_full)
 {
-	struct img *img = open_image(IMG_STAGE_NONE);
-	struct pf_opts o = { .workers = 1, .queue_max = 2, .stage = false };
+	struct img *img = open_image(STAGE_NONE);
+	struct pf_opts o = { .workers = 1, .queue_max = 2 };
 	struct img_inode ino;
 	struct pf_stats ps;
 	struct pf *pf;
@@ -149,7 +128,6 @@ int main(void)
 		return 77;
 	}
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_stage);
 	tcase_add_test(tc, test_readahead);
 	tcase_add_test(tc, test_queue_full);
 	suite_add_tcase(s, tc);

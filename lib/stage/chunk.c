@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements the chunks of the staged copy: who reads a chunk
+ * (the compare-and-swap from PLANNED to INFLIGHT), the read itself, and
+ * stage_get(), through which a reader takes a staged range or stages it.
+ * See stage_i.h for the design.
+ */
+#define LOG_MOD "stage"
+
+#include <assert.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include "stage/stage_i.h"
+#include "util/ckd.h"
+#include "util/clock.h"
+
+uint32_t stage__run_claim(struct stage *st, uint32_t c, uint32_t max,
+			  uint8_t *s)
+{
+	uint32_t n = 0;
+
+	*s = STAGE_CHUNK_PLANNED;
+	if (!atomic_compare_exchange_strong(&st->chunk[c], s,
+					    STAGE_CHUNK_INFLIGHT))
+		return 0;
+	for (n = 1; n < max && c + n < st->nchunks; n++) {
+		uint8_t p = STAGE_CHUNK_PLANNED;
+
+		if (!atomic_compare_exchange_strong(&st->chunk[c + n], &p,
+						    STAGE_CHUNK_INFLIGHT))
+			break;
+	}
+	return n;
+}
+
+/* Count a read of chunks [c, c + n) that ended, and wake who waits. */
+static void read_ended(struct stage *st, uint32_t c, uint32_t n, bool stager,
+		       int err, int64_t t0)
+{
+	unsigned int was;
+
+	pthread_mutex_lock(&st->lock);
+	st->filling--;
+	if (stager) {
+		was = st->target;
+		st->inflight--;
+		if (!err && n == STAGE_RUN && !(c % STAGE_RUN))
+			stage__pace(st, mono_ns() - t0);
+		/* A slot is free: one stager may take it (more if the
+		 * target grew). */
+		if (st->target > was)
+			pthread_cond_broadcast(&st->slot);
+		else
+			pthread_cond_signal(&st->slot);
+	}
+	pthread_cond_broadcast(&st->cond);
+	pthread_mutex_unlock(&st->lock);
+}
+
+int stage__chunk_read(struct stage *st, uint32_t c, uint32_t n,
+		      const void *reader)
+{
+	uint64_t start = (uint64_t)c << STAGE_CHUNK_SHIFT;
+	uint64_t len = stage__chunks_len(st, c, n);
+	int64_t t0 = mono_ns();
+	uint8_t done;
+	int err;
+
+	err = st->src.read(st->src.arg, start, st->mem + start, (size_t)len,
+			   reader);
+	if (!err) {
+		atomic_fetch_add(&st->staged, len);
+		if (reader) {
+			atomic_fetch_add(&st->by_readers, len);
+			/* A fill that continues the last one is a reader
+			 * streaming ahead of the stager: the stager goes on
+			 * after it.  Readers in random order leave it be. */
+			if (atomic_exchange(&st->fill_end, c + n) == c)
+				atomic_store(&st->follow, c + n);
+		}
+		done = STAGE_CHUNK_STAGED;
+	} else {
+		/* Give the untouched pages back; readers go to the source. */
+		madvise(st->mem + start, (size_t)len, MADV_DONTNEED);
+		done = STAGE_CHUNK_FAILED;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		atomic_store_explicit(&st->chunk[c + i], done,
+				      memory_order_release);
+	read_ended(st, c, n, !reader, err, t0);
+	return err;
+}
+
+/*
+ * Make chunk @c staged for a reader: it is, or another thread is reading
+ * it (wait), or it is planned: then read it, with the planned chunks after
+ * it up to @last, in one read.  False if it stays out of RAM: not planned,
+ * or its read failed.
+ */
+static bool chunk_fill(struct stage *st, uint32_t c, uint32_t last,
+		       const void *reader)
+{
+	uint32_t n;
+	uint8_t s;
+
+	n = stage__run_claim(st, c, last - c + 1, &s);
+	if (n) {
+		pthread_mutex_lock(&st->lock);
+		st->filling++;
+		pthread_mutex_unlock(&st->lock);
+		return stage__chunk_read(st, c, n, reader) == 0;
+	}
+	if (s == STAGE_CHUNK_INFLIGHT) {
+		pthread_mutex_lock(&st->lock);
+		while ((s = atomic_load_explicit(&st->chunk[c],
+						 memory_order_acquire)) ==
+		       STAGE_CHUNK_INFLIGHT)
+			pthread_cond_wait(&st->cond, &st->lock);
+		pthread_mutex_unlock(&st->lock);
+	}
+	return s == STAGE_CHUNK_STAGED;
+}
+
+int stage_get(struct stage *st, uint64_t off, size_t len, unsigned int flags,
+	      const void *reader, const void **out)
+{
+	uint64_t end, c, last;
+
+	if (ckd_add(&end, off, len) || end > st->size)
+		return -ERANGE;
+	if (!st->mem || !len)
+		return -ENODATA;
+	assert(reader); /* NULL stands for a stager thread */
+	c = off >> STAGE_CHUNK_SHIFT;
+	last = (end - 1) >> STAGE_CHUNK_SHIFT;
+	for (; c <= last; c++) {
+		if (atomic_load_explicit(&st->chunk[c], memory_order_acquire) ==
+		    STAGE_CHUNK_STAGED)
+			continue;
+		/* Warming takes only what is staged: it neither reads nor
+		 * waits for a read under way (it tries again later). */
+		if (flags & STAGE_GET_STAGED_ONLY ||
+		    !chunk_fill(st, (uint32_t)c, (uint32_t)last, reader))
+			return -ENODATA;
+	}
+	*out = st->mem + off;
+	return 0;
+}

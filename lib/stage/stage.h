@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * This file declares staging: a copy in RAM of a byte range (the
+ * compressed image), brought in by stager threads in large sequential
+ * reads, metadata first, so that once it is done no read touches the
+ * storage the range sits on.
+ *
+ * One module owns all of it: the plan and its budget, the state of each
+ * 128 KiB chunk, the stager threads and their pacing, resuming with a
+ * larger plan, and the questions readers ask ("is this range staged, or
+ * can I have it staged", "has staging ended").  It knows nothing of
+ * SquashFS: its owner (lib/image) says where the metadata starts and
+ * gives it a function that reads bytes of the range (struct stage_src).
+ * See docs/design.md, "Staging", for the design and its figures.
+ */
+#ifndef SQC_STAGE_STAGE_H
+#define SQC_STAGE_STAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct stage; /* opaque, shared by all threads */
+
+enum stage_mode {
+	STAGE_AUTO, /* full, unless the image already sits in RAM (tmpfs) */
+	STAGE_FULL, /* metadata first, then data, up to the RAM budget */
+	STAGE_META, /* only the metadata tables */
+	STAGE_NONE, /* read everything on demand */
+};
+
+enum stage_state {
+	STAGE_IDLE, /* not started */
+	STAGE_RUNNING, /* streaming */
+	STAGE_DONE, /* everything planned is in RAM */
+	STAGE_OFF, /* staging disabled or impossible */
+};
+
+/* How the stage reads the range it copies; the owner's. */
+struct stage_src {
+	/*
+	 * Read @len bytes at @off of the range into @dst, all or fail.
+	 * @reader: NULL for a stager thread's read, else the value the
+	 * caller of stage_get() passed (whose read it is, for counting).
+	 * Return: 0 or a negative errno.  Context: any thread.
+	 */
+	int (*read)(void *arg, uint64_t off, void *dst, size_t len,
+		    const void *reader);
+	/* Called by one stager thread about once a second (the owner
+	 * watches its file for changes); may be NULL. */
+	void (*watch)(void *arg);
+	void *arg; /* passed to both */
+	const char *name; /* what is staged, for the log ("'%s'") */
+};
+
+struct stage_opts {
+	uint64_t size; /* bytes of the range */
+	uint64_t meta_start; /* the metadata: from here to the end, staged
+				first; clamped to @size */
+	enum stage_mode mode; /* FULL, META or NONE (the owner resolves
+				 AUTO) */
+	uint64_t budget; /* bytes of RAM allowed */
+};
+
+/* stage_get() flags. */
+#define STAGE_GET_STAGED_ONLY \
+	1u /* neither read a chunk nor wait for
+				    one under way (warming) */
+
+struct stage_stats {
+	enum stage_state state; /* where staging stands */
+	uint64_t budget; /* RAM allowed for staging */
+	uint64_t planned; /* bytes the stager will bring in */
+	uint64_t staged; /* bytes in RAM now */
+	uint64_t base; /* of those, staged before the current plan */
+	uint64_t by_readers; /* staged chunks that readers read in */
+	unsigned int threads; /* stager threads running */
+	unsigned int inflight; /* stager reads under way now */
+	unsigned int inflight_max; /* the most at once */
+	unsigned int target; /* how many it keeps under way now */
+	double read_ms_min; /* its fastest 1 MiB read, ms */
+	double read_ms; /* their mean time in the last round, ms */
+	double seconds; /* staging time so far (or total when done) */
+	int error; /* errno that stopped the stager, or 0 */
+};
+
+/**
+ * stage_new() - Set up the staged copy of a range and its plan.
+ * @src: how to read the range; copied, @src->arg must outlive the stage
+ * @o: size, metadata start, mode and budget
+ * @out: set to the stage
+ *
+ * Reserves address space for the whole range (pages cost memory only once
+ * staged) and plans it, metadata first, within the budget.  Nothing is
+ * read until a reader or a stager thread asks.  If the address space
+ * cannot be reserved, staging is off (logged once) and every read goes to
+ * the source.
+ *
+ * Return: 0; -ENOMEM.
+ * Ownership: the caller frees it with stage_free().
+ * Context: any thread.
+ */
+int stage_new(const struct stage_src *src, const struct stage_opts *o,
+	      struct stage **out);
+
+/**
+ * stage_free() - Stop the stager threads and free the staged copy.
+ * @st: stage, may be NULL
+ *
+ * Context: no other thread may use @st any more.
+ */
+void stage_free(struct stage *st);
+
+/**
+ * stage_start() - Start the stager threads.
+ * @st: stage
+ * @threads: how many; 0 for the default (16).  At most as many read at
+ *           once as the source serves without queueing them.
+ *
+ * The first thread also calls the source's watch() about once a second,
+ * and goes on doing so once the plan is done or when staging is off.
+ *
+ * Return: 0; -EALREADY if started; -errno from pthread_create() (the
+ * threads started are stopped).
+ * Context: any thread; stage_stop() before stage_free() is optional.
+ */
+int stage_start(struct stage *st, unsigned int threads);
+
+/**
+ * stage_stop() - Stop and join the stager threads.
+ * @st: stage, may be NULL
+ *
+ * Waiters in stage_wait() return.  Context: not from a stager thread.
+ */
+void stage_stop(struct stage *st);
+
+/**
+ * stage_next() - Bring the next run of the plan into RAM.
+ * @st: stage
+ *
+ * What each stager thread calls in a loop; tests and tools without
+ * threads call it themselves.  Each call reads one run of chunks (1 MiB
+ * aligned) in one read, skipping those a reader brought in already; once
+ * the metadata is in, the run after a streaming reader's last fill comes
+ * first.  When as many stager reads are under way as the source serves
+ * without queueing them (paced by how long they take), a call waits up to
+ * 20 ms for one to end instead.  A failed read stops the plan, logged
+ * once: reads of what is not staged then go to the source.
+ *
+ * Return: 1 if a run was read (or the call waited for a free slot), 0
+ * when the plan is complete and no chunk read is under way.
+ * Context: any number of threads; readers may run meanwhile.
+ */
+int stage_next(struct stage *st);
+
+/**
+ * stage_get() - Point at a staged range, staging it first if planned.
+ * @st: stage
+ * @off: offset in the range
+ * @len: bytes, not 0
+ * @flags: 0, or STAGE_GET_STAGED_ONLY
+ * @reader: not NULL; passed on to the source's read() for a chunk read
+ *          here
+ * @out: set to the bytes on success
+ *
+ * A chunk that is planned and not read yet is read here, with the planned
+ * chunks after it up to the end of the range, in one read; a chunk being
+ * read by another thread is waited for.  Each byte is read from the
+ * source once.
+ *
+ * Return: 0; -ENODATA if a byte of the range is not in RAM and will not be
+ * for this call (not planned, its read failed, or STAGE_GET_STAGED_ONLY);
+ * -ERANGE if the range leaves the stage.
+ * Ownership: *@out stays valid until stage_free().
+ * Context: any thread.
+ */
+int stage_get(struct stage *st, uint64_t off, size_t len, unsigned int flags,
+	      const void *reader, const void **out);
+
+/**
+ * stage_resume() - Start or extend staging.
+ * @st: stage
+ * @mode: STAGE_FULL or STAGE_META (a plan already FULL stays FULL)
+ * @budget: bytes of RAM allowed; the budget only grows (the larger of this
+ *          and the current one is used)
+ *
+ * Records the request and wakes the stager threads; the next stage_next()
+ * plans every chunk not yet in RAM, metadata first, and the staging time
+ * in the stats counts from now.  The state reads STAGE_IDLE until then.
+ *
+ * Return: 0; -EINVAL for another mode; -ENOMEM if no staging area could be
+ * reserved at stage_new().
+ * Context: any thread but a stager; one caller at a time.
+ */
+int stage_resume(struct stage *st, enum stage_mode mode, uint64_t budget);
+
+/**
+ * stage_state() - Where the plan stands.
+ * @st: stage
+ *
+ * Return: the state.  Context: any thread; cannot fail.
+ */
+enum stage_state stage_state(const struct stage *st);
+
+/**
+ * stage_wait() - Wait until staging has ended.
+ * @st: stage
+ * @timeout_ms: give up after this long; 0 only asks; negative waits for
+ *              ever
+ *
+ * Staging has ended when the stager threads finished the plan (until the
+ * next stage_resume()), or when no stager thread runs.
+ *
+ * Return: 0 when it has ended; -ETIMEDOUT.
+ * Context: any thread but a stager.
+ */
+int stage_wait(struct stage *st, int timeout_ms);
+
+/**
+ * stage_is_done() - Whether staging has ended, as stage_wait() says.
+ * @st: stage
+ *
+ * What is not staged by then stays out of RAM.
+ * Return: true if ended.  Context: any thread; cannot fail.
+ */
+bool stage_is_done(struct stage *st);
+
+/**
+ * stage_get_stats() - Snapshot the counters.
+ * @st: stage
+ * @out: filled in
+ *
+ * Context: any thread; cannot fail.
+ */
+void stage_get_stats(struct stage *st, struct stage_stats *out);
+
+#endif /* SQC_STAGE_STAGE_H */

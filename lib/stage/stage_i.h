@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * This file declares what the files of lib/stage share with each other and
+ * nobody else: struct stage and the chunk and plan helpers.
+ *
+ * Design.  The staged copy is one anonymous mapping as long as the range,
+ * laid out at the same offsets, so any staged range is contiguous and can
+ * be handed to a decompressor without a copy.  Pages of chunks that are not
+ * planned are never touched and cost no memory; the plan holds at most the
+ * RAM budget.
+ *
+ * Each byte is read from the source once.  A chunk of the plan is brought
+ * in by whoever needs it first: the stager threads walking the plan
+ * (plan.c), or a reader that reads inside it (chunk.c), which then reads
+ * the whole chunk into the staged copy rather than only its range.  A
+ * compare-and-swap from PLANNED to INFLIGHT decides who reads it; everyone
+ * else waits on the condition variable for that read instead of reading
+ * the bytes a second time.  Chunks are small (128 KiB) so that a reader
+ * waits for little more than its own range; the stager reads runs of them,
+ * 1 MiB aligned, as many at once as the storage serves without queueing
+ * them (pace.c), so a reader's read queues behind few.  The threads that
+ * call stage_next() live in stager.c.
+ */
+#ifndef SQC_STAGE_STAGE_I_H
+#define SQC_STAGE_STAGE_I_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "stage/stage.h"
+#include "util/compiler.h"
+
+/*
+ * Staging keeps track of the range in chunks of this many bytes.  A reader
+ * that needs a planned chunk reads it (and the planned chunks after it, up
+ * to the end of its range) itself; a stager thread reads runs of up to
+ * STAGE_RUN chunks, one read each.  Small chunks keep a reader's wait
+ * short, large runs keep the stager's requests few (see docs/design.md,
+ * "Staging", for the figures behind both).
+ */
+#define STAGE_CHUNK_SHIFT 17
+#define STAGE_CHUNK_SIZE (1u << STAGE_CHUNK_SHIFT)
+#define STAGE_RUN (1u << (20 - STAGE_CHUNK_SHIFT)) /* 1 MiB */
+/*
+ * Stager reads under way: where stage__pace() starts, its ceiling, and how
+ * many reads it lets queue at the storage.  On bench/slowfs
+ * (docs/performance.md) 1..2 kept one link full but left striped servers
+ * idle; 2..4 filled both within 10% of the 8-stream bandwidth, and 3..6
+ * gained no more.
+ */
+#define STAGE_TARGET_START 2u
+#define STAGE_TARGET_MAX 16u
+#define STAGE_QUEUE_LOW 2.0
+#define STAGE_QUEUE_HIGH 4.0
+/* A stager over the target waits for a slot at most this long, then looks
+ * again (for a stop or a new plan, which do not signal it). */
+#define STAGE_WAIT_MS 20
+/*
+ * Stager threads, each with at most one read under way; how many of them
+ * read at once is the pacing's to say, so there are as many as it may
+ * ever want.
+ */
+#define STAGE_THREADS_MAX 16u
+#define STAGE_WATCH_MS 1000 /* how often the first stager calls watch() */
+
+/* Where a chunk of the staged copy stands (struct stage.chunk). */
+enum stage_chunk_state {
+	STAGE_CHUNK_EMPTY, /* not in the plan: reads go to the source */
+	STAGE_CHUNK_STAGED, /* its bytes are in mem */
+	STAGE_CHUNK_PLANNED, /* in the plan, not read yet */
+	STAGE_CHUNK_INFLIGHT, /* being read by the stager or a reader */
+	STAGE_CHUNK_FAILED, /* its read failed: reads go to the source */
+};
+
+struct stage {
+	struct stage_src src; /* how to read the range */
+	uint64_t size; /* bytes of the range */
+	uint64_t meta_start; /* where the metadata starts, <= size */
+	uint8_t *mem; /* anonymous mapping of size, or NULL */
+	uint32_t nchunks; /* chunks covering size */
+	/* Per chunk, enum stage_chunk_state.  Only the thread that moved a
+	 * chunk from PLANNED to INFLIGHT writes its bytes; it stores STAGED
+	 * (release) after them, readers load it with acquire. */
+	_Atomic uint8_t *chunk;
+	pthread_mutex_t lock; /* the plan, the counts below, waits */
+	pthread_cond_t cond; /* a chunk left INFLIGHT; a reader's read ended */
+	pthread_cond_t slot; /* a stager read ended: stagers wait here */
+	uint32_t *plan; /* chunk indexes in staging order */
+	uint32_t plan_len; /* entries in plan */
+	uint32_t plan_meta; /* the first entries, the metadata chunks */
+	uint32_t plan_pos; /* next plan entry */
+	unsigned int inflight; /* stager reads under way */
+	unsigned int inflight_max; /* the most at once */
+	unsigned int target; /* stager reads to keep under way (pace) */
+	int64_t rtt_min; /* fastest full-run stager read so far, ns */
+	int64_t rtt_sum; /* this round's full-run reads: time, ns */
+	unsigned int rtt_n; /* and count */
+	int64_t rtt_last; /* the last round's mean, ns */
+	unsigned int filling; /* chunk reads under way, stager's or readers' */
+	int mode; /* enum stage_mode of the plan; under lock */
+	_Atomic uint32_t follow; /* where a streaming reader goes next */
+	_Atomic uint32_t fill_end; /* chunk after the last reader fill */
+	_Atomic uint64_t budget; /* bytes allowed */
+	_Atomic uint64_t planned; /* bytes the plan brings in */
+	_Atomic uint64_t staged; /* bytes brought in so far */
+	_Atomic uint64_t base; /* staged when the current plan was made */
+	_Atomic uint64_t by_readers; /* of staged, chunks readers brought in */
+	_Atomic int state; /* enum stage_state */
+	_Atomic int error; /* errno that stopped the stager, or 0 */
+	/* A request of stage_resume(), applied by the next stage_next(). */
+	_Atomic bool want; /* a request is pending */
+	_Atomic int want_mode; /* its enum stage_mode */
+	_Atomic uint64_t want_budget; /* its budget */
+
+	/* The stager threads (stager.c). */
+	pthread_mutex_t thr_lock; /* protects the fields below */
+	pthread_cond_t resume; /* staging resumed or stopping */
+	pthread_cond_t ended; /* staging ended or stopping */
+	pthread_t threads[STAGE_THREADS_MAX]; /* started */
+	unsigned int nthreads; /* how many */
+	unsigned int thread_ids; /* threads that ran (the first watches) */
+	/* Written under thr_lock; stage_is_done() reads them without it. */
+	atomic_bool stopping; /* stage_stop() was called */
+	atomic_bool done; /* the plan is done, or no thread runs */
+	unsigned int resumes; /* stage_resume() calls */
+	struct timespec started; /* when staging began */
+	double seconds; /* set when staging ends */
+};
+
+/* Bytes in chunks [c, c + n), the last one maybe short. */
+static inline uint64_t stage__chunks_len(const struct stage *st, uint32_t c,
+					 uint32_t n)
+{
+	uint64_t start = (uint64_t)c << STAGE_CHUNK_SHIFT;
+
+	return MIN((uint64_t)n << STAGE_CHUNK_SHIFT, st->size - start);
+}
+
+/* chunk.c */
+
+/*
+ * Claim chunk @c and up to @max - 1 planned chunks right after it, moving
+ * each from PLANNED to INFLIGHT.  Returns how many were claimed: 0 when @c
+ * itself is not planned (*s then holds its state).
+ */
+uint32_t stage__run_claim(struct stage *st, uint32_t c, uint32_t max,
+			  uint8_t *s);
+
+/*
+ * Read chunks [c, c + n), which the caller moved to INFLIGHT and counted
+ * in st->filling, into the staged copy with one read.
+ * @reader: NULL for a stager thread (it counted itself in inflight).
+ */
+int stage__chunk_read(struct stage *st, uint32_t c, uint32_t n,
+		      const void *reader);
+
+/* plan.c */
+
+/* Plan every chunk not in RAM yet, metadata first, within the budget.
+ * Context: under st->lock, or before any reader runs. */
+void stage__plan_build(struct stage *st, enum stage_mode mode);
+
+/* pace.c */
+
+/* Account a stager read of a whole run that took @rtt ns, and move the
+ * target.  Context: under st->lock. */
+void stage__pace(struct stage *st, int64_t rtt);
+
+/* stager.c */
+void stage__threads_init(struct stage *st);
+void stage__threads_release(struct stage *st);
+/* stage_resume() has recorded a request: wake the threads. */
+void stage__threads_resume(struct stage *st);
+
+#endif /* SQC_STAGE_STAGE_I_H */

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements the unit tests of lib/stage, over a source in
+ * memory: the stager threads bring the whole range in, each byte read
+ * once, and say so; a reader stages a planned chunk itself and a warming
+ * read takes only what is staged; a budget and a metadata-only plan stop
+ * where they should; resuming grows the plan; a failed read stops it.
+ */
+/* TSAN: yes */
+#include <check.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stage/stage.h"
+
+#define SIZE ((5u << 20) + 12345u) /* not a whole number of chunks */
+#define META (4u << 20) /* the metadata: the last 1 MiB and a bit */
+
+struct mem_src {
+	uint8_t *bytes; /* the range */
+	_Atomic uint64_t stager; /* bytes read by stager threads */
+	_Atomic uint64_t readers; /* bytes read for stage_get() callers */
+	_Atomic uint64_t fail_at; /* reads that reach this offset fail */
+	_Atomic unsigned int watched; /* watch() calls */
+};
+
+static int mem_read(void *arg, uint64_t off, void *dst, size_t len,
+		    const void *reader)
+{
+	struct mem_src *m = arg;
+
+	if (off + len > atomic_load(&m->fail_at))
+		return -EIO;
+	memcpy(dst, m->bytes + off, len);
+	atomic_fetch_add(reader ? &m->readers : &m->stager, len);
+	return 0;
+}
+
+static void mem_watch(void *arg)
+{
+	atomic_fetch_add(&((struct mem_src *)arg)->watched, 1);
+}
+
+static struct mem_src *src_new(void)
+{
+	struct mem_src *m = calloc(1, sizeof(*m));
+
+	ck_assert_ptr_nonnull(m);
+	m->bytes = malloc(SIZE);
+	ck_assert_ptr_nonnull(m->bytes);
+	for (uint32_t i = 0; i < SIZE; i++)
+		m->bytes[i] = (uint8_t)(i * 2654435761u >> 24);
+	atomic_store(&m->fail_at, UINT64_MAX);
+	return m;
+}
+
+static void src_free(struct mem_src *m)
+{
+	free(m->bytes);
+	free(m);
+}
+
+static struct stage *open_stage(struct mem_src *m, enum stage_mode mode,
+				uint64_t budget)
+{
+	struct stage_src src = { mem_read, mem_watch, m, "test" };
+	struct stage_opts o = { SIZE, META, mode, budget };
+	struct stage *st;
+
+	ck_assert_int_eq(stage_new(&src, &o, &st), 0);
+	return st;
+}
+
+START_TEST(test_threads)
+{
+	struct mem_src *m = src_new();
+	struct stage *st = open_stage(m, STAGE_FULL, 1ull << 30);
+	struct stage_stats ss;
+	const void *p;
+
+	ck_assert(stage_is_done(st)); /* no thread runs */
+	ck_assert_int_eq(stage_start(st, 4), 0);
+	ck_assert_int_eq(stage_start(st, 4), -EALREADY);
+	ck_assert_int_eq(stage_wait(st, 20000), 0);
+	stage_get_stats(st, &ss);
+	ck_assert_int_eq(ss.state, STAGE_DONE);
+	ck_assert_uint_eq(ss.staged, SIZE);
+	ck_assert_uint_eq(ss.planned, SIZE);
+	ck_assert_uint_eq(ss.threads, 4);
+	ck_assert(ss.seconds >= 0);
+	ck_assert_uint_eq(atomic_load(&m->stager), SIZE);
+	ck_assert_int_eq(stage_get(st, 0, SIZE, STAGE_GET_STAGED_ONLY, m, &p),
+			 0);
+	ck_assert_mem_eq(p, m->bytes, SIZE);
+	stage_free(st);
+	src_free(m);
+}
+END_TEST
+
+START_TEST(test_readers)
+{
+	struct mem_src *m = src_new();
+	struct stage *st = open_stage(m, STAGE_FULL, 1ull << 30);
+	struct stage_stats ss;
+	const void *p;
+
+	/* Warming: not staged yet, and it may not stage it. */
+	ck_assert_int_eq(stage_get(st, 1000, 10, STAGE_GET_STAGED_ONLY, m, &p),
+			 -ENODATA);
+	ck_assert_int_eq(stage_get(st, SIZE - 1, 2, 0, m, &p), -ERANGE);
+	/* A reader stages the chunks its range touches, in one read. */
+	ck_assert_int_eq(stage_get(st, 1000, 200000, 0, m, &p), 0);
+	ck_assert_mem_eq(p, m->bytes + 1000, 200000);
+	ck_assert_uint_eq(atomic_load(&m->readers), 256u << 10);
+	ck_assert_int_eq(stage_get(st, 1000, 10, STAGE_GET_STAGED_ONLY, m, &p),
+			 0);
+	while (stage_next(st) == 1)
+		;
+	stage_get_stats(st, &ss);
+	ck_assert_uint_eq(ss.by_readers, 256u << 10);
+	ck_assert_uint_eq(atomic_load(&m->readers) + atomic_load(&m->stager),
+			  SIZE);
+	stage_free(st);
+	src_free(m);
+}
+END_TEST
+
+START_TEST(test_plans)
+{
+	struct mem_src *m = src_new();
+	struct stage *st = open_stage(m, STAGE_FULL, 2u << 20);
+	struct stage_stats ss;
+
+	while (stage_next(st) == 1)
+		;
+	stage_get_stats(st, &ss);
+	ck_assert_uint_le(ss.planned, 2u << 20);
+	ck_assert_uint_eq(ss.staged, ss.planned);
+	stage_free(st);
+
+	st = open_stage(m, STAGE_NONE, 1ull << 30);
+	ck_assert_int_eq(stage_state(st), STAGE_OFF);
+	ck_assert_int_eq(stage_next(st), 0);
+	ck_assert_int_eq(stage_resume(st, STAGE_NONE, 1), -EINVAL);
+	/* Metadata only: whole chunks from META to the end. */
+	ck_assert_int_eq(stage_resume(st, STAGE_META, 1ull << 30), 0);
+	ck_assert_int_eq(stage_state(st), STAGE_IDLE);
+	while (stage_next(st) == 1)
+		;
+	stage_get_stats(st, &ss);
+	ck_assert_int_eq(ss.state, STAGE_DONE);
+	ck_assert_uint_eq(ss.staged, SIZE - META);
+	/* A smaller budget does not shrink it; full brings the rest. */
+	ck_assert_int_eq(stage_resume(st, STAGE_FULL, 1), 0);
+	while (stage_next(st) == 1)
+		;
+	stage_get_stats(st, &ss);
+	ck_assert_uint_eq(ss.staged, SIZE);
+	ck_assert_uint_ge(ss.budget, 1ull << 30);
+	stage_free(st);
+	src_free(m);
+}
+END_TEST
+
+START_TEST(test_failure)
+{
+	struct mem_src *m = src_new();
+	struct stage *st;
+	struct stage_stats ss;
+	const void *p;
+
+	atomic_store(&m->fail_at, 3u << 20);
+	st = open_stage(m, STAGE_FULL, 1ull << 30);
+	while (stage_next(st) == 1)
+		;
+	stage_get_stats(st, &ss);
+	ck_assert_int_eq(ss.error, EIO);
+	ck_assert_uint_lt(ss.staged, SIZE);
+	/* What failed is not in RAM: readers go to the source. */
+	ck_assert_int_eq(stage_get(st, SIZE - 10, 10, 0, m, &p), -ENODATA);
+	stage_free(st);
+	src_free(m);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("stage");
+	TCase *tc = tcase_create("stage");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_threads);
+	tcase_add_test(tc, test_readers);
+	tcase_add_test(tc, test_plans);
+	tcase_add_test(tc, test_failure);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
