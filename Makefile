@@ -8,6 +8,7 @@
 #   make fuzz            libFuzzer targets (clang), see tests/fuzz/
 #   make bench           the full benchmark (long), report in $SQC_BENCH_OUT
 #                        (default /var/tmp/squashcache-bench/results)
+#   make bench-scale     ImageNet's file count (1.28M files), see bench/README.md
 #   make install PREFIX=/usr/local   (SYSTEMD_UNITDIR= for the unit)
 #   make deb             Debian packages squashcache and squashcache-slurm
 #                        in build/deb/ (packaging/), checked with lintian
@@ -88,7 +89,7 @@ MOUNTCTL := $(BUILD)/mountctl
 
 .PHONY: all check check-unit check-integration check-tsan deps deps-check \
 	deps-demo deb tests fuzz fuzz-run format format-check lint install \
-	uninstall clean demo bench soak
+	uninstall clean demo bench bench-scale soak
 
 # The SPANK plugin is built only where Slurm's headers are installed, and
 # never with sanitizers (slurmd and srun load it and have no ASan runtime).
@@ -181,6 +182,10 @@ demo: deps-demo
 bench: deps-check
 	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(TOOL_BINS)
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh
+
+bench-scale: deps-check
+	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(TOOL_BINS)
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh scale
 
 # Debian packages from this tree (packaging/deb.sh), then lintian: any
 # error fails.  Needs no network once tests/deps.sh has what it lists.

@@ -361,6 +361,13 @@ class SquashcachedNoStatahead(Squashcached):
     option = "statahead=0"
 
 
+class SquashcachedListAttrs(Squashcached):
+    """squashcached -o list_attrs: every listing a readdirplus with every
+    attribute, as before names-only listings (issue #20)."""
+    name = "squashcached_list_attrs"
+    option = "list_attrs"
+
+
 class SquashcachedBase(Squashcached):
     """squashcached built from another commit (BASE_BUILD): a before/after
     of a change side by side in one run.  Not in the default list."""
@@ -375,6 +382,7 @@ CONTENDERS = {"tmpfs": Tmpfs, "kernel": Kernel, "squashfuse_ll": Squashfuse,
               "squashcached_prime": SquashcachedPrime,
               "squashcached_no_uring": SquashcachedNoUring,
               "squashcached_no_statahead": SquashcachedNoStatahead,
+              "squashcached_list_attrs": SquashcachedListAttrs,
               "squashcached_base": SquashcachedBase}
 
 
@@ -705,7 +713,8 @@ class Bench:
                 elif kind == "pywalk":
                     r = pass_pywalk(root)
                 elif kind == "imagefolder":
-                    r = pass_imagefolder(root, ds["name"] != "images")
+                    # the small set's names have no image extension
+                    r = pass_imagefolder(root, ds["name"] == "small")
                 elif kind == "train":
                     r = pass_train(self.loaders, measure["workers"], root,
                                    seed)
@@ -755,51 +764,62 @@ class Bench:
     def measure(self, measure, rep):
         ds = self.cfg["datasets"][measure["set"]]
         for c in self.order(rep):
-            try:
-                # Cold before the mount, not after it: a job starts reading
-                # right after its prolog mounted, and what the mount itself
-                # put in the kernel's caches (-o prime's dentries) is part
-                # of what is measured.
-                drop_caches()
-                if c.name != "tmpfs":
-                    c.mount(ds)
-                c.after_mount()
-            except Exception as e:  # noqa: BLE001 - recorded
-                for ph in PHASES:
-                    self.res["passes"].append({
-                        "rep": rep, "measure": measure["id"],
-                        "set": ds["name"], "contender": c.name,
-                        "phase": ph, "error": "mount: %s" % e})
-                log("mount %s for %s: %s" % (c.name, measure["id"], e))
-                c.umount()
-                continue
-            try:
-                line = []
-                since = None
-                for ph in PHASES:
-                    if ph == "cold":
-                        drop_caches()
-                    # warm counts foreign drops since the pass before it
-                    rec = self.one_pass(measure, c, ds, rep, ph,
-                                        since if ph == "warm" else None)
-                    since = drops()
-                    tries = 1
-                    while ph == "warm" and rec.get("foreign_drops") and \
-                            tries < self.cfg["warm_tries"]:
-                        # a warm pass whose page cache another process
-                        # dropped is not warm: keep it, marked, and again
-                        rec["discarded"] = "foreign drop_caches"
-                        rec["phase"] = "warm-disturbed"
-                        rec = self.one_pass(measure, c, ds, rep, ph)
-                        tries += 1
-                    line.append("%s %s%s" % (
-                        ph, "%.3fs" % rec["seconds"] if "seconds" in rec
-                        else "FAIL", " (try %d)" % tries if tries > 1 else
-                        ""))
-                log("rep %d %-14s %-7s %-13s %s" % (
-                    rep, measure["id"], ds["name"], c.name, ", ".join(line)))
-            finally:
-                c.umount()
+            if c.name == "tmpfs" and self.cfg["scale"]:
+                try:
+                    self.extract(ds, rep)
+                    self.measure_one(measure, c, ds, rep)
+                finally:
+                    run(["rm", "-rf", ds["tmpfs_root"]], check=False)
+            else:
+                self.measure_one(measure, c, ds, rep)
+
+    def measure_one(self, measure, c, ds, rep):
+        """The three phases of one measure on one contender."""
+        try:
+            # Cold before the mount, not after it: a job starts reading
+            # right after its prolog mounted, and what the mount itself
+            # put in the kernel's caches (-o prime's dentries) is part
+            # of what is measured.
+            drop_caches()
+            if c.name != "tmpfs":
+                c.mount(ds)
+            c.after_mount()
+        except Exception as e:  # noqa: BLE001 - recorded
+            for ph in PHASES:
+                self.res["passes"].append({
+                    "rep": rep, "measure": measure["id"],
+                    "set": ds["name"], "contender": c.name,
+                    "phase": ph, "error": "mount: %s" % e})
+            log("mount %s for %s: %s" % (c.name, measure["id"], e))
+            c.umount()
+            return
+        try:
+            line = []
+            since = None
+            for ph in PHASES:
+                if ph == "cold":
+                    drop_caches()
+                # warm counts foreign drops since the pass before it
+                rec = self.one_pass(measure, c, ds, rep, ph,
+                                    since if ph == "warm" else None)
+                since = drops()
+                tries = 1
+                while ph == "warm" and rec.get("foreign_drops") and \
+                        tries < self.cfg["warm_tries"]:
+                    # a warm pass whose page cache another process
+                    # dropped is not warm: keep it, marked, and again
+                    rec["discarded"] = "foreign drop_caches"
+                    rec["phase"] = "warm-disturbed"
+                    rec = self.one_pass(measure, c, ds, rep, ph)
+                    tries += 1
+                line.append("%s %s%s" % (
+                    ph, "%.3fs" % rec["seconds"] if "seconds" in rec
+                    else "FAIL", " (try %d)" % tries if tries > 1 else
+                    ""))
+            log("rep %d %-14s %-7s %-13s %s" % (
+                rep, measure["id"], ds["name"], c.name, ", ".join(line)))
+        finally:
+            c.umount()
 
     # -- the slow-storage case --
 
@@ -1049,7 +1069,7 @@ class Bench:
                 self.loaders.get(m["mode"], m["workers"])
             elif m["kind"] == "train":
                 self.loaders.get("raw", m["workers"])
-        for rd in cfg["slow"]["readers"]:
+        for rd in cfg["slow"]["readers"] if cfg["slow"]["enabled"] else []:
             if rd["kind"] == "dl":
                 self.loaders.get(rd["mode"], rd["workers"])
         t0 = time.monotonic()
@@ -1057,7 +1077,10 @@ class Bench:
             log("=== repetition %d of %d: order %s" % (
                 rep + 1, cfg["reps"],
                 ", ".join(c.name for c in self.order(rep))))
-            for ds in cfg["datasets"].values():
+            # At scale the tree is extracted for tmpfs's own passes only
+            # (measure()): 1.28M files take 6-7 GB of /dev/shm, which the
+            # other contenders' page caches would otherwise do without.
+            for ds in cfg["datasets"].values() if not cfg["scale"] else []:
                 self.extract(ds, rep)
             self.mount_first_byte(rep)
             for m in measures:
@@ -1115,6 +1138,20 @@ def default_measures(pil_subset):
     return m
 
 
+def scale_measures():
+    """sh bench/run.sh scale: ImageNet's shape (set scale) and a quarter
+    of it (set scale_q, the growth check: listing and walking only)."""
+    return [
+        {"id": "imagefolder", "kind": "imagefolder", "set": "scale"},
+        {"id": "walk_py", "kind": "pywalk", "set": "scale"},
+        {"id": "dl_raw_w4", "kind": "dl", "mode": "raw", "workers": 4,
+         "set": "scale"},
+        {"id": "cread_t16", "kind": "cread", "threads": 16, "set": "scale"},
+        {"id": "imagefolder", "kind": "imagefolder", "set": "scale_q"},
+        {"id": "walk_py", "kind": "pywalk", "set": "scale_q"},
+    ]
+
+
 def config_from_env():
     """The run's parameters, from the environment run.sh sets."""
     with open(os.environ["DATASETS_JSON"]) as f:
@@ -1127,9 +1164,12 @@ def config_from_env():
             except (OSError, KeyError, ValueError):
                 ds[k.replace("_json", "")] = None
     pil_subset = env("PIL_SUBSET", 2000)
-    measures = default_measures(pil_subset)
+    scale = env("SCALE", 0) == 1
+    measures = scale_measures() if scale else default_measures(pil_subset)
     only = env("MEASURES", "default")
-    if only == "default":
+    if only == "default" and scale:
+        pass
+    elif only == "default":
         # the 4-thread C reader on the small set is left out by default: on
         # the kernel and squashfuse_ll it adds about 20 minutes per
         # repetition at 300,000 files and says little the 16-thread one
@@ -1177,6 +1217,7 @@ def config_from_env():
         "scratch": os.environ["SCRATCH"],
         "store": os.environ["STORE"],
         "datasets": datasets,
+        "scale": scale,
         "contenders": env("CONTENDERS", "tmpfs,kernel,squashfuse_ll,"
                           "squashcached").split(","),
         "measures": measures,

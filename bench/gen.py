@@ -15,6 +15,16 @@ This file implements the two data sets bench/run.sh measures:
           directories two levels deep (TOP/SUB/).  The content is hex text of
           random bytes: 4 bits of entropy per byte, so zstd halves it and
           the readers pay for decompression.
+  imagenet  FILES files in CLASSES class folders, ImageNet-1k's shape
+          (1,281,167 files in 1,000 folders n00000000/ ... with names like
+          n00000000_12345.JPEG), bytes scaled down, file count not.  Sizes
+          are drawn from a log-normal of median MEDIAN bytes (sigma 0.5,
+          clipped to 256 B-64 KiB: ImageNet's spread, about 30 times
+          smaller), mean about 1.13 x MEDIAN; the content is random bytes,
+          so mksquashfs cannot compress it and the image is about the sum
+          of the sizes (4.8 GB at the defaults).  The files are not JPEGs:
+          ImageFolder only looks at the extension, and the raw readers do
+          not decode.
 
 Same arguments, same seed -> byte-identical trees.  Next to OUT it writes
 OUT.list (relative paths, sorted, one per line) and OUT.json (counts, bytes,
@@ -22,6 +32,8 @@ sizes, generation seconds).
 
     gen.py images OUT [--classes 20] [--per-class 1000] [--seed 1]
     gen.py small OUT [--files 300000] [--dirs 1024] [--seed 2]
+    gen.py imagenet OUT [--files 1281167] [--classes 1000] [--median 3300]
+                        [--seed 3]
 """
 import argparse
 import io
@@ -120,17 +132,44 @@ def gen_small(out, files, dirs, seed):
     return paths, total
 
 
+def gen_imagenet(out, files, classes, median, seed):
+    """ImageNet's tree shape with small random files; see the header."""
+    import math
+    rnd = random.Random(seed)
+    mu = math.log(median)
+    paths = []
+    total = 0
+    for c in range(classes):
+        wnid = "n%08d" % (1000000 + c * 7919)
+        os.makedirs(os.path.join(out, wnid), exist_ok=True)
+        # the files spread evenly: the first (files % classes) get one more
+        n = files // classes + (1 if c < files % classes else 0)
+        for k in range(n):
+            size = int(rnd.lognormvariate(mu, 0.5))
+            size = min(65536, max(256, size))
+            rel = "%s/%s_%d.JPEG" % (wnid, wnid, k)
+            with open(os.path.join(out, rel), "wb") as f:
+                f.write(rnd.randbytes(size))
+            paths.append(rel)
+            total += size
+    return paths, total
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("kind", choices=["images", "small"])
+    ap.add_argument("kind", choices=["images", "small", "imagenet"])
     ap.add_argument("out")
-    ap.add_argument("--classes", type=int, default=20)
+    ap.add_argument("--classes", type=int, default=None,
+                    help="images: 20; imagenet: 1000")
     ap.add_argument("--per-class", type=int, default=1000)
     ap.add_argument("--pool", type=int, default=0,
                     help="distinct base JPEGs (default: min(1000, files/8))")
-    ap.add_argument("--files", type=int, default=300000)
+    ap.add_argument("--files", type=int, default=None,
+                    help="small: 300000; imagenet: 1281167")
     ap.add_argument("--dirs", type=int, default=1024)
+    ap.add_argument("--median", type=int, default=3300,
+                    help="imagenet: median file size in bytes")
     ap.add_argument("--seed", type=int, default=None)
     a = ap.parse_args()
 
@@ -140,13 +179,22 @@ def main():
     t0 = time.monotonic()
     if a.kind == "images":
         seed = 1 if a.seed is None else a.seed
+        a.classes = a.classes or 20
         n = a.classes * a.per_class
         pool = a.pool or max(16, min(1000, n // 8))
         paths, total = gen_images(a.out, a.classes, a.per_class, seed, pool)
         params = {"classes": a.classes, "per_class": a.per_class,
                   "pool": pool, "seed": seed}
+    elif a.kind == "imagenet":
+        seed = 3 if a.seed is None else a.seed
+        files = a.files or 1281167
+        classes = a.classes or 1000
+        paths, total = gen_imagenet(a.out, files, classes, a.median, seed)
+        params = {"files": files, "classes": classes, "median": a.median,
+                  "seed": seed}
     else:
         seed = 2 if a.seed is None else a.seed
+        a.files = a.files or 300000
         paths, total = gen_small(a.out, a.files, a.dirs, seed)
         params = {"files": a.files, "dirs": a.dirs, "seed": seed}
     secs = time.monotonic() - t0

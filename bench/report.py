@@ -247,13 +247,16 @@ class Report:
                       "image", "mksquashfs s", "tar", "tar -c s",
                       "untar into /dev/shm s (this run)"], rows))
         self.w()
-        b = (self.cfg["datasets"]["images"].get("build") or {})
+        b = (next(iter(self.cfg["datasets"].values())).get("build") or {})
         self.w("Images: `%s`; tars: `%s`.  Generation, mksquashfs and tar -c "
                "times were measured when the files were built (%s on %s; "
                "bench/run.sh caches them by parameters in $BENCH_WORK); the "
-               "untar times are from this run (page cache dropped, tar in "
-               "/dev/shm)." % (b.get("mksquashfs_cmd"), b.get("tar_cmd"),
-                               b.get("built_at"), b.get("host")))
+               "untar times are from this run (page cache dropped, %s)."
+               % (b.get("mksquashfs_cmd"), b.get("tar_cmd"),
+                  b.get("built_at"), b.get("host"),
+                  "tar on disk, the tree extracted before tmpfs's passes of "
+                  "each measure and removed after them" if
+                  self.cfg.get("scale") else "tar in /dev/shm"))
         self.w()
 
     def ratio_table(self):

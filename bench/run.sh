@@ -6,6 +6,9 @@
 #
 #   sh bench/run.sh            the full run (see bench/README.md for how long)
 #   sh bench/run.sh --quick    small sets, 2 repetitions: a smoke test
+#   sh bench/run.sh scale      ImageNet's shape: 1,281,167 files in 1,000
+#                              folders (4.8 GB, lz4), and 320,291 beside it
+#   sh bench/run.sh scale --quick   the same shape at 20,000 and 5,000 files
 #
 # Steps: generate the seeded data sets (cached under $BENCH_WORK), build
 # their SquashFS images and tars (cached too, with the time each took),
@@ -22,13 +25,15 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
 QUICK=0
+SCALE=0
 for a in "$@"; do
 	case $a in
 	--quick) QUICK=1 ;;
 	-h | --help)
-		sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
+	scale) SCALE=1 ;;
 	*)
 		echo "bench: unknown argument '$a' (try --help)" >&2
 		exit 2
@@ -41,7 +46,26 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-if [ $QUICK = 1 ]; then
+if [ $SCALE = 1 ]; then
+	# ImageNet-1k's tree, bytes scaled down (bench/gen.py imagenet), and
+	# a quarter of it for the growth check.  lz4, as issue #20 measured.
+	if [ $QUICK = 1 ]; then
+		: "${SCALE_FILES:=20000}" "${SCALE_Q_FILES:=5000}"
+		: "${SCALE_CLASSES:=100}" "${REPS:=2}"
+		: "${PASS_TIMEOUT:=300}"
+		SUFFIX=-scale-quick
+	else
+		: "${SCALE_FILES:=1281167}" "${SCALE_Q_FILES:=320291}"
+		: "${SCALE_CLASSES:=1000}" "${REPS:=3}"
+		: "${PASS_TIMEOUT:=3600}"
+		SUFFIX=-scale
+	fi
+	: "${SCALE_MEDIAN:=3300}" "${SEED_SCALE:=3}"
+	: "${MKSQ_OPTS:=-comp lz4 -no-xattrs}"
+	: "${SLOW_REPS:=1}" "${PIL_SUBSET:=100}" "${SLOW_TIMEOUT:=300}"
+	SLOW=0
+	export SLOW
+elif [ $QUICK = 1 ]; then
 	: "${IMG_CLASSES:=4}" "${IMG_PER_CLASS:=100}"
 	: "${SMALL_FILES:=10000}" "${SMALL_DIRS:=64}"
 	: "${REPS:=2}" "${SLOW_REPS:=1}" "${PIL_SUBSET:=100}"
@@ -83,7 +107,8 @@ say() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 mkdir -p "$BENCH_WORK"
 comp_key=$(echo "$MKSQ_OPTS" | tr -c 'a-zA-Z0-9\n' '_' | tr -s _)
 
-# build_set NAME KEY GEN_ARGS...: source tree, list, image and tar of a set
+# build_set KIND KEY GEN_ARGS...: source tree, list, image and tar of a set
+# (KIND is bench/gen.py's; KEY names every parameter of the tree)
 build_set() {
 	name=$1 key=$2
 	shift 2
@@ -117,12 +142,26 @@ EOF
 	fi
 }
 
-images_key=images-${IMG_CLASSES}x${IMG_PER_CLASS}-s$SEED_IMAGES
-small_key=small-${SMALL_FILES}-${SMALL_DIRS}-s$SEED_SMALL
-build_set images "$images_key" --classes "$IMG_CLASSES" \
-	--per-class "$IMG_PER_CLASS" --seed "$SEED_IMAGES"
-build_set small "$small_key" --files "$SMALL_FILES" --dirs "$SMALL_DIRS" \
-	--seed "$SEED_SMALL"
+if [ $SCALE = 1 ]; then
+	set1=scale set2=scale_q
+	med=$([ "$SCALE_MEDIAN" = 3300 ] || echo "-m$SCALE_MEDIAN")
+	key1=imagenet-$SCALE_FILES-$SCALE_CLASSES-s$SEED_SCALE$med
+	key2=imagenet-$SCALE_Q_FILES-$SCALE_CLASSES-s$SEED_SCALE$med
+	build_set imagenet "$key1" --files "$SCALE_FILES" \
+		--classes "$SCALE_CLASSES" --median "$SCALE_MEDIAN" \
+		--seed "$SEED_SCALE"
+	build_set imagenet "$key2" --files "$SCALE_Q_FILES" \
+		--classes "$SCALE_CLASSES" --median "$SCALE_MEDIAN" \
+		--seed "$SEED_SCALE"
+else
+	set1=images set2=small
+	key1=images-${IMG_CLASSES}x${IMG_PER_CLASS}-s$SEED_IMAGES
+	key2=small-${SMALL_FILES}-${SMALL_DIRS}-s$SEED_SMALL
+	build_set images "$key1" --classes "$IMG_CLASSES" \
+		--per-class "$IMG_PER_CLASS" --seed "$SEED_IMAGES"
+	build_set small "$key2" --files "$SMALL_FILES" --dirs "$SMALL_DIRS" \
+		--seed "$SEED_SMALL"
+fi
 
 # -- scratch in /dev/shm, and the trap that always cleans it ----------------
 SCRATCH=/dev/shm/squashcache-bench.$$
@@ -164,33 +203,39 @@ SQC_BINARY="$BUILD/squashcached, built $(date -r "$BUILD/squashcached" \
 export SQC_BINARY
 BUILD=$SCRATCH/build
 say "copying images and tars into $STORE"
-for key in "$images_key" "$small_key"; do
+for key in "$key1" "$key2"; do
 	cp "$BENCH_WORK/$key-$comp_key.sqfs" "$STORE/"
-	cp "$BENCH_WORK/$key.tar" "$STORE/"
+	# At scale the tars stay on disk: /dev/shm holds the images and the
+	# extracted trees (about 14 GB at 1.28M files).
+	if [ $SCALE = 1 ]; then
+		ln -s "$BENCH_WORK/$key.tar" "$STORE/$key.tar"
+	else
+		cp "$BENCH_WORK/$key.tar" "$STORE/"
+	fi
 done
 
 cat >"$SCRATCH/datasets.json" <<EOF
 {
- "images": {"name": "images", "src": "$BENCH_WORK/$images_key",
-  "list": "$BENCH_WORK/$images_key.list",
-  "gen_json": "$BENCH_WORK/$images_key.json",
-  "build_json": "$BENCH_WORK/$images_key-$comp_key.sqfs.build.json",
-  "image": "$STORE/$images_key-$comp_key.sqfs",
-  "tar": "$STORE/$images_key.tar",
-  "tmpfs_root": "$SCRATCH/tmpfs/images"},
- "small": {"name": "small", "src": "$BENCH_WORK/$small_key",
-  "list": "$BENCH_WORK/$small_key.list",
-  "gen_json": "$BENCH_WORK/$small_key.json",
-  "build_json": "$BENCH_WORK/$small_key-$comp_key.sqfs.build.json",
-  "image": "$STORE/$small_key-$comp_key.sqfs",
-  "tar": "$STORE/$small_key.tar",
-  "tmpfs_root": "$SCRATCH/tmpfs/small"}
+ "$set1": {"name": "$set1", "src": "$BENCH_WORK/$key1",
+  "list": "$BENCH_WORK/$key1.list",
+  "gen_json": "$BENCH_WORK/$key1.json",
+  "build_json": "$BENCH_WORK/$key1-$comp_key.sqfs.build.json",
+  "image": "$STORE/$key1-$comp_key.sqfs",
+  "tar": "$STORE/$key1.tar",
+  "tmpfs_root": "$SCRATCH/tmpfs/$set1"},
+ "$set2": {"name": "$set2", "src": "$BENCH_WORK/$key2",
+  "list": "$BENCH_WORK/$key2.list",
+  "gen_json": "$BENCH_WORK/$key2.json",
+  "build_json": "$BENCH_WORK/$key2-$comp_key.sqfs.build.json",
+  "image": "$STORE/$key2-$comp_key.sqfs",
+  "tar": "$STORE/$key2.tar",
+  "tmpfs_root": "$SCRATCH/tmpfs/$set2"}
 }
 EOF
 DATASETS_JSON=$SCRATCH/datasets.json
-WARMUP_FILE=$BENCH_WORK/$images_key/$(head -n 1 "$BENCH_WORK/$images_key.list")
+WARMUP_FILE=$BENCH_WORK/$key1/$(head -n 1 "$BENCH_WORK/$key1.list")
 BENCH_CMDLINE="sh bench/run.sh $*"
-export DATASETS_JSON WARMUP_FILE BENCH_CMDLINE
+export DATASETS_JSON WARMUP_FILE BENCH_CMDLINE SCALE
 
 mkdir -p "$RESULTS" "$RAW_RESULTS"
 name=$(date +%Y-%m-%d-%H%M)-$(hostname -s)$SUFFIX

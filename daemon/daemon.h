@@ -44,6 +44,7 @@ struct sqcd_opts {
 	unsigned int statahead_wait; /* -o statahead_wait=S: detach waits this */
 	const char *deprecated; /* an old option name was used: say so */
 	unsigned int statahead; /* -o statahead=N: entries listed ahead */
+	bool list_attrs; /* -o list_attrs: readers' listings carry attributes */
 	unsigned int threads; /* -o threads=N: FUSE workers at most */
 	unsigned int readahead; /* -o readahead=N: blocks decoded ahead */
 	unsigned int workers; /* -o workers=N: prefetch threads */
@@ -88,6 +89,12 @@ struct sqcd {
 	 * io_uring entry), so a pipe would be one copy more: set by uring.c
 	 * when the kernel's INIT offers io_uring, before sqcd_init(). */
 	atomic_bool replies_copied;
+	/* Readers' listings give regular files names only, and the kernel
+	 * chooses plain listings past a first batch: set by listing ahead
+	 * (statahead.c) when it starts, before sqcd_init(), and cleared for
+	 * good once a reader looks up such a file. */
+	atomic_bool list_names;
+	atomic_int lister_tid; /* listing ahead's thread: its listings never */
 	struct timespec started; /* CLOCK_MONOTONIC at start */
 	_Atomic uint64_t ops[SQCD_OP__COUNT]; /* requests per kind */
 	_Atomic uint64_t bytes_served; /* file bytes replied */
@@ -107,6 +114,21 @@ struct sqcd {
 };
 
 extern const struct fuse_lowlevel_ops sqcd_ops;
+
+/**
+ * sqcd_drop_listing() - Have the kernel drop its cached listing of a
+ * directory.
+ * @core: daemon
+ * @ref: the directory's inode reference
+ *
+ * Listing ahead calls it before it lists a directory again with every
+ * attribute, which a listing answered from the kernel's cache would not
+ * send (FUSE notify_inval_inode; nothing happens if the kernel does not
+ * hold the directory).
+ *
+ * Context: any thread but a FUSE worker answering a request on @ref.
+ */
+void sqcd_drop_listing(struct sqcd *core, uint64_t ref);
 
 /*
  * The bytes of a file range, ready to send (splice.c): either all of them

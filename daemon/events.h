@@ -35,9 +35,9 @@ enum sqcd_ev {
 	SQCD_EV_LOOKED_UP, /* LOOKUP found @ino, @name in @dir; @req */
 	SQCD_EV_ENTRY_LISTED, /* READDIRPLUS shows the kernel @ino (@node),
 			       * @name in @dir */
-	SQCD_EV_DIR_LISTED, /* READDIRPLUS of @dir begins its listing
-			     * (@first) or ends it, with entries (@eof);
-			     * @req */
+	SQCD_EV_DIR_LISTED, /* a listing of @dir begins (@first) or ends,
+			     * with entries (@eof); regular files got
+			     * names only (@names); @req */
 	SQCD_EV_RANGE_READ, /* READ of @size bytes at @off of file @ino
 			     * (@node), before the reply */
 	SQCD_EV_READER, /* something reads the mount (no members) */
@@ -65,6 +65,8 @@ struct sqcd_event {
 	size_t size; /* RANGE_READ: how many */
 	bool first; /* DIR_LISTED: the reply begins the listing */
 	bool eof; /* DIR_LISTED: the reply ends it, with entries */
+	bool names; /* DIR_LISTED: regular files got names only in it (or it
+		     * is a plain listing) */
 };
 
 /* The most handlers per event: one per feature at most. */

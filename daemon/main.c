@@ -84,6 +84,9 @@ static void usage(FILE *f)
 		"                     all: also list the whole tree once mounted, and\n"
 		"                     return once it is listed (for readers that never\n"
 		"                     list; was -o prime)\n"
+		"  list_attrs         every listing carries every entry's attributes\n"
+		"                     from the start (default: files get names only\n"
+		"                     until a reader looks up a file it listed)\n"
 		"  statahead_wait=S   with statahead=all, return after S seconds at most\n"
 		"                     (default 10; 0 = at once; was prime_wait=)\n"
 		"  hold=PID:START     set by mountctl acquire: the first holder; the\n"
@@ -222,7 +225,8 @@ static int parse_flag(struct sqcd_opts *o, const char *opt)
 	} flags[] = { { "no_uring", &o->no_uring },
 		      { "no_splice", &o->no_splice },
 		      { "direct_io", &o->direct_io },
-		      { "allow_other", &o->allow_other } };
+		      { "allow_other", &o->allow_other },
+		      { "list_attrs", &o->list_attrs } };
 
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
 		if (!strcmp(opt, flags[i].name)) {

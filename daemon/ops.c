@@ -11,7 +11,8 @@
  * immutable, so entries and attributes are given long timeouts, files and
  * directories are opened without a round trip where the kernel allows it
  * (it then keeps their page cache and caches listings), and readdirplus
- * fills the dentry cache while listing.
+ * fills the dentry cache while listing (for regular files, only once
+ * listing ahead clears list_names, see statahead.c).
  *
  * The operations call no feature: what the features act on (a request
  * served, a file read, a directory listed, ...) they emit as events
@@ -122,7 +123,16 @@ static void sqcd_init(void *userdata, struct fuse_conn_info *conn)
 
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS;
-	conn->want &= ~(unsigned int)FUSE_CAP_READDIRPLUS_AUTO;
+	/* Readdirplus for a listing's first batch, and for the next one
+	 * after a lookup or a stat in the directory; plain listings, a
+	 * third of the bytes, for the rest.  Listing ahead has its own
+	 * listings all plus (statahead.c); -o list_attrs wants every
+	 * reader's listing plus. */
+	if (atomic_load(&d->list_names) &&
+	    (conn->capable & FUSE_CAP_READDIRPLUS_AUTO))
+		conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
+	else
+		conn->want &= ~(unsigned int)FUSE_CAP_READDIRPLUS_AUTO;
 	conn->want &= ~(unsigned int)FUSE_CAP_AUTO_INVAL_DATA;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
@@ -420,6 +430,7 @@ struct dir_reply {
 	size_t size; /* bytes at @buf */
 	size_t pos; /* bytes filled */
 	bool plus; /* READDIRPLUS: entries with their attributes */
+	bool names; /* but regular files with names only (node id 0) */
 };
 
 /* Add @name, its attributes in @e, next at @next.  Return: false if it
@@ -472,8 +483,12 @@ static int add_entry(struct sqcd *d, struct dir_reply *r,
 	struct img_inode child;
 	int err;
 
-	if (!r->plus) {
-		memset(&e.attr, 0, sizeof(e.attr));
+	/* Node id 0 in a READDIRPLUS: the kernel lists the name, makes no
+	 * inode and keeps no attributes.  Directories and symlinks keep
+	 * theirs: a walker goes into them, and os.walk stats a symlink to
+	 * learn what it points to. */
+	if (!r->plus || (r->names && de->type == IMG_REG)) {
+		memset(&e, 0, sizeof(e));
 		e.attr.st_ino = de->ino;
 		e.attr.st_mode = img_type_mode(de->type);
 		return add_one(r, de->name, &e, (off_t)(de->next + 2));
@@ -519,6 +534,10 @@ static int do_readdir(struct sqcd *d, fuse_ino_t node, off_t off,
 	err = img_dir_open(d->img, &dir, cookie, &it);
 	if (err)
 		return err;
+	/* A reader's listing while list_names holds: listing ahead makes
+	 * the regular files' inodes later, if a reader wants them. */
+	r->names = r->plus && atomic_load(&d->list_names) &&
+		   fuse_req_ctx(r->req)->pid != atomic_load(&d->lister_tid);
 	while ((err = img_dir_next(&it, &de)) == 1) {
 		err = add_entry(d, r, &dir, &de);
 		if (err < 0)
@@ -530,13 +549,14 @@ static int do_readdir(struct sqcd *d, fuse_ino_t node, off_t off,
 		return err;
 	/* err 0: img_dir_next() ended the listing in this reply, or a
 	 * READDIRPLUS reply is full (add_entry()): told as an end too. */
-	if (r->plus && (off == 0 || (err == 0 && r->pos)))
-		sqcd_emit(&d->events,
-			  &(struct sqcd_event){ .type = SQCD_EV_DIR_LISTED,
-						.req = r->req,
-						.dir = &dir,
-						.first = off == 0,
-						.eof = err == 0 && r->pos });
+	if (off == 0 || (err == 0 && r->pos))
+		sqcd_emit(&d->events, &(struct sqcd_event){
+					      .type = SQCD_EV_DIR_LISTED,
+					      .req = r->req,
+					      .dir = &dir,
+					      .first = off == 0,
+					      .eof = err == 0 && r->pos,
+					      .names = r->names || !r->plus });
 	return 0;
 }
 
@@ -806,6 +826,12 @@ static void sqcd_ioctl(fuse_req_t req, fuse_ino_t node, unsigned int cmd,
 						.ino = &ino });
 	}
 	fuse_reply_err(req, ENOTTY);
+}
+
+void sqcd_drop_listing(struct sqcd *core, uint64_t ref)
+{
+	fuse_lowlevel_notify_inval_inode(core->se, ref_to_node(core, ref), 0,
+					 0);
 }
 
 const struct fuse_lowlevel_ops sqcd_ops = {

@@ -30,6 +30,23 @@
  *		being staged, 4 lookups list a directory: warming then
  *		pushes its files as the stager brings them in.
  *
+ * Names only: ImageFolder lists every class folder and stats nothing, and
+ * a readdirplus has the kernel make an inode for each entry it returns,
+ * which costs it about three times what the listing does: at ImageNet's
+ * 1.28M files, most of the time users wait for the first batch.  So a
+ * reader's listing gives regular files names and types only (node id 0:
+ * the kernel makes nothing for them), and everything else, directories
+ * and symlinks, with attributes.  The thread makes their inodes later, off the reader's path,
+ * by listing those directories again itself (its own listings carry every
+ * attribute; the kernel's cached listing is dropped first, see
+ * sqcd_drop_listing()): all of them, in the order readers listed them,
+ * once a reader looks up an entry of one (the first epoch opening its
+ * samples, or a walk that stats what it listed), and then it walks the
+ * tree from the top.  From then on readers' listings carry every
+ * attribute again, so a walk that stats is served as before, at the cost
+ * of one directory's lookups.  Warming needs those inodes: it can push a
+ * file only once the kernel holds its inode.
+ *
  * The thread learns what a directory holds, and in which order, from the
  * image itself, and goes through the mount only to have the kernel list a
  * directory it does not hold yet (a pull: opendir, readdir to the end).
@@ -58,6 +75,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -80,6 +98,7 @@
 #define LOOKUP_QUEUE_MAX 64 /* lookup-started listings waiting at most */
 #define LOOKUPS_MIN 4 /* lookups that start a listing, at least */
 #define ENTRY_BYTES 24 /* listing bytes per entry, about */
+#define PULL_BUF 32768 /* getdents64 buffer of a pull, bytes (glibc's) */
 
 /* The listing state of a directory the kernel was shown, kept in
  * idx_dir.state (and the lookups since its last listing in .count). */
@@ -88,6 +107,7 @@ enum dir_state {
 	DIR_QUEUED, /* lookups queued it for the thread */
 	DIR_READER, /* a reader is listing it */
 	DIR_LISTED, /* listed whole since the kernel made its inode */
+	DIR_NAMES, /* a reader listed it whole, names only */
 };
 
 struct statahead {
@@ -111,6 +131,11 @@ struct statahead {
 	unsigned int lookup_len; /* how many are queued */
 	uint32_t walk_from; /* where a walk goes on from; 0: nowhere */
 	unsigned int walk_gen; /* bumped each time @walk_from is set */
+	uint32_t *fill; /* directories listed names only, in that order */
+	uint32_t fill_len; /* how many @fill holds */
+	uint32_t fill_cap; /* and has room for */
+	uint32_t fill_next; /* the next one the thread lists again */
+	bool filling; /* a reader looked up in one: list them again */
 
 	/* Counters, read by the stats at any time. */
 	_Atomic uint64_t walks; /* walks gone on with from a reader */
@@ -124,6 +149,8 @@ struct statahead {
 	_Atomic uint64_t all_ms; /* how long it took, once ended */
 	_Atomic uint64_t table_dirs; /* copies of dirs.len and */
 	_Atomic uint64_t table_bytes; /* idx_dirs_bytes(), for the stats */
+	_Atomic uint64_t names_dirs; /* directories listed names only */
+	_Atomic uint64_t filled_dirs; /* and listed again by the thread */
 };
 
 /* Remember directory @ino.  Called with sa->lock held. */
@@ -203,6 +230,44 @@ static bool run_is_over(struct statahead *sa, const struct listing_run *r)
 }
 
 /*
+ * One batch of a pull: getdents64 into @buf, then a stat of its last
+ * entry.  With FUSE_CAP_READDIRPLUS_AUTO the kernel lists a directory's
+ * first batch with readdirplus and the next ones plain, unless something
+ * was looked up or stat'ed in it since the last batch; the stat of an
+ * entry a readdirplus just made (a dentry the kernel marks for this) is
+ * that, and costs no request.  Return: 0 for more, 1 at the end, or
+ * -errno (-ECANCELED if the daemon stops).
+ */
+static int pull_batch(struct statahead *sa, bool all, int fd, char *buf)
+{
+	const char *last = NULL;
+	struct stat sb;
+	long n;
+
+	if (atomic_load(&sa->stop))
+		return -ECANCELED;
+	n = syscall(SYS_getdents64, fd, buf, PULL_BUF);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return 1;
+	for (long pos = 0; pos < n;) {
+		const struct dirent64 *de = (const void *)(buf + pos);
+
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			atomic_fetch_add(all ? &sa->all_entries :
+					       &sa->entries_listed,
+					 1);
+			last = de->d_name;
+		}
+		pos += de->d_reclen;
+	}
+	if (last)
+		fstatat(fd, last, &sb, AT_SYMLINK_NOFOLLOW);
+	return 0;
+}
+
+/*
  * Have the kernel list @path, directory @ino, through the mount, unless it
  * holds the listing already (or a reader is getting it now).  Counted in
  * the all_* stats for statahead=all (@all), else in dirs and entries.
@@ -212,39 +277,41 @@ static bool run_is_over(struct statahead *sa, const struct listing_run *r)
 static int pull(struct statahead *sa, bool all, const char *path, uint32_t ino)
 {
 	struct idx_dir *e;
-	struct dirent *de;
-	bool listed;
-	DIR *dp;
-	int err = 0;
+	bool listed, drop;
+	uint64_t ref = 0;
+	char *buf;
+	int fd, err = 0;
 
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, ino);
 	listed = e && (e->state == DIR_LISTED || e->state == DIR_READER);
+	/* A reader's listing with names only, or one that lookups queued
+	 * (entries the kernel has no inode for): the kernel may hold it and
+	 * would answer from its cache, with no request to make inodes
+	 * from. */
+	drop = e && (e->state == DIR_NAMES || e->state == DIR_QUEUED);
+	if (e)
+		ref = e->ref;
 	pthread_mutex_unlock(&sa->lock);
 	if (listed)
 		return 0;
-	dp = opendir(path);
-	if (!dp)
-		return -errno;
-	atomic_fetch_add(all ? &sa->all_dirs : &sa->dirs_listed, 1);
-	for (;;) {
-		if (atomic_load(&sa->stop)) {
-			err = -ECANCELED;
-			break;
-		}
-		errno = 0;
-		de = readdir(dp);
-		if (!de) {
-			err = -errno;
-			break;
-		}
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			atomic_fetch_add(all ? &sa->all_entries :
-					       &sa->entries_listed,
-					 1);
+	if (drop)
+		sqcd_drop_listing(sa->core, ref);
+	buf = malloc(PULL_BUF);
+	if (!buf)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		goto out_free;
 	}
-	closedir(dp);
-	return err;
+	atomic_fetch_add(all ? &sa->all_dirs : &sa->dirs_listed, 1);
+	while (!(err = pull_batch(sa, all, fd, buf)))
+		;
+	close(fd);
+out_free:
+	free(buf);
+	return err == 1 ? 0 : err;
 }
 
 /* Whether an error ends the run: the mount is gone, the daemon stops, or
@@ -392,12 +459,37 @@ static void run_lookups(struct statahead *sa, uint32_t ino)
 	pthread_mutex_unlock(&sa->lock);
 }
 
+/* A reader looked up in a directory it had listed names only: list again
+ * the next of those directories, with every attribute. */
+static void run_fill(struct statahead *sa, uint32_t ino)
+{
+	struct idx_dir *e;
+	char *path = NULL;
+	bool names;
+
+	pthread_mutex_lock(&sa->lock);
+	e = find_dir(sa, ino);
+	names = e && e->state == DIR_NAMES;
+	pthread_mutex_unlock(&sa->lock);
+	if (names)
+		path = dir_path(sa, ino);
+	if (path && !pull(sa, false, path, ino))
+		atomic_fetch_add(&sa->filled_dirs, 1);
+	free(path);
+	pthread_mutex_lock(&sa->lock);
+	e = find_dir(sa, ino);
+	if (names && e && e->state == DIR_NAMES)
+		e->state = DIR_LISTED;
+	pthread_mutex_unlock(&sa->lock);
+}
+
 static void *lister_main(void *arg)
 {
 	struct statahead *sa = arg;
 	struct stat sb;
 
 	atomic_store(&sa->tid, (int)syscall(SYS_gettid));
+	atomic_store(&sa->core->lister_tid, atomic_load(&sa->tid));
 	/* Readers first: this thread only uses what they leave. */
 	setpriority(PRIO_PROCESS, (id_t)atomic_load(&sa->tid), 10);
 	/* Started before the session loop: this waits until it answers. */
@@ -409,11 +501,12 @@ static void *lister_main(void *arg)
 	if (sa->all)
 		run_all(sa);
 	for (;;) {
-		uint32_t ino = 0, walk_from = 0;
+		uint32_t ino = 0, walk_from = 0, fill = 0;
 		unsigned int gen = 0;
 
 		pthread_mutex_lock(&sa->lock);
-		while (!sa->stop && !sa->lookup_len && !sa->walk_from)
+		while (!sa->stop && !sa->lookup_len && !sa->walk_from &&
+		       !(sa->filling && sa->fill_next < sa->fill_len))
 			pthread_cond_wait(&sa->more, &sa->lock);
 		if (sa->stop) {
 			pthread_mutex_unlock(&sa->lock);
@@ -424,6 +517,8 @@ static void *lister_main(void *arg)
 			sa->lookup_head =
 				(sa->lookup_head + 1) % LOOKUP_QUEUE_MAX;
 			sa->lookup_len--;
+		} else if (sa->filling && sa->fill_next < sa->fill_len) {
+			fill = sa->fill[sa->fill_next++];
 		} else {
 			walk_from = sa->walk_from;
 			gen = sa->walk_gen;
@@ -432,6 +527,8 @@ static void *lister_main(void *arg)
 		pthread_mutex_unlock(&sa->lock);
 		if (ino)
 			run_lookups(sa, ino);
+		else if (fill)
+			run_fill(sa, fill);
 		else
 			run_walk(sa, walk_from, gen);
 	}
@@ -459,6 +556,7 @@ int statahead_start(struct sqcd *core, struct statahead **out)
 	sa->root = root.ino;
 	sa->window = core->o.statahead;
 	sa->all = core->o.statahead_all;
+	atomic_store(&core->list_names, sa->window > 0 && !core->o.list_attrs);
 	pthread_mutex_init(&sa->lock, NULL);
 	pthread_cond_init(&sa->more, NULL);
 	idx_dirs_init(&sa->dirs, 1024, STATAHEAD_TABLE_BUDGET);
@@ -511,6 +609,7 @@ void statahead_free(struct statahead *sa)
 	if (!sa)
 		return;
 	idx_dirs_release(&sa->dirs);
+	free(sa->fill);
 	pthread_cond_destroy(&sa->more);
 	pthread_mutex_destroy(&sa->lock);
 	free(sa);
@@ -554,12 +653,16 @@ void statahead_stats_json(struct statahead *sa, struct ctl_buf *b)
 		       "\"all_state\":\"%s\",\"all_dirs\":%llu,"
 		       "\"all_entries\":%llu,\"all_seconds\":%.3f,"
 		       "\"table_dirs\":%llu,\"table_bytes\":%llu,"
-		       "\"table_budget\":%llu},",
+		       "\"table_budget\":%llu,\"names_only\":%s,"
+		       "\"names_dirs\":%llu,\"filled_dirs\":%llu},",
 		       sa ? sa->window : 0, SA_U64(walks), SA_U64(lookup_dirs),
 		       SA_U64(dirs_listed), SA_U64(entries_listed),
 		       names[state & 3], SA_U64(all_dirs), SA_U64(all_entries),
 		       secs, SA_U64(table_dirs), SA_U64(table_bytes),
-		       (unsigned long long)(sa ? STATAHEAD_TABLE_BUDGET : 0));
+		       (unsigned long long)(sa ? STATAHEAD_TABLE_BUDGET : 0),
+		       sa && atomic_load(&sa->core->list_names) ? "true" :
+								  "false",
+		       SA_U64(names_dirs), SA_U64(filled_dirs));
 #undef SA_U64
 }
 
@@ -579,10 +682,11 @@ static bool is_staging(struct img *img)
 	return !stage_is_done(img_stage(img));
 }
 
-/* A reader looked up an entry of @dir that exists: once enough of its
- * entries were, the thread lists it. */
+/* A reader looked up @child, an entry of @dir that exists: once enough of
+ * its entries were, the thread lists it. */
 static void looked_up(struct statahead *sa, fuse_req_t req,
-		      const struct img_inode *dir)
+		      const struct img_inode *dir,
+		      const struct img_inode *child)
 {
 	struct idx_dir *e;
 	uint32_t want;
@@ -599,8 +703,22 @@ static void looked_up(struct statahead *sa, fuse_req_t req,
 		want = LOOKUPS_MIN;
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, dir->ino);
+	/* An entry of a listing that was names only is wanted after all:
+	 * list them all again, and readers get attributes from now on. */
+	if (e && e->state == DIR_NAMES && child->type == IMG_REG &&
+	    !sa->filling) {
+		sa->filling = true;
+		atomic_store(&sa->core->list_names, false);
+		/* A reader that stats what it listed: once the listings are
+		 * done again, walk the tree from the top (within the window:
+		 * what is listed already is only gone through). */
+		sa->walk_from = sa->root;
+		sa->walk_gen++;
+		pthread_cond_signal(&sa->more);
+	}
 	if (e && ++e->count >= want &&
-	    (e->state == DIR_NEW || e->state == DIR_LISTED) &&
+	    (e->state == DIR_NEW || e->state == DIR_LISTED ||
+	     e->state == DIR_NAMES) &&
 	    sa->lookup_len < LOOKUP_QUEUE_MAX && !sa->stop) {
 		e->state = DIR_QUEUED;
 		sa->lookup_queue[(sa->lookup_head + sa->lookup_len++) %
@@ -610,10 +728,56 @@ static void looked_up(struct statahead *sa, fuse_req_t req,
 	pthread_mutex_unlock(&sa->lock);
 }
 
-/* A READDIRPLUS of @dir begins the listing (@first) or ends it (@eof): a
- * reader that ends a listing itself has the thread walk on from there. */
+/* Drop from the list what is done or was forgotten.  Called with
+ * sa->lock. */
+static void compact_fill(struct statahead *sa)
+{
+	uint32_t n = 0;
+	struct idx_dir *e;
+
+	for (uint32_t i = sa->fill_next; i < sa->fill_len; i++) {
+		e = find_dir(sa, sa->fill[i]);
+		if (e && e->state == DIR_NAMES)
+			sa->fill[n++] = sa->fill[i];
+	}
+	sa->fill_len = n;
+	sa->fill_next = 0;
+}
+
+/* Remember that a reader listed @e names only.  Called with sa->lock. */
+static void listed_names(struct statahead *sa, struct idx_dir *e)
+{
+	uint32_t cap;
+	uint32_t *p;
+
+	if (e->state == DIR_NAMES)
+		return; /* a later batch of the same listing */
+	e->state = DIR_NAMES;
+	e->count = 0;
+	atomic_fetch_add(&sa->names_dirs, 1);
+	/* Listed again after a FORGET: keep only what is still to do, so
+	 * that the list never outgrows the directories the kernel holds. */
+	if (sa->fill_len == sa->fill_cap && sa->fill_len >= 2 * sa->dirs.len)
+		compact_fill(sa);
+	if (sa->fill_len == sa->fill_cap) {
+		cap = sa->fill_cap ? sa->fill_cap * 2 : 256;
+		p = realloc(sa->fill, cap * sizeof(*p));
+		if (!p)
+			return; /* left to lookups */
+		sa->fill = p;
+		sa->fill_cap = cap;
+	}
+	sa->fill[sa->fill_len++] = e->ino;
+	if (sa->filling)
+		pthread_cond_signal(&sa->more);
+}
+
+/* A listing of @dir begins (@first) or ends (@eof); regular files got
+ * names only in it (@names).  A reader that ends a listing itself has the
+ * thread walk on from there, or list it again later if it got names. */
 static void listed(struct statahead *sa, fuse_req_t req,
-		   const struct img_inode *dir, bool first, bool eof)
+		   const struct img_inode *dir, bool first, bool eof,
+		   bool names)
 {
 	struct idx_dir *e;
 	bool reader;
@@ -621,7 +785,9 @@ static void listed(struct statahead *sa, fuse_req_t req,
 	reader = !from_lister(sa, req);
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, dir->ino);
-	if (e && eof) {
+	if (e && eof && names && reader) {
+		listed_names(sa, e);
+	} else if (e && eof) {
 		e->state = DIR_LISTED;
 		e->count = 0;
 		/* A reader got here itself: walk on from here. */
@@ -661,14 +827,14 @@ void statahead_on_event(void *arg, const struct sqcd_event *ev)
 	case SQCD_EV_LOOKED_UP:
 		if (ev->ino->type == IMG_DIR)
 			shown_dir(sa, ev->dir->ino, ev->name, ev->ino);
-		looked_up(sa, ev->req, ev->dir);
+		looked_up(sa, ev->req, ev->dir, ev->ino);
 		break;
 	case SQCD_EV_ENTRY_LISTED:
 		if (ev->ino->type == IMG_DIR)
 			shown_dir(sa, ev->dir->ino, ev->name, ev->ino);
 		break;
 	case SQCD_EV_DIR_LISTED:
-		listed(sa, ev->req, ev->dir, ev->first, ev->eof);
+		listed(sa, ev->req, ev->dir, ev->first, ev->eof, ev->names);
 		break;
 	case SQCD_EV_FORGOTTEN:
 		forgot(sa, ev->ino);

@@ -97,7 +97,10 @@ void statahead_free(struct statahead *sa);
  * entries were looked up), dirs and entries (listed for both),
  * all_state (off, running, done, stopped), all_dirs, all_entries and
  * all_seconds (statahead=all), table_dirs, table_bytes and table_budget
- * (the directories the kernel was shown, and the bytes they take).
+ * (the directories the kernel was shown, and the bytes they take),
+ * names_only (readers' listings give regular files names only),
+ * names_dirs (listings that did) and filled_dirs (of them, listed again
+ * with attributes).
  *
  * Context: any thread.
  */
@@ -120,10 +123,13 @@ void statahead_wait_all(struct statahead *sa, unsigned int seconds);
  * @ev: the event:
  *      SQCD_EV_LOOKED_UP: a looked-up directory is remembered (so that
  *      the thread can reach it), and once enough entries of @ev->dir were
- *      looked up, the thread lists it;
+ *      looked up, the thread lists it; a regular file of a listing that
+ *      gave names only ends the names-only phase: the thread lists those
+ *      directories again with attributes;
  *      SQCD_EV_ENTRY_LISTED: a listed directory is remembered;
  *      SQCD_EV_DIR_LISTED: a reader that ends a listing itself has the
- *      thread walk on from there;
+ *      thread walk on from there, or, if it got names only (@ev->names),
+ *      list it again once that phase ends;
  *      SQCD_EV_FORGOTTEN: a directory the kernel dropped may be listed
  *      again.
  *      Others are ignored.

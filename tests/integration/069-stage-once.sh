@@ -165,8 +165,17 @@ sqc_mount "$T/store/image" "$T/m" -o "log=$T/d5.log"
 for d in d5 d4 d3 d2 d1 d0; do
     ls "$T/m/$d" >/dev/null
 done
-# A read lets warming start.
+# A read lets warming start.  The listings were names only (ImageFolder's):
+# the daemon lists them again, with the inodes warming needs, once a
+# reader opens a file of one; the reads after that (an epoch's) start it.
 cmp "$T/src/d5/f039" "$T/m/d5/f039" || fail "wrong bytes while warming"
+i=0
+until [ "$(stat_of "$T/m" statahead.filled_dirs)" -ge 6 ]; do
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "the names-only listings were not listed again"
+    sleep 0.1
+done
+cmp "$T/src/d5/f038" "$T/m/d5/f038" || fail "wrong bytes while warming"
 early=0
 state=running
 while [ "$state" != "done" ]; do

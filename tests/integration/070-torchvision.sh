@@ -82,6 +82,17 @@ echo "served $served bytes ($warmed warmed, $pushed pushed at open; the images h
 [ "$eio" -eq 0 ] || fail "the daemon answered $eio requests with EIO"
 [ "$corrupt" -eq 0 ] || fail "the daemon found $corrupt corrupt blocks in a valid image"
 [ "$rderr" -eq 0 ] || fail "the daemon had $rderr errors reading the image"
+# ImageFolder's scan got names only (its inodes were not made on its
+# path) until a lookup (a symlink followed, or the first sample opened);
+# then each such listing was made again with attributes, and readers'
+# listings carry them from then on.
+names=$(jget "$T/stats.json" statahead.names_dirs)
+filled=$(jget "$T/stats.json" statahead.filled_dirs)
+echo "listings with names only $names, listed again $filled"
+[ "$names" -ge 1 ] || fail "ImageFolder's scan got no listing with names only"
+[ "$filled" -eq "$names" ] || fail "$filled of $names listings with names only made again"
+[ "$(jget "$T/stats.json" statahead.names_only)" = False ] ||
+    fail "readers' listings are still names only after the epochs"
 
 note "unmount"
 sqc_umount "$T/mnt"

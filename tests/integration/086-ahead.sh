@@ -46,8 +46,33 @@ wait_listed() {
     done
 }
 
+note "readers' listings carry names only until a reader stats what it listed"
+sqc_mount "$T/img.sqfs" "$T/m" -o "log=$T/d0.log"
+ls "$T/m" >/dev/null
+ls "$T/m/d0/s0" >/dev/null
+sleep 0.3
+[ "$(stat_of "$T/m" statahead.names_only)" = True ] || fail "readers' listings are not names only"
+[ "$(stat_of "$T/m" statahead.entries)" -eq 0 ] || fail "listed $(stat_of "$T/m" statahead.entries) entries ahead of a reader that stats nothing"
+[ "$(stat_of "$T/m" statahead.names_dirs)" -eq 2 ] || fail "$(stat_of "$T/m" statahead.names_dirs) listings with names only, not 2"
+# An entry of such a listing is wanted after all: the daemon lists again
+# the root (8 entries) and d0/s0 (50), then walks the rest of the tree:
+# d0 (4 entries), and 7 + 31 directories, 28 + 1,550 entries.
+stat "$T/m/d0/s0/f01" >/dev/null
+wait_listed "$T/m" 1640
+[ "$(stat_of "$T/m" statahead.dirs)" -eq 41 ] || fail "listed $(stat_of "$T/m" statahead.dirs) directories ahead, not 41"
+[ "$(stat_of "$T/m" statahead.filled_dirs)" -eq 2 ] || fail "listed again $(stat_of "$T/m" statahead.filled_dirs) directories, not 2"
+[ "$(stat_of "$T/m" statahead.names_only)" = False ] || fail "readers' listings are still names only"
+lk0=$(stat_of "$T/m" fuse.lookup)
+listing "$T/m" >"$T/m.list"
+cmp -s "$T/src.list" "$T/m.list" || fail "names only: the walk saw another tree"
+[ "$(stat_of "$T/m" fuse.lookup)" -eq "$lk0" ] ||
+    fail "after listing again, the walk sent $(($(stat_of "$T/m" fuse.lookup) - lk0)) lookups"
+sqc_umount "$T/m"
+
+# The rest lists with attributes from the start (list_attrs), as a walk
+# that stats gets once it has.
 note "a reader lists the root: the daemon lists the rest, and a walk sends nothing"
-sqc_mount "$T/img.sqfs" "$T/m" -o "log=$T/d1.log"
+sqc_mount "$T/img.sqfs" "$T/m" -o "list_attrs,log=$T/d1.log"
 [ "$(stat_of "$T/m" statahead.window)" -eq 65536 ] || fail "the default window is $(stat_of "$T/m" statahead.window)"
 ls "$T/m" >/dev/null
 # The reader listed the root: the daemon pulls the 8 + 32 directories
@@ -78,14 +103,14 @@ sqc_umount "$T/m"
 
 note "a walk and the daemon's listing at once: the same tree, every time"
 for opts in "" "threads=2"; do
-    sqc_mount "$T/img.sqfs" "$T/m" -o "log=$T/d2.log${opts:+,$opts}"
+    sqc_mount "$T/img.sqfs" "$T/m" -o "list_attrs,log=$T/d2.log${opts:+,$opts}"
     listing "$T/m" >"$T/m.list"
     cmp -s "$T/src.list" "$T/m.list" || fail "$opts: a walk racing the daemon saw another tree"
     sqc_umount "$T/m"
 done
 
 note "the window bounds how far ahead the daemon lists"
-sqc_mount "$T/img.sqfs" "$T/m" -o "statahead=100,log=$T/d3.log"
+sqc_mount "$T/img.sqfs" "$T/m" -o "list_attrs,statahead=100,log=$T/d3.log"
 ls "$T/m" >/dev/null
 wait_listed "$T/m" 1
 n=$(stat_of "$T/m" statahead.entries)
@@ -133,7 +158,7 @@ sqc_umount "$T/m"
 
 if [ "$(id -u)" -eq 0 ]; then
     note "after drop_caches the kernel's entries are gone: a walk is listed ahead again"
-    sqc_mount "$T/img.sqfs" "$T/m" -o "log=$T/d6.log"
+    sqc_mount "$T/img.sqfs" "$T/m" -o "list_attrs,log=$T/d6.log"
     ls "$T/m" >/dev/null
     wait_listed "$T/m" 1632
     sync
@@ -157,6 +182,28 @@ for i in $(seq 0 39); do
     (cd "$T/big/d$i" && seq 1 500 | xargs touch)
 done
 mkimg "$T/big" "$T/big.sqfs" -comp lz4
+
+note "a big directory: plain listings past the first batch, then all plus from the daemon"
+sqc_mount "$T/big.sqfs" "$T/m" -o "log=$T/d9.log"
+ls "$T/m/d3" >/dev/null
+# The kernel asked readdirplus for the first batch, plain listings for
+# the rest (FUSE_CAP_READDIRPLUS_AUTO): names are all a listing needs.
+[ "$(stat_of "$T/m" fuse.readdir)" -gt 0 ] || fail "500 entries were listed with readdirplus only"
+[ "$(stat_of "$T/m" statahead.entries)" -eq 0 ] || fail "a listing alone had the daemon list ahead"
+stat "$T/m/d3/7" >/dev/null
+i=0
+until [ "$(stat_of "$T/m" statahead.filled_dirs)" -ge 1 ]; do
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "d3 was not listed again after a lookup in it"
+    sleep 0.1
+done
+# Listed again by the daemon, every batch readdirplus: the kernel holds
+# an inode for each of the 500 files, and stat'ing them sends nothing.
+lk0=$(stat_of "$T/m" fuse.lookup)
+find "$T/m/d3" -type f -printf '%s\n' | wc -l | grep -qx 500 || fail "find does not see the 500 files of d3"
+[ "$(stat_of "$T/m" fuse.lookup)" -eq "$lk0" ] ||
+    fail "stat'ing d3's files after it was listed again sent $(($(stat_of "$T/m" fuse.lookup) - lk0)) lookups"
+sqc_umount "$T/m"
 sqc_mount "$T/big.sqfs" "$T/m" -o "log=$T/d7.log"
 pid=$(sqc_pid "$T/m")
 ls "$T/m" >/dev/null
