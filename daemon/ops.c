@@ -705,7 +705,7 @@ static void sqcd_listxattr(fuse_req_t req, fuse_ino_t node, size_t size)
 }
 
 /* Anything that would change the image.  Valid replies: fuse_reply_err. */
-static void erofs(fuse_req_t req)
+static void reply_read_only(fuse_req_t req)
 {
 	count(req_daemon(req), SQCD_OP_WRITE);
 	fuse_reply_err(req, EROFS);
@@ -715,34 +715,34 @@ static void sqcd_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 			 int to_set, struct fuse_file_info *fi)
 {
 	(void)ino, (void)attr, (void)to_set, (void)fi;
-	erofs(req);
+	reply_read_only(req);
 }
 
 static void sqcd_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		       mode_t mode, dev_t rdev)
 {
 	(void)parent, (void)name, (void)mode, (void)rdev;
-	erofs(req);
+	reply_read_only(req);
 }
 
 static void sqcd_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		       mode_t mode)
 {
 	(void)parent, (void)name, (void)mode;
-	erofs(req);
+	reply_read_only(req);
 }
 
 static void sqcd_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	(void)parent, (void)name;
-	erofs(req);
+	reply_read_only(req);
 }
 
 static void sqcd_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 			 const char *name)
 {
 	(void)link, (void)parent, (void)name;
-	erofs(req);
+	reply_read_only(req);
 }
 
 static void sqcd_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -750,41 +750,41 @@ static void sqcd_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			unsigned int flags)
 {
 	(void)parent, (void)name, (void)newparent, (void)newname, (void)flags;
-	erofs(req);
+	reply_read_only(req);
 }
 
 static void sqcd_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		      const char *newname)
 {
 	(void)ino, (void)newparent, (void)newname;
-	erofs(req);
+	reply_read_only(req);
 }
 
 static void sqcd_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		       size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)ino, (void)buf, (void)size, (void)off, (void)fi;
-	erofs(req);
+	reply_read_only(req);
 }
 
 static void sqcd_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 			mode_t mode, struct fuse_file_info *fi)
 {
 	(void)parent, (void)name, (void)mode, (void)fi;
-	erofs(req);
+	reply_read_only(req);
 }
 
 static void sqcd_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			  const char *value, size_t size, int flags)
 {
 	(void)ino, (void)name, (void)value, (void)size, (void)flags;
-	erofs(req);
+	reply_read_only(req);
 }
 
 static void sqcd_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	(void)ino, (void)name;
-	erofs(req);
+	reply_read_only(req);
 }
 
 static void sqcd_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
@@ -792,7 +792,7 @@ static void sqcd_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 			   struct fuse_file_info *fi)
 {
 	(void)ino, (void)mode, (void)offset, (void)length, (void)fi;
-	erofs(req);
+	reply_read_only(req);
 }
 
 /*
