@@ -250,6 +250,27 @@ static int mount_held(const struct acq *a, const char *path, char *real)
 	return ret;
 }
 
+/*
+ * Send @req to the daemon of @m; @error gets its refusal ("" if none).
+ * Return: as mc_request(); -ENOMEM (said).
+ */
+static int request(const struct mc_mount *m, const struct ctl_req *req,
+		   char error[CTL_ERROR_MAX])
+{
+	struct ctl_reply *rep = malloc(sizeof(*rep));
+	int err;
+
+	error[0] = '\0';
+	if (!rep) {
+		mc_err("out of memory");
+		return -ENOMEM;
+	}
+	err = mc_request(m, req, rep, NULL);
+	snprintf(error, CTL_ERROR_MAX, "%s", rep->error);
+	free(rep);
+	return err;
+}
+
 /* Join the live mount @m of the same image. */
 static int join(const struct acq *a, const struct mc_mount *m)
 {
@@ -257,17 +278,11 @@ static int join(const struct acq *a, const struct mc_mount *m)
 		.cmd = CTL_CMD_HOLD, .hold = { a->holder.pid, a->holder.start }
 	};
 	char why[PATH_MAX + 256], error[CTL_ERROR_MAX];
-	struct ctl_reply *rep;
 	int err;
 
-	rep = malloc(sizeof(*rep));
-	if (!rep) {
-		mc_err("out of memory");
+	err = request(m, &req, error);
+	if (err == -ENOMEM)
 		return MC_EXIT_FAIL;
-	}
-	err = mc_request(m, &req, rep, NULL);
-	snprintf(error, sizeof(error), "%s", rep->error);
-	free(rep);
 	if (!err) {
 		say_holder(&a->holder);
 		return MC_EXIT_OK;
@@ -466,17 +481,11 @@ static int release(const struct mc_mount *m, pid_t pid)
 	const struct ctl_req req = { .cmd = CTL_CMD_RELEASE,
 				     .release = { pid } };
 	char why[PATH_MAX + 256], error[CTL_ERROR_MAX];
-	struct ctl_reply *rep;
 	int err;
 
-	rep = malloc(sizeof(*rep));
-	if (!rep) {
-		mc_err("out of memory");
+	err = request(m, &req, error);
+	if (err == -ENOMEM)
 		return MC_EXIT_FAIL;
-	}
-	err = mc_request(m, &req, rep, NULL);
-	snprintf(error, sizeof(error), "%s", rep->error);
-	free(rep);
 	if (!err)
 		return MC_EXIT_OK;
 	if (error[0])

@@ -788,6 +788,20 @@ int ctl_json_get(const char *json, const char *path, const char **out,
 	}
 }
 
+/* The number at @path: its text at *@v, *@len bytes, starting with a
+ * digit (or with @sign, a '-').  Return: 0, -ENOENT or -EPROTO. */
+static int json_number(const char *json, const char *path, bool sign,
+		       const char **v, size_t *len)
+{
+	int err = ctl_json_get(json, path, v, len);
+
+	if (err)
+		return err;
+	if ((**v < '0' || **v > '9') && !(sign && **v == '-'))
+		return -EPROTO;
+	return 0;
+}
+
 int ctl_json_u64(const char *json, const char *path, uint64_t *out)
 {
 	const char *v;
@@ -795,11 +809,9 @@ int ctl_json_u64(const char *json, const char *path, uint64_t *out)
 	size_t len;
 	int err;
 
-	err = ctl_json_get(json, path, &v, &len);
+	err = json_number(json, path, false, &v, &len);
 	if (err)
 		return err;
-	if (*v < '0' || *v > '9')
-		return -EPROTO;
 	errno = 0;
 	*out = strtoull(v, &end, 10);
 	if (errno || end != v + len)
@@ -814,11 +826,9 @@ int ctl_json_double(const char *json, const char *path, double *out)
 	size_t len;
 	int err;
 
-	err = ctl_json_get(json, path, &v, &len);
+	err = json_number(json, path, true, &v, &len);
 	if (err)
 		return err;
-	if (*v != '-' && (*v < '0' || *v > '9'))
-		return -EPROTO;
 	*out = strtod(v, &end);
 	if (end != v + len)
 		return -EPROTO;
