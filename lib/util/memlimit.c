@@ -102,6 +102,21 @@ static bool has_memory(const char *list)
 	return false;
 }
 
+/* ml->source = @label @path, cut at the field's end: it only names. */
+static void name_source(struct memlimit *ml, const char *label,
+			const char *path)
+{
+	size_t k = strlen(label), n = strlen(path);
+
+	if (k > sizeof(ml->source) - 1)
+		k = sizeof(ml->source) - 1;
+	if (n > sizeof(ml->source) - 1 - k)
+		n = sizeof(ml->source) - 1 - k;
+	memcpy(ml->source, label, k);
+	memcpy(ml->source + k, path, n);
+	ml->source[k + n] = '\0';
+}
+
 /*
  * Lower @ml->cgroup to the limit in @file of the cgroup @path under @dir,
  * or of any of its ancestors, and say which in @ml->source, as @label
@@ -127,9 +142,7 @@ static void walk_up(struct memlimit *ml, const char *dir, const char *path,
 			v = read_limit(f);
 		if (v && (!ml->cgroup || v < ml->cgroup)) {
 			ml->cgroup = v;
-			/* A path longer than the field is cut: it only names. */
-			snprintf(ml->source, sizeof(ml->source), "%s%.200s",
-				 label, len ? cg : "/");
+			name_source(ml, label, len ? cg : "/");
 		}
 		if (!len)
 			break;
