@@ -593,18 +593,25 @@ static int empty_tree(int fd, int depth)
 	struct dirent *e;
 	int bad = 0;
 
-	if (depth <= 0 || fchmod(fd, 0700) < 0)
+	d = depth > 0 && !fchmod(fd, 0700) ? fdopendir(fd) : NULL;
+	if (!d) {
+		close(fd);
 		return -1;
-	d = fdopendir(fd);
-	if (!d)
-		return -1;
+	}
 	while ((e = readdir(d))) {
 		int sub;
 
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
-		if (!unlinkat(fd, e->d_name, 0) || errno != EISDIR)
+		/* One call for a file or an empty directory, the usual case. */
+		if (e->d_type != DT_DIR && !unlinkat(fd, e->d_name, 0))
 			continue;
+		if (!unlinkat(fd, e->d_name, AT_REMOVEDIR))
+			continue;
+		if (errno != ENOTEMPTY && errno != EEXIST) {
+			bad = -1;
+			continue;
+		}
 		sub = job__open_dir_at(fd, e->d_name, O_RDONLY);
 		if (sub < 0 || empty_tree(sub, depth - 1) ||
 		    unlinkat(fd, e->d_name, AT_REMOVEDIR))
