@@ -264,6 +264,13 @@ cluster_stop() {
     fi
     if [ -n "$_cl_munge" ]; then
         kill "$_cl_munge" 2>/dev/null || true
+        # Wait until it is gone: the next test's cluster_start must not
+        # find it still exiting and leave the cluster without munge.
+        _cl_i=0
+        while kill -0 "$_cl_munge" 2>/dev/null && [ "$_cl_i" -lt 100 ]; do
+            _cl_i=$((_cl_i + 1))
+            sleep 0.1
+        done
         _cl_munge=
     fi
     _cl_dir=
