@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * This file declares the epoch order: byte ranges of a source (the
+ * compressed image) that readers will want, in the order they will want
+ * them, read ahead into a window of RAM by a few threads and dropped once
+ * read.  A training epoch that reads its files in a random order costs
+ * one storage round trip per file; told the order, the reads overlap, so
+ * the storage stays busy at its bandwidth.
+ *
+ * The owner (lib/image) turns each file of the order into the ranges a
+ * read of it needs (struct order_range), leaving out what staging holds.
+ * The module knows nothing of SquashFS.  Each range is read from the
+ * source once: by a thread ahead of the readers, or by the first reader
+ * that needs it before a thread got to it (others wait for that read).
+ * A range is dropped when readers have taken all its bytes (as often as
+ * files share it), or when they are ORDER_LAG files past its last user;
+ * the window (held bytes) stays within its budget.
+ */
+#ifndef SQC_ORDER_ORDER_H
+#define SQC_ORDER_ORDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct order; /* opaque, shared by all threads */
+
+/* How far readers may go past a range before it is dropped unread. */
+#define ORDER_LAG 1024u
+#define ORDER_THREADS_MAX 64u
+#define ORDER_RANGE_MAX (8u << 20) /* longest range; the owner splits */
+
+/* How the order reads its source; the owner's. */
+struct order_src {
+	/* Read @len bytes at @off into @dst, all or fail.  Return: 0 or a
+	 * negative errno.  Context: any thread. */
+	int (*read)(void *arg, uint64_t off, void *dst, size_t len);
+	void *arg;
+};
+
+struct order_opts {
+	uint64_t window; /* bytes held at most; 0 turns the order off */
+	unsigned int threads; /* reads under way at most; 0: 16 */
+};
+
+/* One range of the order. */
+struct order_range {
+	uint64_t off; /* in the source */
+	uint32_t len; /* bytes, 1 .. ORDER_RANGE_MAX */
+	uint32_t item; /* which file of the order needs it (0-based,
+			  non-decreasing along the array) */
+};
+
+struct order_stats {
+	uint64_t window; /* the budget */
+	uint64_t held; /* bytes read or being read, not dropped */
+	uint64_t held_max; /* the most at once */
+	uint64_t orders; /* orders set (order_set()) */
+	uint64_t items; /* files in the current order */
+	uint64_t ranges; /* its ranges (after merging shared ones) */
+	uint64_t planned; /* their bytes */
+	uint64_t read; /* bytes read from the source, this order */
+	uint64_t served; /* bytes readers took from the window */
+	uint64_t hits; /* order_get() calls served */
+	uint64_t waits; /* of those, that waited for a read under way */
+	uint64_t by_readers; /* bytes a reader read before a thread did */
+	uint64_t dropped_unread; /* bytes dropped before any reader took
+				    them (passed by ORDER_LAG) */
+	uint64_t errors; /* failed source reads */
+	unsigned int threads; /* threads running */
+};
+
+/**
+ * order_new() - Set up an empty order.
+ * @src: how to read the source; copied, @src->arg must outlive it
+ * @o: window and threads
+ * @out: set to the order
+ *
+ * No thread starts until the first order_set() with ranges.
+ * Return: 0; -ENOMEM.  Ownership: order_free().  Context: any thread.
+ */
+int order_new(const struct order_src *src, const struct order_opts *o,
+	      struct order **out);
+
+/**
+ * order_free() - Stop the threads and free the order and its window.
+ * @ord: may be NULL
+ *
+ * Context: no other thread may use @ord any more.
+ */
+void order_free(struct order *ord);
+
+/**
+ * order_set() - Replace the order.
+ * @ord: order
+ * @r: its ranges, in order (item non-decreasing); taken over (freed with
+ *     free() by the order), may be NULL with @n 0 to clear the order
+ * @n: how many
+ * @items: files in the order (counted in the stats)
+ *
+ * What the window held for the old order is dropped.  Ranges with the
+ * same offset and length are merged into the first.  Starts the threads
+ * the first time.
+ *
+ * Return: 0; -EOPNOTSUPP if the window is 0 (@r is freed); -EINVAL for a
+ * range of length 0 or over ORDER_RANGE_MAX, or items going back (@r is
+ * freed, the old order stays); -ENOMEM; -errno from pthread_create().
+ * Context: any thread.
+ */
+int order_set(struct order *ord, struct order_range *r, size_t n,
+	      uint64_t items);
+
+/**
+ * order_get() - Copy bytes from the window.
+ * @ord: order, may be NULL
+ * @off: offset in the source
+ * @len: bytes
+ * @dst: destination
+ *
+ * If a range of the order holds all of [@off, @off + @len): copies from
+ * it, reading it first if no thread has yet, or waiting for a read under
+ * way.  The bytes taken count towards dropping the range.
+ *
+ * Return: 0; -ENODATA if no range of the order holds them (or its read
+ * failed: the caller reads the source itself).
+ * Context: any thread.
+ */
+int order_get(struct order *ord, uint64_t off, size_t len, void *dst);
+
+/**
+ * order_has() - Whether a range of the order holds [@off, @off + @len).
+ * @ord: order, may be NULL
+ * @off: offset in the source
+ * @len: bytes
+ *
+ * Context: any thread; the answer may be stale by the time it is used.
+ */
+bool order_has(struct order *ord, uint64_t off, size_t len);
+
+/**
+ * order_get_stats() - Snapshot the counters.
+ * @ord: order
+ * @out: filled in
+ *
+ * Context: any thread; cannot fail.
+ */
+void order_get_stats(struct order *ord, struct order_stats *out);
+
+#endif /* SQC_ORDER_ORDER_H */
