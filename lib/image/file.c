@@ -293,7 +293,8 @@ static int raw_span(struct img *img, struct reply_buf *rb, uint64_t pos,
 
 	if (!img__may_read_file(img, rb->rc))
 		return -EAGAIN; /* warming: not staged, leave it to readers */
-	if (rb->fd_ok) {
+	/* The epoch order's window holds it: a copy, not a file range. */
+	if (rb->fd_ok && !order_has(img->order, pos, len)) {
 		if (ckd_add(&end, pos, len) || end > img->sb.bytes_used)
 			return IMG_CORRUPT(
 				img,
@@ -602,4 +603,131 @@ int img_file_prefetch(struct img *img, const struct img_read_ctx *rc,
 			return err;
 	}
 	return 0;
+}
+
+/* Append [@off, @off + @len) for the file being added, unless staging
+ * holds it. */
+static int plan_push(struct img *img, struct img_order_plan *p, uint64_t off,
+		     uint64_t len)
+{
+	struct order_range *r;
+	size_t cap;
+
+	if (!len)
+		return 0;
+	if (stage_holds(img->stage, off, len)) {
+		p->staged += len;
+		return 0;
+	}
+	if (p->n == p->cap) {
+		cap = p->cap ? p->cap * 2 : 1024;
+		r = realloc(p->r, cap * sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		p->r = r;
+		p->cap = cap;
+	}
+	p->r[p->n++] = (struct order_range){ off, (uint32_t)len,
+					     (uint32_t)p->items };
+	p->bytes += len;
+	return 0;
+}
+
+/* The data blocks of @f, in runs of at most ORDER_RANGE_MAX bytes. */
+static int order_blocks(struct img *img, const struct img_inode *f,
+			struct img_order_plan *p)
+{
+	struct blk_loc locs[LOCATE_MAX];
+	uint64_t start = f->file.blocks_start, end = start;
+	uint32_t first = 0, nb, stored;
+	int err;
+
+	while (first < f->file.nblocks) {
+		nb = MIN(f->file.nblocks - first, (uint32_t)LOCATE_MAX);
+		err = locate(img, NULL, f, first, nb, locs);
+		if (err)
+			return err;
+		for (uint32_t i = 0; i < nb; i++) {
+			stored = locs[i].word & SQFS_BLOCK_LEN_MASK;
+			if (end - start + stored > ORDER_RANGE_MAX) {
+				err = plan_push(img, p, start, end - start);
+				if (err)
+					return err;
+				start = locs[i].pos;
+			}
+			end = locs[i].pos + stored;
+		}
+		first += nb;
+	}
+	return plan_push(img, p, start, end - start);
+}
+
+/* The tail of @f: its own bytes of a fragment stored as is, else the
+ * whole fragment block (which files share, and the data cache keeps). */
+static int order_tail(struct img *img, const struct img_inode *f,
+		      struct img_order_plan *p)
+{
+	uint32_t tail = (uint32_t)(f->size & (img->sb.block_size - 1));
+	uint32_t stored;
+	struct blk_loc b;
+	int err;
+
+	if (f->file.frag == IMG_NO_FRAGMENT || !tail)
+		return 0;
+	err = frag_loc(img, NULL, f, &b);
+	if (err)
+		return err;
+	stored = b.word & SQFS_BLOCK_LEN_MASK;
+	if (!(b.word & SQFS_BLOCK_UNCOMPRESSED))
+		return plan_push(img, p, b.pos, stored);
+	if ((uint64_t)f->file.frag_off + tail > stored)
+		return IMG_CORRUPT(
+			img,
+			"fragment %u (%u bytes) does not hold the tail of inode %u (%u bytes at %u)",
+			f->file.frag, stored, f->ino, tail, f->file.frag_off);
+	return plan_push(img, p, b.pos + f->file.frag_off, tail);
+}
+
+int img_file_order(struct img *img, const struct img_inode *f,
+		   struct img_order_plan *p)
+{
+	struct img_order_plan was = *p;
+	int err;
+
+	if (f->type != IMG_REG)
+		return -EINVAL;
+	if (p->items >= UINT32_MAX)
+		return -ENOMEM;
+	err = order_blocks(img, f, p);
+	if (!err)
+		err = order_tail(img, f, p);
+	if (err) {
+		/* As it was, but for the room grown in @r. */
+		p->n = was.n;
+		p->bytes = was.bytes;
+		p->staged = was.staged;
+		return err;
+	}
+	p->items++;
+	return 0;
+}
+
+int img_order_set(struct img *img, struct img_order_plan *p)
+{
+	struct order_range *r = p->r;
+	size_t n = p->n;
+	uint64_t items = p->items;
+
+	memset(p, 0, sizeof(*p));
+	if (!img->order) {
+		free(r);
+		return -EOPNOTSUPP;
+	}
+	return order_set(img->order, r, n, items);
+}
+
+void img_order_plan_release(struct img_order_plan *p)
+{
+	free(p->r);
+	memset(p, 0, sizeof(*p));
 }

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "cache/cache.h"
+#include "order/order.h"
 #include "stage/stage.h"
 
 #define IMG_NAME_MAX 256 /* longest entry name, bytes */
@@ -41,6 +42,8 @@ struct img_opts {
 	uint64_t ram; /* bytes of the compressed image to stage in RAM */
 	enum stage_mode stage; /* what to stage */
 	uint64_t offset; /* bytes before the image in the file (SIF, ...) */
+	uint64_t order_window; /* bytes the epoch order reads ahead into
+				  (lib/order); 0: no epoch order */
 };
 
 /* The decoded, validated superblock. */
@@ -175,6 +178,7 @@ enum img_read_source {
 	 * file on tmpfs), never a read of the storage besides (-EAGAIN), so
 	 * that it cannot read what a reader reads at once a second time. */
 	IMG_READ_WARM,
+	IMG_READ_ORDER, /* the epoch order's read-ahead (lib/order) */
 	IMG_READ__COUNT
 };
 
@@ -524,6 +528,70 @@ int img_ino_to_ref(struct img *img, uint32_t ino, uint64_t *ref);
  * Return: the stage, valid until img_close().  Context: any thread.
  */
 struct stage *img_stage(struct img *img);
+
+/*
+ * An epoch order being built: the ranges of the image that reading its
+ * files needs, in their order (lib/order).  Zero it before the first
+ * img_file_order(); img_order_set() takes the ranges, or
+ * img_order_plan_release() frees them.
+ */
+struct img_order_plan {
+	struct order_range *r; /* the ranges */
+	size_t n; /* how many */
+	size_t cap; /* room in @r */
+	uint64_t items; /* files added */
+	uint64_t bytes; /* the ranges' bytes */
+	uint64_t staged; /* bytes left out: staging holds them */
+};
+
+/**
+ * img_file_order() - Add a file to an epoch order.
+ * @img: image
+ * @f: a regular file
+ * @p: the order being built
+ *
+ * Adds the image ranges a read of the whole file needs: its data blocks
+ * (in pieces of at most ORDER_RANGE_MAX, split between blocks) and its
+ * tail (only the tail's bytes of a fragment stored uncompressed, the
+ * whole fragment block otherwise), but for those staging holds or has
+ * planned.  Sparse blocks need nothing.
+ *
+ * Return: 0; -EINVAL if not a regular file; -EFSCORRUPTED; -EIO;
+ * -ENOMEM.  On error @p is as it was.
+ * Context: any thread.
+ */
+int img_file_order(struct img *img, const struct img_inode *f,
+		   struct img_order_plan *p);
+
+/**
+ * img_order_set() - Read ahead an epoch order from now on.
+ * @img: image
+ * @p: the order built with img_file_order(); its ranges are taken (@p is
+ *     zeroed), also on error
+ *
+ * Replaces the order before it; an empty @p clears it.
+ *
+ * Return: 0; -EOPNOTSUPP if the image was opened with order_window 0;
+ * -ENOMEM; -errno from pthread_create().
+ * Context: any thread.
+ */
+int img_order_set(struct img *img, struct img_order_plan *p);
+
+/**
+ * img_order_plan_release() - Free an order not given to img_order_set().
+ * @p: the order being built; zeroed
+ *
+ * Context: any thread; cannot fail.
+ */
+void img_order_plan_release(struct img_order_plan *p);
+
+/**
+ * img_order() - The epoch order of the image, for its stats.
+ * @img: image
+ *
+ * Return: the order; NULL if none could be set up.  Context: any thread.
+ */
+struct order *img_order(struct img *img);
 
 /**
  * img_get_stats() - Snapshot the image's counters and cache stats.

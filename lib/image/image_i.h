@@ -78,6 +78,7 @@ struct img {
 	struct cache *bmap; /* block maps, key = inode reference */
 
 	struct stage *stage; /* the staged copy of the image */
+	struct order *order; /* the epoch order (lib/order), or NULL */
 
 	/* Counters; relaxed atomics. */
 	_Atomic uint64_t src_reads;
@@ -169,6 +170,9 @@ const void *img__staged_ptr(struct img *img, const struct img_read_ctx *rc,
 bool img__may_read_file(const struct img *img, const struct img_read_ctx *rc);
 
 /* source.c: the image file. */
+
+/* Set up the epoch order (source.c).  Return: 0; -ENOMEM. */
+int img__order_open(struct img *img, const struct img_opts *o);
 
 /**
  * img__pread() - Read image bytes from the file itself, counted.

@@ -4,8 +4,8 @@
  * read from an image goes through img__src() or img__read(), which reject
  * a range past bytes_used or larger than its buffer, then take the bytes
  * from the staged copy (lib/stage; a planned chunk is staged on the way)
- * or, outside it, from the file with a read of just the range
- * (source.c).  What a read may do comes with it (struct img_read_ctx).
+ * or, outside it, from the epoch order's window (lib/order) or the file
+ * with a read of just the range (source.c).  What a read may do comes with it (struct img_read_ctx).
  */
 #define LOG_MOD "image"
 
@@ -45,12 +45,15 @@ const void *img__staged_ptr(struct img *img, const struct img_read_ctx *rc,
 	return p;
 }
 
-/* A read outside the staged copy. */
+/* A read outside the staged copy: from the epoch order's window if it
+ * holds the range (reading it there if it is next), else from the file. */
 static int file_read(struct img *img, const struct img_read_ctx *rc,
 		     uint64_t off, void *dst, size_t len)
 {
 	if (!img__may_read_file(img, rc))
 		return -EAGAIN;
+	if (!order_get(img->order, off, len, dst))
+		return 0;
 	return img__pread(img, off, dst, len, ctx_of(rc)->src);
 }
 

@@ -2,7 +2,8 @@
 /*
  * This file implements the image file as a source of bytes: reading it
  * with counts per reader, noticing that it changed under us, and the
- * source that the staged copy (lib/stage) reads through.
+ * sources that the staged copy (lib/stage) and the epoch order
+ * (lib/order) read through.
  */
 #define LOG_MOD "image"
 
@@ -77,6 +78,33 @@ static int stage_read(void *arg, uint64_t off, void *dst, size_t len,
 		posix_fadvise(img->fd, (off_t)(off + img->offset), (off_t)len,
 			      POSIX_FADV_DONTNEED);
 	return err;
+}
+
+/* struct order_src.read: the epoch order's read-ahead. */
+static int order_read(void *arg, uint64_t off, void *dst, size_t len)
+{
+	struct img *img = arg;
+	int err;
+
+	err = img__pread(img, off, dst, len, IMG_READ_ORDER);
+	/* The window holds them until read: not the page cache too. */
+	if (!err && !img->in_ram)
+		posix_fadvise(img->fd, (off_t)(off + img->offset), (off_t)len,
+			      POSIX_FADV_DONTNEED);
+	return err;
+}
+
+int img__order_open(struct img *img, const struct img_opts *o)
+{
+	struct order_src src = { order_read, img };
+	struct order_opts oo = { .window = o->order_window };
+
+	return order_new(&src, &oo, &img->order);
+}
+
+struct order *img_order(struct img *img)
+{
+	return img->order;
 }
 
 /* struct stage_src.watch. */

@@ -148,3 +148,19 @@ int stage_get(struct stage *st, uint64_t off, size_t len, unsigned int flags,
 	*out = st->mem + off;
 	return 0;
 }
+
+bool stage_holds(struct stage *st, uint64_t off, uint64_t len)
+{
+	uint64_t end, c, last;
+	uint8_t s;
+
+	if (!len || ckd_add(&end, off, len) || end > st->size || !st->mem)
+		return false;
+	last = (end - 1) >> STAGE_CHUNK_SHIFT;
+	for (c = off >> STAGE_CHUNK_SHIFT; c <= last; c++) {
+		s = atomic_load_explicit(&st->chunk[c], memory_order_acquire);
+		if (s == STAGE_CHUNK_EMPTY || s == STAGE_CHUNK_FAILED)
+			return false;
+	}
+	return true;
+}

@@ -178,6 +178,20 @@ int stage_get(struct stage *st, uint64_t off, size_t len, unsigned int flags,
 	      const void *reader, const void **out);
 
 /**
+ * stage_holds() - Whether a range is staged, or planned to be.
+ * @st: stage
+ * @off: offset in the range
+ * @len: bytes
+ *
+ * True if every chunk of [@off, @off + @len) is staged, being read, or
+ * in the plan: a read of it will not need the source but for the plan's
+ * own reads.  False for a range past the end.
+ *
+ * Context: any thread; the answer may be stale by the time it is used.
+ */
+bool stage_holds(struct stage *st, uint64_t off, uint64_t len);
+
+/**
  * stage_resume() - Start or extend staging.
  * @st: stage
  * @mode: STAGE_FULL or STAGE_META (a plan already FULL stays FULL)
