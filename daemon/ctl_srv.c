@@ -3,7 +3,7 @@
  * This file implements the daemon's side of the control protocol (ctl.h):
  * a thread that accepts connections on the control socket, checks who is
  * asking, and answers ping, stats (built by the core, stats.c), stage,
- * umount, hold and release.  Each request is read with ctl_req_decode()
+ * umount, hold, release and order (the epoch order, epoch.c).  Each request is read with ctl_req_decode()
  * and answered with ctl_reply_encode(), but for the stats object.
  */
 #define LOG_MOD "ctl"
@@ -19,6 +19,7 @@
 
 #include "ctl_srv.h"
 #include "daemon.h"
+#include "epoch.h"
 #include "holders.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -110,33 +111,62 @@ static void refuse_peer(struct ctl_buf *b)
 	free(rep);
 }
 
-/* Read one short line from @c; a client that stalls is dropped after 2 s.
- * Return: true if a line came. */
-static bool read_line(int c, char *line, size_t cap)
-{
-	size_t n = 0;
-	ssize_t r;
+/* A client that sends nothing for this long is dropped. */
+#define STALL_MS 2000
 
-	while (n < cap - 1) {
+/* Read one short line from @c into @line; bytes after its newline (the
+ * start of a body) are left at @line + *@extra_at, *@extra of them.
+ * Return: true if a line came. */
+static bool read_line(int c, char *line, size_t cap, size_t *extra_at,
+		      size_t *extra)
+{
+	size_t n = 0, end;
+	ssize_t r;
+	char *nl = NULL;
+
+	while (n < cap - 1 && !nl) {
 		struct pollfd p = { .fd = c, .events = POLLIN };
 
-		if (poll(&p, 1, 2000) <= 0)
+		if (poll(&p, 1, STALL_MS) <= 0)
 			return false;
 		r = recv(c, line + n, cap - 1 - n, 0);
 		if (r <= 0)
 			return false;
 		n += (size_t)r;
-		if (memchr(line, '\n', n))
-			break;
+		nl = memchr(line, '\n', n);
 	}
 	line[n] = '\0';
-	line[strcspn(line, "\r\n")] = '\0';
+	end = nl ? (size_t)(nl - line) : n;
+	*extra_at = nl ? end + 1 : n;
+	*extra = n - *extra_at;
+	line[end] = '\0';
+	line[strcspn(line, "\r")] = '\0';
 	return true;
 }
 
-/* Carry out @req into @rep, but stats (built into the reply directly). */
+/* Read the rest of a body of @len bytes, the first @have of which are in
+ * @buf already.  Return: true if all came, without a stall. */
+static bool read_body(int c, char *buf, size_t have, size_t len)
+{
+	ssize_t r;
+
+	while (have < len) {
+		struct pollfd p = { .fd = c, .events = POLLIN };
+
+		if (poll(&p, 1, STALL_MS) <= 0)
+			return false;
+		r = recv(c, buf + have, len - have, 0);
+		if (r <= 0)
+			return false;
+		have += (size_t)r;
+	}
+	return true;
+}
+
+/* Carry out @req into @rep, but stats (built into the reply directly);
+ * @body is an order's. */
 static void dispatch(struct sqcd *d, const struct ctl_req *req,
-		     struct ctl_reply *rep)
+		     const char *body, struct ctl_reply *rep)
 {
 	switch (req->cmd) {
 	case CTL_CMD_PING:
@@ -152,17 +182,44 @@ static void dispatch(struct sqcd *d, const struct ctl_req *req,
 	case CTL_CMD_STAGE:
 		stage_cmd(d, &req->stage, rep);
 		break;
+	case CTL_CMD_ORDER:
+		epoch_order_cmd(d, body, req->order.bytes, rep);
+		break;
 	default: /* stats, umount: nothing to do here */
 		break;
 	}
 }
 
-/* Answer the request in @line into @b.  Return: true for umount. */
-static bool answer(struct sqcd *d, const char *line, struct ctl_buf *b)
+/* The body of an order: @len bytes, @extra of which came with the line.
+ * Return: the body (one byte more, a NUL), or NULL. */
+static char *read_order_body(int c, const char *first, size_t extra,
+			     uint64_t len)
+{
+	char *body;
+
+	if (extra > len)
+		return NULL; /* more than announced */
+	body = malloc((size_t)len + 1);
+	if (!body)
+		return NULL;
+	memcpy(body, first, extra);
+	if (!read_body(c, body, extra, (size_t)len)) {
+		free(body);
+		return NULL;
+	}
+	body[len] = '\0';
+	return body;
+}
+
+/* Answer the request in @line into @b; an order's body is read from @c,
+ * its first @extra bytes at @line + @extra_at.  Return: true for umount. */
+static bool answer(struct sqcd *d, int c, const char *line, size_t extra_at,
+		   size_t extra, struct ctl_buf *b)
 {
 	struct ctl_reply *rep;
 	struct ctl_req req;
 	const char *usage;
+	char *body = NULL;
 	bool umount;
 	int err;
 
@@ -177,11 +234,17 @@ static bool answer(struct sqcd *d, const char *line, struct ctl_buf *b)
 		usage = ctl_req_usage(line);
 		rep->cmd = CTL_CMD_PING;
 		refuse(rep, usage ? usage : "unknown command");
+	} else if (req.cmd == CTL_CMD_ORDER &&
+		   !(body = read_order_body(c, line + extra_at, extra,
+					   req.order.bytes))) {
+		rep->cmd = req.cmd;
+		refuse(rep, "the order's body did not come whole");
 	} else {
 		rep->cmd = req.cmd;
 		rep->ok = true;
-		dispatch(d, &req, rep);
+		dispatch(d, &req, body, rep);
 	}
+	free(body);
 	if (rep->ok && rep->cmd == CTL_CMD_STATS)
 		sqcd_stats_json(d, b);
 	else
@@ -196,6 +259,7 @@ static void serve(struct sqcd *d, int c)
 {
 	struct ctl_buf b = { 0 };
 	char line[CTL_REQ_MAX];
+	size_t extra_at, extra;
 	uid_t uid;
 	pid_t pid;
 	bool umount = false;
@@ -204,9 +268,9 @@ static void serve(struct sqcd *d, int c)
 		refuse_peer(&b);
 		goto out_send;
 	}
-	if (!read_line(c, line, sizeof(line)))
+	if (!read_line(c, line, sizeof(line), &extra_at, &extra))
 		goto out_close;
-	umount = answer(d, line, &b);
+	umount = answer(d, c, line, extra_at, extra, &b);
 out_send:
 	if (!b.oom && b.len)
 		send(c, b.p, b.len, MSG_NOSIGNAL);

@@ -78,6 +78,8 @@ static void usage(FILE *f)
 		"  meta=SIZE          decoded metadata cache (default 64M)\n"
 		"  warm=SIZE          push listed files into the kernel's page cache in\n"
 		"                     the background, up to SIZE (default 25%%; 0 = off)\n"
+		"  order_window=SIZE  RAM for reading ahead an epoch order given with\n"
+		"                     mountctl order (default 64M; 0 = refuse orders)\n"
 		"  statahead=N|all    listing ahead: list up to N entries ahead of a\n"
 		"                     reader that walks the tree, and directories whose\n"
 		"                     files are opened by path (default 65536; 0 = off);\n"
@@ -274,6 +276,8 @@ static int parse_one(struct sqcd_opts *o, char *opt)
 		return parse_size_opt(o, opt, val, &o->img.meta_cache);
 	if (!strcmp(opt, "warm"))
 		return parse_size_opt(o, opt, val, &o->warm);
+	if (!strcmp(opt, "order_window"))
+		return parse_size_opt(o, opt, val, &o->img.order_window);
 	if (!strcmp(opt, "offset"))
 		return parse_size_opt(o, opt, val, &o->img.offset);
 	if (!strcmp(opt, "stage"))

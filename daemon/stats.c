@@ -20,8 +20,12 @@
  *   cache:  {data, meta, bmap: {budget, bytes, peak, entries, hits, misses,
  *            waits, evictions, bypass, errors}}
  *   image_io: {bytes, reads, read_bytes, stager_bytes, demand_bytes,
- *            readahead_bytes, read_errors, decompressions,
+ *            readahead_bytes, order_bytes, read_errors, decompressions,
  *            decompressed_bytes, corrupt}
+ *   order:  {window, held, held_max, orders, files, ranges, planned, read,
+ *            served, hits, waits, by_readers, dropped_unread, errors,
+ *            threads} (the epoch order, lib/order; counts of the last
+ *            order but orders and held_max)
  *   fuse:   {lookup, getattr, readlink, open, read, opendir, readdir,
  *            readdirplus, statfs, getxattr, listxattr, write, ioctl,
  *            bytes_served, eio, readaheads, spliced, no_open,
@@ -181,6 +185,7 @@ static void image_io_json(struct ctl_buf *b, struct img_stats *st)
 		       "},\"image_io\":{\"bytes\":%llu,\"reads\":%llu,"
 		       "\"read_bytes\":%llu,\"stager_bytes\":%llu,"
 		       "\"demand_bytes\":%llu,\"readahead_bytes\":%llu,"
+		       "\"order_bytes\":%llu,"
 		       "\"read_errors\":%llu,"
 		       "\"decompressions\":%llu,\"decompressed_bytes\":%llu,"
 		       "\"corrupt\":%llu},",
@@ -190,10 +195,35 @@ static void image_io_json(struct ctl_buf *b, struct img_stats *st)
 		       (unsigned long long)st->src_by[IMG_READ_STAGER],
 		       (unsigned long long)st->src_by[IMG_READ_DEMAND],
 		       (unsigned long long)st->src_by[IMG_READ_READAHEAD],
+		       (unsigned long long)st->src_by[IMG_READ_ORDER],
 		       (unsigned long long)st->src_errors,
 		       (unsigned long long)st->decompressions,
 		       (unsigned long long)st->decompressed_bytes,
 		       (unsigned long long)st->corrupt);
+}
+
+/* "order":{...}: the epoch order's window (lib/order). */
+static void order_json(struct ctl_buf *b, struct order *ord)
+{
+	struct order_stats os = { 0 };
+
+	if (ord)
+		order_get_stats(ord, &os);
+	ctl_buf_printf(
+		b,
+		"\"order\":{\"window\":%llu,\"held\":%llu,\"held_max\":%llu,"
+		"\"orders\":%llu,\"files\":%llu,\"ranges\":%llu,"
+		"\"planned\":%llu,\"read\":%llu,\"served\":%llu,"
+		"\"hits\":%llu,\"waits\":%llu,\"by_readers\":%llu,"
+		"\"dropped_unread\":%llu,\"errors\":%llu,\"threads\":%u},",
+		(unsigned long long)os.window, (unsigned long long)os.held,
+		(unsigned long long)os.held_max, (unsigned long long)os.orders,
+		(unsigned long long)os.items, (unsigned long long)os.ranges,
+		(unsigned long long)os.planned, (unsigned long long)os.read,
+		(unsigned long long)os.served, (unsigned long long)os.hits,
+		(unsigned long long)os.waits, (unsigned long long)os.by_readers,
+		(unsigned long long)os.dropped_unread,
+		(unsigned long long)os.errors, os.threads);
 }
 
 /* The core's "fuse" members (requests per kind, bytes, flags). */
@@ -248,6 +278,7 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 	holders_stats_json(d->holders, b); /* feature call site: holders */
 	stage_json(b, &st, &ss, &d->o.mem);
 	image_io_json(b, &st);
+	order_json(b, img_order(d->img));
 	fuse_json(d, b);
 	uring_stats_json(d->uring, b); /* feature call site: io_uring */
 	ctl_buf_printf(b, "},");

@@ -259,9 +259,40 @@ out_close:
 	return err;
 }
 
+/* Send all of @len bytes at @p by @deadline. */
+static int send_all(int s, const void *p, size_t len, long long deadline)
+{
+	ssize_t n;
+	int err;
+
+	while (len) {
+		n = send(s, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+			err = wait_fd(s, POLLOUT, deadline);
+			if (err)
+				return err;
+			continue;
+		}
+		if (n <= 0)
+			return n < 0 ? -errno : -EPROTO;
+		p = (const char *)p + n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* A request's body: bytes sent after its line (ctl_request_mount_body()). */
+struct body {
+	const void *p;
+	size_t len;
+};
+
+static const struct body no_body = { NULL, 0 };
+
 /* ctl_request() with a time limit of its own for room in the queue. */
-static int request_at(const char *addr, const char *cmd, uid_t want_uid,
-		      char **reply, long long room_by, long long deadline)
+static int request_at(const char *addr, const char *cmd,
+		      const struct body *body, uid_t want_uid, char **reply,
+		      long long room_by, long long deadline)
 {
 	struct ctl_buf b = { 0 };
 	char chunk[4096];
@@ -286,10 +317,11 @@ static int request_at(const char *addr, const char *cmd, uid_t want_uid,
 		err = -ENOMEM;
 		goto out_close;
 	}
-	if (send(s, b.p, b.len, MSG_NOSIGNAL) != (ssize_t)b.len) {
-		err = -errno ? -errno : -EPROTO;
+	err = send_all(s, b.p, b.len, deadline);
+	if (!err)
+		err = send_all(s, body->p, body->len, deadline);
+	if (err)
 		goto out_close;
-	}
 	b.len = 0;
 	for (;;) {
 		err = wait_fd(s, POLLIN, deadline);
@@ -330,7 +362,8 @@ int ctl_request(const char *addr, const char *cmd, uid_t want_uid, char **reply,
 	long long deadline = now_ms() + timeout_ms;
 	int err;
 
-	err = request_at(addr, cmd, want_uid, reply, deadline, deadline);
+	err = request_at(addr, cmd, &no_body, want_uid, reply, deadline,
+			 deadline);
 	return err == -EAGAIN ? -ETIMEDOUT : err;
 }
 
@@ -450,7 +483,7 @@ static int find_one(const char *addr, void *arg)
 
 	if (strlen(addr) >= a->cap)
 		return 0;
-	err = request_at(addr, a->ping, a->want_uid, &reply,
+	err = request_at(addr, a->ping, &no_body, a->want_uid, &reply,
 			 a->wait ? a->deadline : 0, a->deadline);
 	if (err == -EAGAIN)
 		a->busy = true;
@@ -522,8 +555,10 @@ static bool is_elsewhere(int err)
 	       err == -EAGAIN;
 }
 
-int ctl_request_mount(const char *canonical, const char *cmd, uid_t want_uid,
-		      char **reply, int timeout_ms)
+/* ctl_request_mount() with a body. */
+static int request_mount(const char *canonical, const char *cmd,
+			 const struct body *body, uid_t want_uid, char **reply,
+			 int timeout_ms)
 {
 	long long deadline = now_ms() + timeout_ms;
 	char addr[CTL_PATH_MAX];
@@ -536,7 +571,7 @@ int ctl_request_mount(const char *canonical, const char *cmd, uid_t want_uid,
 		return err;
 	/* Not waiting for room in the queue: a full one may be a
 	 * squatter's, and then the daemon is elsewhere. */
-	err = request_at(addr, cmd, want_uid, reply, 0, deadline);
+	err = request_at(addr, cmd, body, want_uid, reply, 0, deadline);
 	if (!is_elsewhere(err))
 		return err;
 	table = fopen("/proc/net/unix", "re");
@@ -551,14 +586,14 @@ int ctl_request_mount(const char *canonical, const char *cmd, uid_t want_uid,
 			found = -EIO; /* not "nowhere": we could not look */
 	}
 	if (!found) {
-		err = request_at(addr, cmd, want_uid, reply, deadline,
+		err = request_at(addr, cmd, body, want_uid, reply, deadline,
 				 deadline);
 	} else if (err == -EAGAIN) {
 		/* Not elsewhere: the default's queue may be ours, and busy. */
 		err = ctl_default_address(canonical, addr, sizeof(addr));
 		if (!err)
-			err = request_at(addr, cmd, want_uid, reply, deadline,
-					 deadline);
+			err = request_at(addr, cmd, body, want_uid, reply,
+					 deadline, deadline);
 	} else if (found == -ETIMEDOUT) {
 		err = found;
 	} else if (found == -ENOENT && err == -EPERM) {
@@ -567,6 +602,22 @@ int ctl_request_mount(const char *canonical, const char *cmd, uid_t want_uid,
 		err = -ECONNREFUSED;
 	}
 	return err == -EAGAIN ? -ETIMEDOUT : err;
+}
+
+int ctl_request_mount(const char *canonical, const char *cmd, uid_t want_uid,
+		      char **reply, int timeout_ms)
+{
+	return request_mount(canonical, cmd, &no_body, want_uid, reply,
+			     timeout_ms);
+}
+
+int ctl_request_mount_body(const char *canonical, const char *cmd,
+			   const void *body, size_t len, uid_t want_uid,
+			   char **reply, int timeout_ms)
+{
+	const struct body b = { body, len };
+
+	return request_mount(canonical, cmd, &b, want_uid, reply, timeout_ms);
 }
 
 void ctl_buf_printf(struct ctl_buf *b, const char *fmt, ...)

@@ -43,6 +43,15 @@
  *            START (ctl_proc_start() of it), holds the mount; refused
  *            ("closing") once the daemon decided to go
  *   release PID        {"ok":true,"holders":N}; "not a holder" if it was not
+ *   order BYTES
+ *            followed by BYTES bytes (at most CTL_ORDER_MAX): the files
+ *            this epoch will read, in order, each a path relative to the
+ *            mount's root ending in a NUL.  {"ok":true,"files":N,
+ *            "bytes":B,"staged":S,"window":W}: B bytes of the image will
+ *            be read ahead in that order within a window of W bytes, S
+ *            are staged already.  "order 0" forgets the order.  A path
+ *            that is malformed or names no regular file of the image is
+ *            refused, naming it, and the order before stays.
  *
  * A refusal is {"ok":false,"error":"..."}: "unknown command", "usage:
  * ..." (ctl_req_usage()), "permission denied", or the command's own.
@@ -161,6 +170,23 @@ int ctl_request(const char *addr, const char *cmd, uid_t want_uid, char **reply,
  */
 int ctl_request_mount(const char *canonical, const char *cmd, uid_t want_uid,
 		      char **reply, int timeout_ms);
+
+/**
+ * ctl_request_mount_body() - ctl_request_mount() of a request with a body.
+ * @canonical: the canonical mount path
+ * @cmd: the command, without newline ("order 123")
+ * @body: the bytes sent after the line, once the server's uid is checked
+ * @len: how many (the number the command names)
+ * @want_uid: as ctl_request_mount()
+ * @reply: as ctl_request_mount()
+ * @timeout_ms: as ctl_request_mount(), sending the body included
+ *
+ * Return: as ctl_request_mount().
+ * Ownership: the caller frees *@reply.  Context: any thread.
+ */
+int ctl_request_mount_body(const char *canonical, const char *cmd,
+			   const void *body, size_t len, uid_t want_uid,
+			   char **reply, int timeout_ms);
 
 /**
  * ctl_fallback_address() - A fresh fallback address for a mount path.
@@ -324,6 +350,7 @@ enum ctl_cmd {
 	CTL_CMD_UMOUNT, /* "umount" */
 	CTL_CMD_HOLD, /* "hold PID START" */
 	CTL_CMD_RELEASE, /* "release PID" */
+	CTL_CMD_ORDER, /* "order BYTES", then the body */
 	CTL_CMD_COUNT /* number of commands, not one */
 };
 
@@ -336,6 +363,7 @@ enum ctl_stage_mode {
 #define CTL_PID_MAX 0x3fffffff /* largest pid a request may name */
 #define CTL_ERROR_MAX 128 /* longest refusal text, with its NUL */
 #define CTL_HOLDERS_MAX 64 /* holder pids a stats reply keeps */
+#define CTL_ORDER_MAX (512ull << 20) /* longest body of an order */
 
 /* "stage [full|meta] [BYTES]". */
 struct ctl_req_stage {
@@ -354,6 +382,11 @@ struct ctl_req_release {
 	pid_t pid; /* the holder, 1..CTL_PID_MAX */
 };
 
+/* "order BYTES". */
+struct ctl_req_order {
+	uint64_t bytes; /* of the body that follows, 0..CTL_ORDER_MAX */
+};
+
 /* One request; ping, stats and umount have no arguments. */
 struct ctl_req {
 	enum ctl_cmd cmd; /* which one; selects the member below */
@@ -361,6 +394,7 @@ struct ctl_req {
 		struct ctl_req_stage stage; /* CTL_CMD_STAGE */
 		struct ctl_req_hold hold; /* CTL_CMD_HOLD */
 		struct ctl_req_release release; /* CTL_CMD_RELEASE */
+		struct ctl_req_order order; /* CTL_CMD_ORDER */
 	};
 };
 
@@ -415,6 +449,14 @@ struct ctl_reply_holders {
 struct ctl_reply_stage {
 	enum ctl_stage_mode mode; /* what is staged */
 	uint64_t budget; /* the RAM budget now, in bytes */
+};
+
+/* The reply to order. */
+struct ctl_reply_order {
+	uint64_t files; /* files in the order */
+	uint64_t bytes; /* image bytes to read ahead for them */
+	uint64_t staged; /* image bytes they need that are staged */
+	uint64_t window; /* bytes read ahead at most at once */
 };
 
 /* One of the two caches in a stats reply. */
@@ -479,6 +521,7 @@ struct ctl_reply {
 		struct ctl_reply_ping ping; /* CTL_CMD_PING */
 		struct ctl_reply_holders holders; /* HOLD and RELEASE */
 		struct ctl_reply_stage stage; /* CTL_CMD_STAGE */
+		struct ctl_reply_order order; /* CTL_CMD_ORDER */
 		struct ctl_stats stats; /* CTL_CMD_STATS, decode only */
 	};
 };

@@ -35,6 +35,7 @@ static const struct cmd_desc cmds[CTL_CMD_COUNT] = {
 	[CTL_CMD_UMOUNT] = { "umount", 0, 0, "usage: umount" },
 	[CTL_CMD_HOLD] = { "hold", 2, 2, "usage: hold PID START" },
 	[CTL_CMD_RELEASE] = { "release", 1, 1, "usage: release PID" },
+	[CTL_CMD_ORDER] = { "order", 1, 1, "usage: order BYTES (then the body)" },
 };
 
 static const char *const mode_names[] = {
@@ -154,6 +155,8 @@ int ctl_req_decode(const char *line, struct ctl_req *req)
 			err = parse_num(&w[2], UINT64_MAX, &r.hold.start);
 	} else if (r.cmd == CTL_CMD_RELEASE) {
 		err = parse_pid(&w[1], &r.release.pid);
+	} else if (r.cmd == CTL_CMD_ORDER) {
+		err = parse_num(&w[1], CTL_ORDER_MAX, &r.order.bytes);
 	}
 	if (err)
 		return err;
@@ -204,6 +207,12 @@ int ctl_req_encode(const struct ctl_req *req, char *buf, size_t cap)
 			return -EINVAL;
 		n = snprintf(buf, cap, "%s %d", name, (int)req->release.pid);
 		break;
+	case CTL_CMD_ORDER:
+		if (req->order.bytes > CTL_ORDER_MAX)
+			return -EINVAL;
+		n = snprintf(buf, cap, "%s %llu", name,
+			     (unsigned long long)req->order.bytes);
+		break;
 	default:
 		n = snprintf(buf, cap, "%s", name);
 	}
@@ -231,6 +240,15 @@ static int encode_answer(const struct ctl_reply *rep, struct ctl_buf *b)
 		ctl_buf_printf(b, ",\"mode\":\"%s\",\"budget\":%llu",
 			       mode_names[rep->stage.mode],
 			       (unsigned long long)rep->stage.budget);
+		return 0;
+	case CTL_CMD_ORDER:
+		ctl_buf_printf(b,
+			       ",\"files\":%llu,\"bytes\":%llu,\"staged\":%llu,"
+			       "\"window\":%llu",
+			       (unsigned long long)rep->order.files,
+			       (unsigned long long)rep->order.bytes,
+			       (unsigned long long)rep->order.staged,
+			       (unsigned long long)rep->order.window);
 		return 0;
 	case CTL_CMD_UMOUNT:
 		return 0;
@@ -457,6 +475,15 @@ static int decode_answer(const char *json, struct ctl_reply *rep)
 		err = decode_mode(json, &rep->stage.mode);
 		if (!err)
 			err = ctl_json_u64(json, "budget", &rep->stage.budget);
+		return err;
+	case CTL_CMD_ORDER:
+		err = ctl_json_u64(json, "files", &rep->order.files);
+		if (!err)
+			err = ctl_json_u64(json, "bytes", &rep->order.bytes);
+		if (!err)
+			err = ctl_json_u64(json, "staged", &rep->order.staged);
+		if (!err)
+			err = ctl_json_u64(json, "window", &rep->order.window);
 		return err;
 	default:
 		return 0;

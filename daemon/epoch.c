@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements the "order" control request (epoch.h): it checks
+ * each path of the body, finds its file in the image, adds the file's
+ * ranges to a new epoch order (img_file_order()), and only once every
+ * path is found replaces the image's order with it.
+ *
+ * Paths come from the mount's user, not the image, and are treated like
+ * names from an image: empty names, '.' and '..' are refused, never
+ * resolved.  Files of a class directory come in a random order, so the
+ * directories found are remembered (struct dir_memo) and each costs one
+ * lookup per component once.
+ */
+#define LOG_MOD "epoch"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "epoch.h"
+#include "util/err.h"
+#include "util/log.h"
+
+#define MEMO_SLOTS 4096 /* directories remembered (a power of two) */
+#define SHOWN_MAX 48 /* bytes of a path a refusal shows */
+
+/* One remembered directory: its path and inode. */
+struct memo_slot {
+	char *path; /* malloc'd, or NULL */
+	size_t len;
+	struct img_inode ino;
+};
+
+struct dir_memo {
+	struct memo_slot slot[MEMO_SLOTS];
+};
+
+static uint64_t hash(const char *p, size_t len)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+	return h;
+}
+
+static void memo_release(struct dir_memo *m)
+{
+	for (size_t i = 0; i < MEMO_SLOTS; i++)
+		free(m->slot[i].path);
+}
+
+/* Is [@p, @p + @len) a relative path of names, none empty, '.' or '..'? */
+static bool is_clean_path(const char *p, size_t len)
+{
+	size_t i = 0, n;
+
+	if (!len || len >= PATH_MAX)
+		return false;
+	while (i < len) {
+		n = strcspn(p + i, "/");
+		if (n > len - i)
+			n = len - i;
+		if (!n || n > IMG_NAME_MAX ||
+		    (n == 1 && p[i] == '.') ||
+		    (n == 2 && p[i] == '.' && p[i + 1] == '.'))
+			return false;
+		i += n;
+		if (i < len && ++i == len)
+			return false; /* a trailing '/' */
+	}
+	return true;
+}
+
+/* Find the directory at [@p, @p + @len) below the root ("" is the
+ * root).  Return: 0; -ENOENT; -ENOTDIR; -errno. */
+static int find_dir(struct sqcd *d, struct dir_memo *m, const char *p,
+		    size_t len, struct img_inode *out)
+{
+	struct memo_slot *s = &m->slot[hash(p, len) & (MEMO_SLOTS - 1)];
+	struct img_dirent de;
+	size_t i = 0, n;
+	char *copy;
+	int err;
+
+	if (s->path && s->len == len && !memcmp(s->path, p, len)) {
+		*out = s->ino;
+		return 0;
+	}
+	err = img_inode_get(d->img, d->root_ref, out);
+	while (!err && i < len) {
+		n = strcspn(p + i, "/");
+		if (n > len - i)
+			n = len - i;
+		err = img_dir_lookup(d->img, out, p + i, n, &de);
+		if (!err)
+			err = img_inode_get(d->img, de.ref, out);
+		if (!err && out->type != IMG_DIR)
+			err = -ENOTDIR;
+		i += n + 1;
+	}
+	if (err)
+		return err;
+	copy = malloc(len + 1);
+	if (copy) {
+		memcpy(copy, p, len);
+		free(s->path);
+		s->path = copy;
+		s->len = len;
+		s->ino = *out;
+	}
+	return 0;
+}
+
+/* Find the regular file at @path and add it to @plan. */
+static int add_file(struct sqcd *d, struct dir_memo *m, const char *path,
+		    size_t len, struct img_order_plan *plan)
+{
+	const char *slash = memrchr(path, '/', len);
+	size_t dlen = slash ? (size_t)(slash - path) : 0;
+	const char *base = slash ? slash + 1 : path;
+	struct img_inode dir, f;
+	struct img_dirent de;
+	int err;
+
+	err = find_dir(d, m, path, dlen, &dir);
+	if (err)
+		return err;
+	err = img_dir_lookup(d->img, &dir, base, len - (size_t)(base - path),
+			     &de);
+	if (!err)
+		err = img_inode_get(d->img, de.ref, &f);
+	if (!err && f.type != IMG_REG)
+		err = f.type == IMG_DIR ? -EISDIR : -EINVAL;
+	if (!err)
+		err = img_file_order(d->img, &f, plan);
+	return err;
+}
+
+/* Refuse the order at entry @i (1-based), path @p of @len bytes. */
+static void refuse_at(struct ctl_reply *rep, uint64_t i, const char *p,
+		      size_t len, const char *why)
+{
+	char shown[SHOWN_MAX + 4];
+	size_t n = len > SHOWN_MAX ? SHOWN_MAX : len;
+
+	memcpy(shown, p, n);
+	strcpy(shown + n, len > n ? "..." : "");
+	for (size_t k = 0; k < n; k++)
+		if ((unsigned char)shown[k] < 0x20)
+			shown[k] = '?';
+	rep->ok = false;
+	snprintf(rep->error, sizeof(rep->error), "order entry %llu '%s': %s",
+		 (unsigned long long)i, shown, why);
+}
+
+static const char *why_not(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return "no such file in the image";
+	case -ENOTDIR:
+		return "a component is not a directory";
+	case -EISDIR:
+		return "a directory, not a file";
+	case -EINVAL:
+		return "not a regular file";
+	case -ENAMETOOLONG:
+		return "a name is too long";
+	default:
+		return err_str(err);
+	}
+}
+
+/* Add every path of @body to @plan.  Return: true if all were added. */
+static bool build(struct sqcd *d, const char *body, uint64_t len,
+		  struct img_order_plan *plan, struct ctl_reply *rep)
+{
+	struct dir_memo *m = calloc(1, sizeof(*m));
+	const char *p = body, *end = body + len;
+	uint64_t i = 0;
+	size_t n;
+	int err = 0;
+
+	if (!m) {
+		snprintf(rep->error, sizeof(rep->error), "%s",
+			 err_str(-ENOMEM));
+		rep->ok = false;
+		return false;
+	}
+	for (; p < end && !err; p += n + 1) {
+		n = strlen(p); /* the body ends in a NUL past @end */
+		i++;
+		if (p + n == end) {
+			refuse_at(rep, i, p, n, "does not end in a NUL");
+			err = -EINVAL;
+		} else if (!is_clean_path(p, n)) {
+			refuse_at(rep, i, p, n,
+				  "not a path relative to the mount's root, or it has empty, '.' or '..' names");
+			err = -EINVAL;
+		} else {
+			err = add_file(d, m, p, n, plan);
+			if (err)
+				refuse_at(rep, i, p, n, why_not(err));
+		}
+	}
+	memo_release(m);
+	free(m);
+	return !err;
+}
+
+void epoch_order_cmd(struct sqcd *d, const char *body, uint64_t len,
+		     struct ctl_reply *rep)
+{
+	struct img_order_plan plan = { 0 };
+	struct order_stats os;
+	uint64_t files, bytes, staged;
+	int err;
+
+	if (!img_order(d->img)) {
+		rep->ok = false;
+		snprintf(rep->error, sizeof(rep->error), "no epoch order here");
+		return;
+	}
+	order_get_stats(img_order(d->img), &os);
+	if (!os.window) {
+		rep->ok = false;
+		snprintf(rep->error, sizeof(rep->error),
+			 "epoch order off (mounted with order_window=0)");
+		return;
+	}
+	if (!build(d, body, len, &plan, rep)) {
+		img_order_plan_release(&plan);
+		return;
+	}
+	files = plan.items;
+	bytes = plan.bytes;
+	staged = plan.staged;
+	err = img_order_set(d->img, &plan);
+	if (err) {
+		rep->ok = false;
+		snprintf(rep->error, sizeof(rep->error), "%s", err_str(err));
+		return;
+	}
+	log_info("epoch order: %llu files, %llu bytes to read ahead (%llu staged)",
+		 (unsigned long long)files, (unsigned long long)bytes,
+		 (unsigned long long)staged);
+	rep->order.files = files;
+	rep->order.bytes = bytes;
+	rep->order.staged = staged;
+	rep->order.window = os.window;
+}
