@@ -58,6 +58,7 @@ extern const struct mc_cmd mc_cmd_umount;
 extern const struct mc_cmd mc_cmd_status;
 extern const struct mc_cmd mc_cmd_wait;
 extern const struct mc_cmd mc_cmd_stage;
+extern const struct mc_cmd mc_cmd_order;
 extern const struct mc_cmd mc_cmd_check;
 extern const struct mc_cmd mc_cmd_acquire;
 extern const struct mc_cmd mc_cmd_release;
@@ -209,6 +210,22 @@ int mc_resolve_arg(const char *arg, char *path, struct mc_mount *m);
  */
 int mc_request(const struct mc_mount *m, const struct ctl_req *req,
 	       struct ctl_reply *rep, char **json);
+
+/**
+ * mc_request_body() - mc_request() of a request with a body (an order).
+ * @m: the mount
+ * @req: the request
+ * @body: the bytes after its line
+ * @len: how many
+ * @rep: as mc_request()
+ * @json: as mc_request()
+ * @timeout_ms: give up after this long
+ *
+ * Return: as mc_request().
+ */
+int mc_request_body(const struct mc_mount *m, const struct ctl_req *req,
+		    const void *body, size_t len, struct ctl_reply *rep,
+		    char **json, int timeout_ms);
 
 /**
  * mc_ping() - mc_request() of a ping.

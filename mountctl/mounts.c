@@ -190,6 +190,13 @@ int mc_resolve_arg(const char *arg, char *path, struct mc_mount *m)
 int mc_request(const struct mc_mount *m, const struct ctl_req *req,
 	       struct ctl_reply *rep, char **json)
 {
+	return mc_request_body(m, req, NULL, 0, rep, json, MC_CTL_TIMEOUT_MS);
+}
+
+int mc_request_body(const struct mc_mount *m, const struct ctl_req *req,
+		    const void *body, size_t len, struct ctl_reply *rep,
+		    char **json, int timeout_ms)
+{
 	char line[CTL_REQ_MAX], *reply = NULL;
 	int err;
 
@@ -200,8 +207,8 @@ int mc_request(const struct mc_mount *m, const struct ctl_req *req,
 	if (err)
 		return err;
 	/* At the default address, or where the daemon fell back to. */
-	err = ctl_request_mount(m->path, line, m->uid, &reply,
-				MC_CTL_TIMEOUT_MS);
+	err = ctl_request_mount_body(m->path, line, body, len, m->uid, &reply,
+				     timeout_ms);
 	if (err)
 		return err;
 	err = ctl_reply_decode(req->cmd, reply, rep);
