@@ -216,6 +216,11 @@ format-check:
 lint:
 	@sh tests/lint.sh
 
+# The Python helper (python/squashcache): where the system's python3
+# looks, /usr/lib/python3/dist-packages for PREFIX=/usr.
+PYTHON_VERSION := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3)
+PYTHONDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(PYTHON_VERSION)/dist-packages)
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/squashcache
 	install -m 0755 $(DAEMON) $(MOUNTCTL) $(DESTDIR)$(PREFIX)/bin/
@@ -223,6 +228,9 @@ install: all
 	for h in $(filter-out %_i.h lib/image/sqfs_fmt.h,$(wildcard lib/*/*.h)); do \
 		d=$(DESTDIR)$(PREFIX)/include/squashcache/$$(dirname $${h#lib/}); \
 		install -d $$d; install -m 0644 $$h $$d/; done
+	install -d $(DESTDIR)$(PYTHONDIR)/squashcache
+	install -m 0644 python/squashcache/__init__.py python/squashcache/torch.py \
+		$(DESTDIR)$(PYTHONDIR)/squashcache/
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
 	install -m 0644 man/mountctl.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/squashcached.8 man/squashcache_spank.8 $(DESTDIR)$(MANDIR)/man8/
@@ -241,7 +249,8 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/squashcached $(DESTDIR)$(PREFIX)/bin/mountctl \
 		$(DESTDIR)$(PREFIX)/lib/libsquashcache.a
-	rm -rf $(DESTDIR)$(PREFIX)/include/squashcache $(DESTDIR)$(PREFIX)/libexec/squashcache
+	rm -rf $(DESTDIR)$(PREFIX)/include/squashcache $(DESTDIR)$(PREFIX)/libexec/squashcache \
+		$(DESTDIR)$(PYTHONDIR)/squashcache
 	rm -f $(DESTDIR)$(SLURM_PLUGINDIR)/squashcache_spank.so
 	rm -f $(DESTDIR)$(SYSTEMD_UNITDIR)/squashcache@.service
 	rm -f $(DESTDIR)$(MANDIR)/man1/mountctl.1 $(DESTDIR)$(MANDIR)/man8/squashcached.8 \

@@ -255,6 +255,30 @@ static bool answer(struct sqcd *d, int c, const char *line, size_t extra_at,
 	return umount;
 }
 
+/*
+ * After refusing a client without reading its request: take what it sent
+ * (a line, the start of a body; 64 KiB and 200 ms at most) until it closes,
+ * so that closing does not reset the connection and lose the refusal.
+ */
+static void drain(int c)
+{
+	char buf[4096];
+	size_t got = 0;
+	ssize_t r;
+
+	shutdown(c, SHUT_WR);
+	while (got < 65536) {
+		struct pollfd p = { .fd = c, .events = POLLIN };
+
+		if (poll(&p, 1, 200) <= 0)
+			return;
+		r = recv(c, buf, sizeof(buf), 0);
+		if (r <= 0)
+			return;
+		got += (size_t)r;
+	}
+}
+
 static void serve(struct sqcd *d, int c)
 {
 	struct ctl_buf b = { 0 };
@@ -266,12 +290,14 @@ static void serve(struct sqcd *d, int c)
 
 	if (ctl_peer(c, &uid, &pid) || (uid != getuid() && uid != 0)) {
 		refuse_peer(&b);
-		goto out_send;
+		if (!b.oom && b.len)
+			send(c, b.p, b.len, MSG_NOSIGNAL);
+		drain(c);
+		goto out_close;
 	}
 	if (!read_line(c, line, sizeof(line), &extra_at, &extra))
 		goto out_close;
 	umount = answer(d, c, line, extra_at, extra, &b);
-out_send:
 	if (!b.oom && b.len)
 		send(c, b.p, b.len, MSG_NOSIGNAL);
 out_close:

@@ -7,7 +7,9 @@
  *
  * Paths come from the mount's user, not the image, and are treated like
  * names from an image: empty names, '.' and '..' are refused, never
- * resolved.  Files of a class directory come in a random order, so the
+ * resolved.  A symlink as the last name is followed (ImageFolder takes
+ * one for a sample), within the image only: a target that is absolute
+ * or climbs out of the root is refused.  Files of a class directory come in a random order, so the
  * directories found are remembered (struct dir_memo) and each costs one
  * lookup per component once.
  */
@@ -25,6 +27,7 @@
 
 #define MEMO_SLOTS 4096 /* directories remembered (a power of two) */
 #define SHOWN_MAX 48 /* bytes of a path a refusal shows */
+#define LINKS_MAX 8 /* symlinks followed for one path */
 
 /* One remembered directory: its path and inode. */
 struct memo_slot {
@@ -114,24 +117,91 @@ static int find_dir(struct sqcd *d, struct dir_memo *m, const char *p,
 	return 0;
 }
 
-/* Find the regular file at @path and add it to @plan. */
-static int add_file(struct sqcd *d, struct dir_memo *m, const char *path,
-		    size_t len, struct img_order_plan *plan)
+/*
+ * The path a symlink at [@path, @path + @dlen) / NAME points to, made
+ * relative to the root in @out (PATH_MAX bytes): its target after the
+ * link's directory, '.' and '..' taken away name by name.
+ * Return: 0; -EXDEV if it leaves the image (absolute, or '..' past the
+ * root); -ENAMETOOLONG.
+ */
+static int link_path(const char *path, size_t dlen, const char *target,
+		     char *out)
+{
+	size_t n = 0, k;
+	const char *p = target;
+
+	if (*target == '/')
+		return -EXDEV;
+	if (dlen >= PATH_MAX)
+		return -ENAMETOOLONG;
+	memcpy(out, path, dlen);
+	n = dlen;
+	while (*p) {
+		k = strcspn(p, "/");
+		if (k == 2 && p[0] == '.' && p[1] == '.') {
+			if (!n)
+				return -EXDEV;
+			while (n && out[n - 1] != '/')
+				n--;
+			n = n ? n - 1 : 0;
+		} else if (k && !(k == 1 && p[0] == '.')) {
+			if (n + 1 + k >= PATH_MAX)
+				return -ENAMETOOLONG;
+			if (n)
+				out[n++] = '/';
+			memcpy(out + n, p, k);
+			n += k;
+		}
+		p += k + (p[k] == '/');
+	}
+	out[n] = '\0';
+	return n ? 0 : -EISDIR; /* the root */
+}
+
+/* Find the file at [@path, @path + @len), following up to @links
+ * symlinks in its last name.  Return: 0; -errno. */
+static int find_file(struct sqcd *d, struct dir_memo *m, const char *path,
+		     size_t len, unsigned int links, struct img_inode *f)
 {
 	const char *slash = memrchr(path, '/', len);
 	size_t dlen = slash ? (size_t)(slash - path) : 0;
 	const char *base = slash ? slash + 1 : path;
-	struct img_inode dir, f;
+	char target[PATH_MAX], *next;
+	struct img_inode dir;
 	struct img_dirent de;
 	int err;
 
 	err = find_dir(d, m, path, dlen, &dir);
-	if (err)
-		return err;
-	err = img_dir_lookup(d->img, &dir, base, len - (size_t)(base - path),
-			     &de);
 	if (!err)
-		err = img_inode_get(d->img, de.ref, &f);
+		err = img_dir_lookup(d->img, &dir, base,
+				     len - (size_t)(base - path), &de);
+	if (!err)
+		err = img_inode_get(d->img, de.ref, f);
+	if (err || f->type != IMG_SYMLINK)
+		return err;
+	if (!links)
+		return -ELOOP;
+	err = img_readlink(d->img, f, target, sizeof(target));
+	if (err)
+		return err == -ERANGE ? -ENAMETOOLONG : err;
+	next = malloc(PATH_MAX);
+	if (!next)
+		return -ENOMEM;
+	err = link_path(path, dlen, target, next);
+	if (!err)
+		err = find_file(d, m, next, strlen(next), links - 1, f);
+	free(next);
+	return err;
+}
+
+/* Find the regular file at @path and add it to @plan. */
+static int add_file(struct sqcd *d, struct dir_memo *m, const char *path,
+		    size_t len, struct img_order_plan *plan)
+{
+	struct img_inode f;
+	int err;
+
+	err = find_file(d, m, path, len, LINKS_MAX, &f);
 	if (!err && f.type != IMG_REG)
 		err = f.type == IMG_DIR ? -EISDIR : -EINVAL;
 	if (!err)
@@ -169,6 +239,10 @@ static const char *why_not(int err)
 		return "not a regular file";
 	case -ENAMETOOLONG:
 		return "a name is too long";
+	case -EXDEV:
+		return "a symlink that leaves the image";
+	case -ELOOP:
+		return "too many symlinks";
 	default:
 		return err_str(err);
 	}
@@ -236,7 +310,6 @@ void epoch_order_cmd(struct sqcd *d, const char *body, uint64_t len,
 		return;
 	}
 	files = plan.items;
-	bytes = plan.bytes;
 	staged = plan.staged;
 	err = img_order_set(d->img, &plan);
 	if (err) {
@@ -244,6 +317,9 @@ void epoch_order_cmd(struct sqcd *d, const char *body, uint64_t len,
 		snprintf(rep->error, sizeof(rep->error), "%s", err_str(err));
 		return;
 	}
+	/* Ranges that files share are read once: count them once. */
+	order_get_stats(img_order(d->img), &os);
+	bytes = os.planned;
 	log_info("epoch order: %llu files, %llu bytes to read ahead (%llu staged)",
 		 (unsigned long long)files, (unsigned long long)bytes,
 		 (unsigned long long)staged);

@@ -70,7 +70,9 @@ take() {
 take squashcache usr/bin/squashcached usr/bin/mountctl \
     usr/share/man/man1/mountctl.1 usr/share/man/man8/squashcached.8 \
     lib/systemd/system/squashcache@.service \
-    usr/libexec/squashcache/squashcache-dataset
+    usr/libexec/squashcache/squashcache-dataset \
+    usr/lib/python3/dist-packages/squashcache/__init__.py \
+    usr/lib/python3/dist-packages/squashcache/torch.py
 take squashcache-slurm "${plugindir#/}/squashcache_spank.so" \
     usr/share/man/man8/squashcache_spank.8 \
     usr/libexec/squashcache/prolog usr/libexec/squashcache/epilog \

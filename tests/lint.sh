@@ -32,8 +32,9 @@ out=$(
     allowed decompress util
     allowed cache util
     allowed stage util
-    allowed image util decompress cache stage
-    allowed prefetch util image cache stage
+    allowed order util
+    allowed image util decompress cache stage order
+    allowed prefetch util image cache stage order
     allowed index util image
     allowed ctl util
     allowed dataset util

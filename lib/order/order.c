@@ -60,6 +60,8 @@ struct order {
 	uint32_t front; /* the latest item readers took bytes of */
 	unsigned int busy; /* reads and copies under way */
 	bool replacing; /* order_set() waits for @busy to reach 0 */
+	uint64_t gen; /* plans set so far: a waiter's entry is gone once it
+			 changed */
 	bool stopping; /* order_free() */
 	pthread_t threads[ORDER_THREADS_MAX];
 	unsigned int nthreads; /* started */
@@ -363,6 +365,7 @@ int order_set(struct order *ord, struct order_range *r, size_t n,
 	ord->n = n;
 	ord->nbyoff = live;
 	ord->replacing = false;
+	ord->gen++;
 	ord->st.orders++;
 	ord->st.items = items;
 	ord->st.ranges = live;
@@ -417,14 +420,18 @@ bool order_has(struct order *ord, uint64_t off, size_t len)
  * if it is HELD.  Context: under the lock. */
 static bool get_held(struct order *ord, struct ent *e)
 {
+	uint64_t gen = ord->gen;
 	bool waited = false;
 
-	while (e->state == ENT_READING && !ord->replacing) {
+	/* A waiter is not counted in @busy: once the plan changed, @e is
+	 * freed or about to be. */
+	while (!ord->replacing && ord->gen == gen &&
+	       e->state == ENT_READING) {
 		waited = true;
 		pthread_cond_wait(&ord->cond, &ord->lock);
 	}
-	if (ord->replacing)
-		return false; /* @e may be freed once we return */
+	if (ord->replacing || ord->gen != gen)
+		return false;
 	if (e->state == ENT_EMPTY) {
 		claim(ord, e);
 		e->by_reader = true;

@@ -1,6 +1,7 @@
 #!/bin/sh
 # make install PREFIX=...: the programs, the library and its public headers
-# (not the private ones), an installed squashcached that mounts, the
+# (not the private ones), the Python module squashcache, an installed
+# squashcached that mounts, the
 # systemd unit and its helper, and make uninstall.  The SPANK plugin goes
 # under the prefix too, never into the system's Slurm plugin directory.
 # TIMEOUT: 120
@@ -25,6 +26,13 @@ grep -q "^ExecStart=$T/prefix/libexec/squashcache/squashcache-dataset start %i\$
     fail "the installed unit does not run the installed helper: $(grep ExecStart= "$unit")"
 "$T/prefix/bin/squashcached" --version | grep -q '^squashcached ' || fail "installed squashcached does not run"
 "$T/prefix/bin/mountctl" --version >/dev/null || fail "installed mountctl does not run"
+# The Python helper, where that prefix's python3 looks.
+pyver=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+pydir="$T/prefix/lib/python$pyver/dist-packages"
+[ -f "$pydir/squashcache/__init__.py" ] && [ -f "$pydir/squashcache/torch.py" ] ||
+    fail "the Python module squashcache was not installed in $pydir"
+PYTHONPATH="$pydir" "$PYTHON" -c 'import squashcache; assert squashcache.mountpoint_of("/") is None' ||
+    fail "the installed Python module squashcache does not import"
 
 # A program built against the installed library and headers.
 cat >"$T/use.c" <<'C'
@@ -64,4 +72,5 @@ make -C "$TOP" --no-print-directory BUILD="$BUILD" uninstall PREFIX="$T/prefix" 
     { cat "$T/uninstall.log"; fail "make uninstall failed"; }
 [ -e "$unit" ] && fail "make uninstall left squashcache@.service"
 [ -e "$T/prefix/bin/squashcached" ] && fail "make uninstall left squashcached"
+[ -e "$pydir/squashcache" ] && fail "make uninstall left the Python module"
 echo "install checks passed"

@@ -80,7 +80,9 @@ for f in /usr/bin/squashcached /usr/bin/mountctl \
     /usr/libexec/squashcache/site-task-prolog /usr/libexec/squashcache/task-prolog \
     /usr/libexec/squashcache/sqc-common.sh /etc/squashcache/slurm.conf \
     /etc/slurm/plugstack.conf.d/squashcache.conf \
-    /usr/share/doc/squashcache-slurm/examples/sbcast-job.sh; do
+    /usr/share/doc/squashcache-slurm/examples/sbcast-job.sh \
+    /usr/lib/python3/dist-packages/squashcache/__init__.py \
+    /usr/lib/python3/dist-packages/squashcache/torch.py; do
     grep -qx "$f" "$T/files" || fail "$f is not in the packages (dpkg -L)"
     [ -e "$f" ] || fail "$f is listed but not on disk"
 done
@@ -105,6 +107,9 @@ grep -q "ExecStart=/usr/libexec/squashcache/squashcache-dataset start %i" /lib/s
 [ "$(man -w squashcache_spank)" = /usr/share/man/man8/squashcache_spank.8.gz ] ||
     fail "man -w squashcache_spank: $(man -w squashcache_spank 2>&1)"
 man -w mountctl >/dev/null && man -w squashcached >/dev/null || fail "man -w mountctl/squashcached"
+(cd / && /usr/bin/python3 -c 'import squashcache; print(squashcache.__file__)') |
+    grep -qx /usr/lib/python3/dist-packages/squashcache/__init__.py ||
+    fail "the packaged Python module squashcache does not import"
 grep -q /usr/bin/mountctl "$plugindir/squashcache_spank.so" || fail "the plugin does not default to /usr/bin/mountctl"
 dpkg-query -W -f='${Depends}\n' squashcache | grep -q 'libfuse3-3' || fail "squashcache does not depend on libfuse3-3"
 note "installed: $(wc -l <"$T/files") paths, mountctl $ver, man page at $(man -w squashcache_spank)"

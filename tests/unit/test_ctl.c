@@ -1036,6 +1036,49 @@ START_TEST(test_msg_release)
 }
 END_TEST
 
+START_TEST(test_msg_order)
+{
+	struct ctl_reply rep = { .cmd = CTL_CMD_ORDER, .ok = true }, got;
+	struct ctl_req r;
+	char big[64];
+
+	req_roundtrip("order 1234", "order 1234", &r);
+	ck_assert_int_eq(r.cmd, CTL_CMD_ORDER);
+	ck_assert_uint_eq(r.order.bytes, 1234);
+	req_roundtrip("order 0", "order 0", &r);
+	ck_assert_uint_eq(r.order.bytes, 0);
+	snprintf(big, sizeof(big), "order %llu",
+		 (unsigned long long)CTL_ORDER_MAX);
+	req_roundtrip(big, big, &r);
+	snprintf(big, sizeof(big), "order %llu",
+		 (unsigned long long)CTL_ORDER_MAX + 1);
+	req_refused(big, -EINVAL);
+	req_refused("order", -EINVAL);
+	req_refused("order -1", -EINVAL);
+	req_refused("order 01", -EINVAL);
+	req_refused("order 1 2", -EINVAL);
+	req_refused_common("order 12");
+	ck_assert_str_eq(ctl_req_usage("order x"),
+			 "usage: order BYTES (then the body)");
+	r.order.bytes = CTL_ORDER_MAX + 1;
+	ck_assert_int_eq(ctl_req_encode(&r, big, sizeof(big)), -EINVAL);
+
+	rep.order.files = 1281167;
+	rep.order.bytes = 4790000000ull;
+	rep.order.staged = 7;
+	rep.order.window = 64ull << 20;
+	reply_roundtrip(&rep, &got);
+	ck_assert_uint_eq(got.order.files, 1281167);
+	ck_assert_uint_eq(got.order.bytes, 4790000000ull);
+	ck_assert_uint_eq(got.order.staged, 7);
+	ck_assert_uint_eq(got.order.window, 64ull << 20);
+	reply_refused(CTL_CMD_ORDER,
+		      "{\"ok\":true,\"files\":1,\"bytes\":2,\"staged\":3}");
+	reply_refused(CTL_CMD_ORDER, "{\"ok\":true,\"files\":-1,\"bytes\":2,"
+				     "\"staged\":3,\"window\":4}");
+}
+END_TEST
+
 START_TEST(test_msg_error)
 {
 	struct ctl_reply rep = { .cmd = CTL_CMD_HOLD }, got;
@@ -1101,6 +1144,7 @@ int main(void)
 	tcase_add_test(tc, test_msg_umount);
 	tcase_add_test(tc, test_msg_hold);
 	tcase_add_test(tc, test_msg_release);
+	tcase_add_test(tc, test_msg_order);
 	tcase_add_test(tc, test_msg_error);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -1,0 +1,197 @@
+#!/bin/sh
+# The epoch order (mountctl order, squashcache.torch.EpochOrder): the
+# daemon reads ahead, in the order given, what a read of each file needs,
+# and readers get the source's bytes:
+#   1. files of every shape (several blocks, compressed and stored
+#      fragments, a duplicate, a sparse file) read in a shuffled order
+#      after `mountctl order`, with a window smaller than the image:
+#      byte for byte the source's, every planned range read once, the
+#      window within its budget;
+#   2. bad orders (no such file, '..', empty names, a directory, a
+#      symlink, a path outside the mount, no NUL at the end, another
+#      user, symlinks out of the image or in a loop) are refused with a
+#      clear error and change nothing; a symlink to a file is followed;
+#   3. torchvision's ImageFolder + DataLoader (4 workers) with EpochOrder
+#      gives the same tensors as without it and as the source tree.
+# TIMEOUT: 300
+# shellcheck source=tests/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+need_fuse
+need_cmd mksquashfs shuf cmp setpriv
+PY="$TOP/tests/py"
+export PYTHONDONTWRITEBYTECODE=1
+
+jget() {
+    "$PYTHON" -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    v = v[k]
+print(v)' "$1" "$2" || fail "no '$2' in $1"
+}
+stats() {
+    "$MOUNTCTL" status --json "$1" >"$2" || fail "no statistics from the daemon of $1"
+    "$PYTHON" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+json.dump(d[0] if isinstance(d, list) else d, open(sys.argv[1], "w"))' "$2"
+}
+
+note "a tree of every shape, packed with gzip and 4 KiB blocks"
+mkdir -p "$T/src/a/b" "$T/src/c"
+i=0
+while [ $i -lt 60 ]; do
+    # sizes from 1 byte to ~37 KiB: tails alone, blocks and tails
+    head -c $((1 + i * 631)) /dev/urandom >"$T/src/a/r$i"
+    # compressible: packed fragments that files share
+    yes "line $i of a text file" | head -c $((100 + i * 97)) >"$T/src/a/b/t$i"
+    i=$((i + 1))
+done
+head -c 300000 /dev/urandom >"$T/src/c/big"
+cp "$T/src/c/big" "$T/src/c/big-copy" # mksquashfs shares its blocks
+truncate -s 200000 "$T/src/c/sparse"
+printf 'end' >>"$T/src/c/sparse"
+ln -s ../a/r1 "$T/src/c/link"
+ln -s /etc/passwd "$T/src/c/abs"
+ln -s ../../../x "$T/src/c/up"
+ln -s loop "$T/src/c/loop"
+ln -s ../a "$T/src/c/dirlink"
+mkfifo "$T/src/c/fifo"
+mkimg "$T/src" "$T/img.sqfs" -comp gzip -b 4096 -no-xattrs
+(cd "$T/src" && find . -type f | sed 's|^\./||' | shuf --random-source="$T/img.sqfs") >"$T/order"
+nfiles=$(wc -l <"$T/order")
+
+note "1. mountctl order, then the files in that order"
+sqc_mount "$T/img.sqfs" "$T/mnt" -o "stage=none,order_window=64K,log=$T/daemon.log"
+"$MOUNTCTL" order "$T/mnt" <"$T/order" >"$T/order.out" 2>&1 ||
+    fail "mountctl order failed: $(cat "$T/order.out")"
+cat "$T/order.out"
+grep -q "^order: $nfiles files, " "$T/order.out" || fail "mountctl order did not report $nfiles files"
+while read -r f; do
+    cmp "$T/src/$f" "$T/mnt/$f" || fail "$f differs through the mount after an order"
+done <"$T/order"
+stats "$T/mnt" "$T/s1.json"
+planned=$(jget "$T/s1.json" order.planned)
+read=$(jget "$T/s1.json" order.read)
+served=$(jget "$T/s1.json" order.served)
+held_max=$(jget "$T/s1.json" order.held_max)
+ranges=$(jget "$T/s1.json" order.ranges)
+echo "order: $ranges ranges, $planned bytes planned, $read read, $served served, at most $held_max held"
+[ "$(jget "$T/s1.json" order.files)" -eq "$nfiles" ] || fail "the daemon's order does not hold $nfiles files"
+[ "$read" -eq "$planned" ] || fail "read $read bytes for an order of $planned: a range read twice or not at all"
+[ "$(jget "$T/s1.json" image_io.order_bytes)" -eq "$read" ] || fail "image_io.order_bytes is not the order's reads"
+[ "$served" -gt 0 ] || fail "no read took its bytes from the order's window"
+# A reader may read one range past the window, and a range is at most 8 MiB
+# (here one file of 300,000 bytes at most).
+[ "$held_max" -le $((65536 + 300000)) ] || fail "the window held $held_max bytes, budget 65536"
+[ "$(jget "$T/s1.json" order.errors)" -eq 0 ] || fail "order reads failed"
+[ "$(jget "$T/s1.json" fuse.eio)" -eq 0 ] || fail "EIO replies"
+
+note "2. bad orders are refused and change nothing"
+orders=$(jget "$T/s1.json" order.orders)
+refused() { # WANT_EXIT TEXT INPUT...
+    _want=$1 _text=$2
+    shift 2
+    printf '%s\n' "$@" >"$T/bad"
+    _rc=0
+    "$MOUNTCTL" order "$T/mnt" <"$T/bad" >"$T/bad.out" 2>&1 || _rc=$?
+    [ $_rc -eq "$_want" ] || fail "order of '$*': exit $_rc, want $_want ($(cat "$T/bad.out"))"
+    grep -q -- "$_text" "$T/bad.out" || fail "order of '$*': no '$_text' in: $(cat "$T/bad.out")"
+    echo "refused: $* -> $(cat "$T/bad.out")"
+}
+refused 1 "no such file in the image" a/r1 a/nope
+refused 1 "'a/nope'" a/nope
+refused 1 "relative to the mount's root" a/r1 a/../a/r2
+refused 1 "relative to the mount's root" a//r1
+refused 1 "relative to the mount's root" ./a/r1
+refused 1 "a directory, not a file" a/b
+refused 1 "not a regular file" c/fifo
+refused 1 "a symlink that leaves the image" c/abs
+refused 1 "a symlink that leaves the image" c/up
+refused 1 "too many symlinks" c/loop
+refused 1 "a directory, not a file" c/dirlink
+refused 1 "a component is not a directory" a/r1/x
+refused 2 "is not under the mount point" /etc/passwd
+refused 2 "no paths on standard input" ""
+"$PYTHON" - "$T/mnt" "$(sqc_pid "$T/mnt")" >"$T/raw.out" 2>&1 <<'PY' || fail "raw order requests: $(cat "$T/raw.out")"
+import os, socket, sys
+mnt, pid = sys.argv[1], sys.argv[2]
+# the daemon's control socket, by the inode of one of its descriptors
+inodes = set()
+for fd in os.listdir("/proc/%s/fd" % pid):
+    t = os.readlink("/proc/%s/fd/%s" % (pid, fd))
+    if t.startswith("socket:["):
+        inodes.add(t[8:-1])
+addr = None
+for line in open("/proc/net/unix").read().splitlines()[1:]:
+    f = line.split()
+    if len(f) >= 8 and f[6] in inodes and f[7].startswith("@squashcache-"):
+        addr = "\0" + f[7][1:]
+assert addr, "no control socket of pid %s" % pid
+
+def ask(body, line=None, uid=None):
+    if uid is not None and os.fork() == 0:
+        os.setgroups([]); os.setgid(uid); os.setuid(uid)
+        os._exit(0 if b"permission denied" in ask(body, line) else 3)
+    if uid is not None:
+        return os.wait()[1]
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(addr)
+    s.sendall((line or "order %d\n" % len(body)).encode() + body)
+    r = b""
+    while True:
+        c = s.recv(65536)
+        if not c:
+            return r
+        r += c
+
+r = ask(b"a/r1")
+assert b"does not end in a NUL" in r, r
+r = ask(b"a/r1\0\0")
+assert b"relative to the mount" in r, r
+r = ask(b"a/r1\0", line="order 99\n")  # announced more than it sends
+assert b"did not come whole" in r, r
+# Another user is refused before the daemon reads a byte of the body.
+assert ask(b"", line="order 5\n", uid=65534) == 0, \
+    "another user was not refused"
+print("raw requests refused:", r.decode().strip())
+PY
+cat "$T/raw.out"
+stats "$T/mnt" "$T/s2.json"
+[ "$(jget "$T/s2.json" order.orders)" -eq "$orders" ] || fail "a refused order replaced the order"
+[ "$(jget "$T/s2.json" order.files)" -eq "$nfiles" ] || fail "a refused order changed the order's files"
+note "a symlink in the image is followed to its file"
+printf 'c/link\n' | "$MOUNTCTL" order "$T/mnt" | grep -q "^order: 1 files" ||
+    fail "an order of a symlink to a file was not taken"
+"$MOUNTCTL" order --clear "$T/mnt" | grep -q "order: none" || fail "mountctl order --clear"
+stats "$T/mnt" "$T/s3.json"
+[ "$(jget "$T/s3.json" order.files)" -eq 0 ] || fail "--clear left an order"
+sqc_umount "$T/mnt"
+note "order_window=0 refuses orders"
+sqc_mount "$T/img.sqfs" "$T/mnt0" -o "order_window=0,log=$T/daemon0.log"
+printf 'a/r1\n' | "$MOUNTCTL" order "$T/mnt0" >"$T/off.out" 2>&1 && fail "an order was taken with order_window=0"
+grep -q "order_window=0" "$T/off.out" || fail "no clear error with order_window=0: $(cat "$T/off.out")"
+sqc_umount "$T/mnt0"
+
+note "3. ImageFolder + DataLoader with EpochOrder: the same tensors"
+if ! "$PYTHON" -c 'import torchvision' >"$T/import.log" 2>&1; then
+    skip "$PYTHON cannot import torchvision: $(tail -n 1 "$T/import.log")"
+fi
+"$PYTHON" "$PY/sqc_dataset.py" --profile test --classes 4 --per-class 30 \
+    --seed 72 "$T/isrc"
+mkimg "$T/isrc" "$T/images.sqfs" -comp lz4 -no-xattrs
+sqc_mount "$T/images.sqfs" "$T/imnt" -o "stage=none,log=$T/daemon-i.log"
+PYTHONPATH="$TOP/python" SQUASHCACHE_MOUNTCTL="$MOUNTCTL" \
+    "$PYTHON" "$PY/order_check.py" --src "$T/isrc" --mnt "$T/imnt" \
+    --workers 4 --epochs 2 >"$T/check.out" 2>&1 ||
+    { cat "$T/check.out"; fail "the epoch order changed what the DataLoader returned"; }
+cat "$T/check.out"
+stats "$T/imnt" "$T/si.json"
+echo "image order: $(jget "$T/si.json" order.orders) orders, last $(jget "$T/si.json" order.files) files, $(jget "$T/si.json" order.served) bytes served from the window"
+[ "$(jget "$T/si.json" order.orders)" -eq 2 ] || fail "EpochOrder did not give one order per epoch"
+# ImageFolder's samples, as order_check.py counted them
+nsamples=$(sed -n 's/^epoch 1: \([0-9]*\) samples.*/\1/p' "$T/check.out")
+[ "$(jget "$T/si.json" order.files)" -eq "$nsamples" ] ||
+    fail "the last order does not hold the $nsamples samples"
+[ "$(jget "$T/si.json" order.errors)" -eq 0 ] || fail "order reads failed"
+sqc_umount "$T/imnt"
+echo "epoch order checks passed"
