@@ -829,25 +829,32 @@ class Bench:
         for prof in sc["profiles"]:
             out = {"profile": prof["name"], "runs": []}
             self.res["slow_profiles"].append(out)
-            out["params"] = dict(prof, blksize=sc["blksize"],
-                                 threads=sc["threads"])
-            pfs = os.path.join(self.cfg["scratch"], "pfs")
-            os.makedirs(pfs, exist_ok=True)
-            opts = ("latency_ms=%s,meta_latency_ms=%s,bw=%s,blksize=%s,"
-                    "threads=%s,stripes=%s,stripe_size=%s" % (
-                        prof["latency_ms"], prof["meta_latency_ms"],
-                        prof["bw"], sc["blksize"], sc["threads"],
-                        prof["stripes"], prof["stripe_size"]))
-            cmd = [os.path.join(self.cfg["build"], "bench", "slowfs"), "-o",
-                   opts, self.cfg["store"], pfs]
-            out["command"] = " ".join(cmd)
-            log("slow storage profile %s: %s" % (prof["name"], opts))
-            run(cmd, timeout=60)
-            self.reg.add(pfs, find_daemon("slowfs", pfs))
+            pfs = self._start_slowfs(prof, out)
             try:
                 self._slow_runs(pfs, out)
             finally:
                 run(["fusermount3", "-u", pfs], check=False)
+
+    def _start_slowfs(self, prof, out):
+        """Mount bench/slowfs over the store with one storage profile;
+        its parameters and command go into out.  Returns the mount."""
+        sc = self.cfg["slow"]
+        out["params"] = dict(prof, blksize=sc["blksize"],
+                             threads=sc["threads"])
+        pfs = os.path.join(self.cfg["scratch"], "pfs")
+        os.makedirs(pfs, exist_ok=True)
+        opts = ("latency_ms=%s,meta_latency_ms=%s,bw=%s,blksize=%s,"
+                "threads=%s,stripes=%s,stripe_size=%s" % (
+                    prof["latency_ms"], prof["meta_latency_ms"],
+                    prof["bw"], sc["blksize"], sc["threads"],
+                    prof["stripes"], prof["stripe_size"]))
+        cmd = [os.path.join(self.cfg["build"], "bench", "slowfs"), "-o",
+               opts, self.cfg["store"], pfs]
+        out["command"] = " ".join(cmd)
+        log("slow storage profile %s: %s" % (prof["name"], opts))
+        run(cmd, timeout=60)
+        self.reg.add(pfs, find_daemon("slowfs", pfs))
+        return pfs
 
     def _pfs_stats(self, pfs):
         try:
@@ -874,9 +881,9 @@ class Bench:
         return {"streams": streams, "seconds": secs, "bytes": nbytes,
                 "mb_per_s": nbytes / secs / 1e6}
 
-    def _slow_runs(self, pfs, out):
-        sc = self.cfg["slow"]
-        # calibration: one sequential stream, and one 4 MiB pread at a time
+    def _calibrate(self, pfs, out):
+        """Single-stream dd speeds at three block sizes and the aggregate
+        of 8 streams, through slowfs; the image sizes beside them."""
         big = os.path.join(pfs, os.path.basename(
             self.cfg["datasets"]["images"]["image"]))
         cal = {}
@@ -899,6 +906,10 @@ class Bench:
             "%s %.0f MB/s" % (k, v["mb_per_s"]) for k, v in cal.items()) +
             ", %d streams %.0f MB/s" % (out["aggregate"]["streams"],
                                         out["aggregate"]["mb_per_s"]))
+
+    def _slow_runs(self, pfs, out):
+        sc = self.cfg["slow"]
+        self._calibrate(pfs, out)
         runs = out.setdefault("runs", [])
         names = [c for c in sc["contenders"]
                  if c not in self.skipped_slow()]
