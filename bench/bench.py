@@ -143,7 +143,12 @@ def sqc_stats(build, mnt):
     if os.access(mountctl, os.X_OK):
         try:
             r = run([mountctl, "status", "--json", mnt], timeout=10)
-            return json.loads(r.stdout.strip().splitlines()[-1])
+            # one object, or an array of one per mount (several lines)
+            st = json.loads(r.stdout)
+            if isinstance(st, list):
+                st = st[0] if len(st) == 1 else None
+            if isinstance(st, dict):
+                return st
         except (subprocess.SubprocessError, ValueError, IndexError):
             pass
     try:
