@@ -1163,7 +1163,7 @@ class Bench:
                if "stage_wait_s" in rec else ""))
 
     def order_hint(self, mnt, paths):
-        """The epoch-order hint: `mountctl order MNT -0` with the epoch's
+        """The epoch-order hint: `mountctl order -0 MNT` with the epoch's
         paths, NUL-terminated, on stdin."""
         mountctl = os.path.join(self.cfg["build"], "mountctl")
         if not os.access(mountctl, os.X_OK):
@@ -1171,18 +1171,18 @@ class Bench:
         data = b"".join(p.encode() + b"\0" for p in paths)
         t0 = time.monotonic()
         try:
-            r = subprocess.run([mountctl, "order", mnt, "-0"], input=data,
+            r = subprocess.run([mountctl, "order", "-0", mnt], input=data,
                                stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, timeout=120)
         except subprocess.TimeoutExpired:
-            raise RuntimeError("order hint: `mountctl order MNT -0` did "
+            raise RuntimeError("order hint: `mountctl order -0 MNT` did "
                                "not return in 120 s") from None
         secs = time.monotonic() - t0
         msg = (r.stderr or r.stdout).decode(errors="replace").strip()
         if r.returncode != 0:
             # the first line says why (the rest may be a usage text)
             raise RuntimeError("order hint missing or refused: `mountctl "
-                               "order MNT -0` exited %d: %s" % (
+                               "order -0 MNT` exited %d: %s" % (
                                    r.returncode,
                                    (msg.splitlines() or [""])[0][:300]))
         return {"order_s": secs,

@@ -857,7 +857,7 @@ class Report:
             "**direct_squashfuse_ll** = `squashfuse_ll` on it, "
             "**sqc_quarter** = `squashcached -o stage=full,ram=<image "
             "bytes / 4>`, **sqc_quarter_order** = the same, with the "
-            "epoch's order sent before each epoch (`mountctl order MNT -0`, "
+            "epoch's order sent before each epoch (`mountctl order -0 MNT`, "
             "the paths the epoch reads, in its order; the call's time is "
             "part of the epoch's).  Per run: page cache dropped, mount, a "
             "first shuffled epoch (squashcached; the peers' only with "
@@ -1022,7 +1022,8 @@ class Report:
                     o[-1]["order_out"].splitlines()[-1],
                     fmt(med([x["order_s"] for x in o]), 3))
             ost = [x["sqc"]["after"]["order"] for x in ok
-                   if "order" in (x.get("sqc") or {}).get("after", {})]
+                   if n == "sqc_quarter_order" and
+                   "order" in (x.get("sqc") or {}).get("after", {})]
             if ost:
                 line += "; daemon's order stats (last run): `%s`" % \
                     json.dumps(ost[-1], separators=(",", ":"))[:400]
