@@ -9,6 +9,7 @@
 #   make bench           the full benchmark (long), report in $SQC_BENCH_OUT
 #                        (default /var/tmp/squashcache-bench/results)
 #   make bench-scale     ImageNet's file count (1.28M files), see bench/README.md
+#   make bench-ram       a data set 4 times the RAM budget behind slow storage
 #   make install PREFIX=/usr/local   (SYSTEMD_UNITDIR= for the unit)
 #   make deb             Debian packages squashcache and squashcache-slurm
 #                        in build/deb/ (packaging/), checked with lintian
@@ -89,7 +90,7 @@ MOUNTCTL := $(BUILD)/mountctl
 
 .PHONY: all check check-unit check-integration check-tsan deps deps-check \
 	deps-demo deb tests fuzz fuzz-run format format-check lint install \
-	uninstall clean demo bench bench-scale soak
+	uninstall clean demo bench bench-scale bench-ram soak
 
 # The SPANK plugin is built only where Slurm's headers are installed, and
 # never with sanitizers (slurmd and srun load it and have no ASan runtime).
@@ -186,6 +187,10 @@ bench: deps-check
 bench-scale: deps-check
 	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(TOOL_BINS)
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh scale
+
+bench-ram: deps-check
+	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(TOOL_BINS)
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh ram
 
 # Debian packages from this tree (packaging/deb.sh), then lintian: any
 # error fails.  Needs no network once tests/deps.sh has what it lists.

@@ -143,7 +143,12 @@ def sqc_stats(build, mnt):
     if os.access(mountctl, os.X_OK):
         try:
             r = run([mountctl, "status", "--json", mnt], timeout=10)
-            return json.loads(r.stdout.strip().splitlines()[-1])
+            # one object, or an array of one per mount (several lines)
+            st = json.loads(r.stdout)
+            if isinstance(st, list):
+                st = st[0] if len(st) == 1 else None
+            if isinstance(st, dict):
+                return st
         except (subprocess.SubprocessError, ValueError, IndexError):
             pass
     try:
@@ -377,6 +382,10 @@ class SquashcachedBase(Squashcached):
         super().__init__(dict(cfg, build=cfg["base_build"]), reg)
 
 
+# The larger-than-RAM case's contenders (Bench.ram()).
+RAM_SQC = ("sqc_quarter", "sqc_quarter_order")
+RAM_PEERS = ("direct_kernel", "direct_squashfuse_ll")
+
 CONTENDERS = {"tmpfs": Tmpfs, "kernel": Kernel, "squashfuse_ll": Squashfuse,
               "squashcached": Squashcached,
               "squashcached_prime": SquashcachedPrime,
@@ -516,10 +525,11 @@ def worker_init(_):
     torch.set_num_threads(1)
 
 
-def pass_preader(cfg, root, ds, threads, seed):
+def pass_preader(cfg, root, ds, threads, seed, lst=None, timeout=None):
+    """preader read on ds's list (or lst: seed 0 keeps its order)."""
     cmd = [os.path.join(cfg["build"], "bench", "preader"), "read", root,
-           ds["list"], str(threads), str(seed)]
-    r = run(cmd, check=False, timeout=cfg["pass_timeout"] + 60)
+           lst or ds["list"], str(threads), str(seed)]
+    r = run(cmd, check=False, timeout=timeout or cfg["pass_timeout"] + 60)
     if r.returncode != 0 or not r.stdout.strip():
         raise RuntimeError("preader: rc %d %s %s" % (
             r.returncode, r.stdout.strip(), r.stderr.strip()))
@@ -563,7 +573,13 @@ def _any_file(_):
     return True
 
 
-def pass_dl(loaders, mode, workers, paths):
+class EpochTimeout(Exception):
+    """An epoch went past its deadline and was stopped."""
+
+
+def pass_dl(loaders, mode, workers, paths, deadline=None):
+    """One DataLoader epoch over paths; past deadline (time.monotonic())
+    it stops after the batch at hand and raises EpochTimeout."""
     loader, sampler = loaders.get(mode, workers)
     sampler.items = paths
     t0 = time.perf_counter()
@@ -571,6 +587,9 @@ def pass_dl(loaders, mode, workers, paths):
     try:
         for b in loader:
             total += b if mode == "raw" else b.shape[0]
+            if deadline is not None and time.monotonic() > deadline:
+                raise EpochTimeout("epoch stopped after %.0f s" % (
+                    time.perf_counter() - t0))
     except BaseException:
         loaders.discard(mode, workers)
         raise
@@ -829,25 +848,32 @@ class Bench:
         for prof in sc["profiles"]:
             out = {"profile": prof["name"], "runs": []}
             self.res["slow_profiles"].append(out)
-            out["params"] = dict(prof, blksize=sc["blksize"],
-                                 threads=sc["threads"])
-            pfs = os.path.join(self.cfg["scratch"], "pfs")
-            os.makedirs(pfs, exist_ok=True)
-            opts = ("latency_ms=%s,meta_latency_ms=%s,bw=%s,blksize=%s,"
-                    "threads=%s,stripes=%s,stripe_size=%s" % (
-                        prof["latency_ms"], prof["meta_latency_ms"],
-                        prof["bw"], sc["blksize"], sc["threads"],
-                        prof["stripes"], prof["stripe_size"]))
-            cmd = [os.path.join(self.cfg["build"], "bench", "slowfs"), "-o",
-                   opts, self.cfg["store"], pfs]
-            out["command"] = " ".join(cmd)
-            log("slow storage profile %s: %s" % (prof["name"], opts))
-            run(cmd, timeout=60)
-            self.reg.add(pfs, find_daemon("slowfs", pfs))
+            pfs = self._start_slowfs(prof, out)
             try:
                 self._slow_runs(pfs, out)
             finally:
                 run(["fusermount3", "-u", pfs], check=False)
+
+    def _start_slowfs(self, prof, out):
+        """Mount bench/slowfs over the store with one storage profile;
+        its parameters and command go into out.  Returns the mount."""
+        sc = self.cfg["slow"]
+        out["params"] = dict(prof, blksize=sc["blksize"],
+                             threads=sc["threads"])
+        pfs = os.path.join(self.cfg["scratch"], "pfs")
+        os.makedirs(pfs, exist_ok=True)
+        opts = ("latency_ms=%s,meta_latency_ms=%s,bw=%s,blksize=%s,"
+                "threads=%s,stripes=%s,stripe_size=%s" % (
+                    prof["latency_ms"], prof["meta_latency_ms"],
+                    prof["bw"], sc["blksize"], sc["threads"],
+                    prof["stripes"], prof["stripe_size"]))
+        cmd = [os.path.join(self.cfg["build"], "bench", "slowfs"), "-o",
+               opts, self.cfg["store"], pfs]
+        out["command"] = " ".join(cmd)
+        log("slow storage profile %s: %s" % (prof["name"], opts))
+        run(cmd, timeout=60)
+        self.reg.add(pfs, find_daemon("slowfs", pfs))
+        return pfs
 
     def _pfs_stats(self, pfs):
         try:
@@ -874,9 +900,9 @@ class Bench:
         return {"streams": streams, "seconds": secs, "bytes": nbytes,
                 "mb_per_s": nbytes / secs / 1e6}
 
-    def _slow_runs(self, pfs, out):
-        sc = self.cfg["slow"]
-        # calibration: one sequential stream, and one 4 MiB pread at a time
+    def _calibrate(self, pfs, out):
+        """Single-stream dd speeds at three block sizes and the aggregate
+        of 8 streams, through slowfs; the image sizes beside them."""
         big = os.path.join(pfs, os.path.basename(
             self.cfg["datasets"]["images"]["image"]))
         cal = {}
@@ -899,6 +925,10 @@ class Bench:
             "%s %.0f MB/s" % (k, v["mb_per_s"]) for k, v in cal.items()) +
             ", %d streams %.0f MB/s" % (out["aggregate"]["streams"],
                                         out["aggregate"]["mb_per_s"]))
+
+    def _slow_runs(self, pfs, out):
+        sc = self.cfg["slow"]
+        self._calibrate(pfs, out)
         runs = out.setdefault("runs", [])
         names = [c for c in sc["contenders"]
                  if c not in self.skipped_slow()]
@@ -1050,6 +1080,291 @@ class Bench:
             run(["rm", "-rf", local], check=False)
         return rec
 
+    # -- larger than RAM (sh bench/run.sh ram) --
+
+    def _stop_slowfs(self, pfs):
+        """Unmount slowfs; a daemon or loop device of the last run may
+        still hold it for a moment."""
+        for _ in range(40):
+            if run(["fusermount3", "-u", pfs], check=False).returncode == 0:
+                return
+            time.sleep(0.25)
+        run(["fusermount3", "-u", "-z", pfs], check=False)
+
+    def skipped_ram(self):
+        s = {}
+        for name, cls in (("direct_kernel", Kernel),
+                          ("direct_squashfuse_ll", Squashfuse),
+                          ("sqc_quarter", Squashcached)):
+            ok, why = self.available(cls(self.cfg, self.reg))
+            if not ok:
+                s[name] = why
+        if "sqc_quarter" in s:
+            s["sqc_quarter_order"] = s["sqc_quarter"]
+        for n in self.cfg["ram"]["contenders"]:
+            if n not in RAM_SQC + RAM_PEERS:
+                s[n] = "no such contender (RAM_CONTENDERS: %s)" % ", ".join(
+                    RAM_PEERS + RAM_SQC)
+        return s
+
+    def ram(self):
+        """Every contender reads the image straight from slowfs; the
+        squashcached ones stage a quarter of it (ram=).  Per run: mount,
+        a first epoch, staging waited for, drop_caches, the measured
+        epoch in another order (ram_one())."""
+        rc = self.cfg["ram"]
+        ds = self.cfg["datasets"]["images"]
+        skipped = self.skipped_ram()
+        names = [n for n in rc["contenders"] if n not in skipped]
+        self.res["ram"] = {"skipped": {n: skipped[n] for n in
+                                       rc["contenders"] if n in skipped},
+                           "profiles": []}
+        if not names:
+            return
+        for prof in rc["profiles"]:
+            out = {"profile": prof["name"], "runs": []}
+            self.res["ram"]["profiles"].append(out)
+            pfs = self._start_slowfs(prof, out)
+            try:
+                self._calibrate(pfs, out)
+                # the model's bandwidth, as slowfs took it (bytes/s)
+                out["bw_bytes_per_s"] = self._pfs_stats(pfs).get("bw")
+                for rep in range(max(rc["reps"], rc["peer_reps"])):
+                    k = rep % len(names)
+                    for rd in rc["readers"]:
+                        for name in names[k:] + names[:k]:
+                            n = rc["reps"] if name in RAM_SQC else \
+                                rc["peer_reps"]
+                            if rep >= n:
+                                continue
+                            rec = self.ram_one(pfs, name, rd, ds, rep)
+                            rec["profile"] = prof["name"]
+                            out["runs"].append(rec)
+                            self.checkpoint()
+                            self._ram_log(rec)
+            finally:
+                self._stop_slowfs(pfs)
+
+    @staticmethod
+    def _ram_log(rec):
+        head = "ram %s rep %d %s %-20s" % (rec["profile"], rec["rep"],
+                                            rec["reader"], rec["contender"])
+        if "error" in rec:
+            log("%s %s" % (head, rec["error"]))
+            return
+        first = rec.get("first") or {}
+        log("%s epoch %.2f s, %.0f MB from storage (unstaged %.0f MB)%s%s"
+            % (head, rec["epoch_s"],
+               (rec.get("pfs") or {}).get("read_bytes", 0) / 1e6,
+               rec["unstaged"] / 1e6,
+               "; first epoch %.2f s" % first["seconds"]
+               if "seconds" in first else "",
+               "; staging waited %.2f s" % rec["stage_wait_s"]
+               if "stage_wait_s" in rec else ""))
+
+    def order_hint(self, mnt, paths):
+        """The epoch-order hint: `mountctl order -0 MNT` with the epoch's
+        paths, NUL-terminated, on stdin."""
+        mountctl = os.path.join(self.cfg["build"], "mountctl")
+        if not os.access(mountctl, os.X_OK):
+            raise RuntimeError("order hint missing: no %s" % mountctl)
+        data = b"".join(p.encode() + b"\0" for p in paths)
+        t0 = time.monotonic()
+        try:
+            r = subprocess.run([mountctl, "order", "-0", mnt], input=data,
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=120)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError("order hint: `mountctl order -0 MNT` did "
+                               "not return in 120 s") from None
+        secs = time.monotonic() - t0
+        msg = (r.stderr or r.stdout).decode(errors="replace").strip()
+        if r.returncode != 0:
+            # the first line says why (the rest may be a usage text)
+            raise RuntimeError("order hint missing or refused: `mountctl "
+                               "order -0 MNT` exited %d: %s" % (
+                                   r.returncode,
+                                   (msg.splitlines() or [""])[0][:300]))
+        return {"order_s": secs,
+                "order_out": r.stdout.decode(errors="replace").strip()[:300]}
+
+    def wait_staged(self, c, timeout):
+        """Poll the daemon's stats until staging is done (or off);
+        returns (seconds waited, the last stats)."""
+        t0 = time.monotonic()
+        misses = 0
+        while True:
+            st = c.stats()
+            if st is None:
+                misses += 1
+                if misses >= 20:
+                    raise RuntimeError("no stats from squashcached")
+            else:
+                misses = 0
+                stage = st.get("stage") or {}
+                if stage.get("error"):
+                    raise RuntimeError("staging failed: %s" %
+                                       stage["error"])
+                if stage.get("state") in ("done", "off"):
+                    return time.monotonic() - t0, st
+            if time.monotonic() - t0 > timeout:
+                raise RuntimeError("staging not done after %d s" % timeout)
+            time.sleep(0.1)
+
+    def ram_epoch(self, c, rd, ds, seed, hint):
+        """One shuffled epoch on c's mount, the order hint first if
+        asked (its time counts in the epoch's, as in a training loop
+        that sends it at the start of each epoch)."""
+        rc = self.cfg["ram"]
+        rel = shuffled(self.lists[ds["name"]], seed)
+        paths = [os.path.join(c.mnt, p) for p in rel]
+        out = {"seed": seed}
+        lst = None
+        if rd["kind"] == "cread":
+            # preader with seed 0 reads the list in its order: the same
+            # order as the hint's
+            lst = os.path.join(self.cfg["scratch"], "ram-epoch.list")
+            with open(lst, "w") as f:
+                f.write("".join(p + "\n" for p in rel))
+        deadline = time.monotonic() + rc["timeout"]
+        # The deadline stops an epoch between batches (or kills preader);
+        # the watchdog aborts a FUSE mount that stopped answering.
+        with Watchdog(c, rc["timeout"] + 60) as wd:
+            t0 = time.monotonic()
+            try:
+                if hint:
+                    out.update(self.order_hint(c.mnt, paths))
+                if rd["kind"] == "cread":
+                    r = pass_preader(self.cfg, c.mnt, ds, rd["threads"], 0,
+                                     lst=lst, timeout=max(
+                                         1, deadline - time.monotonic()))
+                else:
+                    r = pass_dl(self.loaders, rd["mode"], rd["workers"],
+                                paths, deadline=deadline)
+            except subprocess.TimeoutExpired:
+                raise EpochTimeout("preader killed") from None
+            secs = time.monotonic() - t0
+        if wd.fired:
+            raise EpochTimeout("mount aborted")
+        if r.get("errors"):
+            raise RuntimeError("%d files failed" % r["errors"])
+        out.update(seconds=secs, files=r.get("files"), bytes=r.get("bytes"))
+        return out
+
+    @staticmethod
+    def _detach_loops(backing):
+        """Loop devices still backed by a file (umount frees them, not
+        always at once)."""
+        for _ in range(40):
+            r = run(["losetup", "-n", "-O", "NAME", "-j", backing],
+                    check=False)
+            devs = r.stdout.split()
+            if not devs:
+                return
+            time.sleep(0.25)
+        for d in devs:
+            run(["losetup", "-d", d], check=False)
+
+    def ram_one(self, pfs, name, rd, ds, rep):
+        rc = self.cfg["ram"]
+        src_img = os.path.join(pfs, os.path.basename(ds["image"]))
+        img_bytes = os.path.getsize(ds["image"])
+        mnt = os.path.join(self.cfg["scratch"], "mnt", "ram-" + name)
+        sqc = name in RAM_SQC
+        hint = name == "sqc_quarter_order"
+        rec = {"rep": rep, "reader": rd["id"], "set": ds["name"],
+               "contender": name, "image_bytes": img_bytes,
+               "load1": load1()}
+        c = None
+        drop_caches()
+        drops0 = drops()
+        foreign = 0
+        s0 = self._pfs_stats(pfs)
+        try:
+            extra = None
+            if sqc:
+                c = Squashcached(self.cfg, self.reg)
+                rec["ram_budget"] = img_bytes // 4
+                extra = "stage=full,ram=%d" % rec["ram_budget"]
+                if rc["sqc_opts"]:
+                    extra += "," + rc["sqc_opts"]
+                rec["sqc_options"] = extra
+            elif name == "direct_kernel":
+                c = Kernel(self.cfg, self.reg)
+            elif name == "direct_squashfuse_ll":
+                c = Squashfuse(self.cfg, self.reg)
+            else:
+                raise ValueError(name)
+            rec["mount_s"] = c.mount(ds, image=src_img, mnt=mnt, extra=extra)
+            c.after_mount()
+            if sqc or rc["peer_first"]:
+                s = self._pfs_stats(pfs)
+                try:
+                    first = self.ram_epoch(c, rd, ds, self.cfg["seed"] + rep,
+                                           hint)
+                except EpochTimeout as e:
+                    rec["timed_out"] = "first"
+                    raise RuntimeError("first epoch timed out (> %d s, %s)"
+                                       % (rc["timeout"], e)) from None
+                first["pfs"] = numeric_delta(self._pfs_stats(pfs), s)
+                rec["first"] = first
+            if sqc:
+                rec["stage_wait_s"], st = self.wait_staged(c, rc["timeout"])
+                rec["stage_after_first"] = st.get("stage")
+            foreign += drops() - drops0
+            drop_caches()
+            drops1 = drops()
+            before = c.stats() if sqc else None
+            if sqc:
+                if not (before or {}).get("stage"):
+                    raise RuntimeError("no stage stats from squashcached")
+                rec["staged"] = before["stage"]["staged"]
+            else:
+                rec["staged"] = 0
+            rec["unstaged"] = img_bytes - rec["staged"]
+            cpu0 = proc_cpu(c.pid) if c.pid else None
+            s1 = self._pfs_stats(pfs)
+            try:
+                ep = self.ram_epoch(c, rd, ds,
+                                    self.cfg["seed"] + rep + 1000, hint)
+            except EpochTimeout as e:
+                rec["timed_out"] = "epoch"
+                raise RuntimeError("epoch timed out (> %d s, %s)" % (
+                    rc["timeout"], e)) from None
+            rec["pfs"] = numeric_delta(self._pfs_stats(pfs), s1)
+            rec["epoch_s"] = ep["seconds"]
+            for k in ("seed", "files", "bytes", "order_s", "order_out"):
+                if ep.get(k) is not None:
+                    rec[k] = ep[k]
+            foreign += drops() - drops1
+            if sqc:
+                after = c.stats()
+                if after:
+                    rec["sqc"] = {
+                        "delta": {k: numeric_delta(after.get(k),
+                                                   before.get(k))
+                                  for k in ("fuse", "cache", "image_io",
+                                            "prefetch") if k in after},
+                        "after": {k: after.get(k) for k in
+                                  ("stage", "order", "cache", "warm",
+                                   "process") if k in after}}
+            if c.pid:
+                rec["daemon"] = c.daemon_sample()
+                cpu = rec["daemon"].get("cpu_s")
+                rec["daemon"]["epoch_cpu_s"] = cpu - cpu0 \
+                    if cpu is not None and cpu0 is not None else None
+        except Exception as e:  # noqa: BLE001 - recorded
+            rec["error"] = str(e)[:500]
+        finally:
+            if c:
+                c.umount()
+            if name == "direct_kernel":
+                self._detach_loops(src_img)
+            # everything read from storage from the mount to the unmount
+            rec["pfs_run"] = numeric_delta(self._pfs_stats(pfs), s0)
+            rec["foreign_drops"] = foreign
+        return rec
+
     # -- the whole run --
 
     def checkpoint(self):
@@ -1064,6 +1379,16 @@ class Bench:
         cfg = self.cfg
         measures = cfg["measures"]
         self.loaders = Loaders(cfg)
+        if cfg["ram"]["enabled"]:
+            # sh bench/run.sh ram: that case alone
+            for rd in cfg["ram"]["readers"]:
+                if rd["kind"] == "dl":
+                    self.loaders.get(rd["mode"], rd["workers"])
+            t0 = time.monotonic()
+            self.ram()
+            self.res["ram_seconds"] = time.monotonic() - t0
+            self.res["main_seconds"] = 0.0
+            return self.res
         for m in measures:
             if m["kind"] == "dl":
                 self.loaders.get(m["mode"], m["workers"])
@@ -1190,10 +1515,15 @@ def config_from_env():
     ]
     only_slow = env("SLOW_READERS", "cread_t16/images,dl_raw_w4/images,"
                     "dl_raw_w8/images")
+    # sh bench/run.sh ram: larger than RAM, on the images set
+    ram_mode = env("RAM", 0) == 1
+    keep = set(env("RAM_READERS", "dl_raw_w4/images").split(","))
+    ram_readers = [m for m in slow_readers if m["set"] == "images" and
+                   (m["id"] in keep or "%s/%s" % (m["id"], m["set"]) in keep)]
     if only_slow != "all":
-        keep = set(only_slow.split(","))
         slow_readers = [m for m in slow_readers
-                        if "%s/%s" % (m["id"], m["set"]) in keep]
+                        if "%s/%s" % (m["id"], m["set"]) in
+                        set(only_slow.split(","))]
     slow_cont = env("SLOW_CONTENDERS", "sqc_stage,sqc_demand,"
                     "cp_squashfuse_ll,untar_tmpfs")
     # Storage profiles: a parallel file system as one link (the first
@@ -1218,9 +1548,10 @@ def config_from_env():
         "store": os.environ["STORE"],
         "datasets": datasets,
         "scale": scale,
-        "contenders": env("CONTENDERS", "tmpfs,kernel,squashfuse_ll,"
-                          "squashcached").split(","),
-        "measures": measures,
+        "contenders": [] if ram_mode else
+        env("CONTENDERS", "tmpfs,kernel,squashfuse_ll,"
+            "squashcached").split(","),
+        "measures": [] if ram_mode else measures,
         "reps": env("REPS", 3),
         "slow_reps": env("SLOW_REPS", 3),
         "seed": env("SEED", 42),
@@ -1245,6 +1576,22 @@ def config_from_env():
             "readers": slow_readers,
             "contenders": slow_cont.split(","),
             "profiles": slow_profiles,
+        },
+        "ram": {
+            "enabled": ram_mode,
+            "readers": ram_readers,
+            "contenders": env("RAM_CONTENDERS", ",".join(
+                RAM_PEERS + RAM_SQC)).split(","),
+            "profiles": slow_profiles,
+            # the squashcached rows, and the kernel's and squashfuse_ll's
+            # (whose epochs take minutes on pfs_slow)
+            "reps": env("RAM_REPS", 3),
+            "peer_reps": env("RAM_PEER_REPS", 3),
+            # a peer's first epoch: nothing of it survives drop_caches
+            "peer_first": env("RAM_PEER_FIRST", 0) != 0,
+            "timeout": env("SLOW_TIMEOUT", 900),
+            "ram": "image bytes / 4",
+            "sqc_opts": env("RAM_SQC_OPTS", ""),
         },
     }
 

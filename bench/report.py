@@ -78,6 +78,7 @@ class Report:
     def __init__(self, res):
         self.r = res
         self.cfg = res["config"]
+        self.ram_mode = (self.cfg.get("ram") or {}).get("enabled", False)
         self.contenders = [c for c in self.cfg["contenders"]
                            if c not in res.get("skipped", {})]
         self.others = [c for c in self.contenders if c != "tmpfs"]
@@ -141,11 +142,19 @@ class Report:
             " (quick smoke run)" if quick else "", r["started"],
             mi.get("squashcache_commit") or "?", mi["host"]))
         self.w()
-        self.w("Command: `%s` (from `make bench` or directly), run %s to %s: "
-               "%.0f s measuring (%.0f s main part, %.0f s slow storage)." % (
-                   r.get("command") or "bench/run.sh", r["started"],
-                   r["finished"], r["bench_seconds"], r["main_seconds"],
-                   r.get("slow_seconds", 0)))
+        if self.ram_mode:
+            self.w("Command: `%s` (from `make bench-ram` or directly), run "
+                   "%s to %s: %.0f s measuring (the larger-than-RAM case "
+                   "alone)." % (r.get("command") or "bench/run.sh ram",
+                                r["started"], r["finished"],
+                                r["bench_seconds"]))
+        else:
+            self.w("Command: `%s` (from `make bench` or directly), run %s to "
+                   "%s: %.0f s measuring (%.0f s main part, %.0f s slow "
+                   "storage)." % (
+                       r.get("command") or "bench/run.sh", r["started"],
+                       r["finished"], r["bench_seconds"], r["main_seconds"],
+                       r.get("slow_seconds", 0)))
         self.w()
         pk = mi["packages"]
         rows = [
@@ -175,9 +184,7 @@ class Report:
              "end; 1-min load at pass starts: median %s, max %s" % (
                  "/".join(mi.get("loadavg_start", [])),
                  "/".join(mi.get("loadavg_end", [])),
-                 fmt(med([p["load1"] for p in r["passes"] if "load1" in p])),
-                 fmt(max([p["load1"] for p in r["passes"] if "load1" in p]
-                         or [0])))],
+                 fmt(med(self.loads())), fmt(max(self.loads() or [0])))],
         ]
         for d in mi.get("damon") or []:
             if d.get("action") == "pageout":
@@ -192,7 +199,7 @@ class Report:
                         d["quota_reset_ms"], d["min_age_s"])])
         self.w(table(["machine", ""], rows))
         self.w()
-        loads = [p["load1"] for p in r["passes"] if "load1" in p]
+        loads = self.loads()
         if loads and med(loads) > 0.75 * mi["cpus"]:
             self.w("**Note: other jobs were running on this machine during "
                    "the run** (median 1-min load %.1f on %d CPUs); all "
@@ -204,6 +211,9 @@ class Report:
                    "milliseconds, so the ratios below are a smoke test of "
                    "the harness, not a measurement.")
             self.w()
+        if self.ram_mode:
+            self.ram_params()
+            return
         c = self.cfg
         self.w("Parameters: %d repetitions, contenders interleaved and rotated "
                "per repetition (%s); shuffle seed %d + repetition; "
@@ -226,6 +236,11 @@ class Report:
             for k, v in self.r["skipped"].items():
                 self.w("**%s did not run**: %s." % (k, v))
             self.w()
+
+    def loads(self):
+        """1-min load at the start of every pass and larger-than-RAM run."""
+        runs = [x for p in self.ram_profiles() for x in p["runs"]]
+        return [p["load1"] for p in self.r["passes"] + runs if "load1" in p]
 
     def datasets(self):
         self.w("## Data sets")
@@ -256,7 +271,9 @@ class Report:
                   b.get("built_at"), b.get("host"),
                   "tar on disk, the tree extracted before tmpfs's passes of "
                   "each measure and removed after them" if
-                  self.cfg.get("scale") else "tar in /dev/shm"))
+                  self.cfg.get("scale") else "tar not used: only the image "
+                  "is read, through slowfs" if self.ram_mode else
+                  "tar in /dev/shm"))
         self.w()
 
     def ratio_table(self):
@@ -732,7 +749,311 @@ class Report:
                "so lookups go to the daemon again.")
         self.w()
 
+    # -- larger than RAM (sh bench/run.sh ram) --
+
+    def ram_profiles(self):
+        return [p for p in (self.r.get("ram") or {}).get("profiles", [])
+                if p.get("runs")]
+
+    def ram_params(self):
+        rc = self.cfg["ram"]
+        ds = self.cfg["datasets"].get("images") or {}
+        g = ds.get("gen") or {}
+        self.w("Larger than RAM: the images set (%s files) behind "
+               "`bench/slowfs`, profiles %s; readers %s; squashcached runs: "
+               "%d repetitions each, the kernel's squashfs and squashfuse_ll: "
+               "%d (`RAM_REPS`, `RAM_PEER_REPS`); contenders rotated per "
+               "repetition; shuffle seed %d + repetition (first epoch), "
+               "+ 1000 (measured epoch); DataLoader batch %d; epoch time "
+               "limit %d s (`SLOW_TIMEOUT`); the peers' first epoch %s "
+               "(`RAM_PEER_FIRST`); extra squashcached options: `%s`." % (
+                   g.get("files", "?"),
+                   ", ".join(p["name"] for p in rc["profiles"]),
+                   ", ".join("%s/%s" % (m["id"], m["set"])
+                             for m in rc["readers"]) or "none",
+                   rc["reps"], rc["peer_reps"], self.cfg["seed"],
+                   self.cfg["dl_batch"], rc["timeout"],
+                   "run" if rc["peer_first"] else "skipped",
+                   " ".join(x for x in (self.cfg.get("sqc_opts"),
+                                        rc.get("sqc_opts")) if x) or
+                   "none"))
+        self.w()
+        for k, v in ((self.r.get("ram") or {}).get("skipped") or {}).items():
+            self.w("**%s did not run**: %s." % (k, v))
+            self.w()
+
+    @staticmethod
+    def ram_runs(p, rd, n):
+        return [x for x in p["runs"] if (x["reader"], x["contender"]) ==
+                (rd, n)]
+
+    @staticmethod
+    def ram_floor(p, x):
+        """unstaged bytes / the configured bandwidth, in seconds."""
+        bw = p.get("bw_bytes_per_s")
+        return x["unstaged"] / bw if bw and "unstaged" in x else None
+
+    @staticmethod
+    def ram_dd(p):
+        """Single-stream MB/s at 4 MiB reads, measured."""
+        return ((p.get("calibration") or {}).get("dd_bs_4M") or {}).get(
+            "mb_per_s")
+
+    def ram_targets(self):
+        rows = []
+        for p in self.ram_profiles():
+            readers = []
+            for x in p["runs"]:
+                if x["reader"] not in readers:
+                    readers.append(x["reader"])
+            for rd in readers:
+                for n in ("sqc_quarter", "sqc_quarter_order"):
+                    ok = [x for x in self.ram_runs(p, rd, n)
+                          if "epoch_s" in x and x.get("unstaged")]
+                    if not ok:
+                        continue
+                    name = "%s, %s, %s" % (p["profile"], rd, n)
+                    by = [x["pfs"].get("read_bytes", 0) / x["unstaged"]
+                          for x in ok]
+                    rows.append([
+                        "%s: bytes from storage in the epoch / unstaged "
+                        "bytes" % name,
+                        "%s× (worst %s×)" % (fmt(med(by), 3),
+                                             fmt(max(by), 3)),
+                        "<= 1.05×", "met" if max(by) <= 1.05 else
+                        "NOT met"])
+                    fl = [x["epoch_s"] / self.ram_floor(p, x) for x in ok
+                          if self.ram_floor(p, x)]
+                    if fl:
+                        goal = n == "sqc_quarter_order" and \
+                            p["profile"] == "pfs_slow"
+                        rows.append([
+                            "%s: epoch / floor" % name,
+                            "%s×" % fmt(med(fl)),
+                            "<= 1.15× (issue #20 item 3)" if goal else
+                            "close to 1 (no set figure)",
+                            ("met" if med(fl) <= 1.15 else "NOT met")
+                            if goal else "–"])
+        if not rows:
+            return
+        self.w("## Targets (larger than RAM, squashcached, this run)")
+        self.w()
+        self.w(table(["target", "measured (median)", "goal", ""], rows))
+        self.w()
+
+    def ram_section(self):
+        profs = self.ram_profiles()
+        self.w("## Larger than RAM: the image on slow storage, "
+               "squashcached with ram= a quarter of it")
+        self.w()
+        if not profs:
+            self.w("Nothing was measured.")
+            self.w()
+            return
+        self.w(
+            "Every contender reads the image straight from `bench/slowfs` "
+            "(nothing copied locally): **direct_kernel** = `mount -t "
+            "squashfs -o loop,ro` of the image on slowfs, "
+            "**direct_squashfuse_ll** = `squashfuse_ll` on it, "
+            "**sqc_quarter** = `squashcached -o stage=full,ram=<image "
+            "bytes / 4>`, **sqc_quarter_order** = the same, with the "
+            "epoch's order sent before each epoch (`mountctl order -0 MNT`, "
+            "the paths the epoch reads, in its order; the call's time is "
+            "part of the epoch's).  Per run: page cache dropped, mount, a "
+            "first shuffled epoch (squashcached; the peers' only with "
+            "`RAM_PEER_FIRST=1`: nothing of it survives drop_caches), "
+            "staging waited for (squashcached: its time apart), page cache "
+            "dropped, then the **measured epoch** in another order.")
+        self.w()
+        self.w(
+            "**unstaged** = image bytes - bytes staged in RAM when the "
+            "measured epoch starts (the daemon's `stage.staged`; the peers "
+            "stage nothing: the whole image).  **from storage / unstaged** "
+            "= slowfs's `read_bytes` during the measured epoch / unstaged "
+            "bytes (goal <= 1.05).  **floor** = unstaged bytes / the "
+            "profile's configured bandwidth (slowfs's `bw`), the least "
+            "time reading them can take; *floor dd* = the same at the "
+            "measured single-stream 4 MiB `dd` speed.  **epoch / floor** "
+            "uses the configured bandwidth, per run, median.  **kernel ÷ "
+            "this**, **squashfuse_ll ÷ this** = the peer's median epoch / "
+            "this median epoch (> 1: this one is faster).  Epoch seconds "
+            "are median [min–max], then every run.")
+        self.w()
+        for p in profs:
+            self.ram_profile(p)
+
+    def ram_profile(self, p):
+        pa = p["params"]
+        bw = p.get("bw_bytes_per_s")
+        dd = self.ram_dd(p)
+        agg = p.get("aggregate") or {}
+        size = (p.get("image_bytes") or {}).get("images")
+        self.w("### Profile `%s`: %s ms a request, %s B/s%s" % (
+            p["profile"], pa["latency_ms"], pa["bw"],
+            (", %s servers, %s stripes" % (pa["stripes"], pa["stripe_size"])
+             if int(pa.get("stripes") or 1) > 1 else ", one link")))
+        self.w()
+        self.w("`%s`.  Configured bandwidth %s MB/s; measured single-stream "
+               "reads: %s; %s parallel 1 MiB streams: %s MB/s.  Image %s; "
+               "ram= budget %s." % (
+                   p.get("command"), fmt(bw / 1e6 if bw else None, 1),
+                   ", ".join("dd %s %.0f MB/s" % (
+                       k.replace("dd_bs_", "bs="), v["mb_per_s"])
+                       for k, v in (p.get("calibration") or {}).items()),
+                   agg.get("streams", "–"), fmt(agg.get("mb_per_s"), 0),
+                   mb(size), mb(size // 4 if size else None)))
+        self.w()
+        readers, names = [], []
+        for x in p["runs"]:
+            if x["reader"] not in readers:
+                readers.append(x["reader"])
+            if x["contender"] not in names:
+                names.append(x["contender"])
+
+        def epochs(rd, n):
+            return [x["epoch_s"] for x in self.ram_runs(p, rd, n)
+                    if "epoch_s" in x]
+
+        for rd in readers:
+            self.w("**%s**" % MEASURE_NAMES.get(rd, rd))
+            self.w()
+            peers = {n: med(epochs(rd, n)) for n in
+                     ("direct_kernel", "direct_squashfuse_ll")}
+            # a peer whose measured epochs all timed out: at least the limit
+            slow = {n: self.cfg["ram"]["timeout"] for n in peers
+                    if not peers[n] and any(
+                        x.get("timed_out") == "epoch"
+                        for x in self.ram_runs(p, rd, n))}
+            rows = []
+            notes = []
+            for n in names:
+                recs = self.ram_runs(p, rd, n)
+                ok = [x for x in recs if "epoch_s" in x]
+                bad = [x for x in recs if "error" in x]
+                ep = [x["epoch_s"] for x in ok]
+                cell = mrange(ep)
+                if len(ep) > 1:
+                    cell += "; " + ", ".join(fmt(v) for v in ep)
+                if bad:
+                    tout = [x for x in bad if x.get("timed_out")]
+                    if tout:
+                        cell += "; %d timed out (> %d s)" % (
+                            len(tout), self.cfg["ram"]["timeout"])
+                    if len(bad) > len(tout):
+                        why = [x["error"] for x in bad
+                               if not x.get("timed_out")][0]
+                        cell += "; %d failed (%s)" % (
+                            len(bad) - len(tout),
+                            why.split(":")[0][:60].replace("|", "/"))
+                    for x in bad:
+                        notes.append("%s rep %d: %s" % (n, x["rep"],
+                                                        x["error"]))
+                uns = [x["unstaged"] for x in ok if "unstaged" in x]
+                by = [x["pfs"].get("read_bytes", 0) / x["unstaged"]
+                      for x in ok if x.get("unstaged")]
+                fl = [self.ram_floor(p, x) for x in ok]
+                fl = [f for f in fl if f]
+                ratio = [x["epoch_s"] / self.ram_floor(p, x) for x in ok
+                         if self.ram_floor(p, x)]
+                first = [x["first"]["seconds"] for x in ok
+                         if "seconds" in (x.get("first") or {})]
+                wait = [x["stage_wait_s"] for x in ok
+                        if "stage_wait_s" in x]
+                hwm = [(x.get("daemon") or {}).get("hwm") for x in ok]
+                hwm = [h for h in hwm if h]
+                me = med(ep)
+
+                def vs(peer):
+                    if not me:
+                        return "–"
+                    if n == peer:
+                        return "1"
+                    if peers.get(peer):
+                        return "%s×" % fmt(peers[peer] / me)
+                    if slow.get(peer):
+                        # every measured epoch of the peer timed out
+                        return "> %s× (timed out)" % fmt(slow[peer] / me)
+                    return "–"
+                rows.append([
+                    n, cell,
+                    "%s× [%s–%s] (%s)" % (fmt(med(by), 3), fmt(min(by), 3),
+                                          fmt(max(by), 3),
+                                          mb(med([x["pfs"].get(
+                                              "read_bytes", 0)
+                                              for x in ok])))
+                    if by else "–",
+                    mb(med(uns)) if uns else "–",
+                    fmt(med(fl)) if fl else "–",
+                    fmt(med(uns) / (dd * 1e6)) if uns and dd else "–",
+                    "%s×" % fmt(med(ratio)) if ratio else "–",
+                    vs("direct_kernel"), vs("direct_squashfuse_ll"),
+                    mrange(first) if first else "–",
+                    mrange(wait) if wait else "–",
+                    "%.0f MB" % (max(hwm) / 1e6) if hwm else "–"])
+            self.w(table(["contender", "epoch s", "from storage / unstaged",
+                          "unstaged", "floor s", "floor dd s",
+                          "epoch / floor", "kernel ÷ this",
+                          "squashfuse_ll ÷ this", "first epoch s",
+                          "staging wait s", "daemon peak RSS"], rows))
+            self.w()
+            self.ram_detail(p, rd)
+            for t in notes:
+                self.w("- %s" % t.replace("|", "/"))
+            if notes:
+                self.w()
+
+    def ram_detail(self, p, rd):
+        """What squashcached held and what the hint said."""
+        for n in ("sqc_quarter", "sqc_quarter_order"):
+            ok = [x for x in self.ram_runs(p, rd, n) if "epoch_s" in x]
+            if not ok:
+                continue
+            staged = [x["staged"] for x in ok]
+            peak = [((x.get("sqc") or {}).get("after", {}).get("cache") or
+                     {}).get("data", {}).get("peak") for x in ok]
+            peak = [v for v in peak if v is not None]
+            line = "%s: staged %s of a %s budget; data cache peak %s" % (
+                n, mb(med(staged)), mb(med([x.get("ram_budget", 0)
+                                           for x in ok])),
+                mb(max(peak)) if peak else "–")
+            o = [x for x in ok if x.get("order_out")]
+            if o:
+                line += "; hint: `%s`, %s s to send (median)" % (
+                    o[-1]["order_out"].splitlines()[-1],
+                    fmt(med([x["order_s"] for x in o]), 3))
+            ost = [x["sqc"]["after"]["order"] for x in ok
+                   if n == "sqc_quarter_order" and
+                   "order" in (x.get("sqc") or {}).get("after", {})]
+            if ost:
+                line += "; daemon's order stats (last run): `%s`" % \
+                    json.dumps(ost[-1], separators=(",", ":"))[:400]
+            self.w("- " + line + ".")
+        self.w()
+
+    def ram_notes(self):
+        self.w("## How the runs were made")
+        self.w()
+        self.w("- DataLoader: persistent workers (started once, before any "
+               "mount); the sampler yields absolute paths; raw = "
+               "`open(p,'rb').read()` in the worker.  C reader: `preader "
+               "read ROOT LIST THREADS 0` on the epoch's shuffled list "
+               "(seed 0 keeps its order, the hint's).")
+        self.w("- An epoch past the time limit is stopped after its batch at "
+               "hand (the C reader is killed) and reported as timed out, "
+               "without a figure.")
+        self.w("- Bytes from storage are slowfs's own count "
+               "(`.slowfs-stats` read_bytes), from the start of the measured "
+               "epoch (before the hint) to its end.")
+        self.w()
+
     def render(self):
+        if self.ram_mode:
+            self.header()
+            self.ram_targets()
+            self.ram_section()
+            self.datasets()
+            self.ram_notes()
+            return "\n".join(self.out) + "\n"
         self.header()
         self.targets()
         self.ratio_table()

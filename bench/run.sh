@@ -9,6 +9,11 @@
 #   sh bench/run.sh scale      ImageNet's shape: 1,281,167 files in 1,000
 #                              folders (4.8 GB, lz4), and 320,291 beside it
 #   sh bench/run.sh scale --quick   the same shape at 20,000 and 5,000 files
+#   sh bench/run.sh ram        larger than RAM: 6,000 images (~600 MB) on
+#                              slow storage, squashcached with ram= a
+#                              quarter of the image against the kernel's
+#                              squashfs and squashfuse_ll on the same storage
+#   sh bench/run.sh ram --quick     the same with 400 images
 #
 # Steps: generate the seeded data sets (cached under $BENCH_WORK), build
 # their SquashFS images and tars (cached too, with the time each took),
@@ -26,14 +31,16 @@ BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-/usr/bin/python3}
 QUICK=0
 SCALE=0
+RAM=0
 for a in "$@"; do
 	case $a in
 	--quick) QUICK=1 ;;
 	-h | --help)
-		sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	scale) SCALE=1 ;;
+	ram) RAM=1 ;;
 	*)
 		echo "bench: unknown argument '$a' (try --help)" >&2
 		exit 2
@@ -46,7 +53,30 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-if [ $SCALE = 1 ]; then
+if [ $SCALE = 1 ] && [ $RAM = 1 ]; then
+	echo "bench: 'scale' and 'ram' are two runs; give one" >&2
+	exit 2
+fi
+
+if [ $RAM = 1 ]; then
+	# Larger than RAM (issue #20 item 2): one images set behind slowfs,
+	# squashcached staging a quarter of it.  No main part, no slow case.
+	if [ $QUICK = 1 ]; then
+		: "${RAM_CLASSES:=4}" "${RAM_PER_CLASS:=100}"
+		: "${RAM_REPS:=2}" "${RAM_PEER_REPS:=1}" "${RAM_PEER_FIRST:=1}"
+		: "${SLOW_TIMEOUT:=300}" "${PASS_TIMEOUT:=300}"
+		SUFFIX=-ram-quick
+	else
+		: "${RAM_CLASSES:=6}" "${RAM_PER_CLASS:=1000}"
+		: "${RAM_REPS:=3}" "${RAM_PEER_REPS:=3}" "${RAM_PEER_FIRST:=0}"
+		: "${SLOW_TIMEOUT:=900}" "${PASS_TIMEOUT:=1200}"
+		SUFFIX=-ram
+	fi
+	: "${SLOW_PROFILES:=pfs,pfs_slow}"
+	: "${REPS:=1}" "${SLOW_REPS:=1}" "${PIL_SUBSET:=100}"
+	SLOW=0
+	export SLOW RAM RAM_REPS RAM_PEER_REPS RAM_PEER_FIRST SLOW_PROFILES
+elif [ $SCALE = 1 ]; then
 	# ImageNet-1k's tree, bytes scaled down (bench/gen.py imagenet), and
 	# a quarter of it for the growth check.  lz4, as issue #20 measured.
 	if [ $QUICK = 1 ]; then
@@ -153,6 +183,12 @@ if [ $SCALE = 1 ]; then
 	build_set imagenet "$key2" --files "$SCALE_Q_FILES" \
 		--classes "$SCALE_CLASSES" --median "$SCALE_MEDIAN" \
 		--seed "$SEED_SCALE"
+elif [ $RAM = 1 ]; then
+	set1=images set2=
+	key1=images-${RAM_CLASSES}x${RAM_PER_CLASS}-s$SEED_IMAGES
+	key2=
+	build_set images "$key1" --classes "$RAM_CLASSES" \
+		--per-class "$RAM_PER_CLASS" --seed "$SEED_IMAGES"
 else
 	set1=images set2=small
 	key1=images-${IMG_CLASSES}x${IMG_PER_CLASS}-s$SEED_IMAGES
@@ -203,35 +239,42 @@ SQC_BINARY="$BUILD/squashcached, built $(date -r "$BUILD/squashcached" \
 export SQC_BINARY
 BUILD=$SCRATCH/build
 say "copying images and tars into $STORE"
-for key in "$key1" "$key2"; do
+for key in $key1 $key2; do
 	cp "$BENCH_WORK/$key-$comp_key.sqfs" "$STORE/"
 	# At scale the tars stay on disk: /dev/shm holds the images and the
-	# extracted trees (about 14 GB at 1.28M files).
+	# extracted trees (about 14 GB at 1.28M files).  The larger-than-RAM
+	# case reads the image only.
 	if [ $SCALE = 1 ]; then
 		ln -s "$BENCH_WORK/$key.tar" "$STORE/$key.tar"
-	else
+	elif [ $RAM = 0 ]; then
 		cp "$BENCH_WORK/$key.tar" "$STORE/"
 	fi
 done
 
-cat >"$SCRATCH/datasets.json" <<EOF
-{
- "$set1": {"name": "$set1", "src": "$BENCH_WORK/$key1",
-  "list": "$BENCH_WORK/$key1.list",
-  "gen_json": "$BENCH_WORK/$key1.json",
-  "build_json": "$BENCH_WORK/$key1-$comp_key.sqfs.build.json",
-  "image": "$STORE/$key1-$comp_key.sqfs",
-  "tar": "$STORE/$key1.tar",
-  "tmpfs_root": "$SCRATCH/tmpfs/$set1"},
- "$set2": {"name": "$set2", "src": "$BENCH_WORK/$key2",
-  "list": "$BENCH_WORK/$key2.list",
-  "gen_json": "$BENCH_WORK/$key2.json",
-  "build_json": "$BENCH_WORK/$key2-$comp_key.sqfs.build.json",
-  "image": "$STORE/$key2-$comp_key.sqfs",
-  "tar": "$STORE/$key2.tar",
-  "tmpfs_root": "$SCRATCH/tmpfs/$set2"}
-}
+# set_json SET KEY TAR: one data set's entry of datasets.json
+set_json() {
+	cat <<EOF
+ "$1": {"name": "$1", "src": "$BENCH_WORK/$2",
+  "list": "$BENCH_WORK/$2.list",
+  "gen_json": "$BENCH_WORK/$2.json",
+  "build_json": "$BENCH_WORK/$2-$comp_key.sqfs.build.json",
+  "image": "$STORE/$2-$comp_key.sqfs",
+  "tar": "$3",
+  "tmpfs_root": "$SCRATCH/tmpfs/$1"}
 EOF
+}
+{
+	echo "{"
+	if [ $RAM = 1 ]; then
+		# the tar is not read: it stays on disk
+		set_json "$set1" "$key1" "$BENCH_WORK/$key1.tar"
+	else
+		set_json "$set1" "$key1" "$STORE/$key1.tar"
+		echo ","
+		set_json "$set2" "$key2" "$STORE/$key2.tar"
+	fi
+	echo "}"
+} >"$SCRATCH/datasets.json"
 DATASETS_JSON=$SCRATCH/datasets.json
 WARMUP_FILE=$BENCH_WORK/$key1/$(head -n 1 "$BENCH_WORK/$key1.list")
 BENCH_CMDLINE="sh bench/run.sh $*"
