@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
@@ -62,6 +63,10 @@ struct order {
 	bool replacing; /* order_set() waits for @busy to reach 0 */
 	uint64_t gen; /* plans set so far: a waiter's entry is gone once it
 			 changed */
+	/* A plan with ranges is set: without one, order_get() and
+	 * order_has() answer without the lock (every read outside the
+	 * staged copy asks). */
+	atomic_bool active;
 	bool stopping; /* order_free() */
 	pthread_t threads[ORDER_THREADS_MAX];
 	unsigned int nthreads; /* started */
@@ -366,6 +371,7 @@ int order_set(struct order *ord, struct order_range *r, size_t n,
 	ord->nbyoff = live;
 	ord->replacing = false;
 	ord->gen++;
+	atomic_store_explicit(&ord->active, live > 0, memory_order_relaxed);
 	ord->st.orders++;
 	ord->st.items = items;
 	ord->st.ranges = live;
@@ -407,7 +413,7 @@ bool order_has(struct order *ord, uint64_t off, size_t len)
 	struct ent *e;
 	bool has;
 
-	if (!ord)
+	if (!ord || !atomic_load_explicit(&ord->active, memory_order_relaxed))
 		return false;
 	pthread_mutex_lock(&ord->lock);
 	e = ord->replacing ? NULL : find(ord, off, len);
@@ -447,7 +453,8 @@ int order_get(struct order *ord, uint64_t off, size_t len, void *dst)
 {
 	struct ent *e;
 
-	if (!ord || !len)
+	if (!ord || !len ||
+	    !atomic_load_explicit(&ord->active, memory_order_relaxed))
 		return -ENODATA;
 	pthread_mutex_lock(&ord->lock);
 	e = ord->replacing ? NULL : find(ord, off, len);
