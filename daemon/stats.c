@@ -23,7 +23,8 @@
  *            readahead_bytes, order_bytes, read_errors, decompressions,
  *            decompressed_bytes, corrupt}
  *   order:  {window, held, held_max, orders, files, ranges, planned, read,
- *            served, hits, waits, by_readers, dropped_unread, errors,
+ *            served, hits, skipped, waits, by_readers, dropped_unread,
+ *            errors,
  *            threads} (the epoch order, lib/order; counts of the last
  *            order but orders and held_max)
  *   fuse:   {lookup, getattr, readlink, open, read, opendir, readdir,
@@ -214,14 +215,15 @@ static void order_json(struct ctl_buf *b, struct order *ord)
 		"\"order\":{\"window\":%llu,\"held\":%llu,\"held_max\":%llu,"
 		"\"orders\":%llu,\"files\":%llu,\"ranges\":%llu,"
 		"\"planned\":%llu,\"read\":%llu,\"served\":%llu,"
-		"\"hits\":%llu,\"waits\":%llu,\"by_readers\":%llu,"
+		"\"hits\":%llu,\"skipped\":%llu,\"waits\":%llu,"
+		"\"by_readers\":%llu,"
 		"\"dropped_unread\":%llu,\"errors\":%llu,\"threads\":%u},",
 		(unsigned long long)os.window, (unsigned long long)os.held,
 		(unsigned long long)os.held_max, (unsigned long long)os.orders,
 		(unsigned long long)os.items, (unsigned long long)os.ranges,
 		(unsigned long long)os.planned, (unsigned long long)os.read,
 		(unsigned long long)os.served, (unsigned long long)os.hits,
-		(unsigned long long)os.waits, (unsigned long long)os.by_readers,
+		(unsigned long long)os.skipped, (unsigned long long)os.waits, (unsigned long long)os.by_readers,
 		(unsigned long long)os.dropped_unread,
 		(unsigned long long)os.errors, os.threads);
 }

@@ -200,6 +200,7 @@ struct data_fill {
 	const struct img_read_ctx *rc; /* on whose behalf */
 	uint32_t word; /* size word */
 	uint32_t want; /* exact decoded length, or 0 for a fragment */
+	bool filled; /* set by data_fill(): the block was not cached */
 };
 
 static int data_fill(void *arg, uint64_t pos, void *buf, size_t cap,
@@ -244,6 +245,7 @@ static int data_fill(void *arg, uint64_t pos, void *buf, size_t cap,
 		atomic_fetch_add_explicit(&img->decompressed_bytes, got,
 					  memory_order_relaxed);
 	}
+	a->filled = true;
 	if (a->want ? got != a->want : got == 0)
 		return IMG_CORRUPT(
 			img, "block at %llu decodes to %zu bytes, expected %u",
@@ -317,7 +319,7 @@ static int raw_span(struct img *img, struct reply_buf *rb, uint64_t pos,
 static int block_span(struct img *img, const struct blk_loc *b, uint32_t lo,
 		      uint32_t hi, struct reply_buf *rb, struct img_span *sp)
 {
-	struct data_fill arg = { img, rb->rc, b->word, b->len };
+	struct data_fill arg = { img, rb->rc, b->word, b->len, false };
 	struct cache_entry *e;
 	const uint8_t *p;
 	uint32_t stored = b->word & SQFS_BLOCK_LEN_MASK;
@@ -351,6 +353,11 @@ static int block_span(struct img *img, const struct blk_loc *b, uint32_t lo,
 			&e);
 	if (err)
 		return err;
+	/* Decoded already: the epoch order need not hold its bytes, and
+	 * this read took its share of them. */
+	if (!arg.filled)
+		order_skip(img->order, b->pos, stored,
+			   (uint64_t)stored * (hi - lo) / b->len);
 	if (cache_entry_size(e) != b->len) {
 		cache_put(img->data, e);
 		return IMG_CORRUPT(
@@ -394,7 +401,7 @@ static int tail_span(struct img *img, const struct img_inode *f, uint32_t lo,
 		     uint32_t hi, struct reply_buf *rb, struct img_span *sp)
 {
 	uint32_t tail = (uint32_t)(f->size & (img->sb.block_size - 1));
-	struct data_fill arg = { img, rb->rc, 0, 0 };
+	struct data_fill arg = { img, rb->rc, 0, 0, false };
 	struct cache_entry *e;
 	const uint8_t *p;
 	struct blk_loc b;
@@ -433,6 +440,10 @@ static int tail_span(struct img *img, const struct img_inode *f, uint32_t lo,
 			&e);
 	if (err)
 		return err;
+	/* A fragment block counts once for each file whose tail it holds. */
+	if (!arg.filled)
+		order_skip(img->order, b.pos, b.word & SQFS_BLOCK_LEN_MASK,
+			   b.word & SQFS_BLOCK_LEN_MASK);
 	if ((uint64_t)f->file.frag_off + tail > cache_entry_size(e)) {
 		cache_put(img->data, e);
 		return IMG_CORRUPT(
@@ -578,7 +589,7 @@ int img_file_prefetch(struct img *img, const struct img_read_ctx *rc,
 			    locs[i].word & SQFS_BLOCK_UNCOMPRESSED)
 				continue;
 			arg = (struct data_fill){ img, rc, locs[i].word,
-						  locs[i].len };
+						  locs[i].len, false };
 			err = cache_prefill(img->data, locs[i].pos,
 					    img->sb.block_size, data_fill,
 					    &arg);
@@ -596,7 +607,7 @@ int img_file_prefetch(struct img *img, const struct img_read_ctx *rc,
 			return err;
 		if (b.word & SQFS_BLOCK_UNCOMPRESSED)
 			return 0;
-		arg = (struct data_fill){ img, rc, b.word, 0 };
+		arg = (struct data_fill){ img, rc, b.word, 0, false };
 		err = cache_prefill(img->data, b.pos, img->sb.block_size,
 				    data_fill, &arg);
 		if (err && err != -EEXIST && err != -ENOSPC)

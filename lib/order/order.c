@@ -164,6 +164,28 @@ static void sweep(struct order *ord)
 	}
 }
 
+/* Have readers taken all of @e, for each of its users? */
+static bool is_taken(const struct ent *e)
+{
+	return e->served >= (uint64_t)e->len * e->refs;
+}
+
+/* Readers took bytes of @e: move their place, drop what they are done
+ * with.  Context: under the lock. */
+static void taken(struct order *ord, struct ent *e, uint64_t amount)
+{
+	e->served += amount;
+	if (e->first > ord->front)
+		ord->front = e->first;
+	if (is_taken(e)) {
+		if (e->state == ENT_EMPTY)
+			e->state = ENT_DONE; /* needed by nobody now */
+		else if (e->state == ENT_HELD && !e->pins)
+			drop(ord, e, false);
+	}
+	sweep(ord);
+}
+
 /* Read @e, which the caller moved to READING and counted in @busy.
  * Context: called and returns under the lock, which it drops meanwhile. */
 static void read_ent(struct order *ord, struct ent *e)
@@ -189,7 +211,7 @@ static void read_ent(struct order *ord, struct ent *e)
 	ord->st.read += e->len;
 	if (e->by_reader)
 		ord->st.by_readers += e->len;
-	if (is_passed(ord, e))
+	if (is_passed(ord, e) || is_taken(e))
 		drop(ord, e, true);
 	pthread_cond_broadcast(&ord->cond);
 }
@@ -471,17 +493,28 @@ int order_get(struct order *ord, uint64_t off, size_t len, void *dst)
 	pthread_mutex_lock(&ord->lock);
 	e->pins--;
 	ord->busy--;
-	e->served += len;
 	ord->st.served += len;
 	ord->st.hits++;
-	if (e->first > ord->front)
-		ord->front = e->first;
-	if (!e->pins && e->served >= (uint64_t)e->len * e->refs)
-		drop(ord, e, false);
-	sweep(ord);
+	taken(ord, e, len);
 	pthread_cond_broadcast(&ord->cond);
 	pthread_mutex_unlock(&ord->lock);
 	return 0;
+}
+
+void order_skip(struct order *ord, uint64_t off, size_t len, uint64_t amount)
+{
+	struct ent *e;
+
+	if (!ord || !len ||
+	    !atomic_load_explicit(&ord->active, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&ord->lock);
+	e = ord->replacing ? NULL : find(ord, off, len);
+	if (e && e->state != ENT_DONE) {
+		ord->st.skipped += amount;
+		taken(ord, e, amount);
+	}
+	pthread_mutex_unlock(&ord->lock);
 }
 
 void order_get_stats(struct order *ord, struct order_stats *out)

@@ -62,6 +62,8 @@ struct order_stats {
 	uint64_t read; /* bytes read from the source, this order */
 	uint64_t served; /* bytes readers took from the window */
 	uint64_t hits; /* order_get() calls served */
+	uint64_t skipped; /* bytes counted as taken from a cache instead
+			     (order_skip()) */
 	uint64_t waits; /* of those, that waited for a read under way */
 	uint64_t by_readers; /* bytes a reader read before a thread did */
 	uint64_t dropped_unread; /* bytes dropped before any reader took
@@ -126,6 +128,22 @@ int order_set(struct order *ord, struct order_range *r, size_t n,
  * Context: any thread.
  */
 int order_get(struct order *ord, uint64_t off, size_t len, void *dst);
+
+/**
+ * order_skip() - Readers took bytes of a range from elsewhere.
+ * @ord: order, may be NULL
+ * @off: offset in the source of the range's bytes they needed
+ * @len: how many (all in one range)
+ * @amount: how many bytes of the range that counts as taken
+ *
+ * A block found in a cache of decoded blocks needs none of its range's
+ * bytes: the range counts as taken as if they were (it is dropped once
+ * all is taken, or not read at all if it was not yet), and the readers'
+ * place in the order moves on.
+ *
+ * Context: any thread; cannot fail.
+ */
+void order_skip(struct order *ord, uint64_t off, size_t len, uint64_t amount);
 
 /**
  * order_has() - Whether a range of the order holds [@off, @off + @len).

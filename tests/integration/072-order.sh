@@ -75,11 +75,18 @@ read=$(jget "$T/s1.json" order.read)
 served=$(jget "$T/s1.json" order.served)
 held_max=$(jget "$T/s1.json" order.held_max)
 ranges=$(jget "$T/s1.json" order.ranges)
-echo "order: $ranges ranges, $planned bytes planned, $read read, $served served, at most $held_max held"
+skipped=$(jget "$T/s1.json" order.skipped)
+held=$(jget "$T/s1.json" order.held)
+echo "order: $ranges ranges, $planned bytes planned, $read read, $served served, $skipped taken from the data cache, $held held at the end (at most $held_max)"
 [ "$(jget "$T/s1.json" order.files)" -eq "$nfiles" ] || fail "the daemon's order does not hold $nfiles files"
 [ "$read" -eq "$planned" ] || fail "read $read bytes for an order of $planned: a range read twice or not at all"
 [ "$(jget "$T/s1.json" image_io.order_bytes)" -eq "$read" ] || fail "image_io.order_bytes is not the order's reads"
 [ "$served" -gt 0 ] || fail "no read took its bytes from the order's window"
+# Compressed fragment blocks that files share: decoded for the first file,
+# found in the data cache by the others, which count as having taken it.
+[ "$skipped" -gt 0 ] || fail "no shared fragment block was taken from the data cache"
+# Every file was read whole: every range was taken by all its users.
+[ "$held" -eq 0 ] || fail "$held bytes still held after every file was read"
 # A reader may read one range past the window, and a range is at most 8 MiB
 # (here one file of 300,000 bytes at most).
 [ "$held_max" -le $((65536 + 300000)) ] || fail "the window held $held_max bytes, budget 65536"

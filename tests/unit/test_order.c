@@ -212,6 +212,42 @@ START_TEST(test_passed_dropped)
 }
 END_TEST
 
+/* Blocks a cache held: their ranges count as taken, and are not read if
+ * the threads had not got to them, or dropped if they had. */
+START_TEST(test_skipped)
+{
+	struct order *ord = make(4096, 1);
+	struct order_range *r = calloc(3, sizeof(*r));
+	struct order_stats st;
+	uint8_t buf[8192];
+
+	src_delay_us = 20000;
+	r[0] = (struct order_range){ 0, 4096, 0 };
+	r[1] = (struct order_range){ 8192, 8192, 1 }; /* two blocks */
+	r[2] = (struct order_range){ 65536, 4096, 2 };
+	ck_assert_int_eq(order_set(ord, r, 3, 3), 0);
+	/* While the first is being read: the second is in a cache, one
+	 * half per read, the third read here. */
+	order_skip(ord, 8192, 4096, 4096);
+	order_skip(ord, 12288, 4096, 4096);
+	ck_assert_int_eq(order_get(ord, 65536, 4096, buf), 0);
+	check_bytes(buf, 65536, 4096);
+	ck_assert_int_eq(order_get(ord, 0, 4096, buf), 0);
+	order_get_stats(ord, &st);
+	ck_assert_uint_eq(st.skipped, 8192);
+	ck_assert_uint_eq(st.read, 8192); /* not the skipped range */
+	ck_assert_uint_eq(st.held, 0);
+	ck_assert_uint_eq(src_reads[8192], 0);
+	ck_assert(!order_has(ord, 8192, 4096));
+	/* Outside every range: nothing happens. */
+	order_skip(ord, 1u << 20, 16, 16);
+	order_skip(NULL, 0, 16, 16);
+	order_get_stats(ord, &st);
+	ck_assert_uint_eq(st.skipped, 8192);
+	order_free(ord);
+}
+END_TEST
+
 /* A reader ahead of the threads reads a range itself, once. */
 START_TEST(test_reader_first)
 {
@@ -340,6 +376,7 @@ int main(void)
 	tcase_add_test(tc, test_shared_ranges);
 	tcase_add_test(tc, test_passed_dropped);
 	tcase_add_test(tc, test_reader_first);
+	tcase_add_test(tc, test_skipped);
 	tcase_add_test(tc, test_replace_while_reading);
 	tcase_add_test(tc, test_refused);
 	suite_add_tcase(s, tc);
