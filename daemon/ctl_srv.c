@@ -236,7 +236,7 @@ static bool answer(struct sqcd *d, int c, const char *line, size_t extra_at,
 		refuse(rep, usage ? usage : "unknown command");
 	} else if (req.cmd == CTL_CMD_ORDER &&
 		   !(body = read_order_body(c, line + extra_at, extra,
-					   req.order.bytes))) {
+					    req.order.bytes))) {
 		rep->cmd = req.cmd;
 		refuse(rep, "the order's body did not come whole");
 	} else {

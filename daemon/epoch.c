@@ -66,8 +66,7 @@ static bool is_clean_path(const char *p, size_t len)
 		n = strcspn(p + i, "/");
 		if (n > len - i)
 			n = len - i;
-		if (!n || n > IMG_NAME_MAX ||
-		    (n == 1 && p[i] == '.') ||
+		if (!n || n > IMG_NAME_MAX || (n == 1 && p[i] == '.') ||
 		    (n == 2 && p[i] == '.' && p[i + 1] == '.'))
 			return false;
 		i += n;
@@ -271,8 +270,9 @@ static bool build(struct sqcd *d, const char *body, uint64_t len,
 			refuse_at(rep, i, p, n, "does not end in a NUL");
 			err = -EINVAL;
 		} else if (!is_clean_path(p, n)) {
-			refuse_at(rep, i, p, n,
-				  "not a path relative to the mount's root, or it has empty, '.' or '..' names");
+			refuse_at(
+				rep, i, p, n,
+				"not a path relative to the mount's root, or it has empty, '.' or '..' names");
 			err = -EINVAL;
 		} else {
 			err = add_file(d, m, p, n, plan);
@@ -320,9 +320,10 @@ void epoch_order_cmd(struct sqcd *d, const char *body, uint64_t len,
 	/* Ranges that files share are read once: count them once. */
 	order_get_stats(img_order(d->img), &os);
 	bytes = os.planned;
-	log_info("epoch order: %llu files, %llu bytes to read ahead (%llu staged)",
-		 (unsigned long long)files, (unsigned long long)bytes,
-		 (unsigned long long)staged);
+	log_info(
+		"epoch order: %llu files, %llu bytes to read ahead (%llu staged)",
+		(unsigned long long)files, (unsigned long long)bytes,
+		(unsigned long long)staged);
 	rep->order.files = files;
 	rep->order.bytes = bytes;
 	rep->order.staged = staged;

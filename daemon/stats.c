@@ -223,7 +223,8 @@ static void order_json(struct ctl_buf *b, struct order *ord)
 		(unsigned long long)os.items, (unsigned long long)os.ranges,
 		(unsigned long long)os.planned, (unsigned long long)os.read,
 		(unsigned long long)os.served, (unsigned long long)os.hits,
-		(unsigned long long)os.skipped, (unsigned long long)os.waits, (unsigned long long)os.by_readers,
+		(unsigned long long)os.skipped, (unsigned long long)os.waits,
+		(unsigned long long)os.by_readers,
 		(unsigned long long)os.dropped_unread,
 		(unsigned long long)os.errors, os.threads);
 }

@@ -35,7 +35,8 @@ static const struct cmd_desc cmds[CTL_CMD_COUNT] = {
 	[CTL_CMD_UMOUNT] = { "umount", 0, 0, "usage: umount" },
 	[CTL_CMD_HOLD] = { "hold", 2, 2, "usage: hold PID START" },
 	[CTL_CMD_RELEASE] = { "release", 1, 1, "usage: release PID" },
-	[CTL_CMD_ORDER] = { "order", 1, 1, "usage: order BYTES (then the body)" },
+	[CTL_CMD_ORDER] = { "order", 1, 1,
+			    "usage: order BYTES (then the body)" },
 };
 
 static const char *const mode_names[] = {

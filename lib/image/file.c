@@ -638,8 +638,8 @@ static int plan_push(struct img *img, struct img_order_plan *p, uint64_t off,
 		p->r = r;
 		p->cap = cap;
 	}
-	p->r[p->n++] = (struct order_range){ off, (uint32_t)len,
-					     (uint32_t)p->items };
+	p->r[p->n++] =
+		(struct order_range){ off, (uint32_t)len, (uint32_t)p->items };
 	p->bytes += len;
 	return 0;
 }

@@ -5,7 +5,8 @@
  * a range past bytes_used or larger than its buffer, then take the bytes
  * from the staged copy (lib/stage; a planned chunk is staged on the way)
  * or, outside it, from the epoch order's window (lib/order) or the file
- * with a read of just the range (source.c).  What a read may do comes with it (struct img_read_ctx).
+ * with a read of just the range (source.c).  What a read may do comes
+ * with it (struct img_read_ctx).
  */
 #define LOG_MOD "image"
 

@@ -453,8 +453,7 @@ static bool get_held(struct order *ord, struct ent *e)
 
 	/* A waiter is not counted in @busy: once the plan changed, @e is
 	 * freed or about to be. */
-	while (!ord->replacing && ord->gen == gen &&
-	       e->state == ENT_READING) {
+	while (!ord->replacing && ord->gen == gen && e->state == ENT_READING) {
 		waited = true;
 		pthread_cond_wait(&ord->cond, &ord->lock);
 	}

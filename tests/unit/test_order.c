@@ -75,16 +75,16 @@ static struct order_range *ranges(size_t n, uint32_t len)
 }
 
 /* Wait until the order's counter @field reaches @want (or 5 s). */
-#define WAIT_FOR(ord, field, want)                                   \
-	do {                                                         \
-		struct order_stats st_;                              \
-		for (int t_ = 0; t_ < 5000; t_++) {                  \
-			order_get_stats(ord, &st_);                  \
-			if (st_.field >= (want))                     \
-				break;                               \
-			usleep(1000);                                \
-		}                                                    \
-		ck_assert_uint_ge(st_.field, (want));                \
+#define WAIT_FOR(ord, field, want)                    \
+	do {                                          \
+		struct order_stats st_;               \
+		for (int t_ = 0; t_ < 5000; t_++) {   \
+			order_get_stats(ord, &st_);   \
+			if (st_.field >= (want))      \
+				break;                \
+			usleep(1000);                 \
+		}                                     \
+		ck_assert_uint_ge(st_.field, (want)); \
 	} while (0)
 
 static void check_bytes(const uint8_t *got, uint64_t off, size_t len)
