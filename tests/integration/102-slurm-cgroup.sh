@@ -164,6 +164,16 @@ done
 note "three steps ok: one daemon per node in job_$j/step_extern, budget $(grep "^step $N1 " "$T/out/three.out" | head -n 1 | cut -d' ' -f6) of --mem=${mem}M"
 check_clean "three steps" "$j"
 
+# The Slurm daemons' last lines, for a failure that Slurm reports badly
+# ("Zero Bytes were transmitted or received" from a node).
+cl_logs() {
+    for f in "$T"/cl/log/*.log; do
+        echo "=== $f"
+        tail -n 25 "$f"
+    done
+    dmesg 2>/dev/null | tail -n 15
+}
+
 # --- 2. Over its memory limit: killed by Slurm, nothing left -------------
 cat >"$T/out/oom.sh" <<EOB
 #!/bin/sh
@@ -211,7 +221,7 @@ j=$(as_user sbatch --parsable -N2 -o "$T/out/sbcast-cancel.out" \
 i=0
 until [ -e "$T/out/sbcast-up.$N1" ] && [ -e "$T/out/sbcast-up.$N2" ]; do
     i=$((i + 1))
-    [ "$i" -gt 300 ] && { cat "$T/out/sbcast-cancel.out"; fail "cancelled sbcast job: tasks did not start"; }
+    [ "$i" -gt 300 ] && { cat "$T/out/sbcast-cancel.out"; cl_logs; fail "cancelled sbcast job: tasks did not start"; }
     sleep 0.1
 done
 [ -n "$(left_on "$N1")" ] && [ -n "$(left_on "$N2")" ] || fail "sbcast: no copy on a node while the job runs"
