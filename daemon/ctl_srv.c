@@ -21,6 +21,7 @@
 #include "daemon.h"
 #include "epoch.h"
 #include "holders.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/size.h"
@@ -257,11 +258,14 @@ static bool answer(struct sqcd *d, int c, const char *line, size_t extra_at,
 
 /*
  * After refusing a client without reading its request: take what it sent
- * (a line, the start of a body; 64 KiB and 200 ms at most) until it closes,
- * so that closing does not reset the connection and lose the refusal.
+ * (a line, the start of a body) until it closes, so that closing does not
+ * reset the connection and lose the refusal.  64 KiB and 200 ms in all at
+ * most: the client is another user's, and the control thread serves one
+ * connection at a time.
  */
 static void drain(int c)
 {
+	int64_t end = mono_ns() + 200 * 1000000ll, left;
 	char buf[4096];
 	size_t got = 0;
 	ssize_t r;
@@ -270,7 +274,8 @@ static void drain(int c)
 	while (got < 65536) {
 		struct pollfd p = { .fd = c, .events = POLLIN };
 
-		if (poll(&p, 1, 200) <= 0)
+		left = (end - mono_ns()) / 1000000;
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
 			return;
 		r = recv(c, buf, sizeof(buf), 0);
 		if (r <= 0)

@@ -10,7 +10,9 @@
 #   2. bad orders (no such file, '..', empty names, a directory, a
 #      symlink, a path outside the mount, no NUL at the end, another
 #      user, symlinks out of the image or in a loop) are refused with a
-#      clear error and change nothing; a symlink to a file is followed;
+#      clear error and change nothing, and another user who trickles
+#      bytes does not hold the control socket; a symlink to a file is
+#      followed;
 #   3. torchvision's ImageFolder + DataLoader (4 workers) with EpochOrder
 #      gives the same tensors as without it and as the source tree.
 # TIMEOUT: 300
@@ -160,7 +162,30 @@ assert b"did not come whole" in r, r
 # Another user is refused before the daemon reads a byte of the body.
 assert ask(b"", line="order 5\n", uid=65534) == 0, \
     "another user was not refused"
-print("raw requests refused:", r.decode().strip())
+# Nor can another user hold the control thread by trickling bytes after
+# its refusal: the daemon's owner (here root) is answered at once.
+import time
+child = os.fork()
+if child == 0:
+    os.setgroups([]); os.setgid(65534); os.setuid(65534)
+    t = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    t.connect(addr)
+    try:
+        for _ in range(30):
+            t.send(b"x")
+            time.sleep(0.15)
+    except OSError:
+        pass
+    os._exit(0)
+time.sleep(0.3)
+t0 = time.monotonic()
+st = ask(b"", line="stats\n")
+took = time.monotonic() - t0
+os.waitpid(child, 0)
+assert b'"ok":true' in st, st[:200]
+assert took < 1.5, "stats waited %.1f s behind another user's trickle" % took
+print("raw requests refused:", r.decode().strip(),
+      "; stats behind a trickling user: %.2f s" % took)
 PY
 cat "$T/raw.out"
 stats "$T/mnt" "$T/s2.json"
