@@ -309,6 +309,11 @@ static int raw_span(struct img *img, struct reply_buf *rb, uint64_t pos,
 		sp->fd_off = pos + img->offset; /* <= file size, no overflow */
 		return 0;
 	}
+	/* A mapping for splicing takes the reply buffer only now: for bytes
+	 * the order's window holds, which would otherwise go through the
+	 * data cache (and a tail's fragment block be read whole again). */
+	if (!rb->p)
+		rb->p = img__reply_buf(rb->rc);
 	sp->data = read_direct(img, rb, pos, len, &err);
 	if (err)
 		return err;

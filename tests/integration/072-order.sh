@@ -62,38 +62,48 @@ mkimg "$T/src" "$T/img.sqfs" -comp gzip -b 4096 -no-xattrs
 (cd "$T/src" && find . -type f | sed 's|^\./||' | shuf --random-source="$T/img.sqfs") >"$T/order"
 nfiles=$(wc -l <"$T/order")
 
-note "1. mountctl order, then the files in that order"
-sqc_mount "$T/img.sqfs" "$T/mnt" -o "stage=none,order_window=64K,log=$T/daemon.log"
-"$MOUNTCTL" order "$T/mnt" <"$T/order" >"$T/order.out" 2>&1 ||
-    fail "mountctl order failed: $(cat "$T/order.out")"
-cat "$T/order.out"
-grep -q "^order: $nfiles files, " "$T/order.out" || fail "mountctl order did not report $nfiles files"
-while read -r f; do
-    cmp "$T/src/$f" "$T/mnt/$f" || fail "$f differs through the mount after an order"
-done <"$T/order"
-stats "$T/mnt" "$T/s1.json"
-planned=$(jget "$T/s1.json" order.planned)
-read=$(jget "$T/s1.json" order.read)
-served=$(jget "$T/s1.json" order.served)
-held_max=$(jget "$T/s1.json" order.held_max)
-ranges=$(jget "$T/s1.json" order.ranges)
-skipped=$(jget "$T/s1.json" order.skipped)
-held=$(jget "$T/s1.json" order.held)
-echo "order: $ranges ranges, $planned bytes planned, $read read, $served served, $skipped taken from the data cache, $held held at the end (at most $held_max)"
-[ "$(jget "$T/s1.json" order.files)" -eq "$nfiles" ] || fail "the daemon's order does not hold $nfiles files"
-[ "$read" -eq "$planned" ] || fail "read $read bytes for an order of $planned: a range read twice or not at all"
-[ "$(jget "$T/s1.json" image_io.order_bytes)" -eq "$read" ] || fail "image_io.order_bytes is not the order's reads"
-[ "$served" -gt 0 ] || fail "no read took its bytes from the order's window"
-# Compressed fragment blocks that files share: decoded for the first file,
-# found in the data cache by the others, which count as having taken it.
-[ "$skipped" -gt 0 ] || fail "no shared fragment block was taken from the data cache"
-# Every file was read whole: every range was taken by all its users.
-[ "$held" -eq 0 ] || fail "$held bytes still held after every file was read"
-# A reader may read one range past the window, and a range is at most 8 MiB
-# (here one file of 300,000 bytes at most).
-[ "$held_max" -le $((65536 + 300000)) ] || fail "the window held $held_max bytes, budget 65536"
-[ "$(jget "$T/s1.json" order.errors)" -eq 0 ] || fail "order reads failed"
-[ "$(jget "$T/s1.json" fuse.eio)" -eq 0 ] || fail "EIO replies"
+# order_pass [,OPTIONS]: mount, order, read every file in that order, and
+# check the order's counts.
+order_pass() {
+    sqc_mount "$T/img.sqfs" "$T/mnt" -o "stage=none,order_window=64K,log=$T/daemon.log${1:-}"
+    "$MOUNTCTL" order "$T/mnt" <"$T/order" >"$T/order.out" 2>&1 ||
+        fail "mountctl order failed: $(cat "$T/order.out")"
+    cat "$T/order.out"
+    grep -q "^order: $nfiles files, " "$T/order.out" || fail "mountctl order did not report $nfiles files"
+    while read -r f; do
+        cmp "$T/src/$f" "$T/mnt/$f" || fail "$f differs through the mount after an order"
+    done <"$T/order"
+    stats "$T/mnt" "$T/s1.json"
+    planned=$(jget "$T/s1.json" order.planned)
+    read=$(jget "$T/s1.json" order.read)
+    served=$(jget "$T/s1.json" order.served)
+    held_max=$(jget "$T/s1.json" order.held_max)
+    ranges=$(jget "$T/s1.json" order.ranges)
+    skipped=$(jget "$T/s1.json" order.skipped)
+    held=$(jget "$T/s1.json" order.held)
+    echo "order: $ranges ranges, $planned bytes planned, $read read, $served served, $skipped taken from the data cache, $held held at the end (at most $held_max)"
+    [ "$(jget "$T/s1.json" order.files)" -eq "$nfiles" ] || fail "the daemon's order does not hold $nfiles files"
+    [ "$read" -eq "$planned" ] || fail "read $read bytes for an order of $planned: a range read twice or not at all"
+    [ "$(jget "$T/s1.json" image_io.order_bytes)" -eq "$read" ] || fail "image_io.order_bytes is not the order's reads"
+    [ "$served" -gt 0 ] || fail "no read took its bytes from the order's window"
+    # Compressed fragment blocks that files share: decoded for the first file,
+    # found in the data cache by the others, which count as having taken it.
+    [ "$skipped" -gt 0 ] || fail "no shared fragment block was taken from the data cache"
+    # Every file was read whole: every range was taken by all its users.
+    [ "$held" -eq 0 ] || fail "$held bytes still held after every file was read"
+    # A reader may read one range past the window, and a range is at most 8 MiB
+    # (here one file of 300,000 bytes at most).
+    [ "$held_max" -le $((65536 + 300000)) ] || fail "the window held $held_max bytes, budget 65536"
+    [ "$(jget "$T/s1.json" order.errors)" -eq 0 ] || fail "order reads failed"
+    [ "$(jget "$T/s1.json" fuse.eio)" -eq 0 ] || fail "EIO replies"
+}
+# Through /dev/fuse raw bytes not in RAM are spliced from the image file,
+# but not those the order's window holds; over io_uring they are copied.
+note "1. mountctl order, then the files in that order (/dev/fuse, splicing)"
+order_pass ,no_uring
+sqc_umount "$T/mnt"
+note "1. again, over FUSE's io_uring where the kernel offers it"
+order_pass
 
 note "2. bad orders are refused and change nothing"
 orders=$(jget "$T/s1.json" order.orders)
