@@ -23,6 +23,7 @@
 #include "daemon.h"
 #include "epoch.h"
 #include "util/err.h"
+#include "util/hash.h"
 #include "util/log.h"
 
 #define MEMO_SLOTS 4096 /* directories remembered (a power of two) */
@@ -39,15 +40,6 @@ struct memo_slot {
 struct dir_memo {
 	struct memo_slot slot[MEMO_SLOTS];
 };
-
-static uint64_t hash(const char *p, size_t len)
-{
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
-	return h;
-}
 
 static void memo_release(struct dir_memo *m)
 {
@@ -81,7 +73,7 @@ static bool is_clean_path(const char *p, size_t len)
 static int find_dir(struct sqcd *d, struct dir_memo *m, const char *p,
 		    size_t len, struct img_inode *out)
 {
-	struct memo_slot *s = &m->slot[hash(p, len) & (MEMO_SLOTS - 1)];
+	struct memo_slot *s = &m->slot[fnv1a64(p, len) & (MEMO_SLOTS - 1)];
 	struct img_dirent de;
 	size_t i = 0, n;
 	char *copy;

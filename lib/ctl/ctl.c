@@ -24,6 +24,7 @@
 #include "ctl/ctl.h"
 #include "util/clock.h"
 #include "util/compiler.h"
+#include "util/hash.h"
 
 /* /proc/net/unix flags a listening socket with __SO_ACCEPTCON. */
 #define CTL_SO_ACCEPTCON (1u << 16)
@@ -70,11 +71,9 @@ out:
 
 int ctl_default_address(const char *canonical, char *buf, size_t cap)
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = fnv1a64(canonical, strlen(canonical));
 	int n;
 
-	for (const char *p = canonical; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
 	n = snprintf(buf, cap, "@squashcache-%016llx", (unsigned long long)h);
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }

@@ -8,16 +8,16 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "image/image_i.h"
+#include "util/hash.h"
 #include "util/log.h"
 
 static uint64_t site_key(const char *file, int line)
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = fnv1a64(file, strlen(file));
 
-	for (const char *p = file; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
 	return (h << 20 | (uint64_t)(line & 0xfffff)) | 1;
 }
 
