@@ -58,8 +58,7 @@ static bool is_clean_path(const char *p, size_t len)
 		n = strcspn(p + i, "/");
 		if (n > len - i)
 			n = len - i;
-		if (!n || n > IMG_NAME_MAX || (n == 1 && p[i] == '.') ||
-		    (n == 2 && p[i] == '.' && p[i + 1] == '.'))
+		if (!img_name_is_valid(p + i, n))
 			return false;
 		i += n;
 		if (i < len && ++i == len)

@@ -40,7 +40,7 @@ static int name_cmp(const char *a, size_t alen, const char *b, size_t blen)
 	return alen < blen ? -1 : alen > blen;
 }
 
-static bool name_is_valid(const char *name, size_t len)
+bool img_name_is_valid(const char *name, size_t len)
 {
 	if (len == 0 || len > SQFS_NAME_LEN)
 		return false;
@@ -177,7 +177,7 @@ static int decode_dir_entry(struct img_dir_iter *it,
 	uint32_t ino, type;
 	int32_t delta;
 
-	if (!name_is_valid(out->name, out->name_len))
+	if (!img_name_is_valid(out->name, out->name_len))
 		return IMG_CORRUPT(
 			img,
 			"directory entry has an invalid name ('/', NUL, '.' or '..')");

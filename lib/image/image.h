@@ -348,6 +348,19 @@ int img_dir_lookup(struct img *img, const struct img_inode *dir,
 		   const char *name, size_t len, struct img_dirent *out);
 
 /**
+ * img_name_is_valid() - Whether a directory entry may have this name.
+ * @name: the name, not NUL-terminated
+ * @len: its length
+ *
+ * A name is 1 to IMG_NAME_MAX bytes without '/' or NUL, and is not '.'
+ * or '..': the rule for names read from an image, and for names that
+ * come from users to be looked up in one.
+ *
+ * Context: any thread; cannot fail.
+ */
+bool img_name_is_valid(const char *name, size_t len);
+
+/**
  * img_readlink() - Read a symlink's target.
  * @img: image
  * @ino: a symlink inode
