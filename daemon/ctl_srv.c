@@ -26,13 +26,6 @@
 #include "util/log.h"
 #include "util/size.h"
 
-/* Refuse with @why. */
-static void refuse(struct ctl_reply *rep, const char *why)
-{
-	rep->ok = false;
-	snprintf(rep->error, sizeof(rep->error), "%s", why);
-}
-
 /* "hold PID START" and "release PID" (holders.h). */
 static void holder_cmd(struct sqcd *d, const struct ctl_req *req,
 		       struct ctl_reply *rep)
@@ -46,11 +39,12 @@ static void holder_cmd(struct sqcd *d, const struct ctl_req *req,
 		rep->holders.holders = (unsigned int)n;
 		return;
 	}
-	refuse(rep, n == -EOPNOTSUPP ? "not holder-managed" :
-		    n == -ESHUTDOWN  ? "closing" :
-		    n == -ENOENT     ? "not a holder" :
-		    n == -ESRCH	     ? "no such process" :
-				       err_str(n));
+	ctl_reply_refuse(rep, "%s",
+			 n == -EOPNOTSUPP ? "not holder-managed" :
+			 n == -ESHUTDOWN  ? "closing" :
+			 n == -ENOENT	  ? "not a holder" :
+			 n == -ESRCH	  ? "no such process" :
+					    err_str(n));
 }
 
 /*
@@ -86,7 +80,7 @@ static void stage_cmd(struct sqcd *d, const struct ctl_req_stage *req,
 	err = st.threads ? stage_resume(img_stage(d->img), mode, budget) :
 			   -EOPNOTSUPP;
 	if (err) {
-		refuse(rep, err_str(err));
+		ctl_reply_refuse(rep, "%s", err_str(err));
 		return;
 	}
 	log_info("staging %s resumed with a budget of %llu bytes",
@@ -106,7 +100,7 @@ static void refuse_peer(struct ctl_buf *b)
 		return;
 	}
 	rep->cmd = CTL_CMD_PING;
-	refuse(rep, "permission denied");
+	ctl_reply_refuse(rep, "permission denied");
 	ctl_reply_encode(rep, b);
 	ctl_buf_printf(b, "\n");
 	free(rep);
@@ -234,12 +228,12 @@ static bool answer(struct sqcd *d, int c, const char *line, size_t extra_at,
 		/* A refusal reads the same whatever the command. */
 		usage = ctl_req_usage(line);
 		rep->cmd = CTL_CMD_PING;
-		refuse(rep, usage ? usage : "unknown command");
+		ctl_reply_refuse(rep, "%s", usage ? usage : "unknown command");
 	} else if (req.cmd == CTL_CMD_ORDER &&
 		   !(body = read_order_body(c, line + extra_at, extra,
 					    req.order.bytes))) {
 		rep->cmd = req.cmd;
-		refuse(rep, "the order's body did not come whole");
+		ctl_reply_refuse(rep, "the order's body did not come whole");
 	} else {
 		rep->cmd = req.cmd;
 		rep->ok = true;

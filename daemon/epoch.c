@@ -211,9 +211,8 @@ static void refuse_at(struct ctl_reply *rep, uint64_t i, const char *p,
 	for (size_t k = 0; k < n; k++)
 		if ((unsigned char)shown[k] < 0x20)
 			shown[k] = '?';
-	rep->ok = false;
-	snprintf(rep->error, sizeof(rep->error), "order entry %llu '%s': %s",
-		 (unsigned long long)i, shown, why);
+	ctl_reply_refuse(rep, "order entry %llu '%s': %s",
+			 (unsigned long long)i, shown, why);
 }
 
 static const char *why_not(int err)
@@ -249,9 +248,7 @@ static bool build(struct sqcd *d, const char *body, uint64_t len,
 	int err = 0;
 
 	if (!m) {
-		snprintf(rep->error, sizeof(rep->error), "%s",
-			 err_str(-ENOMEM));
-		rep->ok = false;
+		ctl_reply_refuse(rep, "%s", err_str(-ENOMEM));
 		return false;
 	}
 	for (; p < end && !err; p += n + 1) {
@@ -284,16 +281,10 @@ void epoch_order_cmd(struct sqcd *d, const char *body, uint64_t len,
 	uint64_t files, bytes, staged;
 	int err;
 
-	if (!img_order(d->img)) {
-		rep->ok = false;
-		snprintf(rep->error, sizeof(rep->error), "no epoch order here");
-		return;
-	}
 	order_get_stats(img_order(d->img), &os);
 	if (!os.window) {
-		rep->ok = false;
-		snprintf(rep->error, sizeof(rep->error),
-			 "epoch order off (mounted with order_window=0)");
+		ctl_reply_refuse(
+			rep, "epoch order off (mounted with order_window=0)");
 		return;
 	}
 	if (!build(d, body, len, &plan, rep)) {
@@ -304,8 +295,7 @@ void epoch_order_cmd(struct sqcd *d, const char *body, uint64_t len,
 	staged = plan.staged;
 	err = img_order_set(d->img, &plan);
 	if (err) {
-		rep->ok = false;
-		snprintf(rep->error, sizeof(rep->error), "%s", err_str(err));
+		ctl_reply_refuse(rep, "%s", err_str(err));
 		return;
 	}
 	/* Ranges that files share are read once: count them once. */

@@ -66,6 +66,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "util/compiler.h"
+
 #define CTL_VERSION 1 /* bumped when a field changes meaning */
 /*
  * The stable contract of `mountctl status --json` (see mountctl(1)): every
@@ -525,6 +527,16 @@ struct ctl_reply {
 		struct ctl_stats stats; /* CTL_CMD_STATS, decode only */
 	};
 };
+
+/**
+ * ctl_reply_refuse() - Make @rep a refusal, saying why.
+ * @rep: the reply
+ * @fmt: printf format of the reason, cut at CTL_ERROR_MAX - 1 bytes
+ *
+ * Context: any thread; cannot fail.
+ */
+void ctl_reply_refuse(struct ctl_reply *rep, const char *fmt, ...)
+	__printf(2, 3);
 
 /**
  * ctl_reply_encode() - Append the JSON line of a reply, without newline.

@@ -11,6 +11,7 @@
  * daemons of any version.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -256,6 +257,16 @@ static int encode_answer(const struct ctl_reply *rep, struct ctl_buf *b)
 	default:
 		return -EINVAL; /* stats: the daemon builds it */
 	}
+}
+
+void ctl_reply_refuse(struct ctl_reply *rep, const char *fmt, ...)
+{
+	va_list ap;
+
+	rep->ok = false;
+	va_start(ap, fmt);
+	vsnprintf(rep->error, sizeof(rep->error), fmt, ap);
+	va_end(ap);
 }
 
 int ctl_reply_encode(const struct ctl_reply *rep, struct ctl_buf *b)
