@@ -94,7 +94,11 @@ struct sqcd {
 	 * (statahead.c) when it starts, before sqcd_init(), and cleared for
 	 * good once a reader looks up such a file. */
 	atomic_bool list_names;
-	atomic_int lister_tid; /* listing ahead's thread: its listings never */
+	/* Listing ahead's thread: its listings carry every attribute,
+	 * unless it is listing ahead of a reader that got names only
+	 * (lister_names, set by it around such a listing). */
+	atomic_int lister_tid;
+	atomic_bool lister_names;
 	struct timespec started; /* CLOCK_MONOTONIC at start */
 	_Atomic uint64_t ops[SQCD_OP__COUNT]; /* requests per kind */
 	_Atomic uint64_t bytes_served; /* file bytes replied */

@@ -36,7 +36,15 @@
  * 1.28M files, most of the time users wait for the first batch.  So a
  * reader's listing gives regular files names and types only (node id 0:
  * the kernel makes nothing for them), and everything else, directories
- * and symlinks, with attributes.  The thread makes their inodes later, off the reader's path,
+ * and symlinks, with attributes.  A reader that has made three such
+ * listings and looked nothing up in them is listing only: the thread
+ * walks ahead of it as above, with listings of names too, which the
+ * kernel keeps (it caches a listing whole) and answers the reader from:
+ * the kernel's copy of each entry into its cache, which makes a first
+ * listing cost about 1.7 times what an uncached one does, is then the
+ * thread's, not the reader's.  (A walk that stats looks up
+ * in the first directory with files, before a third listing.)  The
+ * thread makes the inodes later, off the reader's path,
  * by listing those directories again itself (its own listings carry every
  * attribute; the kernel's cached listing is dropped first, see
  * sqcd_drop_listing()): all of them, in the order readers listed them,
@@ -99,6 +107,8 @@
 #define LOOKUPS_MIN 4 /* lookups that start a listing, at least */
 #define ENTRY_BYTES 24 /* listing bytes per entry, about */
 #define PULL_BUF 32768 /* getdents64 buffer of a pull, bytes (glibc's) */
+/* Readers' listings of names before names are listed ahead of them. */
+#define NAMES_AHEAD_AFTER 3
 
 /* The listing state of a directory the kernel was shown, kept in
  * idx_dir.state (and the lookups since its last listing in .count). */
@@ -136,6 +146,7 @@ struct statahead {
 	uint32_t fill_cap; /* and has room for */
 	uint32_t fill_next; /* the next one the thread lists again */
 	bool filling; /* a reader looked up in one: list them again */
+	unsigned int reader_names; /* readers' listings of names only */
 
 	/* Counters, read by the stats at any time. */
 	_Atomic uint64_t walks; /* walks gone on with from a reader */
@@ -212,6 +223,7 @@ static bool from_lister(struct statahead *sa, fuse_req_t req)
 /* One run of the thread: statahead=all, or a walk from a reader. */
 struct listing_run {
 	bool all; /* statahead=all: counted there, never preempted */
+	bool names; /* ahead of a reader that gets names only: so does it */
 	unsigned int gen; /* sa->walk_gen it started at (walks) */
 	struct idx_walk *walk; /* what it goes through, within its window */
 };
@@ -230,15 +242,17 @@ static bool run_is_over(struct statahead *sa, const struct listing_run *r)
 }
 
 /*
- * One batch of a pull: getdents64 into @buf, then a stat of its last
- * entry.  With FUSE_CAP_READDIRPLUS_AUTO the kernel lists a directory's
- * first batch with readdirplus and the next ones plain, unless something
- * was looked up or stat'ed in it since the last batch; the stat of an
- * entry a readdirplus just made (a dentry the kernel marks for this) is
- * that, and costs no request.  Return: 0 for more, 1 at the end, or
- * -errno (-ECANCELED if the daemon stops).
+ * One batch of a pull: getdents64 into @buf, then, unless the pull is
+ * for names only (@names), a stat of its last entry.  With
+ * FUSE_CAP_READDIRPLUS_AUTO the kernel lists a directory's first batch
+ * with readdirplus and the next ones plain, unless something was looked
+ * up or stat'ed in it since the last batch; the stat of an entry a
+ * readdirplus just made (a dentry the kernel marks for this) is that,
+ * and costs no request.  Return: 0 for more, 1 at the end, or -errno
+ * (-ECANCELED if the daemon stops).
  */
-static int pull_batch(struct statahead *sa, bool all, int fd, char *buf)
+static int pull_batch(struct statahead *sa, bool all, bool names, int fd,
+		      char *buf)
 {
 	const char *last = NULL;
 	struct stat sb;
@@ -262,7 +276,7 @@ static int pull_batch(struct statahead *sa, bool all, int fd, char *buf)
 		}
 		pos += de->d_reclen;
 	}
-	if (last)
+	if (last && !names)
 		fstatat(fd, last, &sb, AT_SYMLINK_NOFOLLOW);
 	return 0;
 }
@@ -271,10 +285,14 @@ static int pull_batch(struct statahead *sa, bool all, int fd, char *buf)
  * Have the kernel list @path, directory @ino, through the mount, unless it
  * holds the listing already (or a reader is getting it now).  Counted in
  * the all_* stats for statahead=all (@all), else in dirs and entries.
+ * With @names, regular files get names only, as the reader this lists
+ * ahead of gets them (the kernel then keeps the listing for that reader,
+ * and makes nothing for the files); a listing of names is then enough.
  * Return: 0; -ECANCELED if the daemon stops; -errno of opendir() or
  * readdir().
  */
-static int pull(struct statahead *sa, bool all, const char *path, uint32_t ino)
+static int pull(struct statahead *sa, bool all, bool names, const char *path,
+		uint32_t ino)
 {
 	struct idx_dir *e;
 	bool listed, drop;
@@ -285,10 +303,13 @@ static int pull(struct statahead *sa, bool all, const char *path, uint32_t ino)
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, ino);
 	listed = e && (e->state == DIR_LISTED || e->state == DIR_READER);
-	/* A reader's listing with names only, or one that lookups queued
-	 * (entries the kernel has no inode for): the kernel may hold it and
-	 * would answer from its cache, with no request to make inodes
-	 * from. */
+	/* Lookups queued it: they list it, with attributes. */
+	if (names)
+		listed = listed || (e && (e->state == DIR_NAMES ||
+					  e->state == DIR_QUEUED));
+	/* A listing with names only, or one that lookups queued (entries
+	 * the kernel has no inode for): the kernel may hold it and would
+	 * answer from its cache, with no request to make inodes from. */
 	drop = e && (e->state == DIR_NAMES || e->state == DIR_QUEUED);
 	if (e)
 		ref = e->ref;
@@ -306,8 +327,10 @@ static int pull(struct statahead *sa, bool all, const char *path, uint32_t ino)
 		goto out_free;
 	}
 	atomic_fetch_add(all ? &sa->all_dirs : &sa->dirs_listed, 1);
-	while (!(err = pull_batch(sa, all, fd, buf)))
+	atomic_store(&sa->core->lister_names, names);
+	while (!(err = pull_batch(sa, all, names, fd, buf)))
 		;
+	atomic_store(&sa->core->lister_names, false);
 	close(fd);
 out_free:
 	free(buf);
@@ -335,7 +358,7 @@ static int pull_walk(struct statahead *sa, struct listing_run *r)
 	int err = 0;
 
 	while (!err && !run_is_over(sa, r) && idx_walk_next(r->walk, &dir)) {
-		err = pull(sa, r->all, dir->path, dir->ino);
+		err = pull(sa, r->all, r->names, dir->path, dir->ino);
 		if (ends_run(err))
 			break;
 		if (!err)
@@ -392,7 +415,8 @@ static void run_all(struct statahead *sa)
  */
 static void run_walk(struct statahead *sa, uint32_t ino, unsigned int gen)
 {
-	struct listing_run r = { .gen = gen };
+	struct listing_run r = { .gen = gen,
+				 .names = atomic_load(&sa->core->list_names) };
 	struct idx_walk_dir at = { .ino = ino };
 	uint32_t parent;
 	char *slash;
@@ -446,7 +470,7 @@ static void run_lookups(struct statahead *sa, uint32_t ino)
 	queued = path != NULL;
 	if (path) {
 		atomic_fetch_add(&sa->lookup_dirs, 1);
-		pull(sa, false, path, ino);
+		pull(sa, false, false, path, ino);
 		free(path);
 	}
 	/* Listed now, or not listable: count lookups afresh either way. */
@@ -473,7 +497,7 @@ static void run_fill(struct statahead *sa, uint32_t ino)
 	pthread_mutex_unlock(&sa->lock);
 	if (names)
 		path = dir_path(sa, ino);
-	if (path && !pull(sa, false, path, ino))
+	if (path && !pull(sa, false, false, path, ino))
 		atomic_fetch_add(&sa->filled_dirs, 1);
 	free(path);
 	pthread_mutex_lock(&sa->lock);
@@ -774,24 +798,36 @@ static void listed_names(struct statahead *sa, struct idx_dir *e)
 
 /* A listing of @dir begins (@first) or ends (@eof); regular files got
  * names only in it (@names).  A reader that ends a listing itself has the
- * thread walk on from there, or list it again later if it got names. */
+ * thread walk on from there; a listing of names only, the reader's or the
+ * thread's ahead of it, is listed again later if a reader wants more. */
 static void listed(struct statahead *sa, fuse_req_t req,
 		   const struct img_inode *dir, bool first, bool eof,
 		   bool names)
 {
 	struct idx_dir *e;
-	bool reader;
+	bool reader, walk;
 
 	reader = !from_lister(sa, req);
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, dir->ino);
-	if (e && eof && names && reader) {
-		listed_names(sa, e);
-	} else if (e && eof) {
-		e->state = DIR_LISTED;
-		e->count = 0;
+	if (e && eof) {
+		walk = reader;
+		if (names && (reader || atomic_load(&sa->core->lister_names))) {
+			listed_names(sa, e);
+			/* A reader that lists names only and looks up none
+			 * of them (ImageFolder) gets listings of names
+			 * ahead of it, once it has made a few itself: a
+			 * walk that stats looks up in the first one that
+			 * has files, and the listings would be made again
+			 * with attributes. */
+			walk = reader && atomic_load(&sa->core->list_names) &&
+			       ++sa->reader_names >= NAMES_AHEAD_AFTER;
+		} else {
+			e->state = DIR_LISTED;
+			e->count = 0;
+		}
 		/* A reader got here itself: walk on from here. */
-		if (reader && sa->window && !sa->stop) {
+		if (walk && sa->window && !sa->stop) {
 			sa->walk_from = e->ino;
 			sa->walk_gen++;
 			pthread_cond_signal(&sa->more);

@@ -69,6 +69,42 @@ cmp -s "$T/src.list" "$T/m.list" || fail "names only: the walk saw another tree"
     fail "after listing again, the walk sent $(($(stat_of "$T/m" fuse.lookup) - lk0)) lookups"
 sqc_umount "$T/m"
 
+# ImageFolder lists every folder and stats nothing: after three listings
+# of names, the daemon lists the rest ahead of it, names only too, and the
+# kernel answers the reader's listings from what it keeps.
+note "a reader that lists names and stats nothing gets names listed ahead"
+sqc_mount "$T/img.sqfs" "$T/m" -o "log=$T/d2.log"
+ls "$T/m" >/dev/null
+ls "$T/m/d0" >/dev/null
+ls "$T/m/d0/s0" >/dev/null
+# From d0/s0 on, as a walk goes: d0's s1-s3, then d1-d7 and their four
+# each: 38 directories, 3 x 50 + 7 x (4 + 200) = 1,578 entries.
+wait_listed "$T/m" 1578
+[ "$(stat_of "$T/m" statahead.dirs)" -eq 38 ] || fail "listed $(stat_of "$T/m" statahead.dirs) directories ahead of a names reader, not 38"
+[ "$(stat_of "$T/m" statahead.names_only)" = True ] || fail "listing ahead of a names reader ended names only"
+[ "$(stat_of "$T/m" statahead.names_dirs)" -eq 41 ] || fail "$(stat_of "$T/m" statahead.names_dirs) listings with names only, not 41"
+rd0=$(($(stat_of "$T/m" fuse.readdir) + $(stat_of "$T/m" fuse.readdirplus)))
+(cd "$T/src" && ls -R) >"$T/src.names"
+(cd "$T/m" && ls -R) >"$T/m.names"
+cmp -s "$T/src.names" "$T/m.names" || fail "names listed ahead: ls -R saw another tree: $(diff "$T/src.names" "$T/m.names" | head -5)"
+rd1=$(($(stat_of "$T/m" fuse.readdir) + $(stat_of "$T/m" fuse.readdirplus)))
+[ "$rd1" -eq "$rd0" ] || fail "ls -R after names were listed ahead sent $((rd1 - rd0)) listings"
+# Then a file is wanted after all: all 41 are listed again, with
+# attributes, and a walk that stats sends nothing.
+stat "$T/m/d6/s1/f07" >/dev/null
+i=0
+until [ "$(stat_of "$T/m" statahead.filled_dirs)" -eq 41 ]; do
+    i=$((i + 1))
+    [ $i -lt 200 ] || fail "listed again $(stat_of "$T/m" statahead.filled_dirs) directories of names, not 41"
+    sleep 0.1
+done
+lk0=$(stat_of "$T/m" fuse.lookup)
+listing "$T/m" >"$T/m.list"
+cmp -s "$T/src.list" "$T/m.list" || fail "after names ahead: the walk saw another tree"
+[ "$(stat_of "$T/m" fuse.lookup)" -eq "$lk0" ] ||
+    fail "after names ahead were listed again, the walk sent $(($(stat_of "$T/m" fuse.lookup) - lk0)) lookups"
+sqc_umount "$T/m"
+
 # The rest lists with attributes from the start (list_attrs), as a walk
 # that stats gets once it has.
 note "a reader lists the root: the daemon lists the rest, and a walk sends nothing"
