@@ -43,6 +43,9 @@
  * users create, so nothing here can lead root out of it.  The process
  * whose namespace is entered must be root's in every uid and in this
  * user namespace: a user's process in the extern step cannot choose it.
+ * It is held by its /proc directory from the checks to the entering, so
+ * a pid that is reused meanwhile (by a user's process in a namespace of
+ * its own) is never entered.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -256,63 +259,107 @@ static bool has_other_step(const struct cg_hier *h, const struct job_ids *ids,
 	return other;
 }
 
-/* The first process of cgroup @fd that is root's in every uid and lives
- * in this user namespace.  Return: its pid, or 0. */
-static pid_t root_proc_in(int fd)
+/* Whether cgroup @fd lists process @pid now. */
+static bool cg_lists(int fd, long pid)
 {
 	int pfd = openat(fd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
-	struct stat mine, its;
 	FILE *f = pfd >= 0 ? fdopen(pfd, "r") : NULL;
+	bool in = false;
+	long p;
+
+	if (!f) {
+		if (pfd >= 0)
+			close(pfd);
+		return false;
+	}
+	while (!in && fscanf(f, "%ld", &p) == 1)
+		in = p == pid;
+	fclose(f);
+	return in;
+}
+
+/* Whether the process of /proc directory @proc is root's in every uid and
+ * lives in user namespace @userns. */
+static bool proc_is_roots(int proc, const struct stat *userns)
+{
+	unsigned int u[4];
+	char line[256];
+	bool root = false;
+	struct stat its;
+	FILE *s;
+	int fd;
+
+	if (fstatat(proc, "ns/user", &its, 0) || its.st_ino != userns->st_ino ||
+	    its.st_dev != userns->st_dev)
+		return false;
+	fd = openat(proc, "status", O_RDONLY | O_CLOEXEC);
+	s = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (!s) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	while (fgets(line, sizeof(line), s))
+		if (sscanf(line, "Uid: %u %u %u %u", &u[0], &u[1], &u[2],
+			   &u[3]) == 4)
+			root = !(u[0] | u[1] | u[2] | u[3]);
+	fclose(s);
+	return root;
+}
+
+/*
+ * The first process of cgroup @fd that is root's in every uid and lives
+ * in this user namespace, held by its /proc directory: that descriptor
+ * names the process, not its pid, and fails once the process is gone,
+ * even if the pid is reused.  Between reading the pid and opening /proc,
+ * the pid could have gone to another process: so the process is taken
+ * only if, once checked, the cgroup still lists its pid while the
+ * descriptor still works.  Return: the descriptor, or -1.
+ */
+static int root_proc_in(int fd)
+{
+	int pfd = openat(fd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+	FILE *f = pfd >= 0 ? fdopen(pfd, "r") : NULL;
+	struct stat mine, its;
+	int proc = -1;
 	long pid;
 
 	if (!f) {
 		if (pfd >= 0)
 			close(pfd);
-		return 0;
+		return -1;
 	}
 	if (stat("/proc/self/ns/user", &mine)) {
 		fclose(f);
-		return 0;
+		return -1;
 	}
-	while (fscanf(f, "%ld", &pid) == 1) {
-		char path[64], line[256];
-		unsigned int u[4];
-		bool root = false;
-		FILE *s;
+	while (proc < 0 && fscanf(f, "%ld", &pid) == 1) {
+		char path[64];
 
 		if (pid <= 1 || pid >= (1L << 30))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%ld/ns/user", pid);
-		if (stat(path, &its) || its.st_ino != mine.st_ino ||
-		    its.st_dev != mine.st_dev)
+		snprintf(path, sizeof(path), "/proc/%ld", pid);
+		proc = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (proc < 0)
 			continue;
-		snprintf(path, sizeof(path), "/proc/%ld/status", pid);
-		s = fopen(path, "re");
-		while (s && fgets(line, sizeof(line), s))
-			if (sscanf(line, "Uid: %u %u %u %u", &u[0], &u[1],
-				   &u[2], &u[3]) == 4)
-				root = !(u[0] | u[1] | u[2] | u[3]);
-		if (s)
-			fclose(s);
-		if (root) {
-			fclose(f);
-			return (pid_t)pid;
+		if (!proc_is_roots(proc, &mine) || !cg_lists(fd, pid) ||
+		    fstatat(proc, "ns/mnt", &its, 0)) {
+			close(proc);
+			proc = -1;
 		}
 	}
 	fclose(f);
-	return 0;
+	return proc;
 }
 
-/* Enter the mount namespace of @pid if it is not ours.  Return: 0 or
- * -errno. */
-static int enter_mnt_ns(pid_t pid)
+/* Enter the mount namespace of the process of /proc directory @proc if it
+ * is not ours.  Return: 0 or -errno. */
+static int enter_mnt_ns(int proc)
 {
-	char path[64];
 	struct stat mine, its;
 	int fd, err = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = openat(proc, "ns/mnt", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &its) || stat("/proc/self/ns/mnt", &mine))
@@ -412,8 +459,7 @@ int job_cgroup_enter(const struct job_ids *ids, double deadline, char *why,
 {
 	struct cg_hiers hs = { .n = 0 };
 	const struct cg_hier *track;
-	int fd, e, err = 0, joined = 0;
-	pid_t pid = 0;
+	int fd, e, err = 0, joined = 0, proc = -1;
 
 	why[0] = '\0';
 	if (check_ids(ids) || mountinfo_foreach(add_hier, &hs) < 0 ||
@@ -426,9 +472,9 @@ int job_cgroup_enter(const struct job_ids *ids, double deadline, char *why,
 	for (;;) {
 		fd = extern_cg(track, ids, ids->node);
 		if (fd >= 0) {
-			pid = root_proc_in(fd);
+			proc = root_proc_in(fd);
 			close(fd);
-			if (pid)
+			if (proc >= 0)
 				break;
 		} else if (has_other_step(track, ids, ids->node)) {
 			snprintf(
@@ -461,7 +507,8 @@ int job_cgroup_enter(const struct job_ids *ids, double deadline, char *why,
 		}
 		joined += !e;
 	}
-	e = enter_mnt_ns(pid);
+	e = enter_mnt_ns(proc);
+	close(proc);
 	if (e && !err) {
 		err = e;
 		snprintf(why, cap,
