@@ -38,6 +38,7 @@
 #include "daemon.h"
 #include "holders.h"
 #include "idle.h"
+#include "lister.h"
 #include "statahead.h"
 #include "uring.h"
 #include "warm.h"
@@ -1158,6 +1159,9 @@ int main(int argc, char **argv)
 	bool ready_running = false;
 	int log_fd = -1, ready_fd = -1, ret;
 
+	/* Listing ahead's helper process (lister.h), started by the daemon. */
+	if (argc == 2 && !strcmp(argv[1], LISTER_ARG))
+		return lister_main();
 	/* A few malloc arenas: with one per thread, memory freed by one
 	 * reader sits idle in its arena and RSS drifts above the budgets. */
 	mallopt(M_ARENA_MAX, 2);
@@ -1211,7 +1215,7 @@ out_session:
 	d->pf = NULL;
 	fuse_session_destroy(d->se);
 	/* Unmounting closed the FUSE device, which released the ready check
-	 * (it waits for statahead=all) or a listing blocked on a request. */
+	 * (it waits for statahead=all) and the lister process's request. */
 	if (ready_running)
 		pthread_join(ready_thread, NULL);
 	release_features(d);

@@ -58,17 +58,22 @@
  * The thread learns what a directory holds, and in which order, from the
  * image itself, and goes through the mount only to have the kernel list a
  * directory it does not hold yet (a pull: opendir, readdir to the end).
+ * It makes those requests through the lister process (lister.h), never
+ * itself: a thread of the daemon waiting on the daemon's own mount keeps
+ * a killed daemon, and its mount, from ever going away.
  * To reach a directory it needs its path: it keeps, for every directory
  * the kernel has been shown, its parent, its name and its inode reference
  * (an image never changes, so neither do they; a lib/index table within
  * STATAHEAD_TABLE_BUDGET bytes), and the state of its listing.  The walk
- * itself, in the image's listing order, is lib/index's idx_walk.  Its own
- * requests are told apart by its thread id, so that they never count as a
- * reader's.
+ * itself, in the image's listing order, is lib/index's idx_walk.  The
+ * lister's requests are told apart by its pid, so that they never count as
+ * a reader's.
  *
  * Cost: the kernel's dentry and inode per entry (about 1 KB, reclaimable
  * like any other) and the CPU of the listing, at a lower priority than the
- * FUSE workers.  While a directory is being pulled its descriptor is open,
+ * FUSE workers (the lister process runs at the thread's priority; it
+ * holds no memory of the daemon's).  While a directory is being pulled its
+ * descriptor is open,
  * so a plain `umount` at that moment fails with EBUSY; SIGTERM, mountctl
  * umount and `fusermount3 -u -z` always work.
  *
@@ -98,6 +103,7 @@
 
 #include "daemon.h"
 #include "index/index.h"
+#include "lister.h"
 #include "statahead.h"
 #include "util/clock.h"
 #include "util/err.h"
@@ -106,7 +112,6 @@
 #define LOOKUP_QUEUE_MAX 64 /* lookup-started listings waiting at most */
 #define LOOKUPS_MIN 4 /* lookups that start a listing, at least */
 #define ENTRY_BYTES 24 /* listing bytes per entry, about */
-#define PULL_BUF 32768 /* getdents64 buffer of a pull, bytes (glibc's) */
 /* Readers' listings of names before names are listed ahead of them. */
 #define NAMES_AHEAD_AFTER 3
 
@@ -128,12 +133,13 @@ struct statahead {
 	uint32_t root; /* the root's inode number */
 	unsigned int window; /* statahead=N: entries a walk may go past */
 	bool all; /* statahead=all: list the whole mount first */
-	pthread_t thread; /* the lister */
+	pthread_t thread; /* the listing thread */
 	bool running; /* @thread was started */
-	atomic_int tid; /* its thread id, once it runs */
+	atomic_int tid; /* the lister process's pid, once it runs */
 	atomic_bool stop; /* the daemon is stopping (set under @lock) */
 
 	pthread_mutex_t lock; /* protects the fields up to @walk_gen */
+	struct lister *lister; /* the process the thread lists through */
 	pthread_cond_t more; /* work arrived, or stopping */
 	struct idx_dirs dirs; /* directories the kernel was shown */
 	uint32_t lookup_queue[LOOKUP_QUEUE_MAX]; /* dirs lookups asked for */
@@ -242,46 +248,6 @@ static bool run_is_over(struct statahead *sa, const struct listing_run *r)
 }
 
 /*
- * One batch of a pull: getdents64 into @buf, then, unless the pull is
- * for names only (@names), a stat of its last entry.  With
- * FUSE_CAP_READDIRPLUS_AUTO the kernel lists a directory's first batch
- * with readdirplus and the next ones plain, unless something was looked
- * up or stat'ed in it since the last batch; the stat of an entry a
- * readdirplus just made (a dentry the kernel marks for this) is that,
- * and costs no request.  Return: 0 for more, 1 at the end, or -errno
- * (-ECANCELED if the daemon stops).
- */
-static int pull_batch(struct statahead *sa, bool all, bool names, int fd,
-		      char *buf)
-{
-	const char *last = NULL;
-	struct stat sb;
-	long n;
-
-	if (atomic_load(&sa->stop))
-		return -ECANCELED;
-	n = syscall(SYS_getdents64, fd, buf, PULL_BUF);
-	if (n < 0)
-		return -errno;
-	if (n == 0)
-		return 1;
-	for (long pos = 0; pos < n;) {
-		const struct dirent64 *de = (const void *)(buf + pos);
-
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-			atomic_fetch_add(all ? &sa->all_entries :
-					       &sa->entries_listed,
-					 1);
-			last = de->d_name;
-		}
-		pos += de->d_reclen;
-	}
-	if (last && !names)
-		fstatat(fd, last, &sb, AT_SYMLINK_NOFOLLOW);
-	return 0;
-}
-
-/*
  * Have the kernel list @path, directory @ino, through the mount, unless it
  * holds the listing already (or a reader is getting it now).  Counted in
  * the all_* stats for statahead=all (@all), else in dirs and entries.
@@ -296,9 +262,8 @@ static int pull(struct statahead *sa, bool all, bool names, const char *path,
 {
 	struct idx_dir *e;
 	bool listed, drop;
-	uint64_t ref = 0;
-	char *buf;
-	int fd, err = 0;
+	uint64_t ref = 0, n = 0;
+	int err;
 
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, ino);
@@ -318,23 +283,16 @@ static int pull(struct statahead *sa, bool all, bool names, const char *path,
 		return 0;
 	if (drop)
 		sqcd_drop_listing(sa->core, ref);
-	buf = malloc(PULL_BUF);
-	if (!buf)
-		return -ENOMEM;
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		goto out_free;
-	}
-	atomic_fetch_add(all ? &sa->all_dirs : &sa->dirs_listed, 1);
+	if (atomic_load(&sa->stop))
+		return -ECANCELED;
 	atomic_store(&sa->core->lister_names, names);
-	while (!(err = pull_batch(sa, all, names, fd, buf)))
-		;
+	err = lister_list(sa->lister, path, names, &n);
 	atomic_store(&sa->core->lister_names, false);
-	close(fd);
-out_free:
-	free(buf);
-	return err == 1 ? 0 : err;
+	if (err)
+		return err;
+	atomic_fetch_add(all ? &sa->all_dirs : &sa->dirs_listed, 1);
+	atomic_fetch_add(all ? &sa->all_entries : &sa->entries_listed, n);
+	return 0;
 }
 
 /* Whether an error ends the run: the mount is gone, the daemon stops, or
@@ -507,23 +465,52 @@ static void run_fill(struct statahead *sa, uint32_t ino)
 	pthread_mutex_unlock(&sa->lock);
 }
 
-static void *lister_main(void *arg)
+/*
+ * Start the lister process, the first time there is work for it.  With
+ * statahead=all, also wait until the mount answers (the thread starts
+ * before the session loop); other work comes from readers' requests.
+ * Return: 0, or -errno (logged) and the thread has nothing left to do.
+ */
+static int start_lister(struct statahead *sa)
+{
+	struct lister *l;
+	int err;
+
+	if (sa->lister)
+		return 0;
+	err = lister_spawn(&l);
+	if (err) {
+		log_warn(
+			"cannot start the lister process (%s): not listing ahead",
+			err_str(err));
+		return err;
+	}
+	atomic_store(&sa->tid, (int)lister_pid(l));
+	atomic_store(&sa->core->lister_tid, atomic_load(&sa->tid));
+	pthread_mutex_lock(&sa->lock);
+	sa->lister = l;
+	if (sa->stop) /* statahead_cancel() came first */
+		lister_cancel(l);
+	pthread_mutex_unlock(&sa->lock);
+	if (sa->all)
+		err = lister_stat(l, sa->top);
+	return err;
+}
+
+static void *thread_main(void *arg)
 {
 	struct statahead *sa = arg;
-	struct stat sb;
 
-	atomic_store(&sa->tid, (int)syscall(SYS_gettid));
-	atomic_store(&sa->core->lister_tid, atomic_load(&sa->tid));
-	/* Readers first: this thread only uses what they leave. */
-	setpriority(PRIO_PROCESS, (id_t)atomic_load(&sa->tid), 10);
-	/* Started before the session loop: this waits until it answers. */
-	if (stat(sa->top, &sb)) {
-		if (sa->all)
+	/* Readers first: this thread, and the lister process it starts,
+	 * only use what they leave. */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+	if (sa->all) {
+		if (start_lister(sa)) {
 			atomic_store(&sa->all_state, STATAHEAD_ALL_STOPPED);
-		return NULL;
-	}
-	if (sa->all)
+			return NULL;
+		}
 		run_all(sa);
+	}
 	for (;;) {
 		uint32_t ino = 0, walk_from = 0, fill = 0;
 		unsigned int gen = 0;
@@ -549,6 +536,8 @@ static void *lister_main(void *arg)
 			sa->walk_from = 0;
 		}
 		pthread_mutex_unlock(&sa->lock);
+		if (start_lister(sa))
+			return NULL;
 		if (ino)
 			run_lookups(sa, ino);
 		else if (fill)
@@ -593,7 +582,7 @@ int statahead_start(struct sqcd *core, struct statahead **out)
 		mono_now(&sa->all_t0); /* again once the mount answers */
 		atomic_store(&sa->all_state, STATAHEAD_ALL_RUNNING);
 	}
-	err = -pthread_create(&sa->thread, NULL, lister_main, sa);
+	err = -pthread_create(&sa->thread, NULL, thread_main, sa);
 	if (err) {
 		log_warn("cannot start listing ahead: %s", err_str(err));
 		goto out_free;
@@ -615,6 +604,7 @@ void statahead_cancel(struct statahead *sa)
 	pthread_mutex_lock(&sa->lock);
 	atomic_store(&sa->stop, true);
 	pthread_cond_signal(&sa->more);
+	lister_cancel(sa->lister); /* a pull under way returns */
 	pthread_mutex_unlock(&sa->lock);
 }
 
@@ -632,6 +622,7 @@ void statahead_free(struct statahead *sa)
 {
 	if (!sa)
 		return;
+	lister_free(sa->lister);
 	idx_dirs_release(&sa->dirs);
 	free(sa->fill);
 	pthread_cond_destroy(&sa->more);

@@ -257,4 +257,43 @@ kill -TERM "$pid"
 wait_gone "$pid" 10 "daemon (SIGTERM while listing the mount)"
 ! is_mounted "$T/m" || fail "SIGTERM during statahead=all left the mount behind"
 ! grep -q "listing the mount stopped" "$T/d8.log" || fail "stopping was logged as an error: $(cat "$T/d8.log")"
+
+# The daemon's own requests of its mount come from a process of its own
+# (the lister), never from one of its threads: a killed daemon whose thread
+# waited on its own mount could never exit (a thread of it in the kernel
+# held the FUSE device open), and every reader of the mount would hang.
+note "SIGKILL while the daemon lists ahead on slow storage: daemon, lister and mount go"
+: >"$T/failfile"
+FAULTFS_DELAY_US=100000 start_faultfs "$T/big.sqfs" "$T/store" "$T/failfile"
+sqc_mount "$T/store/image" "$T/m" -o "stage=none,list_attrs,log=$T/d10.log"
+pid=$(sqc_pid "$T/m")
+conn=$(awk -v m="$T/m" '$5 == m { split($3, d, ":"); print d[2] }' /proc/self/mountinfo)
+# If the test fails, end the hung connection so that nothing stays behind.
+at_exit "[ -e /sys/fs/fuse/connections/$conn ] || mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null; echo 1 >/sys/fs/fuse/connections/$conn/abort 2>/dev/null"
+ls "$T/m" >/dev/null
+# Every storage read takes 0.1 s: the lister is soon waiting for a
+# listing that a worker reads from storage.
+i=0
+until [ "$(stat_of "$T/m" statahead.walks)" -ge 1 ]; do
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "no walk ahead after a listing of the root"
+    sleep 0.1
+done
+sleep 0.5
+lister=$(pgrep -P "$pid" -x sqc-lister)
+[ -n "$lister" ] || fail "no lister process while listing ahead"
+kill -KILL "$pid"
+wait_gone "$lister" 10 "the lister process (daemon killed)"
+i=0
+while [ "$(grep -l '^State:.*[RSD]' /proc/"$pid"/task/*/status 2>/dev/null | wc -l)" -gt 0 ]; do
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "a thread of the killed daemon is still there: $(cat /proc/"$pid"/task/*/wchan)"
+    sleep 0.1
+done
+if timeout -s KILL 5 stat "$T/m" >/dev/null 2>"$T/err"; then
+    fail "a killed daemon's mount still answers"
+fi
+grep -q "not connected" "$T/err" || fail "a killed daemon's mount: expected ENOTCONN, got: $(cat "$T/err")"
+fusermount3 -u -z "$T/m"
+fusermount3 -u "$T/store"
 echo "listing ahead checks passed"
