@@ -117,8 +117,10 @@ void stage_free(struct stage *st);
  * @threads: how many; 0 for the default (16).  At most as many read at
  *           once as the source serves without queueing them.
  *
- * The first thread also calls the source's watch() about once a second,
- * and goes on doing so once the plan is done or when staging is off.
+ * Only the first thread starts here; it starts the others once the plan
+ * has something to read.  It also calls the source's watch() about once a
+ * second, and goes on doing so once the plan is done or when staging is
+ * off.
  *
  * Return: 0; -EALREADY if started; -errno from pthread_create() (the
  * threads started are stopped).

@@ -121,7 +121,7 @@ struct stage {
 	pthread_cond_t ended; /* staging ended or stopping */
 	pthread_t threads[STAGE_THREADS_MAX]; /* started */
 	unsigned int nthreads; /* how many */
-	unsigned int thread_ids; /* threads that ran (the first watches) */
+	unsigned int want_threads; /* how many once there is work */
 	/* Written under thr_lock; stage_is_done() reads them without it. */
 	atomic_bool stopping; /* stage_stop() was called */
 	atomic_bool done; /* the plan is done, or no thread runs */

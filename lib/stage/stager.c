@@ -4,6 +4,12 @@
  * the plan is done, then sleeps until staging resumes; the first one also
  * calls the source's watch() about once a second, for the life of the
  * stage.  It also implements waiting for staging to end.
+ *
+ * stage_start() starts the first thread only, and it starts the others
+ * once the plan turns out to have something to read: a mount that stages
+ * nothing (an image on tmpfs, stage=none) never pays for them, and one that
+ * does starts them off the mount's path (about 0.1 ms each here: 1.5 ms of
+ * a 10 ms mount for the 15).
  */
 #define LOG_MOD "stage"
 
@@ -86,6 +92,31 @@ static bool plan_ended(struct stage *st, unsigned int seen)
 	return true;
 }
 
+static void *stager_main(void *arg);
+
+/* Start stager threads up to st->want_threads.  Return: 0 or -errno from
+ * pthread_create(). */
+static int grow(struct stage *st)
+{
+	pthread_t t;
+	int err;
+
+	for (;;) {
+		pthread_mutex_lock(&st->thr_lock);
+		if (st->stopping || st->nthreads >= st->want_threads) {
+			pthread_mutex_unlock(&st->thr_lock);
+			return 0;
+		}
+		pthread_mutex_unlock(&st->thr_lock);
+		err = -pthread_create(&t, NULL, stager_main, st);
+		if (err)
+			return err;
+		pthread_mutex_lock(&st->thr_lock);
+		st->threads[st->nthreads++] = t;
+		pthread_mutex_unlock(&st->thr_lock);
+	}
+}
+
 static void *stager_main(void *arg)
 {
 	struct stage *st = arg;
@@ -94,7 +125,8 @@ static void *stager_main(void *arg)
 	bool done = false, watcher;
 
 	pthread_mutex_lock(&st->thr_lock);
-	watcher = st->thread_ids++ == 0; /* the first one to run */
+	/* The first, which stage_start() started. */
+	watcher = pthread_equal(pthread_self(), st->threads[0]);
 	pthread_mutex_unlock(&st->thr_lock);
 	mono_now(&last);
 	for (;;) {
@@ -114,8 +146,17 @@ static void *stager_main(void *arg)
 		seen = st->resumes;
 		pthread_mutex_unlock(&st->thr_lock);
 
-		if (stage_next(st) == 0 && !(done = plan_ended(st, seen)))
-			continue; /* resumed meanwhile */
+		if (stage_next(st) == 0) {
+			if (!(done = plan_ended(st, seen)))
+				continue; /* resumed meanwhile */
+		} else if (watcher && grow(st)) {
+			pthread_mutex_lock(&st->thr_lock);
+			log_warn(
+				"cannot start more stager threads: staging with %u",
+				st->nthreads);
+			st->want_threads = st->nthreads; /* do not try again */
+			pthread_mutex_unlock(&st->thr_lock);
+		}
 		if (watcher && mono_since(&last) * 1000 >= STAGE_WATCH_MS) {
 			watch(st);
 			mono_now(&last);
@@ -130,38 +171,45 @@ int stage_start(struct stage *st, unsigned int threads)
 	pthread_t t;
 	int err;
 
-	n = MIN(n, STAGE_THREADS_MAX);
 	pthread_mutex_lock(&st->thr_lock);
 	if (st->nthreads || st->stopping) {
 		pthread_mutex_unlock(&st->thr_lock);
 		return -EALREADY;
 	}
 	st->done = false;
+	st->want_threads = MIN(n, STAGE_THREADS_MAX);
 	mono_now(&st->started);
-	pthread_mutex_unlock(&st->thr_lock);
-	while (st->nthreads < n) {
-		err = -pthread_create(&t, NULL, stager_main, st);
-		if (err) {
-			stage_stop(st);
-			return err;
-		}
-		pthread_mutex_lock(&st->thr_lock);
+	/* The first thread (the watcher, see grow()) under the lock, so
+	 * that it finds itself in threads[0]. */
+	err = -pthread_create(&t, NULL, stager_main, st);
+	if (!err)
 		st->threads[st->nthreads++] = t;
-		pthread_mutex_unlock(&st->thr_lock);
-	}
-	return 0;
+	else
+		st->done = true; /* no thread runs */
+	pthread_mutex_unlock(&st->thr_lock);
+	return err;
 }
 
 void stage_stop(struct stage *st)
 {
+	unsigned int n;
+
 	if (!st)
 		return;
 	pthread_mutex_lock(&st->thr_lock);
 	st->stopping = true;
 	pthread_cond_broadcast(&st->resume);
 	pthread_cond_broadcast(&st->ended);
+	n = st->nthreads;
 	pthread_mutex_unlock(&st->thr_lock);
-	for (unsigned int i = 0; i < st->nthreads; i++)
+	/* The first starts the others (grow()): once it is joined, none
+	 * comes any more. */
+	if (n)
+		pthread_join(st->threads[0], NULL);
+	pthread_mutex_lock(&st->thr_lock);
+	n = st->nthreads;
+	pthread_mutex_unlock(&st->thr_lock);
+	for (unsigned int i = 1; i < n; i++)
 		pthread_join(st->threads[i], NULL);
 	pthread_mutex_lock(&st->thr_lock);
 	st->nthreads = 0;

@@ -100,6 +100,32 @@ START_TEST(test_threads)
 }
 END_TEST
 
+/* A stage with nothing to read runs the watcher only; the others start
+ * once a plan has something to read. */
+START_TEST(test_threads_lazy)
+{
+	struct mem_src *m = src_new();
+	struct stage *st = open_stage(m, STAGE_NONE, 0);
+	struct stage_stats ss;
+
+	ck_assert_int_eq(stage_start(st, 4), 0);
+	ck_assert_int_eq(stage_wait(st, 20000), 0);
+	stage_get_stats(st, &ss);
+	ck_assert_uint_eq(ss.threads, 1);
+	ck_assert_uint_eq(ss.staged, 0);
+	ck_assert_int_eq(stage_resume(st, STAGE_FULL, 1ull << 30), 0);
+	while (stage_get_stats(st, &ss), ss.state != STAGE_DONE)
+		ck_assert_int_eq(stage_wait(st, 20000), 0);
+	ck_assert_uint_eq(ss.staged, SIZE);
+	ck_assert_uint_eq(ss.threads, 4);
+	stage_stop(st);
+	stage_get_stats(st, &ss);
+	ck_assert_uint_eq(ss.threads, 0);
+	stage_free(st);
+	src_free(m);
+}
+END_TEST
+
 START_TEST(test_readers)
 {
 	struct mem_src *m = src_new();
@@ -195,6 +221,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_threads);
+	tcase_add_test(tc, test_threads_lazy);
 	tcase_add_test(tc, test_readers);
 	tcase_add_test(tc, test_plans);
 	tcase_add_test(tc, test_failure);
