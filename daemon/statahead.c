@@ -247,6 +247,35 @@ static bool run_is_over(struct statahead *sa, const struct listing_run *r)
 	return over;
 }
 
+/* What a pull does with a directory (pull_action()). */
+enum pull_action {
+	PULL_SKIP, /* the kernel holds the listing it needs */
+	PULL_LIST, /* list it */
+	PULL_RELIST, /* drop the kernel's cached listing, then list it */
+};
+
+/* What pull() does with directory @e (NULL: not in the table) for a
+ * listing of names only (@names) or with attributes.  Called with
+ * sa->lock held. */
+static enum pull_action pull_action(const struct idx_dir *e, bool names)
+{
+	switch (e ? (enum dir_state)e->state : DIR_NEW) {
+	case DIR_LISTED:
+	case DIR_READER:
+		return PULL_SKIP;
+	case DIR_NAMES:
+	case DIR_QUEUED:
+		/* Listed names only, or queued by lookups (which list it
+		 * with attributes): enough for names.  For attributes, the
+		 * kernel may hold the listing and would answer from its
+		 * cache, with no request to make inodes from. */
+		return names ? PULL_SKIP : PULL_RELIST;
+	case DIR_NEW:
+	default:
+		return PULL_LIST;
+	}
+}
+
 /*
  * Have the kernel list @path, directory @ino, through the mount, unless it
  * holds the listing already (or a reader is getting it now).  Counted in
@@ -260,28 +289,20 @@ static bool run_is_over(struct statahead *sa, const struct listing_run *r)
 static int pull(struct statahead *sa, bool all, bool names, const char *path,
 		uint32_t ino)
 {
+	enum pull_action act;
 	struct idx_dir *e;
-	bool listed, drop;
 	uint64_t ref = 0, n = 0;
 	int err;
 
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, ino);
-	listed = e && (e->state == DIR_LISTED || e->state == DIR_READER);
-	/* Lookups queued it: they list it, with attributes. */
-	if (names)
-		listed = listed || (e && (e->state == DIR_NAMES ||
-					  e->state == DIR_QUEUED));
-	/* A listing with names only, or one that lookups queued (entries
-	 * the kernel has no inode for): the kernel may hold it and would
-	 * answer from its cache, with no request to make inodes from. */
-	drop = e && (e->state == DIR_NAMES || e->state == DIR_QUEUED);
+	act = pull_action(e, names);
 	if (e)
 		ref = e->ref;
 	pthread_mutex_unlock(&sa->lock);
-	if (listed)
+	if (act == PULL_SKIP)
 		return 0;
-	if (drop)
+	if (act == PULL_RELIST)
 		sqcd_drop_listing(sa->core, ref);
 	if (atomic_load(&sa->stop))
 		return -ECANCELED;
