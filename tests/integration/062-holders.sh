@@ -215,42 +215,36 @@ while pgrep -f "squashcached.*$mnt" >/dev/null; do
 done
 
 if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null &&
-    command -v runuser >/dev/null; then
+    command -v setpriv >/dev/null; then
     note "a second user may neither join nor release another user's mount"
+    need_test_users
     ua=sqc-test-a
     ub=sqc-test-b
-    for u in $ua $ub; do
-        id "$u" >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh "$u"
-    done
-    fuse_mode=$(stat -c %a /dev/fuse)
-    at_exit "chmod $fuse_mode /dev/fuse"
-    chmod 0666 /dev/fuse
-    chmod 755 "$T"
     chmod 644 "$T/data.sqfs"
     mkdir -m 755 "$T/shared"
     chown $ua "$T/shared"
     umnt="$T/shared/m"
-    runuser -u $ua -- sh -c "sleep 600 & echo \$! >'$T/shared/hpid'
+    as $ua sh -c "sleep 600 & echo \$! >'$T/shared/hpid'
         SQUASHCACHE_BASE='$T/shared' '$MC' acquire --pid \$! '$T/data.sqfs' '$umnt' >/dev/null" ||
         fail "$ua cannot acquire"
     _mounts="$umnt $_mounts"
     ah=$(cat "$T/shared/hpid")
     _pids="$_pids $ah"
     rc=0
-    runuser -u $ub -- sh -c "sleep 60 & '$MC' acquire --pid \$! '$T/data.sqfs' '$umnt'" \
+    as $ub sh -c "sleep 60 & '$MC' acquire --pid \$! '$T/data.sqfs' '$umnt'" \
         >/dev/null 2>"$T/err" || rc=$?
     [ $rc != 0 ] || fail "$ub joined $ua's mount"
     rc=0
-    runuser -u $ub -- "$MC" release --pid "$ah" "$umnt" 2>"$T/err" || rc=$?
+    as $ub "$MC" release --pid "$ah" "$umnt" 2>"$T/err" || rc=$?
     [ $rc != 0 ] || fail "$ub released $ua's holder"
-    runuser -u $ua -- cmp "$T/src/d/big" "$umnt/d/big" || fail "$ua's mount was disturbed"
-    runuser -u $ua -- "$MC" status --json "$umnt" | "$PYTHON" -c "
+    as $ua cmp "$T/src/d/big" "$umnt/d/big" || fail "$ua's mount was disturbed"
+    as $ua "$MC" status --json "$umnt" | "$PYTHON" -c "
 import json, sys
 s = json.load(sys.stdin)[0]
 assert s['holders'] == [$ah], s['holders']" || fail "$ua's holders changed"
     kill -9 "$ah"
     wait_unmounted "$umnt" 10
 else
-    note "SKIP part: a second user needs root, useradd and runuser"
+    note "SKIP part: a second user needs root, useradd and setpriv"
 fi
 echo "ok"

@@ -37,12 +37,7 @@ pid=$(sqc_pid "$m2")
 holder=$!
 at_exit "kill $holder 2>/dev/null || true"
 # Readiness: the daemon counts the handle.
-i=0
-until [ "$(stat_of "$m2" idle.open)" -ge 1 ]; do
-    i=$((i + 1))
-    [ $i -lt 100 ] || fail "the daemon never counted the open file"
-    sleep 0.05
-done
+wait_stat "$m2" idle.open 1 5 "the daemon never counted the open file"
 sleep 3 # three timeouts long, with no request
 kill -0 "$pid" 2>/dev/null || fail "daemon exited while a file was open"
 is_mounted "$m2" || fail "$m2 unmounted while a file was open"

@@ -169,12 +169,7 @@ done
 # the daemon lists them again, with the inodes warming needs, once a
 # reader opens a file of one; the reads after that (an epoch's) start it.
 cmp "$T/src/d5/f039" "$T/m/d5/f039" || fail "wrong bytes while warming"
-i=0
-until [ "$(stat_of "$T/m" statahead.filled_dirs)" -ge 6 ]; do
-    i=$((i + 1))
-    [ $i -lt 100 ] || fail "the names-only listings were not listed again"
-    sleep 0.1
-done
+wait_stat "$T/m" statahead.filled_dirs 6 10 "the names-only listings were not listed again"
 cmp "$T/src/d5/f038" "$T/m/d5/f038" || fail "wrong bytes while warming"
 early=0
 state=running
@@ -221,12 +216,7 @@ sqc_mount "$T/store/image" "$T/m" -o "log=$T/d6.log"
 for f in m000 m001 m002 m003; do
     cmp "$T/many/dir/$f" "$T/m/dir/$f" || fail "wrong bytes in dir/$f"
 done
-i=0
-until [ "$(stat_of "$T/m" statahead.lookup_dirs)" -ge 1 ]; do
-    i=$((i + 1))
-    [ $i -lt 50 ] || fail "4 lookups during staging did not list their directory"
-    sleep 0.1
-done
+wait_stat "$T/m" statahead.lookup_dirs 1 5 "4 lookups during staging did not list their directory"
 [ "$(stat_of "$T/m" stage.state)" != "done" ] || fail "staging ended before the listing was seen"
 "$MOUNTCTL" wait "$T/m" >/dev/null
 sqc_umount "$T/m"

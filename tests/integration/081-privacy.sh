@@ -7,30 +7,17 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 need_fuse
-need_cmd mksquashfs useradd runuser
+need_cmd mksquashfs
+need_test_users
 
 ua=sqc-test-a
 ub=sqc-test-b
-for u in $ua $ub; do
-    id "$u" >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh "$u"
-done
-fuse_mode=$(stat -c %a /dev/fuse)
-at_exit "chmod $fuse_mode /dev/fuse"
-chmod 0666 /dev/fuse
-
-chmod 755 "$T"
 mkdir -p "$T/src/pub"
 echo public >"$T/src/pub/file"
 echo secret >"$T/src/secret"
 chmod 600 "$T/src/secret"
 mkimg "$T/src" "$T/img.sqfs" -comp lz4
 chmod 644 "$T/img.sqfs"
-
-as() {
-    u=$1
-    shift
-    runuser -u "$u" -- "$@"
-}
 
 # readable_by USER PATH -> 0 if USER can read PATH
 readable_by() {

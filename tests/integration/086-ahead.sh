@@ -227,12 +227,7 @@ ls "$T/m/d3" >/dev/null
 [ "$(stat_of "$T/m" fuse.readdir)" -gt 0 ] || fail "500 entries were listed with readdirplus only"
 [ "$(stat_of "$T/m" statahead.entries)" -eq 0 ] || fail "a listing alone had the daemon list ahead"
 stat "$T/m/d3/7" >/dev/null
-i=0
-until [ "$(stat_of "$T/m" statahead.filled_dirs)" -ge 1 ]; do
-    i=$((i + 1))
-    [ $i -lt 100 ] || fail "d3 was not listed again after a lookup in it"
-    sleep 0.1
-done
+wait_stat "$T/m" statahead.filled_dirs 1 10 "d3 was not listed again after a lookup in it"
 # Listed again by the daemon, every batch readdirplus: the kernel holds
 # an inode for each of the 500 files, and stat'ing them sends nothing.
 lk0=$(stat_of "$T/m" fuse.lookup)
@@ -273,12 +268,7 @@ at_exit "[ -e /sys/fs/fuse/connections/$conn ] || mount -t fusectl none /sys/fs/
 ls "$T/m" >/dev/null
 # Every storage read takes 0.1 s: the lister is soon waiting for a
 # listing that a worker reads from storage.
-i=0
-until [ "$(stat_of "$T/m" statahead.walks)" -ge 1 ]; do
-    i=$((i + 1))
-    [ $i -lt 100 ] || fail "no walk ahead after a listing of the root"
-    sleep 0.1
-done
+wait_stat "$T/m" statahead.walks 1 10 "no walk ahead after a listing of the root"
 sleep 0.5
 lister=$(pgrep -P "$pid" -x sqc-lister)
 [ -n "$lister" ] || fail "no lister process while listing ahead"

@@ -11,21 +11,12 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 need_fuse
-need_cmd mksquashfs useradd runuser
+need_cmd mksquashfs
+need_test_users
 
 owner=sqc-test-a
 squatter=sqc-test-b
-for u in $owner $squatter; do
-    id "$u" >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh "$u"
-done
 squatter_uid=$(id -u $squatter)
-fuse_mode=$(stat -c %a /dev/fuse)
-at_exit "chmod $fuse_mode /dev/fuse"
-chmod 0666 /dev/fuse
-
-chmod 755 "$T"
-# Sanitizer reports of the users' processes go to $T too (lib.sh).
-[ -z "${SQC_SANITIZE:-}" ] || chmod 1777 "$T"
 mkdir -p "$T/src/d"
 head -c 2000000 /dev/urandom >"$T/src/d/big"
 echo small >"$T/src/small"
@@ -36,12 +27,6 @@ chown $owner "$T/home"
 chown $squatter "$T/sq"
 mnt="$T/home/m"
 held="$T/home/h"
-
-as() {
-    _as_u=$1
-    shift
-    runuser -u "$_as_u" -- "$@"
-}
 
 # mount_as_owner [squashcached args...]: mount the image at $mnt as the
 # owner, the daemon's early stderr in $T/mount.err; sets took (seconds).

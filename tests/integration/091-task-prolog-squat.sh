@@ -11,19 +11,11 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 need_fuse
-need_cmd mksquashfs useradd setpriv
+need_cmd mksquashfs
+need_test_users
 
 owner=sqc-test-a
 squatter=sqc-test-b
-for u in $owner $squatter; do
-    id "$u" >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh "$u"
-done
-fuse_mode=$(stat -c %a /dev/fuse)
-at_exit "chmod $fuse_mode /dev/fuse"
-chmod 0666 /dev/fuse
-
-chmod 755 "$T"
-[ -z "${SQC_SANITIZE:-}" ] || chmod 1777 "$T"
 mkdir -p "$T/src"
 echo hello >"$T/src/a"
 mkimg "$T/src" "$T/ds.sqfs" -comp lz4
@@ -36,12 +28,6 @@ chmod 644 "$T/conf"
 mkdir -m 755 "$T/home"
 echo "keep me" >"$T/home/victim"
 chown -R $owner "$T/home"
-
-as() {
-    _as_u=$1
-    shift
-    setpriv --reuid="$_as_u" --regid="$(id -g "$_as_u")" --init-groups -- "$@"
-}
 
 # prolog: run the task prolog as the owner for job 7, local task 0, held
 # by a sleep of the owner's; its stdout in $T/out, stderr in $T/err.

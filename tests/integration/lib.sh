@@ -16,6 +16,9 @@
 #   at_exit 'COMMANDS'   run COMMANDS at exit, before the unmounts
 #   hold_reclaim         pause proactive reclaim (DAMON) until exit
 #   stat_of MNT KEY      one value of the daemon's stats (KEY like fuse.read)
+#   wait_stat MNT KEY MIN SECONDS WHAT         wait for a stat to reach MIN
+#   need_test_users      users sqc-test-a and sqc-test-b (root), and
+#   as USER CMD...       CMD run as one of them
 # shellcheck shell=sh
 
 set -eu
@@ -115,6 +118,31 @@ need_cmd() {
     for c in "$@"; do
         command -v "$c" >/dev/null 2>&1 || skip "needs '$c' (not installed)"
     done
+}
+
+# need_test_users: the users sqc-test-a and sqc-test-b, made if missing,
+# for tests of what one user may do to another's mount (needs root).
+# /dev/fuse is open to users until exit, and $T is readable by them (and
+# writable with SQC_SANITIZE, whose reports of their processes go there).
+need_test_users() {
+    need_root
+    need_cmd useradd setpriv
+    for _tu in sqc-test-a sqc-test-b; do
+        id "$_tu" >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh "$_tu"
+    done
+    _tu_mode=$(stat -c %a /dev/fuse)
+    at_exit "chmod $_tu_mode /dev/fuse"
+    chmod 0666 /dev/fuse
+    chmod 755 "$T"
+    [ -z "${SQC_SANITIZE:-}" ] || chmod 1777 "$T"
+}
+
+# as USER CMD...: run CMD as USER with USER's groups (no PAM session: the
+# environment is this shell's).
+as() {
+    _as_u=$1
+    shift
+    setpriv --reuid="$_as_u" --regid="$(id -g "$_as_u")" --init-groups -- "$@"
 }
 
 need_fuse() {
@@ -226,6 +254,18 @@ v = json.load(sys.stdin)[0]
 for k in sys.argv[1].split("."):
     v = v[k]
 print(v)' "$2"
+}
+
+# wait_stat MNT KEY MIN SECONDS WHAT: wait until the daemon's stat KEY
+# (see stat_of) is at least MIN; fail with WHAT if it is not within
+# SECONDS.
+wait_stat() {
+    _ws_i=0
+    until [ "$(stat_of "$1" "$2")" -ge "$3" ]; do
+        _ws_i=$((_ws_i + 1))
+        [ $_ws_i -lt $(($4 * 20)) ] || fail "$5 ($2: $(stat_of "$1" "$2") after $4 s)"
+        sleep 0.05
+    done
 }
 
 # Loop devices are few (max_loop) and shared: retry while none is free.
