@@ -94,9 +94,10 @@ struct sqcd {
 	 * (statahead.c) when it starts, before sqcd_init(), and cleared for
 	 * good once a reader looks up such a file. */
 	atomic_bool list_names;
-	/* Listing ahead's thread: its listings carry every attribute,
-	 * unless it is listing ahead of a reader that got names only
-	 * (lister_names, set by it around such a listing). */
+	/* Listing ahead's lister process (pid; its requests carry it):
+	 * its listings carry every attribute, unless it is listing ahead
+	 * of a reader that got names only (lister_names, set by the
+	 * listing thread around such a listing). */
 	atomic_int lister_tid;
 	atomic_bool lister_names;
 	struct timespec started; /* CLOCK_MONOTONIC at start */

@@ -62,7 +62,7 @@ int lister_stat(struct lister *l, const char *path);
  * @l: the helper
  * @path: absolute path
  * @names: list only; otherwise stat the last entry of each batch too
- *	   (see statahead.c, pull_batch of the kernel's readdirplus)
+ *	   (see list_dir() in lister.c: the kernel's readdirplus)
  * @entries: set to the entries listed, "." and ".." left out
  *
  * Return: 0; -errno of open() or getdents64(); -ECANCELED as for

@@ -73,8 +73,7 @@
  * like any other) and the CPU of the listing, at a lower priority than the
  * FUSE workers (the lister process runs at the thread's priority; it
  * holds no memory of the daemon's).  While a directory is being pulled its
- * descriptor is open,
- * so a plain `umount` at that moment fails with EBUSY; SIGTERM, mountctl
+ * descriptor is open, so a plain `umount` at that moment fails with EBUSY; SIGTERM, mountctl
  * umount and `fusermount3 -u -z` always work.
  *
  * Robustness: the thread never leaves the mount (it follows no symlinks,
@@ -135,7 +134,6 @@ struct statahead {
 	bool all; /* statahead=all: list the whole mount first */
 	pthread_t thread; /* the listing thread */
 	bool running; /* @thread was started */
-	atomic_int tid; /* the lister process's pid, once it runs */
 	atomic_bool stop; /* the daemon is stopping (set under @lock) */
 
 	pthread_mutex_t lock; /* protects the fields up to @walk_gen */
@@ -223,7 +221,7 @@ static bool dir_where(struct statahead *sa, uint32_t ino, uint64_t *ref,
 /* Whether @req comes from the listing thread itself. */
 static bool from_lister(struct statahead *sa, fuse_req_t req)
 {
-	return fuse_req_ctx(req)->pid == atomic_load(&sa->tid);
+	return fuse_req_ctx(req)->pid == atomic_load(&sa->core->lister_tid);
 }
 
 /* One run of the thread: statahead=all, or a walk from a reader. */
@@ -506,8 +504,7 @@ static int start_lister(struct statahead *sa)
 			err_str(err));
 		return err;
 	}
-	atomic_store(&sa->tid, (int)lister_pid(l));
-	atomic_store(&sa->core->lister_tid, atomic_load(&sa->tid));
+	atomic_store(&sa->core->lister_tid, (int)lister_pid(l));
 	pthread_mutex_lock(&sa->lock);
 	sa->lister = l;
 	if (sa->stop) /* statahead_cancel() came first */

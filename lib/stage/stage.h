@@ -122,8 +122,8 @@ void stage_free(struct stage *st);
  * second, and goes on doing so once the plan is done or when staging is
  * off.
  *
- * Return: 0; -EALREADY if started; -errno from pthread_create() (the
- * threads started are stopped).
+ * Return: 0; -EALREADY if started; -errno from pthread_create() (no
+ * thread runs).
  * Context: any thread; stage_stop() before stage_free() is optional.
  */
 int stage_start(struct stage *st, unsigned int threads);
