@@ -121,6 +121,17 @@ struct sqcd {
 extern const struct fuse_lowlevel_ops sqcd_ops;
 
 /**
+ * sqcd_from_lister() - Whether a request comes from listing ahead's lister
+ * process (daemon/lister.c), not from a reader.
+ * @core: the daemon
+ * @req: the request
+ */
+static inline bool sqcd_from_lister(struct sqcd *core, fuse_req_t req)
+{
+	return fuse_req_ctx(req)->pid == atomic_load(&core->lister_tid);
+}
+
+/**
  * sqcd_drop_listing() - Have the kernel drop its cached listing of a
  * directory.
  * @core: daemon

@@ -537,9 +537,9 @@ static int do_readdir(struct sqcd *d, fuse_ino_t node, off_t off,
 	/* A reader's listing while list_names holds, or listing ahead's
 	 * of what such a reader is about to list: listing ahead makes the
 	 * regular files' inodes later, if a reader wants them. */
-	r->names = r->plus && atomic_load(&d->list_names) &&
-		   (fuse_req_ctx(r->req)->pid != atomic_load(&d->lister_tid) ||
-		    atomic_load(&d->lister_names));
+	r->names =
+		r->plus && atomic_load(&d->list_names) &&
+		(!sqcd_from_lister(d, r->req) || atomic_load(&d->lister_names));
 	while ((err = img_dir_next(&it, &de)) == 1) {
 		err = add_entry(d, r, &dir, &de);
 		if (err < 0)

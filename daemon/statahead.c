@@ -218,12 +218,6 @@ static bool dir_where(struct statahead *sa, uint32_t ino, uint64_t *ref,
 	return e != NULL;
 }
 
-/* Whether @req comes from the listing thread itself. */
-static bool from_lister(struct statahead *sa, fuse_req_t req)
-{
-	return fuse_req_ctx(req)->pid == atomic_load(&sa->core->lister_tid);
-}
-
 /* One run of the thread: statahead=all, or a walk from a reader. */
 struct listing_run {
 	bool all; /* statahead=all: counted there, never preempted */
@@ -724,7 +718,7 @@ static void looked_up(struct statahead *sa, fuse_req_t req,
 	struct idx_dir *e;
 	uint32_t want;
 
-	if (!sa->window || from_lister(sa, req))
+	if (!sa->window || sqcd_from_lister(sa->core, req))
 		return;
 	want = (uint32_t)MIN(dir->size / ENTRY_BYTES / 8, UINT32_MAX);
 	want = MAX(want, LOOKUPS_MIN);
@@ -816,7 +810,7 @@ static void listed(struct statahead *sa, fuse_req_t req,
 	struct idx_dir *e;
 	bool reader, walk;
 
-	reader = !from_lister(sa, req);
+	reader = !sqcd_from_lister(sa->core, req);
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, dir->ino);
 	if (e && eof) {

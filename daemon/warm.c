@@ -36,8 +36,9 @@
  * follows the stager through the image, and during a first epoch from
  * slow storage the files the stager has brought in reach the page cache
  * before the readers ask for them; nothing is pushed while a listing goes
- * on; the thread runs at a lower priority than the FUSE workers; the queue
- * grows to 1 Mi files and drops what does not fit.
+ * on; the thread runs at a lower priority than the FUSE workers; each of
+ * its two queues (files listed, files a read has followed) grows to 1 Mi
+ * files and drops what does not fit.
  */
 #define LOG_MOD "warm"
 
@@ -56,7 +57,7 @@
 #include "util/err.h"
 #include "util/log.h"
 
-#define WARM_QUEUE_MIN 4096 /* the queue's first size, in files */
+#define WARM_QUEUE_MIN 4096 /* each queue's first size, in files */
 #define WARM_QUEUE_MAX (1u << 20) /* files waiting at most: 40 MiB */
 #define WARM_FILE_MAX (16u << 20) /* larger files are read on demand */
 #define WARM_CHUNK (1u << 20) /* bytes per notify_store */
@@ -88,13 +89,21 @@ struct warm {
 	struct sqcd *d; /* the daemon */
 	pthread_t thread; /* pushes */
 	pthread_mutex_t lock; /* protects everything below */
-	pthread_cond_t more; /* an item arrived, or stopping */
-	/* The queue: a binary min-heap on item position, so that files are
-	 * pushed in the image's order, the stager's; it grows while a
-	 * listing goes on. */
+	pthread_cond_t more; /* a file was read while @waiting, or stopping */
+	/* Files to push: a binary min-heap on item position, so that files
+	 * are pushed in the image's order, the stager's.  Only files some
+	 * file was read after: one listed since the last read never holds
+	 * up those before it. */
 	struct warm_item *heap;
 	unsigned int cap; /* its size */
 	unsigned int len; /* items queued */
+	/* Files listed that no read has followed yet, in listing order (so
+	 * their @reads never decrease): a ring, that grows while a listing
+	 * goes on.  A read moves them all into the heap. */
+	struct warm_item *listed;
+	unsigned int listed_cap; /* its size */
+	unsigned int listed_head; /* the oldest */
+	unsigned int listed_len; /* items in it */
 	bool stop; /* warm_stop() was called */
 	bool full; /* the byte budget is spent */
 	long long last_add; /* CLOCK_MONOTONIC ns of the newest listed file */
@@ -110,7 +119,7 @@ struct warm {
 	/* Files read so far (it wraps; only differences count), and whether
 	 * the thread sleeps until the next one.  Lock-free, so that a READ
 	 * takes no lock; a reader that sees @waiting signals under the lock,
-	 * and the thread sets @waiting before it checks @reads again. */
+	 * and the thread sets @waiting before it looks at @reads again. */
 	atomic_uint reads;
 	atomic_bool waiting;
 	uint64_t budget; /* -o warm=SIZE: bytes pushed at most */
@@ -130,6 +139,7 @@ struct warm_gate {
 	unsigned int max;
 };
 
+static void arm(struct warm *w);
 static void enqueue(struct warm *w, const struct warm_item *it);
 static void dequeue(struct warm *w, struct warm_item *out);
 
@@ -273,32 +283,6 @@ static bool wait_quiet(struct warm *w, const struct warm_item *it)
 	}
 }
 
-/* Whether a file was read since @it was listed. */
-static bool read_since(struct warm *w, const struct warm_item *it)
-{
-	return atomic_load(&w->reads) != it->reads;
-}
-
-/*
- * Sleep until some file is read after @it was listed.  Return: false if
- * the daemon is stopping.
- */
-static bool wait_read(struct warm *w, const struct warm_item *it)
-{
-	bool stop;
-
-	pthread_mutex_lock(&w->lock);
-	while (!w->stop && !read_since(w, it)) {
-		atomic_store(&w->waiting, true);
-		if (!read_since(w, it))
-			pthread_cond_wait(&w->more, &w->lock);
-		atomic_store(&w->waiting, false);
-	}
-	stop = w->stop;
-	pthread_mutex_unlock(&w->lock);
-	return !stop;
-}
-
 /* Whether staging has ended (or there is none): what is not staged by
  * now stays out of RAM. */
 static bool staging_done(struct warm *w)
@@ -317,8 +301,17 @@ static void *warm_main(void *arg)
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
 	for (;;) {
 		pthread_mutex_lock(&w->lock);
-		while (!w->len && !w->stop)
-			pthread_cond_wait(&w->more, &w->lock);
+		arm(w);
+		while (!w->len && !w->stop) {
+			/* Set before @reads is looked at again: a reader
+			 * either sees it and signals, or is seen. */
+			atomic_store(&w->waiting, true);
+			arm(w);
+			if (!w->len)
+				pthread_cond_wait(&w->more, &w->lock);
+			atomic_store(&w->waiting, false);
+			arm(w);
+		}
 		if (w->stop) {
 			pthread_mutex_unlock(&w->lock);
 			return NULL;
@@ -326,12 +319,13 @@ static void *warm_main(void *arg)
 		dequeue(w, &it);
 		pthread_mutex_unlock(&w->lock);
 
-		if (!wait_read(w, &it) || !wait_quiet(w, &it))
+		if (!wait_quiet(w, &it))
 			return NULL;
 		if (atomic_load(&w->bytes) >= w->budget) {
 			pthread_mutex_lock(&w->lock);
 			w->full = true;
 			w->len = 0;
+			w->listed_len = 0;
 			pthread_mutex_unlock(&w->lock);
 			log_info(
 				"page-cache warming stopped at its budget of %llu bytes",
@@ -373,13 +367,18 @@ int warm_start(struct sqcd *d, struct warm **out)
 		return -ENOMEM;
 	w->cap = WARM_QUEUE_MIN;
 	w->heap = malloc(w->cap * sizeof(*w->heap));
-	if (!w->heap) {
+	w->listed_cap = WARM_QUEUE_MIN;
+	w->listed = malloc(w->listed_cap * sizeof(*w->listed));
+	if (!w->heap || !w->listed) {
+		free(w->listed);
+		free(w->heap);
 		free(w);
 		return -ENOMEM;
 	}
 	w->inode_count = img_get_super(d->img)->inode_count;
 	w->given = calloc(w->inode_count / 64 + 1, sizeof(*w->given));
 	if (!w->given) {
+		free(w->listed);
 		free(w->heap);
 		free(w);
 		return -ENOMEM;
@@ -394,6 +393,7 @@ int warm_start(struct sqcd *d, struct warm **out)
 		pthread_cond_destroy(&w->more);
 		pthread_mutex_destroy(&w->lock);
 		free(w->given);
+		free(w->listed);
 		free(w->heap);
 		free(w);
 		return err;
@@ -420,14 +420,15 @@ void warm_free(struct warm *w)
 	pthread_cond_destroy(&w->more);
 	pthread_mutex_destroy(&w->lock);
 	free(w->given);
+	free(w->listed);
 	free(w->heap);
 	free(w);
 }
 
 /*
- * Double the queue, up to WARM_QUEUE_MAX; on failure it stays as it is
+ * Double the heap, up to WARM_QUEUE_MAX; on failure it stays as it is
  * and the caller drops the item.  Called with w->lock held.  Nothing is
- * pushed while a listing goes on (WARM_QUIET_NS), so the queue must hold
+ * pushed while a listing goes on (WARM_QUIET_NS), so the queues must hold
  * a whole listing: 40 bytes a file.
  */
 static void grow(struct warm *w)
@@ -441,6 +442,53 @@ static void grow(struct warm *w)
 		return;
 	w->heap = n;
 	w->cap *= 2;
+}
+
+/* Double the ring of listed files, as grow(); the items that wrapped
+ * around move to the new half.  Called with w->lock held. */
+static void grow_listed(struct warm *w)
+{
+	struct warm_item *n;
+	unsigned int wrapped;
+
+	if (w->listed_cap >= WARM_QUEUE_MAX)
+		return;
+	n = realloc(w->listed, 2 * (size_t)w->listed_cap * sizeof(*n));
+	if (!n)
+		return;
+	wrapped = w->listed_head + w->listed_len > w->listed_cap ?
+			  w->listed_head + w->listed_len - w->listed_cap :
+			  0;
+	memcpy(n + w->listed_cap, n, wrapped * sizeof(*n));
+	w->listed = n;
+	w->listed_cap *= 2;
+}
+
+/* Keep a listed file until a read follows.  Called with w->lock held. */
+static void park(struct warm *w, const struct warm_item *it)
+{
+	if (w->listed_len == w->listed_cap && !w->full && !w->stop)
+		grow_listed(w);
+	if (w->full || w->stop || w->listed_len == w->listed_cap) {
+		if (!w->full)
+			atomic_fetch_add_explicit(&w->dropped, 1,
+						  memory_order_relaxed);
+		return;
+	}
+	w->listed[(w->listed_head + w->listed_len++) % w->listed_cap] = *it;
+}
+
+/* Move the listed files that a read has followed into the heap: the
+ * oldest ones, since @reads only grows.  Called with w->lock held. */
+static void arm(struct warm *w)
+{
+	unsigned int now = atomic_load(&w->reads);
+
+	while (w->listed_len && w->listed[w->listed_head].reads != now) {
+		enqueue(w, &w->listed[w->listed_head]);
+		w->listed_head = (w->listed_head + 1) % w->listed_cap;
+		w->listed_len--;
+	}
 }
 
 static bool item_before(const struct warm_item *a, const struct warm_item *b)
@@ -469,8 +517,6 @@ static void enqueue(struct warm *w, const struct warm_item *it)
 		w->heap[i] = w->heap[up];
 	}
 	w->heap[i] = *it;
-	if (w->len == 1)
-		pthread_cond_signal(&w->more);
 }
 
 /* Take the first item (the queue is not empty).  Called with w->lock
@@ -503,10 +549,11 @@ static void add_listed(struct warm *w, fuse_ino_t node,
 
 	it.pos = ino->file.blocks_start;
 	it.ref = ino->ref;
-	it.reads = atomic_load(&w->reads);
 	pthread_mutex_lock(&w->lock);
+	/* Under the lock: the ring's @reads never decrease. */
+	it.reads = atomic_load(&w->reads);
 	w->last_add = it.queued;
-	enqueue(w, &it);
+	park(w, &it);
 	pthread_mutex_unlock(&w->lock);
 }
 

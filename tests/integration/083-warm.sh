@@ -214,6 +214,23 @@ warmed=$(stat_of "$T/m" warm.bytes)
     fail "warm=100K pushed $warmed bytes"
 cmp -s "$T/src/c/f29" "$T/m/c/f29" || fail "a file not warmed reads wrong"
 sqc_umount "$T/m"
+note "files listed after the last read do not hold up those listed before it"
+# c's files are listed, one is read, then a's are listed: a's come first
+# in the image, but no read has followed them yet.  statahead=0: only
+# these listings show the kernel the files.
+sqc_mount "$T/img.sqfs" "$T/m" -o "statahead=0,log=$T/d7.log"
+ls -l "$T/m/c" >/dev/null
+cat "$T/m/c/f0" >/dev/null
+ls -l "$T/m/a" >/dev/null
+wait_warmed 29
+sleep 0.5
+[ "$(stat_of "$T/m" warm.files)" -eq 29 ] ||
+    fail "$(($(stat_of "$T/m" warm.files) - 29)) files listed after the last read were pushed"
+cat "$T/m/b/f0" >/dev/null
+wait_warmed 58
+cmp -s "$T/src/a/f29" "$T/m/a/f29" || fail "a/f29 reads wrong after warming"
+sqc_umount "$T/m"
+
 note "a listing of more files than the queue first holds: none dropped"
 # Nothing is pushed while a listing goes on, so the queue grows to hold it.
 mkdir -p "$T/many/d"
