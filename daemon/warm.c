@@ -301,17 +301,16 @@ static void *warm_main(void *arg)
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
 	for (;;) {
 		pthread_mutex_lock(&w->lock);
-		arm(w);
-		while (!w->len && !w->stop) {
-			/* Set before @reads is looked at again: a reader
-			 * either sees it and signals, or is seen. */
-			atomic_store(&w->waiting, true);
+		/* Set before @reads is looked at: a reader either sees it
+		 * and signals, or its read is seen. */
+		atomic_store(&w->waiting, true);
+		for (;;) {
 			arm(w);
-			if (!w->len)
-				pthread_cond_wait(&w->more, &w->lock);
-			atomic_store(&w->waiting, false);
-			arm(w);
+			if (w->len || w->stop)
+				break;
+			pthread_cond_wait(&w->more, &w->lock);
 		}
+		atomic_store(&w->waiting, false);
 		if (w->stop) {
 			pthread_mutex_unlock(&w->lock);
 			return NULL;
