@@ -247,6 +247,44 @@ wait_warmed 5999
 cmp -s "$T/many/d/f05999" "$T/m/d/f05999" || fail "the last warmed file reads wrong"
 sqc_umount "$T/m"
 
+note "listed files kept until a read, across the end of their ring as it grows: none lost"
+# 3,000 files listed and pushed move the ring's start; 6,000 more then
+# wrap around its end before it grows, and again after.  Directories of
+# 30 files and statahead=0: each listing is one READDIRPLUS of the
+# reader's, that shows the kernel every file.
+"$PYTHON" -c 'import os, sys
+for top, dirs in (("c", 100), ("e", 200)):
+    for d in range(dirs):
+        p = os.path.join(sys.argv[1], top, "%03d" % d)
+        os.makedirs(p)
+        for i in range(30):
+            with open(os.path.join(p, "f%02d" % i), "wb") as f:
+                f.write(b"%s %d %d\n" % (top.encode(), d, i))' "$T/ring"
+mkimg "$T/ring" "$T/ring.sqfs" -comp lz4
+sqc_mount "$T/ring.sqfs" "$T/m" -o "statahead=0,log=$T/d8.log"
+ls -lR "$T/m/c" >/dev/null
+cat "$T/m/c/000/f00" >/dev/null
+wait_warmed 2999
+ls -lR "$T/m/e" >/dev/null
+[ "$(stat_of "$T/m" warm.files)" -eq 2999 ] || fail "files listed with no read after were pushed"
+cat "$T/m/e/000/f00" >/dev/null
+wait_warmed 8998
+[ "$(stat_of "$T/m" warm.dropped)" -eq 0 ] || fail "warming dropped $(stat_of "$T/m" warm.dropped) files"
+reads0=$(stat_of "$T/m" fuse.read)
+"$PYTHON" -c 'import os, sys
+src, mnt = sys.argv[1:]
+for top, _, files in os.walk(src):
+    for n in files:
+        rel = os.path.relpath(os.path.join(top, n), src)
+        with open(os.path.join(src, rel), "rb") as a, \
+                open(os.path.join(mnt, rel), "rb") as b:
+            if a.read() != b.read():
+                sys.exit("%s reads wrong after warming" % rel)' "$T/ring" "$T/m" ||
+    fail "warmed files read wrong"
+[ "$(stat_of "$T/m" fuse.read)" -eq "$reads0" ] ||
+    fail "$(($(stat_of "$T/m" fuse.read) - reads0)) warmed files were read from the daemon"
+sqc_umount "$T/m"
+
 note "prime: files opened by path, never listed, need no lookup and no read"
 # Priming stands for a reader: what it lists is pushed without a read.
 sqc_mount "$T/img.sqfs" "$T/m" -o prime
