@@ -89,7 +89,7 @@ struct warm {
 	struct sqcd *d; /* the daemon */
 	pthread_t thread; /* pushes */
 	pthread_mutex_t lock; /* protects everything below */
-	pthread_cond_t more; /* a file was read while @waiting, or stopping */
+	pthread_cond_t more; /* a file listed, one read while @waiting, or stop */
 	/* Files to push: a binary min-heap on item position, so that files
 	 * are pushed in the image's order, the stager's.  Only files some
 	 * file was read after: one listed since the last read never holds
@@ -301,14 +301,23 @@ static void *warm_main(void *arg)
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
 	for (;;) {
 		pthread_mutex_lock(&w->lock);
-		/* Set before @reads is looked at: a reader either sees it
-		 * and signals, or its read is seen. */
-		atomic_store(&w->waiting, true);
 		for (;;) {
 			arm(w);
 			if (w->len || w->stop)
 				break;
+			/* Only a read arms listed files: be told of reads
+			 * while there are some, and of nothing else (a warm
+			 * epoch's reads take no lock).  Set before @reads is
+			 * looked at again: a reader either sees it and
+			 * signals, or its read is seen. */
+			if (w->listed_len) {
+				atomic_store(&w->waiting, true);
+				arm(w);
+				if (w->len)
+					break;
+			}
 			pthread_cond_wait(&w->more, &w->lock);
+			atomic_store(&w->waiting, false);
 		}
 		atomic_store(&w->waiting, false);
 		if (w->stop) {
@@ -475,6 +484,9 @@ static void park(struct warm *w, const struct warm_item *it)
 		return;
 	}
 	w->listed[(w->listed_head + w->listed_len++) % w->listed_cap] = *it;
+	/* The thread may sleep deaf to reads: from now on it must hear. */
+	if (w->listed_len == 1)
+		pthread_cond_signal(&w->more);
 }
 
 /* Move the listed files that a read has followed into the heap: the
