@@ -48,8 +48,9 @@ void warm_free(struct warm *f);
  * warm_on_event() - Hear the core's events (events.h).
  * @f: the module (struct warm)
  * @ev: the event:
- *      SQCD_EV_ENTRY_LISTED: a listed file is queued (files are pushed in
- *      the order their data lies in the image, the stager's order);
+ *      SQCD_EV_ENTRY_LISTED: a listed file is kept until a read follows,
+ *      then queued (files are pushed in the order their data lies in the
+ *      image, the stager's order);
  *      SQCD_EV_RANGE_READ: files listed before may be pushed now, a READ
  *      of a whole file marks it given, and the rest of a file larger
  *      than the first READ is pushed before the reply;
