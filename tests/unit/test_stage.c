@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "stage/stage.h"
 
@@ -74,6 +75,22 @@ static struct stage *open_stage(struct mem_src *m, enum stage_mode mode,
 	return st;
 }
 
+/* The number of stager threads once it reaches @n, or after 10 s.  The
+ * first thread starts the others one by one once it has something to
+ * read, and a small stage can be done before the last one is running. */
+static unsigned int wait_threads(struct stage *st, unsigned int n)
+{
+	struct stage_stats ss;
+
+	for (int i = 0; i < 10000; i++) {
+		stage_get_stats(st, &ss);
+		if (ss.threads >= n)
+			break;
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
+	return ss.threads;
+}
+
 START_TEST(test_threads)
 {
 	struct mem_src *m = src_new();
@@ -89,7 +106,7 @@ START_TEST(test_threads)
 	ck_assert_int_eq(ss.state, STAGE_DONE);
 	ck_assert_uint_eq(ss.staged, SIZE);
 	ck_assert_uint_eq(ss.planned, SIZE);
-	ck_assert_uint_eq(ss.threads, 4);
+	ck_assert_uint_eq(wait_threads(st, 4), 4);
 	ck_assert(ss.seconds >= 0);
 	ck_assert_uint_eq(atomic_load(&m->stager), SIZE);
 	ck_assert_int_eq(stage_get(st, 0, SIZE, STAGE_GET_STAGED_ONLY, m, &p),
@@ -117,7 +134,7 @@ START_TEST(test_threads_lazy)
 	while (stage_get_stats(st, &ss), ss.state != STAGE_DONE)
 		ck_assert_int_eq(stage_wait(st, 20000), 0);
 	ck_assert_uint_eq(ss.staged, SIZE);
-	ck_assert_uint_eq(ss.threads, 4);
+	ck_assert_uint_eq(wait_threads(st, 4), 4);
 	stage_stop(st);
 	stage_get_stats(st, &ss);
 	ck_assert_uint_eq(ss.threads, 0);
