@@ -310,14 +310,13 @@ static void *warm_main(void *arg)
 			 * epoch's reads take no lock).  Set before @reads is
 			 * looked at again: a reader either sees it and
 			 * signals, or its read is seen. */
+			atomic_store(&w->waiting, w->listed_len > 0);
 			if (w->listed_len) {
-				atomic_store(&w->waiting, true);
 				arm(w);
 				if (w->len)
 					break;
 			}
 			pthread_cond_wait(&w->more, &w->lock);
-			atomic_store(&w->waiting, false);
 		}
 		atomic_store(&w->waiting, false);
 		if (w->stop) {
@@ -377,20 +376,11 @@ int warm_start(struct sqcd *d, struct warm **out)
 	w->heap = malloc(w->cap * sizeof(*w->heap));
 	w->listed_cap = WARM_QUEUE_MIN;
 	w->listed = malloc(w->listed_cap * sizeof(*w->listed));
-	if (!w->heap || !w->listed) {
-		free(w->listed);
-		free(w->heap);
-		free(w);
-		return -ENOMEM;
-	}
 	w->inode_count = img_get_super(d->img)->inode_count;
 	w->given = calloc(w->inode_count / 64 + 1, sizeof(*w->given));
-	if (!w->given) {
-		free(w->listed);
-		free(w->heap);
-		free(w);
-		return -ENOMEM;
-	}
+	err = -ENOMEM;
+	if (!w->heap || !w->listed || !w->given)
+		goto fail;
 	w->opening_max = d->o.threads / 2;
 	w->budget = d->o.warm;
 	w->d = d;
@@ -400,14 +390,17 @@ int warm_start(struct sqcd *d, struct warm **out)
 	if (err) {
 		pthread_cond_destroy(&w->more);
 		pthread_mutex_destroy(&w->lock);
-		free(w->given);
-		free(w->listed);
-		free(w->heap);
-		free(w);
-		return err;
+		goto fail;
 	}
 	*out = w;
 	return 0;
+
+fail:
+	free(w->given);
+	free(w->listed);
+	free(w->heap);
+	free(w);
+	return err;
 }
 
 void warm_stop(struct warm *w)
@@ -472,17 +465,30 @@ static void grow_listed(struct warm *w)
 	w->listed_cap *= 2;
 }
 
-/* Keep a listed file until a read follows.  Called with w->lock held. */
-static void park(struct warm *w, const struct warm_item *it)
+/*
+ * Whether a queue of @cap items holding @len may take one more, after
+ * @grow doubled it if full; if not, the item is counted dropped (unless
+ * the budget is spent: nothing is queued then).  Called with w->lock held.
+ */
+static bool has_room(struct warm *w, const unsigned int *len,
+		     const unsigned int *cap, void (*grow_fn)(struct warm *))
 {
-	if (w->listed_len == w->listed_cap && !w->full && !w->stop)
-		grow_listed(w);
-	if (w->full || w->stop || w->listed_len == w->listed_cap) {
+	if (*len == *cap && !w->full && !w->stop)
+		grow_fn(w);
+	if (w->full || w->stop || *len == *cap) {
 		if (!w->full)
 			atomic_fetch_add_explicit(&w->dropped, 1,
 						  memory_order_relaxed);
-		return;
+		return false;
 	}
+	return true;
+}
+
+/* Keep a listed file until a read follows.  Called with w->lock held. */
+static void park(struct warm *w, const struct warm_item *it)
+{
+	if (!has_room(w, &w->listed_len, &w->listed_cap, grow_listed))
+		return;
 	w->listed[(w->listed_head + w->listed_len++) % w->listed_cap] = *it;
 	/* The thread may sleep deaf to reads: from now on it must hear. */
 	if (w->listed_len == 1)
@@ -512,14 +518,8 @@ static void enqueue(struct warm *w, const struct warm_item *it)
 {
 	unsigned int i, up;
 
-	if (w->len == w->cap && !w->full && !w->stop)
-		grow(w);
-	if (w->full || w->stop || w->len == w->cap) {
-		if (!w->full)
-			atomic_fetch_add_explicit(&w->dropped, 1,
-						  memory_order_relaxed);
+	if (!has_room(w, &w->len, &w->cap, grow))
 		return;
-	}
 	/* Sift up from the new leaf. */
 	for (i = w->len++; i > 0; i = up) {
 		up = (i - 1) / 2;
