@@ -98,7 +98,7 @@ struct sqcd {
 	 * its listings carry every attribute, unless it is listing ahead
 	 * of a reader that got names only (lister_names, set by the
 	 * listing thread around such a listing). */
-	atomic_int lister_tid;
+	atomic_int lister_pid;
 	atomic_bool lister_names;
 	struct timespec started; /* CLOCK_MONOTONIC at start */
 	_Atomic uint64_t ops[SQCD_OP__COUNT]; /* requests per kind */
@@ -128,7 +128,7 @@ extern const struct fuse_lowlevel_ops sqcd_ops;
  */
 static inline bool sqcd_from_lister(struct sqcd *core, fuse_req_t req)
 {
-	return fuse_req_ctx(req)->pid == atomic_load(&core->lister_tid);
+	return fuse_req_ctx(req)->pid == atomic_load(&core->lister_pid);
 }
 
 /**

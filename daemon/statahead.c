@@ -73,8 +73,8 @@
  * like any other) and the CPU of the listing, at a lower priority than the
  * FUSE workers (the lister process runs at the thread's priority; it
  * holds no memory of the daemon's).  While a directory is being pulled its
- * descriptor is open, so a plain `umount` at that moment fails with EBUSY; SIGTERM, mountctl
- * umount and `fusermount3 -u -z` always work.
+ * descriptor is open, so a plain `umount` at that moment fails with
+ * EBUSY; SIGTERM, mountctl umount and `fusermount3 -u -z` always work.
  *
  * Robustness: the thread never leaves the mount (it follows no symlinks,
  * and names come from lib/image, which rejects '/', '.' and '..'), goes
@@ -498,7 +498,7 @@ static int start_lister(struct statahead *sa)
 			err_str(err));
 		return err;
 	}
-	atomic_store(&sa->core->lister_tid, (int)lister_pid(l));
+	atomic_store(&sa->core->lister_pid, (int)lister_pid(l));
 	pthread_mutex_lock(&sa->lock);
 	sa->lister = l;
 	if (sa->stop) /* statahead_cancel() came first */
