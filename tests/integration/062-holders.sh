@@ -148,8 +148,9 @@ kill -9 $sh_pid
 note "the daemon killed with SIGKILL under holders: the next acquire mounts again"
 start_holder
 "$MC" acquire --pid $_holder "$T/data.sqfs" >/dev/null || fail "acquire"
-kill -9 "$(stat_of "$mnt" pid)"
-sleep 0.2
+dpid=$(stat_of "$mnt" pid)
+kill -9 "$dpid"
+wait_gone "$dpid" 10 "daemon (SIGKILL)"
 "$MC" status --json "$mnt" >"$T/json" && fail "status of a stale mount exited 0"
 "$PYTHON" - "$T/json" "$mnt" <<'EOF' || fail "status --json contract (stale)"
 import json, sys

@@ -121,7 +121,7 @@ cp "$T/orig.sqfs" "$T/img.sqfs"
 sqc_mount "$T/img.sqfs" "$T/m"
 pid=$(sqc_pid "$T/m")
 kill -9 "$pid"
-sleep 0.2
+wait_gone "$pid" 10 "daemon (SIGKILL)"
 if ls "$T/m" 2>"$T/err"; then
     fail "a killed daemon's mount still answers"
 fi
