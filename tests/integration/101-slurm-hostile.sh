@@ -11,6 +11,9 @@
 # no mount or squashcached left.
 #
 #   SQC_HOSTILE_CASES="1 3 5"   run only these cases (default: all)
+#   SQC_HOSTILE_MODE=cgroup     the cluster in cluster.sh's cgroup mode,
+#                               as production sites run Slurm (default:
+#                               plain; 104-slurm-hostile-cgroup sets it)
 #
 # The layout is that of the C root side (mountctl job, see
 # squashcache_spank(8)): root's BASE/squashcache/jobID-NODE/, mode 0755,
@@ -52,6 +55,7 @@ V=sqchostv
 BASE=$T/shm
 DECOY=/var/tmp/sqc-decoy.$$
 CASES=${SQC_HOSTILE_CASES:-1 2 3 4 5 6 7 8 9}
+MODE=${SQC_HOSTILE_MODE:-plain}
 EPILOG_BOUND=20   # seconds from a job's end until its node is idle again
 TIMEOUT_S=5       # timeout= of the site config: the prolog's budget
 chmod 0755 "$T"
@@ -194,8 +198,11 @@ echo "required $BUILD/squashcache_spank.so conf=$T/conf" >"$T/cl/etc/plugstack.c
 at_exit 'cluster_stop'
 at_exit 'stop_faultfs; for m in $(awk -v t="$T/" "index(\$2, t) == 1 {print \$2}" /proc/self/mounts); do umount -l "$m" 2>/dev/null; done; for p in $(pgrep -f "squashcached.* $T/"); do kill -9 "$p"; done; true'
 at_exit '[ -f "$T/fuse.conf.orig" ] && cat "$T/fuse.conf.orig" >/etc/fuse.conf; true'
-cluster_start "$T/cl" || { tail -n 30 "$T/cl/log/"*.log; fail "cluster did not start"; }
-note "cluster up on port ${SQC_SLURM_PORT:-26817}; users $U and $V; cases: $CASES"
+rc=0
+cluster_start "$T/cl" "$MODE" || rc=$?
+[ $rc -ne 77 ] || skip "no cgroup freezer and memory controllers for the cgroup mode"
+[ $rc -eq 0 ] || { tail -n 30 "$T/cl/log/"*.log; fail "cluster did not start"; }
+note "$MODE cluster up on port ${SQC_SLURM_PORT:-26817} (nodes $CL_N1 $CL_N2); users $U and $V; cases: $CASES"
 
 # --- helpers ------------------------------------------------------------
 as_user() {
@@ -507,9 +514,9 @@ case_1() {
     as_u sh -c "echo junk >$BASE/squashcache &&
         mkdir -p $BASE/squashcache.bad-\$(stat -c %i $BASE/squashcache)/x/y &&
         mkdir -p $BASE/squashcache.bad/x $BASE/squashcache.tmp/x"
-    run_job c1a 30 srun -N1 -w n1 sh -c 'echo "ran $SLURM_JOB_ID"'
+    run_job c1a 30 srun -N1 -w "$CL_N1" sh -c 'echo "ran $SLURM_JOB_ID"'
     grep -q '^ran' "$T/out/c1a.out" || { show "$T/out/c1a.out"; flunk "c1a: a job without a dataset did not run"; }
-    run_job c1b 30 srun -N1 -w n1 --comment="dataset=$IMG" "$T/bin/readit"
+    run_job c1b 30 srun -N1 -w "$CL_N1" --comment="dataset=$IMG" "$T/bin/readit"
     expect_read c1b
     cat >"$T/jobs/c1.sh" <<EOJ
 #!/bin/sh
@@ -522,14 +529,14 @@ for n in .error .daemons alpha.failed alpha.err job\$SLURM_JOB_ID-\$SLURMD_NODEN
 done
 echo filled
 EOJ
-    run_job c1c 30 srun -N1 -w n2 --dataset="$IMG" sh "$T/jobs/c1.sh"
+    run_job c1c 30 srun -N1 -w "$CL_N2" --dataset="$IMG" sh "$T/jobs/c1.sh"
     expect_read c1c
     grep -q '^filled' "$T/out/c1c.out" || { show "$T/out/c1c.out"; flunk "c1c: the job did not fill its mount point"; }
-    run_job c1d 30 srun -N1 -w n1 --comment="dataset=$IMG" sh "$T/jobs/c1.sh"
+    run_job c1d 30 srun -N1 -w "$CL_N1" --comment="dataset=$IMG" sh "$T/jobs/c1.sh"
     expect_read c1d
     wait_idle "$EPILOG_BOUND" ||
         flunk "nodes after the .failed/.err tricks: $(sinfo -h -N -o '%N %T %E' | tr '\n' ' ')"
-    note "c1 epilogs (status seconds): $(for c in c1a c1b c1d; do epilog_of "$(job_of "$c")" n1; done | tr '\n' ' ')"
+    note "c1 epilogs (status seconds): $(for c in c1a c1b c1d; do epilog_of "$(job_of "$c")" "$CL_N1"; done | tr '\n' ' ')"
 }
 
 # 2. 100,000 empty directories in each directory of U's that the hooks
@@ -551,7 +558,7 @@ if sys.argv[3] == "base":
 EOP
 echo "end \$(date +%s.%N)"
 EOJ
-    for v in "a n1 --comment=dataset=$IMG base" "b n2 --dataset=$IMG -"; do
+    for v in "a $CL_N1 --comment=dataset=$IMG base" "b $CL_N2 --dataset=$IMG -"; do
         set -- $v
         run_job "c2$1" 90 srun -N1 -w "$2" "$3" sh "$T/jobs/c2.sh" "$4"
         expect_read "c2$1"
@@ -570,7 +577,7 @@ EOJ
 # next to a mount of U's own made inside it.
 case_3() {
     as_u ln -s "$DECOY" "$BASE/squashcache"
-    run_job c3a 30 srun -N1 -w n1 --comment="dataset=$IMG" "$T/bin/readit"
+    run_job c3a 30 srun -N1 -w "$CL_N1" --comment="dataset=$IMG" "$T/bin/readit"
     expect_read c3a
     wait_idle "$EPILOG_BOUND" || true
     if ! decoy_intact; then
@@ -593,7 +600,7 @@ echo swapped
 srun -n1 $T/bin/readit "\$m/nested" || true
 sleep 1
 EOJ
-    j=$(submit_batch c3b -N1 -w n2 --dataset="$IMG" "$T/jobs/c3.sh")
+    j=$(submit_batch c3b -N1 -w "$CL_N2" --dataset="$IMG" "$T/jobs/c3.sh")
     wait_batch c3b "$j" 40
     read_ok "$T/out/c3b.out" 2 && grep -q '^swapped' "$T/out/c3b.out" ||
         { show "$T/out/c3b.out"; flunk "c3b: the job did not read, swap and mount"; }
@@ -606,27 +613,27 @@ EOJ
 # to such a directory.
 case_4() {
     j=$(next_jobid)
-    as_v sh -c "mkdir -m 0777 $BASE/squashcache && mkdir -m 0777 -p $(jobdir "$j" n1)/alpha &&
-        echo private >$(jobdir "$j" n1)/alpha/$VSECRET"
-    run_job c4a 30 srun -N1 -w n1 --dataset="$IMG" "$T/bin/readit"
+    as_v sh -c "mkdir -m 0777 $BASE/squashcache && mkdir -m 0777 -p $(jobdir "$j" "$CL_N1")/alpha &&
+        echo private >$(jobdir "$j" "$CL_N1")/alpha/$VSECRET"
+    run_job c4a 30 srun -N1 -w "$CL_N1" --dataset="$IMG" "$T/bin/readit"
     expect_read c4a
     wait_idle "$EPILOG_BOUND" || true
     rm -rf "$BASE/squashcache"
     j=$(next_jobid)
-    as_v sh -c "mkdir -m 0777 -p $T/out/v4/job$j-n2/alpha && echo private >$T/out/v4/job$j-n2/alpha/$VSECRET &&
+    as_v sh -c "mkdir -m 0777 -p $T/out/v4/job$j-$CL_N2/alpha && echo private >$T/out/v4/job$j-$CL_N2/alpha/$VSECRET &&
         ln -s $T/out/v4 $BASE/squashcache"
-    run_job c4b 30 srun -N1 -w n2 --comment="dataset=$IMG" "$T/bin/readit"
+    run_job c4b 30 srun -N1 -w "$CL_N2" --comment="dataset=$IMG" "$T/bin/readit"
     expect_read c4b
     wait_idle "$EPILOG_BOUND" || true
-    [ -f "$T/out/v4/job$j-n2/alpha/$VSECRET" ] || flunk "c4b: V's file was removed"
+    [ -f "$T/out/v4/job$j-$CL_N2/alpha/$VSECRET" ] || flunk "c4b: V's file was removed"
 }
 
 # 5. A glob over a root-only directory as the dataset list.
 case_5() {
-    run_job c5a 40 srun -N1 -w n1 --comment="dataset=$T/rootonly/*" "$T/bin/readit"
+    run_job c5a 40 srun -N1 -w "$CL_N1" --comment="dataset=$T/rootonly/*" "$T/bin/readit"
     [ "$JOB_RC" -ne 0 ] || { show "$T/out/c5a.out"; flunk "c5a: the job ran"; }
     grep -q "$SECRET" "$T/out/c5a.out" && { show "$T/out/c5a.out"; flunk "c5a (--comment): the root-only file name is in the job's output"; }
-    run_job c5b 40 srun -N1 -w n1 --dataset="$T/rootonly/*" "$T/bin/readit"
+    run_job c5b 40 srun -N1 -w "$CL_N1" --dataset="$T/rootonly/*" "$T/bin/readit"
     [ "$JOB_RC" -ne 0 ] || { show "$T/out/c5b.out"; flunk "c5b: the job ran"; }
     # The submission-side check of the plugin is the user's to skip: a
     # client plugin of U's own passes SPANK_DATASET unchecked, and the
@@ -634,7 +641,7 @@ case_5() {
     if [ -f "$T/u/pass.so" ]; then
         write_conf prolog_spank=yes
         run_job c5c 40 env SLURM_CONF="$T/u/slurm.conf" HOSTILE_DATASET="$T/rootonly/*" \
-            srun -N1 -w n2 "$T/bin/readit"
+            srun -N1 -w "$CL_N2" "$T/bin/readit"
         [ "$JOB_RC" -ne 0 ] || { show "$T/out/c5c.out"; flunk "c5c: the job ran"; }
         grep -q "$SECRET" "$T/out/c5c.out" && { show "$T/out/c5c.out"; flunk "c5c (SPANK_DATASET, prolog_spank=yes): the root-only file name is in the job's output"; }
     fi
@@ -649,13 +656,13 @@ case_6() {
 cat "$SQUASHCACHE_MOUNT/outside.txt" 2>/dev/null && echo "mounted $SQUASHCACHE_MOUNT"
 exit 0
 EOJ
-    run_job c6a 40 srun -N1 -w n1 --comment="dataset=$T/allowed/../elsewhere/x.sqfs" sh "$T/jobs/c6.sh"
+    run_job c6a 40 srun -N1 -w "$CL_N1" --comment="dataset=$T/allowed/../elsewhere/x.sqfs" sh "$T/jobs/c6.sh"
     as_u ln -s ../elsewhere/x.sqfs "$T/allowed/u-link.sqfs"
-    run_job c6b 40 srun -N1 -w n2 --comment="dataset=$T/allowed/u-link.sqfs" sh "$T/jobs/c6.sh"
+    run_job c6b 40 srun -N1 -w "$CL_N2" --comment="dataset=$T/allowed/u-link.sqfs" sh "$T/jobs/c6.sh"
     # SPANK: checked and resolved at submission, then the user swaps a
     # directory of the path for a symlink before the job starts.
     as_u sh -c "mkdir $T/allowed/u-dir && cp $IMG $T/allowed/u-dir/x.sqfs"
-    j=$(submit_batch c6c -H -N1 -w n1 --dataset="$T/allowed/u-dir/x.sqfs" "$T/jobs/c6.sh")
+    j=$(submit_batch c6c -H -N1 -w "$CL_N1" --dataset="$T/allowed/u-dir/x.sqfs" "$T/jobs/c6.sh")
     as_u sh -c "mv $T/allowed/u-dir $T/allowed/u-dir.old && ln -s ../elsewhere $T/allowed/u-dir"
     as_u scontrol release "$j"
     wait_batch c6c "$j" 40
@@ -681,7 +688,7 @@ case_7() {
     for v in "a allow_other allow_other" "b log=/etc/sqc-hostile-x.$$ log" \
         "c log=$T/out/u.log log" "d ctl=@sqc-hostile-$$ ctl" "g threads=2 threads"; do
         set -- $v
-        run_job "c7$1" 40 srun -N1 -w n1 --comment="dataset=$IMG:$2" "$T/bin/readit"
+        run_job "c7$1" 40 srun -N1 -w "$CL_N1" --comment="dataset=$IMG:$2" "$T/bin/readit"
         if [ "$JOB_RC" -eq 0 ] || grep -q "^task .* $SUM " "$T/out/c7$1.out" ||
             ! grep -Eiq "squashcache: .*$3" "$T/out/c7$1.out"; then
             show "$T/out/c7$1.out"
@@ -695,8 +702,8 @@ $T/bin/readit
 $T/bin/mountctl status --json "\$SQUASHCACHE_MOUNT" | python3 -c 'import json, sys
 print("budget", json.load(sys.stdin)[0]["stage"]["budget"])'
 EOJ
-    run_job c7e 40 srun -N1 -w n2 --comment="dataset=$IMG:ram=1G" sh "$T/jobs/c7.sh"
-    run_job c7f 40 srun -N1 -w n1 --dataset="$IMG:ram=1G" sh "$T/jobs/c7.sh"
+    run_job c7e 40 srun -N1 -w "$CL_N2" --comment="dataset=$IMG:ram=1G" sh "$T/jobs/c7.sh"
+    run_job c7f 40 srun -N1 -w "$CL_N1" --dataset="$IMG:ram=1G" sh "$T/jobs/c7.sh"
     for c in c7e c7f; do
         b=$(sed -n 's/^budget //p' "$T/out/$c.out")
         if ! read_ok "$T/out/$c.out" || [ -z "$b" ] || [ "$b" -gt 67108864 ]; then
@@ -711,7 +718,7 @@ EOJ
 case_8() {
     # Prolog: the storage is dead before the job.
     faultfs_start block
-    run_job c8a 40 srun -N1 -w n1 --comment="dataset=$T/dead/image" "$T/bin/readit"
+    run_job c8a 40 srun -N1 -w "$CL_N1" --comment="dataset=$T/dead/image" "$T/bin/readit"
     note "c8a: job over after $JOB_SECS s (exit $JOB_RC)"
     bad=
     if [ "$JOB_RC" -eq 0 ] || [ "$JOB_RC" -eq 124 ] ||
@@ -722,7 +729,7 @@ case_8() {
     fi
     # SPANK: the storage dies between submission and the job's start.
     : >"$T/dead.fail"
-    j=$(submit_batch c8b -H -N1 -w n2 --dataset="$T/dead/image" "$T/bin/readit")
+    j=$(submit_batch c8b -H -N1 -w "$CL_N2" --dataset="$T/dead/image" "$T/bin/readit")
     echo block >"$T/dead.fail"
     as_u scontrol release "$j"
     wait_batch c8b "$j" 40
@@ -735,7 +742,7 @@ case_8() {
     fi
     # SPANK: the storage is dead at submission (the check there reads).
     echo block >"$T/dead.fail"
-    run_job c8c 40 srun -N1 -w n1 --dataset="$T/dead/image" "$T/bin/readit"
+    run_job c8c 40 srun -N1 -w "$CL_N1" --dataset="$T/dead/image" "$T/bin/readit"
     note "c8c: submission over after $JOB_SECS s (exit $JOB_RC)"
     if [ "$JOB_RC" -eq 0 ] || [ "$JOB_RC" -eq 124 ] ||
         [ "$(echo "$JOB_SECS > $TIMEOUT_S + 15" | bc)" = 1 ] ||
@@ -748,7 +755,7 @@ case_8() {
 
 # 9. U's control socket name bound first by V.
 case_9() {
-    for v in "a n1 --dataset=$IMG" "b n2 --comment=dataset=$IMG"; do
+    for v in "a $CL_N1 --dataset=$IMG" "b $CL_N2 --comment=dataset=$IMG"; do
         set -- $v
         j=$(next_jobid)
         mnt=$(jobdir "$j" "$2")/alpha
