@@ -155,6 +155,17 @@ int job__wait_child(pid_t pid, int errfd, int resfd, double deadline, char *msg,
 	return -ETIMEDOUT;
 }
 
+void job__child_stdio(int errfd)
+{
+	int nul = open("/dev/null", O_RDWR);
+
+	dup2(nul, 0);
+	dup2(nul, 1);
+	dup2(errfd >= 0 ? errfd : nul, 2);
+	if (nul > 2)
+		close(nul);
+}
+
 /* The first line of a mountctl/squashcached message, prefixes dropped. */
 static void tidy(char *msg)
 {
@@ -265,6 +276,48 @@ static int mount_as_user(const struct ds_conf *c, const struct job_ids *ids,
 	return MC_EXIT_OK;
 }
 
+/*
+ * Read the start of @im as the user, in a child outside the job's
+ * cgroups (job_cgroup.c says why), and wait for it until @deadline: the
+ * image's storage answers, or it is left to hang where it cannot keep
+ * Slurm from ending the job.  What the read finds is not looked at:
+ * mount_as_user() says what is wrong with the image.
+ * Return: 0; -ETIMEDOUT if the read did not come back; -errno if the
+ * child did not start.
+ */
+static int probe_image(const struct job_ids *ids, const struct ds_image *im,
+		       double deadline)
+{
+	char msg[8], res[8];
+	pid_t child;
+	int rc;
+
+	child = fork();
+	if (child == 0) {
+		char buf[4096];
+		ssize_t n = 0;
+		int fd;
+
+		job__child_stdio(-1);
+		/* Where it cannot leave them, it reads where it is. */
+		(void)job_cgroup_leave(ids);
+		if (drop_to_user(ids))
+			_exit(126);
+		if (im->path[0] == '/' ||
+		    (ids->workdir[0] && !chdir(ids->workdir))) {
+			fd = open(im->path, O_RDONLY | O_CLOEXEC);
+			if (fd >= 0)
+				n = pread(fd, buf, sizeof(buf), 0);
+		}
+		_exit(n < 0);
+	}
+	if (child < 0)
+		return -errno;
+	rc = job__wait_child(child, -1, -1, deadline, msg, sizeof(msg), res,
+			     sizeof(res));
+	return rc < 0 ? rc : 0;
+}
+
 /* Make the user's mount point NAME in the job directory, 0700. */
 static int make_mountpoint(struct jobdir *j, const struct job_ids *ids,
 			   const char *name)
@@ -303,11 +356,7 @@ static int spawn_mount(const struct ds_conf *c, const struct job_ids *ids,
 	}
 	child = fork();
 	if (child == 0) {
-		int nul = open("/dev/null", O_RDWR);
-
-		dup2(nul, 0);
-		dup2(nul, 1);
-		dup2(ep[1], 2);
+		job__child_stdio(ep[1]);
 		if (drop_to_user(ids))
 			_exit(126);
 		_exit(mount_as_user(c, ids, im, mnt,
@@ -343,6 +392,8 @@ static int mount_one(const struct ds_conf *c, const struct job_ids *ids,
 		return -1;
 	}
 	if (mc_now() < deadline)
+		rc = probe_image(ids, im, deadline);
+	if (rc == 0)
 		rc = spawn_mount(c, ids, im, mnt, deadline, msg, res);
 	if (rc == 0 && sscanf(res, "%llu %llu", &pid, &start) == 2) {
 		snprintf(line, sizeof(line), "%s %llu %llu\n", im->name, pid,
@@ -463,11 +514,7 @@ static int mount_later(const struct ds_conf *c, const struct job_ids *ids,
 	if (child == 0) {
 		/* Nothing of the Prolog's: slurmd reads its output to
 		 * the end and kills its process group. */
-		int nul = open("/dev/null", O_RDWR);
-
-		dup2(nul, 0);
-		dup2(nul, 1);
-		dup2(nul, 2);
+		job__child_stdio(-1);
 		setsid();
 		run_mounter(c, ids, j, l, deadline);
 		_exit(0);

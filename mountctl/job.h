@@ -160,6 +160,20 @@ int job_cgroup_enter(const struct job_ids *ids, double deadline, char *why,
 		     size_t cap);
 
 /**
+ * job_cgroup_leave() - Move the calling process out of the job's cgroups,
+ * into the root cgroup of every hierarchy, if it is in them: for a process
+ * that may block for good on the job's storage (reading from storage
+ * that never answers is an uninterruptible sleep), which must not keep
+ * Slurm from ending the job (Slurm drains a node where it cannot kill a
+ * job's process).
+ * @ids: the job
+ *
+ * Return: 0 (also when it was not in the job's cgroups), or -errno.
+ * Context: root; reads /proc/self/mountinfo, /proc/self/cgroup.
+ */
+int job_cgroup_leave(const struct job_ids *ids);
+
+/**
  * job_check_node() - What jobs left on this node under BASE/squashcache:
  * mounts whose daemon is gone and daemons whose mount is gone, one line
  * each on stdout.

@@ -30,6 +30,14 @@
  * the freezer's (v2: task_special's) cgroup.procs: Slurm adds it there
  * after every controller's cgroup was made.
  *
+ * Before a daemon is started, a child that only reads the start of the
+ * image leaves the job's cgroups for the root ones (job_cgroup_leave()):
+ * storage that never answers can hold a reader in an uninterruptible
+ * sleep,
+ * and Slurm drains a node where a job's process outlives every kill.  The
+ * daemon is started only once that read came back; storage that dies
+ * under a running daemon is the node's problem, as for any reader.
+ *
  * The mounter also enters the mount namespace of that process: with
  * job_container/tmpfs the job runs in a namespace of its own, made private
  * from the node's, and a mount made outside after it exists would never
@@ -516,4 +524,33 @@ int job_cgroup_enter(const struct job_ids *ids, double deadline, char *why,
 			 ids->job, err_str(e));
 	}
 	return err ? err : joined ? 0 : -ENOENT;
+}
+
+int job_cgroup_leave(const struct job_ids *ids)
+{
+	struct cg_hiers hs = { .n = 0 };
+	int err = 0;
+
+	if (check_ids(ids) || !in_job_cgroup(ids->job))
+		return 0;
+	if (mountinfo_foreach(add_hier, &hs) < 0)
+		return -EIO;
+	for (int i = 0; i < hs.n; i++) {
+		unsigned long magic = hs.h[i].v2 ? CGROUP2_SUPER_MAGIC :
+						   CGROUP_SUPER_MAGIC;
+		int fd = open(hs.h[i].mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		struct statfs sf;
+		int e = 0;
+
+		if (fd < 0)
+			continue;
+		if (fstatfs(fd, &sf))
+			e = -errno;
+		else if ((unsigned long)sf.f_type == magic)
+			e = join(fd); /* the hierarchy's root */
+		close(fd);
+		if (e && !err)
+			err = e;
+	}
+	return err;
 }

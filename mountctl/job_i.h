@@ -85,4 +85,12 @@ void job__detach_under(struct jobdir *j, const char *only);
 int job__wait_child(pid_t pid, int errfd, int resfd, double deadline, char *msg,
 		    size_t mcap, char *res, size_t rcap);
 
+/**
+ * job__child_stdio() - In a child the hooks wait for: stdin and stdout on
+ * /dev/null, nothing of the caller's (slurmd reads a Prolog's output to
+ * its end, so a child that hangs must not hold it).
+ * @errfd: its stderr, or -1 for /dev/null
+ */
+void job__child_stdio(int errfd);
+
 #endif /* SQC_MOUNTCTL_JOB_I_H */

@@ -256,14 +256,10 @@ static int check_in_time(const struct ds_conf *c, struct ds_image *im,
 	}
 	child = fork();
 	if (child == 0) {
-		int nul = open("/dev/null", O_RDWR);
-
 		/* Its own group, no stdout: if it hangs in the kernel, only
 		 * it is left behind, and the caller sees EOF. */
 		setpgid(0, 0);
-		dup2(nul, 0);
-		dup2(nul, 1);
-		dup2(ep[1], 2);
+		job__child_stdio(ep[1]);
 		if (check_image(c, im, abs))
 			_exit(1);
 		_exit(write(rp[1], abs, strlen(abs)) > 0 ? 0 : 1);
