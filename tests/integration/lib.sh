@@ -221,9 +221,13 @@ sqc_pid() {
 # "WHAT still running after SECONDS s" if it has not by then.
 wait_gone() {
     _wg_i=0
-    # A zombie has exited; init may reap it late.
+    # A zombie has exited (init may reap it late), but only once no other
+    # thread is left: a killed process's leader is a zombie while its
+    # other threads still exit, and its files (a daemon's /dev/fuse) are
+    # closed by the last one.
     while kill -0 "$1" 2>/dev/null &&
-        [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" != Z ]; do
+        { [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" != Z ] ||
+            [ "$(ls "/proc/$1/task" 2>/dev/null | wc -l)" -gt 1 ]; }; do
         _wg_i=$((_wg_i + 1))
         [ $_wg_i -lt $(($2 * 50)) ] || fail "$3 still running after $2 s"
         sleep 0.02
