@@ -406,8 +406,10 @@ static int check_mountpoint(struct sqcd_opts *o)
 	if (is_mountpoint(o->canonical)) {
 		struct statvfs sv;
 
-		/* stat() may answer from the kernel's cache; statfs asks. */
-		if (statvfs(o->canonical, &sv) && errno == ENOTCONN) {
+		/* stat() may answer from the kernel's cache; statfs asks.
+		 * ECONNABORTED: it was sent as the connection ended. */
+		if (statvfs(o->canonical, &sv) &&
+		    (errno == ENOTCONN || errno == ECONNABORTED)) {
 			fprintf(stderr,
 				"squashcached: '%s' is a stale FUSE mount whose daemon is gone; clear it with: fusermount3 -u '%s'\n",
 				o->mountpoint, o->canonical);
