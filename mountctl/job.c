@@ -221,6 +221,16 @@ static void fail_image(struct jobdir *j, const struct job_ids *ids,
 }
 
 /*
+ * In a child, as the user: make @path openable from here (an absolute
+ * one is; a relative one is taken from the job's working directory,
+ * which becomes the current one).  Return: whether it is.
+ */
+static bool at_image_dir(const struct job_ids *ids, const char *path)
+{
+	return path[0] == '/' || (ids->workdir[0] && !chdir(ids->workdir));
+}
+
+/*
  * The child's part, as the user: open the image, check allow= on the
  * path it really is, mount it, and write "PID START" of its daemon to
  * @resfd.  Return: the exit status for _exit().
@@ -237,7 +247,7 @@ static int mount_as_user(const struct ds_conf *c, const struct job_ids *ids,
 	int fd, rc;
 	ssize_t n;
 
-	if (im->path[0] != '/' && (!ids->workdir[0] || chdir(ids->workdir))) {
+	if (!at_image_dir(ids, im->path)) {
 		fprintf(stderr, "not an absolute path\n");
 		return MC_EXIT_IMAGE;
 	}
@@ -303,8 +313,7 @@ static int probe_image(const struct job_ids *ids, const struct ds_image *im,
 		(void)job_cgroup_leave(ids);
 		if (drop_to_user(ids))
 			_exit(126);
-		if (im->path[0] == '/' ||
-		    (ids->workdir[0] && !chdir(ids->workdir))) {
+		if (at_image_dir(ids, im->path)) {
 			fd = open(im->path, O_RDONLY | O_CLOEXEC);
 			if (fd >= 0)
 				n = pread(fd, buf, sizeof(buf), 0);

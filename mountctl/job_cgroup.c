@@ -33,10 +33,10 @@
  * Before a daemon is started, a child that only reads the start of the
  * image leaves the job's cgroups for the root ones (job_cgroup_leave()):
  * storage that never answers can hold a reader in an uninterruptible
- * sleep,
- * and Slurm drains a node where a job's process outlives every kill.  The
- * daemon is started only once that read came back; storage that dies
- * under a running daemon is the node's problem, as for any reader.
+ * sleep, and Slurm drains a node where a job's process outlives every
+ * kill.  The daemon is started only once that read came back; storage
+ * that dies under a running daemon is the node's problem, as for any
+ * reader.
  *
  * The mounter also enters the mount namespace of that process: with
  * job_container/tmpfs the job runs in a namespace of its own, made private
@@ -135,6 +135,30 @@ static int cg_open(int dirfd, const char *name, dev_t dev, bool uid_ok,
 }
 
 /*
+ * Open the root of hierarchy @h, which must be a cgroup file system of
+ * its kind, and give its device in @dev.  Return: fd; -ENOENT if it is
+ * not one; -errno.
+ */
+static int hier_root(const struct cg_hier *h, dev_t *dev)
+{
+	unsigned long magic = h->v2 ? CGROUP2_SUPER_MAGIC : CGROUP_SUPER_MAGIC;
+	struct statfs sf;
+	struct stat st;
+	int fd;
+
+	fd = open(h->mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstatfs(fd, &sf) || fstat(fd, &st) ||
+	    (unsigned long)sf.f_type != magic) {
+		close(fd);
+		return -ENOENT;
+	}
+	*dev = st.st_dev;
+	return fd;
+}
+
+/*
  * Open Slurm's directory for node @node in hierarchy @h ("slurm_NODE" or
  * "slurm"; v2: the slurmstepd scope).  Return: fd; -ENOENT if there is
  * none; -errno.
@@ -142,21 +166,11 @@ static int cg_open(int dirfd, const char *name, dev_t dev, bool uid_ok,
 static int node_root(const struct cg_hier *h, const char *node, dev_t *dev)
 {
 	char name[128];
-	struct statfs sf;
-	struct stat st;
 	int mfd, sfd, fd;
 
-	mfd = open(h->mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	mfd = hier_root(h, dev);
 	if (mfd < 0)
-		return -errno;
-	if (fstatfs(mfd, &sf) || fstat(mfd, &st) ||
-	    (unsigned long)sf.f_type !=
-		    (unsigned long)(h->v2 ? CGROUP2_SUPER_MAGIC :
-					    CGROUP_SUPER_MAGIC)) {
-		close(mfd);
-		return -ENOENT;
-	}
-	*dev = st.st_dev;
+		return mfd;
 	if (!h->v2) {
 		snprintf(name, sizeof(name), "slurm_%s", node);
 		fd = cg_open(mfd, name, *dev, false, 0);
@@ -536,18 +550,12 @@ int job_cgroup_leave(const struct job_ids *ids)
 	if (mountinfo_foreach(add_hier, &hs) < 0)
 		return -EIO;
 	for (int i = 0; i < hs.n; i++) {
-		unsigned long magic = hs.h[i].v2 ? CGROUP2_SUPER_MAGIC :
-						   CGROUP_SUPER_MAGIC;
-		int fd = open(hs.h[i].mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		struct statfs sf;
-		int e = 0;
+		dev_t dev;
+		int fd = hier_root(&hs.h[i], &dev), e;
 
 		if (fd < 0)
 			continue;
-		if (fstatfs(fd, &sf))
-			e = -errno;
-		else if ((unsigned long)sf.f_type == magic)
-			e = join(fd); /* the hierarchy's root */
+		e = join(fd);
 		close(fd);
 		if (e && !err)
 			err = e;
