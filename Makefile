@@ -70,6 +70,9 @@ CHECK_LIBS = $(shell $(PKG_CONFIG) --libs check 2>/dev/null || echo -lcheck)
 LIB_SRCS := $(sort $(wildcard lib/*/*.c))
 DAEMON_SRCS := $(sort $(wildcard daemon/*.c))
 MOUNTCTL_SRCS := $(sort $(wildcard mountctl/*.c))
+# The Slurm node side (slurm/README.md): linked into mountctl, except the
+# SPANK plugin, which slurmd and srun load.
+SLURM_SRCS := $(filter-out slurm/squashcache_spank.c,$(sort $(wildcard slurm/*.c)))
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_COMMON := $(sort $(filter-out tests/unit/test_%.c,$(wildcard tests/unit/*.c)))
 TOOL_SRCS := $(sort $(wildcard tests/tools/*.c))
@@ -79,12 +82,14 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(BUILD)/%.o)
 # Objects apart from the binary of the same name.
 MOUNTCTL_OBJS := $(MOUNTCTL_SRCS:mountctl/%.c=$(BUILD)/mountctl-obj/%.o)
+SLURM_OBJS := $(SLURM_SRCS:%.c=$(BUILD)/%.o)
 UNIT_COMMON_OBJS := $(UNIT_COMMON:%.c=$(BUILD)/%.o)
 UNIT_BINS := $(UNIT_SRCS:%.c=$(BUILD)/%)
 TOOL_BINS := $(TOOL_SRCS:%.c=$(BUILD)/%)
 BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
 
 LIB := $(BUILD)/libsquashcache.a
+SLURM_LIB := $(BUILD)/libsqcslurm.a
 DAEMON := $(BUILD)/squashcached
 MOUNTCTL := $(BUILD)/mountctl
 
@@ -100,7 +105,7 @@ SPANK := $(if $(wildcard $(SLURM_SPANK_H)),$(BUILD)/squashcache_spank.so)
 
 all: $(LIB) $(DAEMON) $(MOUNTCTL) $(SPANK)
 
-$(BUILD)/squashcache_spank.so: slurm-hooks/squashcache_spank.c
+$(BUILD)/squashcache_spank.so: slurm/squashcache_spank.c
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out $(SAN_FLAGS),$(ALL_CFLAGS)) -Wno-missing-prototypes \
 		-Wno-format-truncation -DSQC_MOUNTCTL='"$(PREFIX)/bin/mountctl"' \
@@ -116,7 +121,11 @@ $(BUILD)/daemon/%.o: daemon/%.c
 
 $(BUILD)/mountctl-obj/%.o: mountctl/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(CPPFLAGS) -I. $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/slurm/%.o: slurm/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -I. $(ALL_CFLAGS) -c -o $@ $<
 
 $(BUILD)/bench/%.o: bench/%.c
 	@mkdir -p $(@D)
@@ -128,7 +137,7 @@ $(BUILD)/tests/tools/%.o: tests/tools/%.c
 
 $(BUILD)/tests/unit/%.o: tests/unit/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itests/unit $(CHECK_CFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(CPPFLAGS) -I. -Itests/unit $(CHECK_CFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
 $(LIB): $(LIB_OBJS)
 	@mkdir -p $(@D)
@@ -138,11 +147,16 @@ $(LIB): $(LIB_OBJS)
 $(DAEMON): $(DAEMON_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(DAEMON_OBJS) $(LIB) $(FUSE_LIBS) $(URING_LIBS) $(LIB_LIBS)
 
-$(MOUNTCTL): $(MOUNTCTL_OBJS) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $(MOUNTCTL_OBJS) $(LIB) $(LIB_LIBS)
+$(SLURM_LIB): $(SLURM_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $^
 
-$(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(UNIT_COMMON_OBJS) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $< $(UNIT_COMMON_OBJS) $(LIB) $(CHECK_LIBS) $(LIB_LIBS)
+$(MOUNTCTL): $(MOUNTCTL_OBJS) $(SLURM_LIB) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(MOUNTCTL_OBJS) $(SLURM_LIB) $(LIB) $(LIB_LIBS)
+
+$(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(UNIT_COMMON_OBJS) $(SLURM_LIB) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $< $(UNIT_COMMON_OBJS) $(SLURM_LIB) $(LIB) $(CHECK_LIBS) $(LIB_LIBS)
 
 $(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(FUSE_LIBS) $(LIB_LIBS)
@@ -211,7 +225,7 @@ fuzz-run:
 	@sh tests/deps.sh fuzz
 	@$(MAKE) --no-print-directory -f tests/fuzz/fuzz.mk FUZZ_SRCS="$(FUZZ_SRCS)" LIB_SRCS="$(LIB_SRCS)" LIB_LIBS="$(LIB_LIBS)" run
 
-C_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find lib daemon mountctl tests bench -name '*.[ch]')
+C_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find lib daemon mountctl slurm tests bench -name '*.[ch]')
 format:
 	clang-format -i $(C_FILES)
 format-check:
@@ -240,9 +254,9 @@ install: all
 	install -m 0644 man/mountctl.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/squashcached.8 man/squashcache_spank.8 $(DESTDIR)$(MANDIR)/man8/
 	install -d $(DESTDIR)$(PREFIX)/libexec/squashcache
-	install -m 0755 slurm-hooks/prolog slurm-hooks/epilog slurm-hooks/task-prolog \
-		slurm-hooks/site-task-prolog slurm-hooks/sqc-common.sh \
-		slurm-hooks/examples/sbcast-job.sh systemd/squashcache-dataset \
+	install -m 0755 slurm/hooks/prolog slurm/hooks/epilog slurm/hooks/task-prolog \
+		slurm/hooks/site-task-prolog slurm/hooks/sqc-common.sh \
+		slurm/examples/sbcast-job.sh systemd/squashcache-dataset \
 		$(DESTDIR)$(PREFIX)/libexec/squashcache/
 	install -d $(DESTDIR)$(SYSTEMD_UNITDIR)
 	sed 's|/usr/local/libexec/squashcache/|$(PREFIX)/libexec/squashcache/|' \

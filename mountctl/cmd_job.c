@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "job.h"
+#include "slurm/job.h"
 #include "mountctl.h"
 #include "util/err.h"
 

@@ -95,7 +95,7 @@ install -d "$s/etc/squashcache" "$s/etc/slurm/plugstack.conf.d" \
     "$s/usr/share/doc/squashcache-slurm/examples"
 install -m 0644 packaging/slurm.conf "$s/etc/squashcache/slurm.conf"
 install -m 0644 packaging/plugstack.conf "$s/etc/slurm/plugstack.conf.d/squashcache.conf"
-install -m 0644 slurm-hooks/examples/sbcast-job.sh "$s/usr/share/doc/squashcache-slurm/examples/"
+install -m 0644 slurm/examples/sbcast-job.sh "$s/usr/share/doc/squashcache-slurm/examples/"
 # Sourced by the hooks, not run: no execute bit.
 chmod 0644 "$s/usr/libexec/squashcache/sqc-common.sh"
 # A plugin is loaded, not run.

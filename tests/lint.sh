@@ -37,7 +37,6 @@ out=$(
     allowed prefetch util image cache stage order
     allowed index util image
     allowed ctl util
-    allowed dataset util
 )
 [ -n "$out" ] && { echo "$out"; bad=1; }
 
@@ -60,15 +59,16 @@ for f in $(grep -rl --include='*.[ch]' 'sqfs_fmt.h' lib daemon mountctl tests be
     esac
 done
 
-# The daemon is FUSE glue: no on-disk knowledge; mountctl never links FUSE.
-for f in mountctl/*.[ch]; do
+# The daemon is FUSE glue: no on-disk knowledge; mountctl and the Slurm node
+# side never link FUSE.
+for f in mountctl/*.[ch] slurm/*.[ch]; do
     [ -f "$f" ] || continue
     grep -n '#include <fuse' "$f" && violation "$f includes a FUSE header"
 done
 
 # One include-guard form: SQC_ and the path less lib/ (lib/util/log.h:
 # SQC_UTIL_LOG_H, daemon/warm.h: SQC_DAEMON_WARM_H).
-for f in $(git ls-files '*.h' 2>/dev/null || find lib daemon mountctl tests bench -name '*.h'); do
+for f in $(git ls-files '*.h' 2>/dev/null || find lib daemon mountctl slurm tests bench -name '*.h'); do
     g=SQC_$(echo "${f#lib/}" | tr 'a-z/.' 'A-Z__')
     grep -q "^#ifndef $g\$" "$f" && grep -q "^#define $g\$" "$f" ||
         violation "$f: the include guard is not $g"
@@ -80,7 +80,7 @@ done
 if command -v shellcheck >/dev/null 2>&1; then
     # shellcheck disable=SC2046
     if shellcheck -S warning $(git ls-files '*.sh' 2>/dev/null || find . -name '*.sh') .ci/run \
-        slurm-hooks/prolog slurm-hooks/epilog slurm-hooks/task-prolog slurm-hooks/site-task-prolog \
+        slurm/hooks/prolog slurm/hooks/epilog slurm/hooks/task-prolog slurm/hooks/site-task-prolog \
         systemd/squashcache-dataset; then
         echo "lint: shell scripts pass shellcheck"
     else

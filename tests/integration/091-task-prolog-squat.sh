@@ -1,5 +1,5 @@
 #!/bin/sh
-# The user's task prolog (slurm-hooks/task-prolog) mounts under the base,
+# The user's task prolog (slurm/hooks/task-prolog) mounts under the base,
 # /dev/shm by default, where anyone may make directories: another user who
 # made BASE/USER first could swap what the prolog writes there (its
 # .ready and .failed files) for symlinks to the user's own files.  So the
@@ -39,7 +39,7 @@ prolog() {
         SQUASHCACHE_IMAGE="$T/ds.sqfs" SQUASHCACHE_SLURM_CONF="$T/conf" \
         SQUASHCACHE_GRACE=0 USER=$owner SLURM_JOB_ID=7 SLURM_STEP_ID=0 \
         SLURM_LOCALID=0 SLURMD_NODENAME=n1 SLURM_TASK_PID=$holder \
-        "$TOP/slurm-hooks/task-prolog" >"$T/out" 2>"$T/err"
+        "$TOP/slurm/hooks/task-prolog" >"$T/out" 2>"$T/err"
 }
 
 mnt="$T/base/$owner/squashcache/job7.0-n1/ds"

@@ -94,12 +94,12 @@ mkdir -p "$T/cl/hooks" "$T/cl/etc"
 for h in prolog epilog; do
     cat >"$T/cl/hooks/$h" <<EOH
 #!/bin/sh
-SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf exec "$TOP/slurm-hooks/$h" "\$@"
+SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf exec "$TOP/slurm/hooks/$h" "\$@"
 EOH
 done
 cat >"$T/cl/hooks/task-prolog" <<EOH
 #!/bin/sh
-SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf exec "$TOP/slurm-hooks/site-task-prolog" "\$@"
+SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf exec "$TOP/slurm/hooks/site-task-prolog" "\$@"
 EOH
 chmod 0755 "$T/cl/hooks"/*
 echo "required $BUILD/squashcache_spank.so conf=$T/squashcache-slurm.conf" >"$T/cl/etc/plugstack.conf"
@@ -315,7 +315,7 @@ note "two images on one node at once ok"
 exports="ALL,MOUNTCTL=$T/bin/mountctl,SQUASHCACHED=$T/bin/squashcached,READIT=$T/bin/readit"
 : >"$T/starts.log"
 as_user sbatch -W -N2 -o "$T/out/sbcast.out" --export="$exports" \
-    "$TOP/slurm-hooks/examples/sbcast-job.sh" "$T/img/alpha.sqfs" >/dev/null ||
+    "$TOP/slurm/examples/sbcast-job.sh" "$T/img/alpha.sqfs" >/dev/null ||
     { cat "$T/out/sbcast.out"; fail "sbcast job failed"; }
 check_tasks "$T/out/sbcast.out" "$sum_a" 2
 [ "$(grep '^task ' "$T/out/sbcast.out" | cut -d' ' -f2 | sort -u | wc -l)" -eq 2 ] || fail "sbcast: not both nodes"
@@ -330,7 +330,7 @@ EOR
 chmod 0755 "$T/bin/readit-hang"
 j=$(as_user sbatch --parsable -N2 -o "$T/out/sbcast-cancel.out" \
     --export="${exports%,READIT=*},READIT=$T/bin/readit-hang" \
-    "$TOP/slurm-hooks/examples/sbcast-job.sh" "$T/img/alpha.sqfs")
+    "$TOP/slurm/examples/sbcast-job.sh" "$T/img/alpha.sqfs")
 i=0
 until [ -e "$T/out/sbcast-up.n1" ] && [ -e "$T/out/sbcast-up.n2" ]; do
     i=$((i + 1))
@@ -347,7 +347,7 @@ if "$T/bin/mountctl" acquire --help >/dev/null 2>&1; then
     for per in 1 2 4; do
         : >"$T/starts.log"
         as_user env SQUASHCACHED="$T/bin/squashcached" SQUASHCACHE_IMAGE="$T/img/alpha.sqfs" SQUASHCACHE_SLURM_CONF="$T/squashcache-slurm.conf" \
-            srun -N2 --ntasks-per-node=$per --task-prolog="$TOP/slurm-hooks/task-prolog" "$T/bin/readit" \
+            srun -N2 --ntasks-per-node=$per --task-prolog="$TOP/slurm/hooks/task-prolog" "$T/bin/readit" \
             >"$T/tp$per.out" 2>&1 || { cat "$T/tp$per.out"; fail "task prolog, $per per node, failed"; }
         check_tasks "$T/tp$per.out" "$sum_a" $((2 * per))
         [ "$(grep -c -- '-n1/' "$T/starts.log")" -eq 1 ] && [ "$(grep -c -- '-n2/' "$T/starts.log")" -eq 1 ] ||
@@ -356,7 +356,7 @@ if "$T/bin/mountctl" acquire --help >/dev/null 2>&1; then
     done
     note "task prolog with 1, 2, 4 tasks per node ok"
     if as_user env SQUASHCACHED="$T/bin/squashcached" SQUASHCACHE_IMAGE="$T/img/bad.sqfs" SQUASHCACHE_SLURM_CONF="$T/squashcache-slurm.conf" \
-        srun -N2 --ntasks-per-node=2 --task-prolog="$TOP/slurm-hooks/task-prolog" "$T/bin/readit" \
+        srun -N2 --ntasks-per-node=2 --task-prolog="$TOP/slurm/hooks/task-prolog" "$T/bin/readit" \
         >"$T/tp-bad.out" 2>&1 && grep -q '^task ' "$T/tp-bad.out"; then
         cat "$T/tp-bad.out"
         fail "task prolog: a bad image ran the tasks"

@@ -182,7 +182,7 @@ for h in prolog epilog; do
 # Runs the project's $h and logs "$h JOB NODE STATUS START END".
 s=\$(date +%s.%N)
 SQUASHCACHE_SLURM_CONF=$T/conf SQUASHCACHE_MOUNTCTL=$T/bin/mountctl PATH=$T/bin:\$PATH \\
-    "$TOP/slurm-hooks/$h" "\$@"
+    "$TOP/slurm/hooks/$h" "\$@"
 rc=\$?
 echo "$h \${SLURM_JOB_ID:-?} \${SLURMD_NODENAME:-?} \$rc \$s \$(date +%s.%N)" >>"$T/hooks.log"
 exit \$rc
@@ -190,7 +190,7 @@ EOH
 done
 cat >"$T/cl/hooks/task-prolog" <<EOH
 #!/bin/sh
-SQUASHCACHE_SLURM_CONF=$T/conf exec "$TOP/slurm-hooks/site-task-prolog" "\$@"
+SQUASHCACHE_SLURM_CONF=$T/conf exec "$TOP/slurm/hooks/site-task-prolog" "\$@"
 EOH
 chmod 0755 "$T/cl/hooks"/*
 echo "required $BUILD/squashcache_spank.so conf=$T/conf" >"$T/cl/etc/plugstack.conf"

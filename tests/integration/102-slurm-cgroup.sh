@@ -66,12 +66,12 @@ sum=$(cd "$T/src" && find . -type f | sort | xargs md5sum | md5sum | cut -c1-32)
 for h in prolog epilog; do
     cat >"$T/cl/hooks/$h" <<EOH
 #!/bin/sh
-SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf exec "$TOP/slurm-hooks/$h" "\$@"
+SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf exec "$TOP/slurm/hooks/$h" "\$@"
 EOH
 done
 cat >"$T/cl/hooks/task-prolog" <<EOH
 #!/bin/sh
-SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf exec "$TOP/slurm-hooks/site-task-prolog" "\$@"
+SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf exec "$TOP/slurm/hooks/site-task-prolog" "\$@"
 EOH
 chmod 0755 "$T/cl/hooks"/*
 echo "required $BUILD/squashcache_spank.so conf=$T/squashcache-slurm.conf" >"$T/cl/etc/plugstack.conf"
@@ -208,7 +208,7 @@ exec sleep 300
 EOR
 chmod 0755 "$T/bin/readit"
 j=$(as_user sbatch --parsable -W -N2 -o "$T/out/sbcast.out" --export="$exports,READIT=$T/bin/readit" \
-    "$TOP/slurm-hooks/examples/sbcast-job.sh" "$T/img/alpha.sqfs") ||
+    "$TOP/slurm/examples/sbcast-job.sh" "$T/img/alpha.sqfs") ||
     { cat "$T/out/sbcast.out"; fail "sbcast job failed"; }
 [ "$(grep -c "^task .* $sum" "$T/out/sbcast.out")" -eq 2 ] &&
     [ "$(grep '^task ' "$T/out/sbcast.out" | cut -d' ' -f2 | sort -u | wc -l)" -eq 2 ] ||
@@ -217,7 +217,7 @@ j=$(as_user sbatch --parsable -W -N2 -o "$T/out/sbcast.out" --export="$exports,R
 check_clean "sbcast" "$j"
 j=$(as_user sbatch --parsable -N2 -o "$T/out/sbcast-cancel.out" \
     --export="$exports,READIT=$T/bin/readit,HANG=1" \
-    "$TOP/slurm-hooks/examples/sbcast-job.sh" "$T/img/alpha.sqfs")
+    "$TOP/slurm/examples/sbcast-job.sh" "$T/img/alpha.sqfs")
 i=0
 until [ -e "$T/out/sbcast-up.$N1" ] && [ -e "$T/out/sbcast-up.$N2" ]; do
     i=$((i + 1))

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * This file implements the unit tests of lib/dataset: the --dataset
+ * This file implements the unit tests of slurm/dataset.c: the --dataset
  * grammar and its escapes, mount names, the comment's dataset= word, the
  * site configuration and the option policy (what users may not set, and
  * forced options coming last).
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dataset/dataset.h"
+#include "slurm/dataset.h"
 
 static struct ds_list l;
 static char why[512];

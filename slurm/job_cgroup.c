@@ -68,7 +68,7 @@
 #include <unistd.h>
 
 #include "job_i.h"
-#include "mountctl.h"
+#include "mountctl/mountctl.h"
 #include "util/err.h"
 #include "util/mountinfo.h"
 

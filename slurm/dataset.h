@@ -7,7 +7,7 @@
  * configuration (/etc/squashcache/slurm.conf) and its option policy.
  *
  * Nothing here touches the file system: the node-side work that does is
- * in mountctl/job.c.
+ * in slurm/job.c.
  *
  * The list grammar:
  *
@@ -28,8 +28,8 @@
  * NAME-2, the third NAME-3, so two images with one file name get distinct
  * mount points.
  */
-#ifndef SQC_DATASET_DATASET_H
-#define SQC_DATASET_DATASET_H
+#ifndef SQC_SLURM_DATASET_H
+#define SQC_SLURM_DATASET_H
 
 #include <limits.h>
 #include <stdbool.h>
@@ -206,4 +206,4 @@ int ds_job_dir_name(const char *job, const char *node, char *buf, size_t cap);
  */
 int ds_env_name(const char *name, char *buf, size_t cap);
 
-#endif /* SQC_DATASET_DATASET_H */
+#endif /* SQC_SLURM_DATASET_H */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dataset/dataset.h"
+#include "dataset.h"
 #include "util/compiler.h"
 
 /* Options without a value that an item may be (see is_option_item()). */

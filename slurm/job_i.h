@@ -4,8 +4,8 @@
  * handle on one job directory (job_dir.c), used by the Prolog and Epilog
  * (job.c) and the node check (job_node.c).
  */
-#ifndef SQC_MOUNTCTL_JOB_I_H
-#define SQC_MOUNTCTL_JOB_I_H
+#ifndef SQC_SLURM_JOB_I_H
+#define SQC_SLURM_JOB_I_H
 
 #include <limits.h>
 #include <stdbool.h>
@@ -93,4 +93,4 @@ int job__wait_child(pid_t pid, int errfd, int resfd, double deadline, char *msg,
  */
 void job__child_stdio(int errfd);
 
-#endif /* SQC_MOUNTCTL_JOB_I_H */
+#endif /* SQC_SLURM_JOB_I_H */

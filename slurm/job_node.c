@@ -27,7 +27,7 @@
 
 #include "ctl/ctl.h"
 #include "job_i.h"
-#include "mountctl.h"
+#include "mountctl/mountctl.h"
 #include "util/err.h"
 #include "util/mountinfo.h"
 

@@ -25,7 +25,7 @@
 
 #include "ctl/ctl.h"
 #include "job_i.h"
-#include "mountctl.h"
+#include "mountctl/mountctl.h"
 #include "util/err.h"
 
 #define EMPTY_BUDGET_S 10.0 /* emptying mount points as the user, in all */

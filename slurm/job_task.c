@@ -13,7 +13,7 @@
 
 #include "image/image.h"
 #include "job_i.h"
-#include "mountctl.h"
+#include "mountctl/mountctl.h"
 #include "util/err.h"
 #include "util/log.h"
 

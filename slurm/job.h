@@ -40,14 +40,14 @@
  * ours should be are moved aside, so nothing another user creates under
  * BASE can make a job fail.
  */
-#ifndef SQC_MOUNTCTL_JOB_H
-#define SQC_MOUNTCTL_JOB_H
+#ifndef SQC_SLURM_JOB_H
+#define SQC_SLURM_JOB_H
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "dataset/dataset.h"
+#include "dataset.h"
 
 /* Who and where: one job on one node. */
 struct job_ids {
@@ -186,4 +186,4 @@ int job_cgroup_leave(const struct job_ids *ids);
  */
 int job_check_node(const struct ds_conf *c, bool clean, double min_age);
 
-#endif /* SQC_MOUNTCTL_JOB_H */
+#endif /* SQC_SLURM_JOB_H */
