@@ -36,7 +36,8 @@ out=$(
     allowed image util decompress cache stage order
     allowed prefetch util image cache stage order
     allowed index util image
-    allowed ctl util
+    allowed json util
+    allowed ctl util json
 )
 [ -n "$out" ] && { echo "$out"; bad=1; }
 
