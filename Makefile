@@ -231,7 +231,7 @@ format:
 format-check:
 	clang-format --dry-run -Werror $(C_FILES)
 
-# Module boundaries (HOUSE_STYLE.md section 1).
+# Module boundaries and shell scripts (tests/lint.sh says which).
 lint:
 	@sh tests/lint.sh
 

@@ -130,7 +130,7 @@ def numeric_delta(after, before):
 
 
 def sqc_socket_name(mnt):
-    """The daemon's default control address (lib/ctl/ctl.c)."""
+    """The daemon's default control address (lib/ctl/addr.c)."""
     h = 1469598103934665603
     for c in os.path.realpath(mnt).encode():
         h = ((h ^ c) * 1099511628211) & 0xFFFFFFFFFFFFFFFF

@@ -91,7 +91,7 @@ static void stage_cmd(struct sqcd *d, const struct ctl_req_stage *req,
 }
 
 /* The answer to a client of another uid. */
-static void refuse_peer(struct ctl_buf *b)
+static void refuse_peer(struct json_buf *b)
 {
 	struct ctl_reply *rep = calloc(1, sizeof(*rep));
 
@@ -102,7 +102,7 @@ static void refuse_peer(struct ctl_buf *b)
 	rep->cmd = CTL_CMD_PING;
 	ctl_reply_refuse(rep, "permission denied");
 	ctl_reply_encode(rep, b);
-	ctl_buf_printf(b, "\n");
+	json_buf_printf(b, "\n");
 	free(rep);
 }
 
@@ -209,7 +209,7 @@ static char *read_order_body(int c, const char *first, size_t extra,
 /* Answer the request in @line into @b; an order's body is read from @c,
  * its first @extra bytes at @line + @extra_at.  Return: true for umount. */
 static bool answer(struct sqcd *d, int c, const char *line, size_t extra_at,
-		   size_t extra, struct ctl_buf *b)
+		   size_t extra, struct json_buf *b)
 {
 	struct ctl_reply *rep;
 	struct ctl_req req;
@@ -244,7 +244,7 @@ static bool answer(struct sqcd *d, int c, const char *line, size_t extra_at,
 		sqcd_stats_json(d, b);
 	else
 		ctl_reply_encode(rep, b);
-	ctl_buf_printf(b, "\n");
+	json_buf_printf(b, "\n");
 	umount = rep->ok && rep->cmd == CTL_CMD_UMOUNT;
 	free(rep);
 	return umount;
@@ -280,7 +280,7 @@ static void drain(int c)
 
 static void serve(struct sqcd *d, int c)
 {
-	struct ctl_buf b = { 0 };
+	struct json_buf b = { 0 };
 	char line[CTL_REQ_MAX];
 	size_t extra_at, extra;
 	uid_t uid;
@@ -301,7 +301,7 @@ static void serve(struct sqcd *d, int c)
 		send(c, b.p, b.len, MSG_NOSIGNAL);
 out_close:
 	close(c);
-	ctl_buf_release(&b);
+	json_buf_release(&b);
 	if (umount) {
 		log_info("unmount requested by pid %d", (int)pid);
 		/* The session's signal handler unmounts cleanly. */

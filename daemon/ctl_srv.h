@@ -9,7 +9,7 @@
 
 struct sqcd;
 struct ctl_srv;
-struct ctl_buf;
+struct json_buf;
 
 /**
  * ctl_srv_listen() - Bind the control socket, not yet served.

@@ -49,7 +49,7 @@ struct sqcd_opts {
 	unsigned int readahead; /* -o readahead=N: blocks decoded ahead */
 	unsigned int workers; /* -o workers=N: prefetch threads */
 	pid_t hold_pid; /* -o hold=PID:START: first holder, or 0 */
-	uint64_t hold_start; /* its start time (ctl_proc_start()) */
+	uint64_t hold_start; /* its start time (proc_start_time()) */
 	double grace; /* -o grace=S: holderless seconds before unmounting */
 	unsigned int timeout; /* -o timeout=S: unmount when idle (idle.c) */
 	struct img_opts img; /* ram=, cache=, meta=, stage= */
@@ -220,6 +220,6 @@ void sqcd_bytes_put(struct sqcd *d, struct sqcd_bytes *b);
  *
  * Context: any thread.
  */
-void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b);
+void sqcd_stats_json(struct sqcd *d, struct json_buf *b);
 
 #endif /* SQC_DAEMON_DAEMON_H */

@@ -26,6 +26,7 @@
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/proc.h"
 
 #define WATCH_MS 200 /* how often the grace period and stop are checked */
 
@@ -75,7 +76,7 @@ static bool is_alive(const struct holder *x)
 
 		return poll(&p, 1, 0) == 0;
 	}
-	return !ctl_proc_start(x->pid, &start) && start == x->start;
+	return !proc_start_time(x->pid, &start) && start == x->start;
 }
 
 /* Remove entry @i; h->lock held. */
@@ -101,7 +102,7 @@ int holders_add(struct holders *h, pid_t pid, uint64_t start)
 	x.pidfd = open_pidfd(pid);
 	if (x.pidfd < 0 && errno == ESRCH)
 		return -ESRCH;
-	if (ctl_proc_start(pid, &now) || now != start) {
+	if (proc_start_time(pid, &now) || now != start) {
 		if (x.pidfd >= 0)
 			close(x.pidfd);
 		return -ESRCH;
@@ -313,21 +314,21 @@ void holders_free(struct holders *h)
 	free(h);
 }
 
-void holders_stats_json(struct holders *h, struct ctl_buf *b)
+void holders_stats_json(struct holders *h, struct json_buf *b)
 {
 	if (!h) {
-		ctl_buf_printf(b, "\"holders\":[],\"holder_managed\":false,");
+		json_buf_printf(b, "\"holders\":[],\"holder_managed\":false,");
 		return;
 	}
 	pthread_mutex_lock(&h->lock);
-	ctl_buf_printf(b, "\"holders\":[");
+	json_buf_printf(b, "\"holders\":[");
 	for (unsigned int i = 0; i < h->n; i++)
-		ctl_buf_printf(b, "%s%d", i ? "," : "", (int)h->v[i].pid);
-	ctl_buf_printf(b,
-		       "],\"holder_managed\":true,\"holder_stats\":{"
-		       "\"added\":%u,\"died\":%u,\"grace_s\":%g,"
-		       "\"closing\":%s},",
-		       h->added, h->died, h->grace,
-		       h->closing ? "true" : "false");
+		json_buf_printf(b, "%s%d", i ? "," : "", (int)h->v[i].pid);
+	json_buf_printf(b,
+			"],\"holder_managed\":true,\"holder_stats\":{"
+			"\"added\":%u,\"died\":%u,\"grace_s\":%g,"
+			"\"closing\":%s},",
+			h->added, h->died, h->grace,
+			h->closing ? "true" : "false");
 	pthread_mutex_unlock(&h->lock);
 }

@@ -65,7 +65,7 @@ void holders_free(struct holders *h);
  * holders_add() - Process @pid, started at @start, holds the mount.
  * @h: the feature, or NULL (the mount is not holder-managed)
  * @pid: the process
- * @start: its start time (ctl_proc_start())
+ * @start: its start time (proc_start_time())
  *
  * Adding a holder twice is one holder.
  *
@@ -94,6 +94,6 @@ int holders_remove(struct holders *h, pid_t pid);
  *
  * Context: any thread.
  */
-void holders_stats_json(struct holders *h, struct ctl_buf *b);
+void holders_stats_json(struct holders *h, struct json_buf *b);
 
 #endif /* SQC_DAEMON_HOLDERS_H */

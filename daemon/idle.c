@@ -122,17 +122,17 @@ void idle_free(struct idle *f)
 	free(f);
 }
 
-void idle_stats_json(struct idle *f, struct ctl_buf *b)
+void idle_stats_json(struct idle *f, struct json_buf *b)
 {
 	if (!f) {
-		ctl_buf_printf(b, "\"idle\":{\"timeout\":0},");
+		json_buf_printf(b, "\"idle\":{\"timeout\":0},");
 		return;
 	}
-	ctl_buf_printf(b,
-		       "\"idle\":{\"timeout\":%u,\"open\":%lld,"
-		       "\"idle_s\":%.1f},",
-		       f->timeout, (long long)atomic_load(&f->open),
-		       (double)idle_ms(f) / 1e3);
+	json_buf_printf(b,
+			"\"idle\":{\"timeout\":%u,\"open\":%lld,"
+			"\"idle_s\":%.1f},",
+			f->timeout, (long long)atomic_load(&f->open),
+			(double)idle_ms(f) / 1e3);
 }
 
 void idle_on_event(void *arg, const struct sqcd_event *ev)

@@ -14,7 +14,7 @@
 struct sqcd;
 struct sqcd_event;
 struct idle;
-struct ctl_buf;
+struct json_buf;
 
 /**
  * idle_start() - Start watching for idleness.
@@ -61,6 +61,6 @@ void idle_on_event(void *f, const struct sqcd_event *ev);
  *
  * Context: the control thread.
  */
-void idle_stats_json(struct idle *f, struct ctl_buf *b);
+void idle_stats_json(struct idle *f, struct json_buf *b);
 
 #endif /* SQC_DAEMON_IDLE_H */

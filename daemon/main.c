@@ -630,19 +630,19 @@ static int open_logfile(const char *path)
 
 static char *fuse_mount_opts(const struct sqcd *d)
 {
-	struct ctl_buf b = { 0 };
+	struct json_buf b = { 0 };
 
-	ctl_buf_printf(&b,
-		       "ro,default_permissions,subtype=squashcache,fsname=");
+	json_buf_printf(&b,
+			"ro,default_permissions,subtype=squashcache,fsname=");
 	for (const char *p = d->o.image_abs; *p; p++) {
 		if (*p == ',' || *p == '\\')
-			ctl_buf_printf(&b, "\\");
-		ctl_buf_printf(&b, "%c", *p);
+			json_buf_printf(&b, "\\");
+		json_buf_printf(&b, "%c", *p);
 	}
 	if (d->o.allow_other)
-		ctl_buf_printf(&b, ",allow_other");
+		json_buf_printf(&b, ",allow_other");
 	if (b.oom) {
-		ctl_buf_release(&b);
+		json_buf_release(&b);
 		return NULL;
 	}
 	return b.p;

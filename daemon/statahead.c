@@ -661,7 +661,7 @@ void statahead_wait_all(struct statahead *sa, unsigned int seconds)
 			seconds);
 }
 
-void statahead_stats_json(struct statahead *sa, struct ctl_buf *b)
+void statahead_stats_json(struct statahead *sa, struct json_buf *b)
 {
 	static const char *const names[] = { "off", "running", "done",
 					     "stopped" };
@@ -674,22 +674,22 @@ void statahead_stats_json(struct statahead *sa, struct ctl_buf *b)
 		pthread_mutex_unlock(&sa->lock);
 	}
 #define SA_U64(field) (unsigned long long)(sa ? atomic_load(&sa->field) : 0)
-	ctl_buf_printf(b,
-		       "\"statahead\":{\"window\":%u,\"walks\":%llu,"
-		       "\"lookup_dirs\":%llu,\"dirs\":%llu,\"entries\":%llu,"
-		       "\"all_state\":\"%s\",\"all_dirs\":%llu,"
-		       "\"all_entries\":%llu,\"all_seconds\":%.3f,"
-		       "\"table_dirs\":%llu,\"table_bytes\":%llu,"
-		       "\"table_budget\":%llu,\"names_only\":%s,"
-		       "\"names_dirs\":%llu,\"filled_dirs\":%llu},",
-		       sa ? sa->window : 0, SA_U64(walks), SA_U64(lookup_dirs),
-		       SA_U64(dirs_listed), SA_U64(entries_listed),
-		       names[state & 3], SA_U64(all_dirs), SA_U64(all_entries),
-		       secs, SA_U64(table_dirs), SA_U64(table_bytes),
-		       (unsigned long long)(sa ? STATAHEAD_TABLE_BUDGET : 0),
-		       sa && atomic_load(&sa->core->list_names) ? "true" :
-								  "false",
-		       SA_U64(names_dirs), SA_U64(filled_dirs));
+	json_buf_printf(b,
+			"\"statahead\":{\"window\":%u,\"walks\":%llu,"
+			"\"lookup_dirs\":%llu,\"dirs\":%llu,\"entries\":%llu,"
+			"\"all_state\":\"%s\",\"all_dirs\":%llu,"
+			"\"all_entries\":%llu,\"all_seconds\":%.3f,"
+			"\"table_dirs\":%llu,\"table_bytes\":%llu,"
+			"\"table_budget\":%llu,\"names_only\":%s,"
+			"\"names_dirs\":%llu,\"filled_dirs\":%llu},",
+			sa ? sa->window : 0, SA_U64(walks), SA_U64(lookup_dirs),
+			SA_U64(dirs_listed), SA_U64(entries_listed),
+			names[state & 3], SA_U64(all_dirs), SA_U64(all_entries),
+			secs, SA_U64(table_dirs), SA_U64(table_bytes),
+			(unsigned long long)(sa ? STATAHEAD_TABLE_BUDGET : 0),
+			sa && atomic_load(&sa->core->list_names) ? "true" :
+								   "false",
+			SA_U64(names_dirs), SA_U64(filled_dirs));
 #undef SA_U64
 }
 

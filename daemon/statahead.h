@@ -104,7 +104,7 @@ void statahead_free(struct statahead *sa);
  *
  * Context: any thread.
  */
-void statahead_stats_json(struct statahead *sa, struct ctl_buf *b);
+void statahead_stats_json(struct statahead *sa, struct json_buf *b);
 
 /**
  * statahead_wait_all() - Wait for statahead=all to end.

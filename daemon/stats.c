@@ -63,10 +63,10 @@ static const char *const stage_names[] = {
 	[STAGE_OFF] = "off",
 };
 
-static void cache_json(struct ctl_buf *b, const char *name,
+static void cache_json(struct json_buf *b, const char *name,
 		       const struct cache_stats *c, bool last)
 {
-	ctl_buf_printf(
+	json_buf_printf(
 		b,
 		"\"%s\":{\"budget\":%llu,\"bytes\":%llu,\"peak\":%llu,"
 		"\"entries\":%llu,\"hits\":%llu,\"misses\":%llu,"
@@ -110,7 +110,7 @@ static void process_stats(uint64_t *rss, double *user, double *sys,
 }
 
 /* The image and the process: the keys of mountctl's stable contract. */
-static void image_json(struct sqcd *d, struct ctl_buf *b,
+static void image_json(struct sqcd *d, struct json_buf *b,
 		       const struct img_stats *st)
 {
 	const struct img_super *sb = img_get_super(d->img);
@@ -118,28 +118,28 @@ static void image_json(struct sqcd *d, struct ctl_buf *b,
 
 	stage_get_stats(img_stage(d->img), &ss);
 	/* The keys of mountctl's stable contract come first (ctl.h). */
-	ctl_buf_printf(b,
-		       "{\"ok\":true,\"schema\":%d,\"healthy\":true,"
-		       "\"version\":%d,\"pid\":%d,\"uid\":%u,"
-		       "\"image_bytes\":%llu,\"staged_bytes\":%llu,",
-		       CTL_SCHEMA, CTL_VERSION, (int)getpid(),
-		       (unsigned int)getuid(),
-		       (unsigned long long)st->image_bytes,
-		       (unsigned long long)ss.staged);
-	ctl_buf_printf(b, "\"image\":");
-	ctl_buf_json_str(b, d->o.image_abs);
-	ctl_buf_printf(b, ",\"mountpoint\":");
-	ctl_buf_json_str(b, d->o.canonical);
-	ctl_buf_printf(b,
-		       ",\"compressor\":\"%s\",\"block_size\":%u,"
-		       "\"inodes\":%u,\"uptime_s\":%.3f,",
-		       img_compressor(d->img), sb->block_size, sb->inode_count,
-		       mono_since(&d->started));
+	json_buf_printf(b,
+			"{\"ok\":true,\"schema\":%d,\"healthy\":true,"
+			"\"version\":%d,\"pid\":%d,\"uid\":%u,"
+			"\"image_bytes\":%llu,\"staged_bytes\":%llu,",
+			CTL_SCHEMA, CTL_VERSION, (int)getpid(),
+			(unsigned int)getuid(),
+			(unsigned long long)st->image_bytes,
+			(unsigned long long)ss.staged);
+	json_buf_printf(b, "\"image\":");
+	json_buf_str(b, d->o.image_abs);
+	json_buf_printf(b, ",\"mountpoint\":");
+	json_buf_str(b, d->o.canonical);
+	json_buf_printf(b,
+			",\"compressor\":\"%s\",\"block_size\":%u,"
+			"\"inodes\":%u,\"uptime_s\":%.3f,",
+			img_compressor(d->img), sb->block_size, sb->inode_count,
+			mono_since(&d->started));
 }
 
 /* "stage":{...}, from staging's stats, and the memory limit the default
  * budget came from. */
-static void stage_json(struct ctl_buf *b, const struct img_stats *st,
+static void stage_json(struct json_buf *b, const struct img_stats *st,
 		       const struct stage_stats *ss, const struct memlimit *ml)
 {
 	double secs = ss->seconds;
@@ -147,70 +147,71 @@ static void stage_json(struct ctl_buf *b, const struct img_stats *st,
 			     100.0 * (double)ss->staged / (double)ss->planned :
 			     (ss->state == STAGE_OFF ? 0 : 100);
 
-	ctl_buf_printf(b,
-		       "\"stage\":{\"state\":\"%s\",\"budget\":%llu,"
-		       "\"planned\":%llu,\"staged\":%llu,\"percent\":%.1f,"
-		       "\"seconds\":%.3f,\"mb_per_s\":%.1f,\"on_tmpfs\":%s,"
-		       "\"streams\":%u,\"inflight\":%u,\"inflight_max\":%u,"
-		       "\"inflight_target\":%u,\"read_ms_min\":%.2f,"
-		       "\"read_ms\":%.2f,"
-		       "\"by_readers\":%llu,\"error\":",
-		       stage_names[ss->state], (unsigned long long)ss->budget,
-		       (unsigned long long)ss->planned,
-		       (unsigned long long)ss->staged, pct, secs,
-		       /* Since the plan began (mountctl stage resumes). */
-		       secs > 0 && ss->staged >= ss->base ?
-			       (double)(ss->staged - ss->base) / 1e6 / secs :
-			       0.0,
-		       st->in_ram ? "true" : "false", ss->threads, ss->inflight,
-		       ss->inflight_max, ss->target, ss->read_ms_min,
-		       ss->read_ms, (unsigned long long)ss->by_readers);
+	json_buf_printf(b,
+			"\"stage\":{\"state\":\"%s\",\"budget\":%llu,"
+			"\"planned\":%llu,\"staged\":%llu,\"percent\":%.1f,"
+			"\"seconds\":%.3f,\"mb_per_s\":%.1f,\"on_tmpfs\":%s,"
+			"\"streams\":%u,\"inflight\":%u,\"inflight_max\":%u,"
+			"\"inflight_target\":%u,\"read_ms_min\":%.2f,"
+			"\"read_ms\":%.2f,"
+			"\"by_readers\":%llu,\"error\":",
+			stage_names[ss->state], (unsigned long long)ss->budget,
+			(unsigned long long)ss->planned,
+			(unsigned long long)ss->staged, pct, secs,
+			/* Since the plan began (mountctl stage resumes). */
+			secs > 0 && ss->staged >= ss->base ?
+				(double)(ss->staged - ss->base) / 1e6 / secs :
+				0.0,
+			st->in_ram ? "true" : "false", ss->threads,
+			ss->inflight, ss->inflight_max, ss->target,
+			ss->read_ms_min, ss->read_ms,
+			(unsigned long long)ss->by_readers);
 	if (ss->error)
-		ctl_buf_json_str(b, err_str(-ss->error));
+		json_buf_str(b, err_str(-ss->error));
 	else
-		ctl_buf_printf(b, "null");
-	ctl_buf_printf(b, ",\"ram_limit\":%llu,\"ram_limit_source\":",
-		       (unsigned long long)ml->usable);
-	ctl_buf_json_str(b, ml->source);
-	ctl_buf_printf(b, "},");
+		json_buf_printf(b, "null");
+	json_buf_printf(b, ",\"ram_limit\":%llu,\"ram_limit_source\":",
+			(unsigned long long)ml->usable);
+	json_buf_str(b, ml->source);
+	json_buf_printf(b, "},");
 }
 
 /* "cache":{...} and "image_io":{...}. */
-static void image_io_json(struct ctl_buf *b, struct img_stats *st)
+static void image_io_json(struct json_buf *b, struct img_stats *st)
 {
-	ctl_buf_printf(b, "\"cache\":{");
+	json_buf_printf(b, "\"cache\":{");
 	cache_json(b, "data", &st->data, false);
 	cache_json(b, "meta", &st->meta, false);
 	cache_json(b, "bmap", &st->bmap, true);
-	ctl_buf_printf(b,
-		       "},\"image_io\":{\"bytes\":%llu,\"reads\":%llu,"
-		       "\"read_bytes\":%llu,\"stager_bytes\":%llu,"
-		       "\"demand_bytes\":%llu,\"readahead_bytes\":%llu,"
-		       "\"order_bytes\":%llu,"
-		       "\"read_errors\":%llu,"
-		       "\"decompressions\":%llu,\"decompressed_bytes\":%llu,"
-		       "\"corrupt\":%llu},",
-		       (unsigned long long)st->image_bytes,
-		       (unsigned long long)st->src_reads,
-		       (unsigned long long)st->src_bytes,
-		       (unsigned long long)st->src_by[IMG_READ_STAGER],
-		       (unsigned long long)st->src_by[IMG_READ_DEMAND],
-		       (unsigned long long)st->src_by[IMG_READ_READAHEAD],
-		       (unsigned long long)st->src_by[IMG_READ_ORDER],
-		       (unsigned long long)st->src_errors,
-		       (unsigned long long)st->decompressions,
-		       (unsigned long long)st->decompressed_bytes,
-		       (unsigned long long)st->corrupt);
+	json_buf_printf(b,
+			"},\"image_io\":{\"bytes\":%llu,\"reads\":%llu,"
+			"\"read_bytes\":%llu,\"stager_bytes\":%llu,"
+			"\"demand_bytes\":%llu,\"readahead_bytes\":%llu,"
+			"\"order_bytes\":%llu,"
+			"\"read_errors\":%llu,"
+			"\"decompressions\":%llu,\"decompressed_bytes\":%llu,"
+			"\"corrupt\":%llu},",
+			(unsigned long long)st->image_bytes,
+			(unsigned long long)st->src_reads,
+			(unsigned long long)st->src_bytes,
+			(unsigned long long)st->src_by[IMG_READ_STAGER],
+			(unsigned long long)st->src_by[IMG_READ_DEMAND],
+			(unsigned long long)st->src_by[IMG_READ_READAHEAD],
+			(unsigned long long)st->src_by[IMG_READ_ORDER],
+			(unsigned long long)st->src_errors,
+			(unsigned long long)st->decompressions,
+			(unsigned long long)st->decompressed_bytes,
+			(unsigned long long)st->corrupt);
 }
 
 /* "order":{...}: the epoch order's window (lib/order). */
-static void order_json(struct ctl_buf *b, struct order *ord)
+static void order_json(struct json_buf *b, struct order *ord)
 {
 	struct order_stats os = { 0 };
 
 	if (ord)
 		order_get_stats(ord, &os);
-	ctl_buf_printf(
+	json_buf_printf(
 		b,
 		"\"order\":{\"window\":%llu,\"held\":%llu,\"held_max\":%llu,"
 		"\"orders\":%llu,\"files\":%llu,\"ranges\":%llu,"
@@ -230,9 +231,9 @@ static void order_json(struct ctl_buf *b, struct order *ord)
 }
 
 /* The core's "fuse" members (requests per kind, bytes, flags). */
-static void fuse_json(struct sqcd *d, struct ctl_buf *b)
+static void fuse_json(struct sqcd *d, struct json_buf *b)
 {
-	ctl_buf_printf(
+	json_buf_printf(
 		b,
 		"\"fuse\":{\"lookup\":%llu,\"getattr\":%llu,\"readlink\":%llu,"
 		"\"open\":%llu,\"read\":%llu,\"opendir\":%llu,\"readdir\":%llu,"
@@ -260,7 +261,7 @@ static void fuse_json(struct sqcd *d, struct ctl_buf *b)
 		atomic_load(&d->no_open) ? "true" : "false");
 }
 
-void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
+void sqcd_stats_json(struct sqcd *d, struct json_buf *b)
 {
 	struct pf_stats pfs = { 0 };
 	struct stage_stats ss;
@@ -284,19 +285,19 @@ void sqcd_stats_json(struct sqcd *d, struct ctl_buf *b)
 	order_json(b, img_order(d->img));
 	fuse_json(d, b);
 	uring_stats_json(d->uring, b); /* feature call site: io_uring */
-	ctl_buf_printf(b, "},");
+	json_buf_printf(b, "},");
 	warm_stats_json(d->warm, b); /* feature call site: warming */
 	statahead_stats_json(d->statahead, b); /* feature call site */
-	ctl_buf_printf(b,
-		       "\"prefetch\":{\"workers\":%u,\"queued\":%llu,"
-		       "\"done\":%llu,\"dropped\":%llu,\"errors\":%llu},",
-		       pfs.workers, (unsigned long long)pfs.queued,
-		       (unsigned long long)pfs.done,
-		       (unsigned long long)pfs.dropped,
-		       (unsigned long long)pfs.errors);
+	json_buf_printf(b,
+			"\"prefetch\":{\"workers\":%u,\"queued\":%llu,"
+			"\"done\":%llu,\"dropped\":%llu,\"errors\":%llu},",
+			pfs.workers, (unsigned long long)pfs.queued,
+			(unsigned long long)pfs.done,
+			(unsigned long long)pfs.dropped,
+			(unsigned long long)pfs.errors);
 	idle_stats_json(d->idle, b); /* feature call site: idle timeout */
-	ctl_buf_printf(b,
-		       "\"process\":{\"rss_bytes\":%llu,\"cpu_user_s\":%.3f,"
-		       "\"cpu_sys_s\":%.3f,\"threads\":%u}}",
-		       (unsigned long long)rss, user, sys, threads);
+	json_buf_printf(b,
+			"\"process\":{\"rss_bytes\":%llu,\"cpu_user_s\":%.3f,"
+			"\"cpu_sys_s\":%.3f,\"threads\":%u}}",
+			(unsigned long long)rss, user, sys, threads);
 }

@@ -996,14 +996,14 @@ bool uring_available(char *why, size_t len, bool log)
 	return true;
 }
 
-void uring_stats_json(struct uring *u, struct ctl_buf *b)
+void uring_stats_json(struct uring *u, struct json_buf *b)
 {
 	char why[96];
 	bool ok = uring_available(why, sizeof(why), false);
 
-	ctl_buf_printf(b,
-		       "\"uring_threads\":%u,\"uring_requests\":%llu,"
-		       "\"uring_available\":%s,\"uring_unavailable\":\"%s\"",
-		       uring_threads(u), (unsigned long long)requests(u),
-		       ok ? "true" : "false", why);
+	json_buf_printf(b,
+			"\"uring_threads\":%u,\"uring_requests\":%llu,"
+			"\"uring_available\":%s,\"uring_unavailable\":\"%s\"",
+			uring_threads(u), (unsigned long long)requests(u),
+			ok ? "true" : "false", why);
 }

@@ -14,7 +14,7 @@
 
 struct sqcd;
 struct uring;
-struct ctl_buf;
+struct json_buf;
 
 /**
  * uring_start() - Start serving requests over io_uring, if possible.
@@ -60,7 +60,7 @@ void uring_free(struct uring *f);
  *
  * Context: the control thread.
  */
-void uring_stats_json(struct uring *f, struct ctl_buf *b);
+void uring_stats_json(struct uring *f, struct json_buf *b);
 
 /**
  * uring_available() - Whether this build and libfuse can use io_uring.

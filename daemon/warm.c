@@ -619,9 +619,9 @@ static void saw_read(struct warm *w, const struct img_inode *ino, uint64_t off,
 	}
 }
 
-void warm_stats_json(struct warm *w, struct ctl_buf *b)
+void warm_stats_json(struct warm *w, struct json_buf *b)
 {
-	ctl_buf_printf(
+	json_buf_printf(
 		b,
 		"\"warm\":{\"budget\":%llu,\"files\":%llu,\"bytes\":%llu,"
 		"\"dropped\":%llu,\"open_files\":%llu,\"open_bytes\":%llu},",

@@ -12,7 +12,7 @@
 struct sqcd;
 struct sqcd_event;
 struct warm;
-struct ctl_buf;
+struct json_buf;
 
 /**
  * warm_start() - Start pushing listed files into the page cache.
@@ -79,6 +79,6 @@ void warm_on_event(void *f, const struct sqcd_event *ev);
  *
  * Context: the control thread.
  */
-void warm_stats_json(struct warm *f, struct ctl_buf *b);
+void warm_stats_json(struct warm *f, struct json_buf *b);
 
 #endif /* SQC_DAEMON_WARM_H */

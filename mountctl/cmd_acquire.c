@@ -32,6 +32,7 @@
 #include "ctl/ctl.h"
 #include "mountctl.h"
 #include "util/err.h"
+#include "util/proc.h"
 
 #define LOCK_TIMEOUT_S 120.0 /* waiting for another acquire or a daemon */
 #define WRAPPERS_MAX 8 /* wrappers passed over by the default holder */
@@ -40,7 +41,7 @@
 /* The holder, as --pid named it or default_holder() found it. */
 struct acq_holder {
 	pid_t pid; /* the holder */
-	uint64_t start; /* its start time (ctl_proc_start()) */
+	uint64_t start; /* its start time (proc_start_time()) */
 	bool by_default; /* no --pid: found by default_holder() */
 	char name[64]; /* its command name, when by_default */
 	pid_t wrapper; /* the wrapper passed over next to it, or 0 */
@@ -167,7 +168,7 @@ static int holder_of(const char *arg, struct acq_holder *h)
 	} else {
 		default_holder(h);
 	}
-	err = ctl_proc_start(h->pid, &h->start);
+	err = proc_start_time(h->pid, &h->start);
 	if (err)
 		mc_err("holder pid %d: %s", (int)h->pid,
 		       err == -ESRCH ? "no such process" : err_str(err));

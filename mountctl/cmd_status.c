@@ -25,71 +25,72 @@
 struct out {
 	bool json; /* --json */
 	bool first; /* nothing printed yet */
-	struct ctl_buf b; /* the output being built */
+	struct json_buf b; /* the output being built */
 };
 
-static void cache_line(struct ctl_buf *b, const char *label,
+static void cache_line(struct json_buf *b, const char *label,
 		       const struct ctl_stats_cache *c)
 {
 	char used[32], budget[32];
 
-	ctl_buf_printf(b, LABEL "%s of %s", label,
-		       size_format(c->bytes, used, sizeof(used)),
-		       size_format(c->budget, budget, sizeof(budget)));
+	json_buf_printf(b, LABEL "%s of %s", label,
+			size_format(c->bytes, used, sizeof(used)),
+			size_format(c->budget, budget, sizeof(budget)));
 	if (c->hits + c->misses)
-		ctl_buf_printf(b, ", hit rate %.1f%% (%llu hits, %llu misses)",
-			       100.0 * (double)c->hits /
-				       (double)(c->hits + c->misses),
-			       (unsigned long long)c->hits,
-			       (unsigned long long)c->misses);
+		json_buf_printf(b, ", hit rate %.1f%% (%llu hits, %llu misses)",
+				100.0 * (double)c->hits /
+					(double)(c->hits + c->misses),
+				(unsigned long long)c->hits,
+				(unsigned long long)c->misses);
 	else
-		ctl_buf_printf(b, ", not used yet");
-	ctl_buf_printf(b, "\n");
+		json_buf_printf(b, ", not used yet");
+	json_buf_printf(b, "\n");
 }
 
 /* "holders     2: pids 123,456 (unmounts after the last)". */
-static void holders_line(struct ctl_buf *b, const struct ctl_stats *st)
+static void holders_line(struct json_buf *b, const struct ctl_stats *st)
 {
 	unsigned int n = MIN(st->holders, CTL_HOLDERS_MAX);
 
 	if (!st->holders && !st->holder_managed)
 		return;
-	ctl_buf_printf(b, LABEL "%u: pids ", "holders", st->holders);
+	json_buf_printf(b, LABEL "%u: pids ", "holders", st->holders);
 	for (unsigned int i = 0; i < n; i++)
-		ctl_buf_printf(b, "%s%d", i ? "," : "",
-			       (int)st->holder_pids[i]);
-	ctl_buf_printf(b, "%s%s\n", st->holders > n ? ",..." : "",
-		       st->holder_managed ?
-			       " (unmounts after the last)" :
-			       " (mounted with mountctl mount: stays)");
+		json_buf_printf(b, "%s%d", i ? "," : "",
+				(int)st->holder_pids[i]);
+	json_buf_printf(b, "%s%s\n", st->holders > n ? ",..." : "",
+			st->holder_managed ?
+				" (unmounts after the last)" :
+				" (mounted with mountctl mount: stays)");
 }
 
 /* What the daemon adds to the page cache and the dentry cache. */
-static void ahead_lines(struct ctl_buf *b, const struct ctl_stats *st)
+static void ahead_lines(struct json_buf *b, const struct ctl_stats *st)
 {
 	char s2[64];
 
 	/* Pushed into the page cache: read later without a request. */
 	if (st->warm_files)
-		ctl_buf_printf(b, LABEL "%llu files, %s into the page cache\n",
-			       "warmed", (unsigned long long)st->warm_files,
-			       size_format(st->warm_bytes, s2, sizeof(s2)));
+		json_buf_printf(b, LABEL "%llu files, %s into the page cache\n",
+				"warmed", (unsigned long long)st->warm_files,
+				size_format(st->warm_bytes, s2, sizeof(s2)));
 	if (st->warm_open_files)
-		ctl_buf_printf(
+		json_buf_printf(
 			b, LABEL "%llu files as they were opened, %s\n",
 			"pushed", (unsigned long long)st->warm_open_files,
 			size_format(st->warm_open_bytes, s2, sizeof(s2)));
 	if (*st->statahead_all_state && strcmp(st->statahead_all_state, "off"))
-		ctl_buf_printf(b,
-			       LABEL "%s, %llu entries in %llu directories\n",
-			       "primed", st->statahead_all_state,
-			       (unsigned long long)st->statahead_all_entries,
-			       (unsigned long long)st->statahead_all_dirs);
+		json_buf_printf(b,
+				LABEL "%s, %llu entries in %llu directories\n",
+				"primed", st->statahead_all_state,
+				(unsigned long long)st->statahead_all_entries,
+				(unsigned long long)st->statahead_all_dirs);
 	if (st->statahead_entries)
-		ctl_buf_printf(b,
-			       LABEL "%llu directories, %llu entries ahead\n",
-			       "listed", (unsigned long long)st->statahead_dirs,
-			       (unsigned long long)st->statahead_entries);
+		json_buf_printf(b,
+				LABEL "%llu directories, %llu entries ahead\n",
+				"listed",
+				(unsigned long long)st->statahead_dirs,
+				(unsigned long long)st->statahead_entries);
 }
 
 /* @s, or "?" when the daemon did not say. */
@@ -98,46 +99,46 @@ static const char *or_unknown(const char *s)
 	return *s ? s : "?";
 }
 
-static void print_human(struct ctl_buf *b, const struct ctl_stats *st)
+static void print_human(struct json_buf *b, const struct ctl_stats *st)
 {
 	char s2[64], line[256];
 
-	ctl_buf_printf(b, LABEL "%s\n", "mountpoint",
-		       or_unknown(st->mountpoint));
-	ctl_buf_printf(b, LABEL "%s\n", "image", or_unknown(st->image));
-	ctl_buf_printf(b, LABEL "%s, %llu KiB blocks, %s, %llu inodes\n",
-		       "format", or_unknown(st->compressor),
-		       (unsigned long long)st->block_size / 1024,
-		       size_format(st->image_bytes, s2, sizeof(s2)),
-		       (unsigned long long)st->inodes);
-	ctl_buf_printf(b, LABEL "%s\n", "staging",
-		       mc_stage_line(st, line, sizeof(line)));
+	json_buf_printf(b, LABEL "%s\n", "mountpoint",
+			or_unknown(st->mountpoint));
+	json_buf_printf(b, LABEL "%s\n", "image", or_unknown(st->image));
+	json_buf_printf(b, LABEL "%s, %llu KiB blocks, %s, %llu inodes\n",
+			"format", or_unknown(st->compressor),
+			(unsigned long long)st->block_size / 1024,
+			size_format(st->image_bytes, s2, sizeof(s2)),
+			(unsigned long long)st->inodes);
+	json_buf_printf(b, LABEL "%s\n", "staging",
+			mc_stage_line(st, line, sizeof(line)));
 	cache_line(b, "data cache", &st->data);
 	cache_line(b, "meta cache", &st->meta);
-	ctl_buf_printf(b, LABEL "%s in %llu reads, %llu EIO\n", "served",
-		       size_format(st->fuse_bytes_served, s2, sizeof(s2)),
-		       (unsigned long long)st->fuse_read,
-		       (unsigned long long)st->fuse_eio);
+	json_buf_printf(b, LABEL "%s in %llu reads, %llu EIO\n", "served",
+			size_format(st->fuse_bytes_served, s2, sizeof(s2)),
+			(unsigned long long)st->fuse_read,
+			(unsigned long long)st->fuse_eio);
 	/* Where requests come from: io_uring queues, or /dev/fuse. */
 	if (st->fuse_uring_threads)
-		ctl_buf_printf(b,
-			       LABEL "io_uring, %llu threads, %llu requests\n",
-			       "requests",
-			       (unsigned long long)st->fuse_uring_threads,
-			       (unsigned long long)st->fuse_uring_requests);
+		json_buf_printf(b,
+				LABEL "io_uring, %llu threads, %llu requests\n",
+				"requests",
+				(unsigned long long)st->fuse_uring_threads,
+				(unsigned long long)st->fuse_uring_requests);
 	ahead_lines(b, st);
 	if (st->image_corrupt || st->image_read_errors)
-		ctl_buf_printf(
+		json_buf_printf(
 			b,
 			LABEL
 			"%llu corruption events, %llu image read errors (see the daemon's log)\n",
 			"problems", (unsigned long long)st->image_corrupt,
 			(unsigned long long)st->image_read_errors);
 	holders_line(b, st);
-	ctl_buf_printf(b, LABEL "pid %llu, up %s, RSS %s\n", "daemon",
-		       (unsigned long long)st->pid,
-		       mc_fmt_duration(st->uptime_s, line, sizeof(line)),
-		       size_format(st->rss_bytes, s2, sizeof(s2)));
+	json_buf_printf(b, LABEL "pid %llu, up %s, RSS %s\n", "daemon",
+			(unsigned long long)st->pid,
+			mc_fmt_duration(st->uptime_s, line, sizeof(line)),
+			size_format(st->rss_bytes, s2, sizeof(s2)));
 }
 
 /* One mount's entry: its stats, or why there are none. */
@@ -148,15 +149,15 @@ static void add_entry(struct out *o, const char *path, const char *image,
 	const char *v;
 
 	if (o->json) {
-		ctl_buf_printf(&o->b, "%s", o->first ? "\n" : ",\n");
+		json_buf_printf(&o->b, "%s", o->first ? "\n" : ",\n");
 		if (stats && *st->mountpoint) {
-			ctl_buf_printf(&o->b, "%s", stats);
+			json_buf_printf(&o->b, "%s", stats);
 		} else if (stats) {
 			/* Every daemon sends it today; add it if one does not. */
-			ctl_buf_printf(&o->b, "{\"mountpoint\":");
-			ctl_buf_json_str(&o->b, path);
+			json_buf_printf(&o->b, "{\"mountpoint\":");
+			json_buf_str(&o->b, path);
 			v = stats + strspn(stats, " \t") + 1;
-			ctl_buf_printf(
+			json_buf_printf(
 				&o->b, "%s%s",
 				*(v + strspn(v, " \t")) == '}' ? "" : ",", v);
 		} else {
@@ -164,15 +165,15 @@ static void add_entry(struct out *o, const char *path, const char *image,
 
 			/* The contract's keys, for a daemon that is gone or
 			 * does not answer. */
-			ctl_buf_printf(&o->b, "{\"schema\":%d,\"mountpoint\":",
-				       CTL_SCHEMA);
-			ctl_buf_json_str(&o->b, path);
-			ctl_buf_printf(&o->b, ",\"image\":");
+			json_buf_printf(&o->b, "{\"schema\":%d,\"mountpoint\":",
+					CTL_SCHEMA);
+			json_buf_str(&o->b, path);
+			json_buf_printf(&o->b, ",\"image\":");
 			if (image)
-				ctl_buf_json_str(&o->b, image);
+				json_buf_str(&o->b, image);
 			else
-				ctl_buf_printf(&o->b, "null");
-			ctl_buf_printf(
+				json_buf_printf(&o->b, "null");
+			json_buf_printf(
 				&o->b,
 				",\"pid\":null,\"healthy\":false,"
 				"\"image_bytes\":%llu,\"staged_bytes\":0,"
@@ -180,22 +181,23 @@ static void add_entry(struct out *o, const char *path, const char *image,
 				image && !stat(image, &sb) ?
 					(unsigned long long)sb.st_size :
 					0ULL);
-			ctl_buf_json_str(&o->b, error);
-			ctl_buf_printf(&o->b, ",\"error\":");
-			ctl_buf_json_str(&o->b, error);
-			ctl_buf_printf(&o->b, "}");
+			json_buf_str(&o->b, error);
+			json_buf_printf(&o->b, ",\"error\":");
+			json_buf_str(&o->b, error);
+			json_buf_printf(&o->b, "}");
 		}
 	} else {
 		if (!o->first)
-			ctl_buf_printf(&o->b, "\n");
+			json_buf_printf(&o->b, "\n");
 		if (st) {
 			print_human(&o->b, st);
 		} else {
-			ctl_buf_printf(&o->b, LABEL "%s\n", "mountpoint", path);
+			json_buf_printf(&o->b, LABEL "%s\n", "mountpoint",
+					path);
 			if (image)
-				ctl_buf_printf(&o->b, LABEL "%s\n", "image",
-					       image);
-			ctl_buf_printf(&o->b, LABEL "%s\n", "error", error);
+				json_buf_printf(&o->b, LABEL "%s\n", "image",
+						image);
+			json_buf_printf(&o->b, LABEL "%s\n", "error", error);
 		}
 	}
 	o->first = false;
@@ -236,9 +238,9 @@ static int snapshot(struct out *o, char **paths, int n)
 	int err;
 
 	o->first = true;
-	ctl_buf_release(&o->b);
+	json_buf_release(&o->b);
 	if (o->json)
-		ctl_buf_printf(&o->b, "[");
+		json_buf_printf(&o->b, "[");
 	if (!n) {
 		err = mc_mount_list(&all, &count);
 		if (err) {
@@ -252,7 +254,7 @@ static int snapshot(struct out *o, char **paths, int n)
 		}
 		free(all);
 		if (o->first && !o->json)
-			ctl_buf_printf(&o->b, "no squashcache mounts\n");
+			json_buf_printf(&o->b, "no squashcache mounts\n");
 	}
 	for (int i = 0; i < n; i++) {
 		err = mc_resolve(paths[i], path, &m);
@@ -275,7 +277,7 @@ static int snapshot(struct out *o, char **paths, int n)
 			add_entry(o, paths[i], NULL, NULL, NULL, why);
 	}
 	if (o->json)
-		ctl_buf_printf(&o->b, "%s]\n", o->first ? "" : "\n");
+		json_buf_printf(&o->b, "%s]\n", o->first ? "" : "\n");
 	if (o->b.oom) {
 		mc_err("out of memory");
 		return MC_EXIT_FAIL;
@@ -322,7 +324,7 @@ static int run(int argc, char **argv)
 			break;
 		mc_sleep_ms(WATCH_MS);
 	}
-	ctl_buf_release(&o.b);
+	json_buf_release(&o.b);
 	return ret;
 }
 

@@ -27,6 +27,7 @@
 #include "job_i.h"
 #include "mountctl/mountctl.h"
 #include "util/err.h"
+#include "util/proc.h"
 
 #define EMPTY_BUDGET_S 10.0 /* emptying mount points as the user, in all */
 #define KILL_GRACE_S 2.0 /* waiting for a killed child */
@@ -280,7 +281,7 @@ static int mount_as_user(const struct ds_conf *c, const struct job_ids *ids,
 			    rmnt);
 	if (rc || mc_mount_find(rmnt, &m) || mc_ping(&m, &pid))
 		return rc ? rc : MC_EXIT_FAIL;
-	if (!ctl_proc_start(pid, &start))
+	if (!proc_start_time(pid, &start))
 		dprintf(resfd, "%llu %llu\n", (unsigned long long)pid,
 			(unsigned long long)start);
 	return MC_EXIT_OK;
@@ -532,7 +533,7 @@ static int mount_later(const struct ds_conf *c, const struct job_ids *ids,
 		unlinkat(j->dir, JOB_PENDING, 0);
 		return -EAGAIN;
 	}
-	if (!ctl_proc_start(child, &start)) {
+	if (!proc_start_time(child, &start)) {
 		snprintf(line, sizeof(line), "%d %llu\n", (int)child,
 			 (unsigned long long)start);
 		append_file(j->dir, JOB_MOUNTER, ids, true, line);
@@ -604,7 +605,7 @@ static void kill_daemons(struct jobdir *j, const struct job_ids *ids)
 
 		snprintf(proc, sizeof(proc), "/proc/%llu", pid);
 		if (pid > 1 && pid < (1u << 30) &&
-		    !ctl_proc_start((pid_t)pid, &now) && now == start &&
+		    !proc_start_time((pid_t)pid, &now) && now == start &&
 		    !stat(proc, &st) && st.st_uid == ids->uid)
 			kill((pid_t)pid, SIGKILL);
 	}
@@ -636,7 +637,7 @@ static void kill_mounter(struct jobdir *j)
 	    pid >= (1u << 30))
 		return;
 	snprintf(proc, sizeof(proc), "/proc/%llu", pid);
-	if (!ctl_proc_start((pid_t)pid, &now) && now == start &&
+	if (!proc_start_time((pid_t)pid, &now) && now == start &&
 	    !stat(proc, &st) && st.st_uid == 0)
 		kill((pid_t)pid, SIGKILL);
 }

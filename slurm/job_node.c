@@ -30,6 +30,7 @@
 #include "mountctl/mountctl.h"
 #include "util/err.h"
 #include "util/mountinfo.h"
+#include "util/proc.h"
 
 /* The job directory and mount name of @path under @top ("<top>/J/N"). */
 static bool split_under(const char *top, const char *path, char *job,
@@ -109,7 +110,7 @@ static double proc_age(pid_t pid)
 
 	if (f)
 		fclose(f);
-	if (!ok || ctl_proc_start(pid, &start))
+	if (!ok || proc_start_time(pid, &start))
 		return -1;
 	return up - (double)start / (double)sysconf(_SC_CLK_TCK);
 }

@@ -1,6 +1,12 @@
 #!/bin/sh
-# Enforce the module boundaries of HOUSE_STYLE.md section 1 by grepping
-# includes and calls, and run shellcheck over the shell scripts.  Prints each violation; exits 1 if there is any.
+# Enforce the module boundaries by grepping includes: each module of lib/
+# includes only the modules its allowed line below names (util at the
+# bottom, nothing below it); lib/ never includes a FUSE header, never calls
+# exit() or abort() and never prints but through log.h; the on-disk
+# structs of sqfs_fmt.h stay in lib/image; mountctl/ and slurm/ never
+# include FUSE; every header has the one include-guard form; nothing
+# points outside the repository.  Then run shellcheck over the shell
+# scripts.  Prints each violation; exits 1 if there is any.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 bad=0
@@ -36,7 +42,8 @@ out=$(
     allowed image util decompress cache stage order
     allowed prefetch util image cache stage order
     allowed index util image
-    allowed ctl util
+    allowed json util
+    allowed ctl util json
 )
 [ -n "$out" ] && { echo "$out"; bad=1; }
 
@@ -73,6 +80,14 @@ for f in $(git ls-files '*.h' 2>/dev/null || find lib daemon mountctl slurm test
     grep -q "^#ifndef $g\$" "$f" && grep -q "^#define $g\$" "$f" ||
         violation "$f: the include guard is not $g"
 done
+
+# Nothing in the repository points outside it: a rule is said where it
+# applies, not by reference to a style file or notes kept elsewhere, and
+# no path of a particular machine is cited.
+if git rev-parse --git-dir >/dev/null 2>&1; then
+    git grep -nE "(^|[[:space:]\"'=(:])/work/|HOUSE_STYLE|\.\./shared/" -- . ':!tests/lint.sh' &&
+        violation "the lines above point outside the repository"
+fi
 
 [ $bad = 0 ] && echo "lint: module boundaries hold"
 

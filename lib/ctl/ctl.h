@@ -40,7 +40,8 @@
  *            only grows; 0 or absent: the mount's ram=)
  *   umount   {"ok":true}, then the daemon unmounts and exits
  *   hold PID START     {"ok":true,"holders":N}: process PID, started at
- *            START (ctl_proc_start() of it), holds the mount; refused
+ *            START (proc_start_time() of it,
+ *            util/proc.h), holds the mount; refused
  *            ("closing") once the daemon decided to go
  *   release PID        {"ok":true,"holders":N}; "not a holder" if it was not
  *   order BYTES
@@ -55,6 +56,10 @@
  *
  * A refusal is {"ok":false,"error":"..."}: "unknown command", "usage:
  * ..." (ctl_req_usage()), "permission denied", or the command's own.
+ *
+ * Files: addr.c the names (canonical paths, addresses, the socket
+ * table), sock.c the transport, proto.c the messages, lookup.c finding a
+ * mount's daemon with the three; the JSON they write and read is lib/json.
  */
 #ifndef SQC_CTL_CTL_H
 #define SQC_CTL_CTL_H
@@ -66,6 +71,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "json/json.h" /* replies are written into a struct json_buf */
 #include "util/compiler.h"
 
 #define CTL_VERSION 1 /* bumped when a field changes meaning */
@@ -265,85 +271,6 @@ int ctl_fallback_names(FILE *table, const char *canonical,
 int ctl_find_fallback(FILE *table, const char *canonical, uid_t want_uid,
 		      char *buf, size_t cap, int timeout_ms);
 
-/* A growing string for building replies. */
-struct ctl_buf {
-	char *p; /* NUL-terminated contents */
-	size_t len; /* bytes used, without the NUL */
-	size_t cap; /* bytes allocated */
-	bool oom; /* an append failed; contents are incomplete */
-};
-
-/**
- * ctl_buf_printf() - Append formatted text.
- * @b: buffer (zero-initialised before the first call)
- * @fmt: printf format
- *
- * Context: any thread; on allocation failure sets b->oom.
- */
-void ctl_buf_printf(struct ctl_buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-/**
- * ctl_buf_json_str() - Append a JSON string literal, escaped.
- * @b: buffer
- * @s: the string (bytes that are not UTF-8 are escaped as \u00XX)
- */
-void ctl_buf_json_str(struct ctl_buf *b, const char *s);
-
-/**
- * ctl_buf_release() - Free a buffer's memory.
- * @b: buffer
- */
-void ctl_buf_release(struct ctl_buf *b);
-
-/**
- * ctl_json_get() - Find a value in a JSON object by dotted path.
- * @json: the text of one JSON object
- * @path: "stage.staged_bytes"
- * @out: set to the start of the value
- * @len: set to its length in bytes
- *
- * A small scanner for the replies of this protocol, not a general parser:
- * it handles objects, arrays, strings with escapes, numbers, true, false
- * and null, and rejects anything else.
- *
- * Return: 0; -ENOENT; -EPROTO if the text is not well formed.
- * Context: any thread.
- */
-int ctl_json_get(const char *json, const char *path, const char **out,
-		 size_t *len);
-
-/**
- * ctl_json_u64() - ctl_json_get() for a non-negative integer.
- * @json: JSON text
- * @path: dotted path
- * @out: the number
- *
- * Return: 0; -ENOENT; -EPROTO if the value is not such a number.
- */
-int ctl_json_u64(const char *json, const char *path, uint64_t *out);
-
-/**
- * ctl_json_double() - ctl_json_get() for any number.
- * @json: JSON text
- * @path: dotted path
- * @out: the number
- *
- * Return: 0; -ENOENT; -EPROTO.
- */
-int ctl_json_double(const char *json, const char *path, double *out);
-
-/**
- * ctl_json_str() - ctl_json_get() for a string, unescaped into @buf.
- * @json: JSON text
- * @path: dotted path
- * @buf: destination, NUL-terminated
- * @cap: its capacity
- *
- * Return: 0; -ENOENT; -EPROTO; -ERANGE if @cap is too small.
- */
-int ctl_json_str(const char *json, const char *path, char *buf, size_t cap);
-
 /* The requests of the protocol (see the top of this file). */
 enum ctl_cmd {
 	CTL_CMD_PING, /* "ping" */
@@ -376,7 +303,7 @@ struct ctl_req_stage {
 /* "hold PID START". */
 struct ctl_req_hold {
 	pid_t pid; /* the holder, 1..CTL_PID_MAX */
-	uint64_t start; /* its start time, ctl_proc_start() */
+	uint64_t start; /* its start time, proc_start_time() */
 };
 
 /* "release PID". */
@@ -548,7 +475,7 @@ void ctl_reply_refuse(struct ctl_reply *rep, const char *fmt, ...)
  * -ENOMEM if @b ran out of memory.
  * Context: any thread.
  */
-int ctl_reply_encode(const struct ctl_reply *rep, struct ctl_buf *b);
+int ctl_reply_encode(const struct ctl_reply *rep, struct json_buf *b);
 
 /**
  * ctl_reply_decode() - Read a reply to a request of kind @cmd.
@@ -566,16 +493,5 @@ int ctl_reply_encode(const struct ctl_reply *rep, struct ctl_buf *b);
  * Context: any thread.
  */
 int ctl_reply_decode(enum ctl_cmd cmd, const char *json, struct ctl_reply *rep);
-
-/**
- * ctl_proc_start() - When a process started, to tell it from a later one
- * that reuses its pid.
- * @pid: the process
- * @start: set to field 22 of /proc/PID/stat (clock ticks since boot)
- *
- * Return: 0; -ESRCH if no such process; -EPROTO if the line is malformed.
- * Context: any thread.
- */
-int ctl_proc_start(pid_t pid, uint64_t *start);
 
 #endif /* SQC_CTL_CTL_H */

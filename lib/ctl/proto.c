@@ -6,7 +6,7 @@
  *
  * Requests are decoded strictly (a line that encodes differently is
  * refused but for defaults: "stage" is "stage full", a budget of 0 is no
- * budget).  Replies are read with the JSON scanner of ctl.c; the fields
+ * budget).  Replies are read with the JSON scanner of lib/json; the fields
  * of stats are each optional, as clients of any version must read
  * daemons of any version.
  */
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "ctl/ctl.h"
+#include "json/json.h"
 #include "util/compiler.h"
 
 #define WORDS_MAX 4 /* a command and its arguments, plus one too many */
@@ -222,35 +223,36 @@ int ctl_req_encode(const struct ctl_req *req, char *buf, size_t cap)
 }
 
 /* The ok answer of @rep, after {"ok":true. */
-static int encode_answer(const struct ctl_reply *rep, struct ctl_buf *b)
+static int encode_answer(const struct ctl_reply *rep, struct json_buf *b)
 {
 	switch (rep->cmd) {
 	case CTL_CMD_PING:
 		if (!is_pid(rep->ping.pid))
 			return -EINVAL;
-		ctl_buf_printf(
+		json_buf_printf(
 			b, ",\"pid\":%d,\"mountpoint\":", (int)rep->ping.pid);
-		ctl_buf_json_str(b, rep->ping.mountpoint);
+		json_buf_str(b, rep->ping.mountpoint);
 		return 0;
 	case CTL_CMD_HOLD:
 	case CTL_CMD_RELEASE:
-		ctl_buf_printf(b, ",\"holders\":%u", rep->holders.holders);
+		json_buf_printf(b, ",\"holders\":%u", rep->holders.holders);
 		return 0;
 	case CTL_CMD_STAGE:
 		if ((unsigned int)rep->stage.mode >= ARRAY_SIZE(mode_names))
 			return -EINVAL;
-		ctl_buf_printf(b, ",\"mode\":\"%s\",\"budget\":%llu",
-			       mode_names[rep->stage.mode],
-			       (unsigned long long)rep->stage.budget);
+		json_buf_printf(b, ",\"mode\":\"%s\",\"budget\":%llu",
+				mode_names[rep->stage.mode],
+				(unsigned long long)rep->stage.budget);
 		return 0;
 	case CTL_CMD_ORDER:
-		ctl_buf_printf(b,
-			       ",\"files\":%llu,\"bytes\":%llu,\"staged\":%llu,"
-			       "\"window\":%llu",
-			       (unsigned long long)rep->order.files,
-			       (unsigned long long)rep->order.bytes,
-			       (unsigned long long)rep->order.staged,
-			       (unsigned long long)rep->order.window);
+		json_buf_printf(
+			b,
+			",\"files\":%llu,\"bytes\":%llu,\"staged\":%llu,"
+			"\"window\":%llu",
+			(unsigned long long)rep->order.files,
+			(unsigned long long)rep->order.bytes,
+			(unsigned long long)rep->order.staged,
+			(unsigned long long)rep->order.window);
 		return 0;
 	case CTL_CMD_UMOUNT:
 		return 0;
@@ -269,7 +271,7 @@ void ctl_reply_refuse(struct ctl_reply *rep, const char *fmt, ...)
 	va_end(ap);
 }
 
-int ctl_reply_encode(const struct ctl_reply *rep, struct ctl_buf *b)
+int ctl_reply_encode(const struct ctl_reply *rep, struct json_buf *b)
 {
 	size_t len = b->len;
 	int err = 0;
@@ -277,13 +279,13 @@ int ctl_reply_encode(const struct ctl_reply *rep, struct ctl_buf *b)
 	if ((unsigned int)rep->cmd >= CTL_CMD_COUNT)
 		return -EINVAL;
 	if (!rep->ok) {
-		ctl_buf_printf(b, "{\"ok\":false,\"error\":");
-		ctl_buf_json_str(b, rep->error);
+		json_buf_printf(b, "{\"ok\":false,\"error\":");
+		json_buf_str(b, rep->error);
 	} else {
-		ctl_buf_printf(b, "{\"ok\":true");
+		json_buf_printf(b, "{\"ok\":true");
 		err = encode_answer(rep, b);
 	}
-	ctl_buf_printf(b, "}");
+	json_buf_printf(b, "}");
 	if (err && !b->oom) {
 		b->len = len; /* nothing half-written */
 		b->p[len] = '\0';
@@ -298,7 +300,7 @@ static int get_bool(const char *json, const char *path, bool *out)
 {
 	const char *v;
 	size_t len;
-	int err = ctl_json_get(json, path, &v, &len);
+	int err = json_get(json, path, &v, &len);
 
 	if (err)
 		return err;
@@ -315,7 +317,7 @@ static int get_bool(const char *json, const char *path, bool *out)
 static int get_num(const char *json, const char *path, uint64_t max,
 		   uint64_t *out)
 {
-	int err = ctl_json_u64(json, path, out);
+	int err = json_u64(json, path, out);
 
 	if (!err && *out > max)
 		err = -EPROTO;
@@ -325,7 +327,7 @@ static int get_num(const char *json, const char *path, uint64_t max,
 static int decode_mode(const char *json, enum ctl_stage_mode *mode)
 {
 	char s[8];
-	int err = ctl_json_str(json, "mode", s, sizeof(s));
+	int err = json_str(json, "mode", s, sizeof(s));
 
 	if (err)
 		return err;
@@ -412,11 +414,11 @@ static void decode_field(const char *json, const struct field *f,
 
 	switch (f->kind) {
 	case F_U64:
-		if (ctl_json_u64(json, f->path, (uint64_t *)(void *)p))
+		if (json_u64(json, f->path, (uint64_t *)(void *)p))
 			memset(p, 0, f->size);
 		break;
 	case F_DOUBLE:
-		if (ctl_json_double(json, f->path, (double *)(void *)p))
+		if (json_double(json, f->path, (double *)(void *)p))
 			memset(p, 0, f->size);
 		break;
 	case F_BOOL:
@@ -424,7 +426,7 @@ static void decode_field(const char *json, const struct field *f,
 			memset(p, 0, f->size);
 		break;
 	case F_STR:
-		if (ctl_json_str(json, f->path, p, f->size))
+		if (json_str(json, f->path, p, f->size))
 			memset(p, 0, f->size);
 		break;
 	}
@@ -438,7 +440,7 @@ static void decode_holders(const char *json, struct ctl_stats *st)
 	uint64_t pid;
 	size_t len;
 
-	if (ctl_json_get(json, "holders", &v, &len) || *v != '[')
+	if (json_get(json, "holders", &v, &len) || *v != '[')
 		return;
 	end = v + len - 1; /* the ']' */
 	for (const char *p = v + 1; p < end; p++) {
@@ -474,9 +476,8 @@ static int decode_answer(const char *json, struct ctl_reply *rep)
 			err = -EPROTO;
 		rep->ping.pid = (pid_t)v;
 		if (!err)
-			err = ctl_json_str(json, "mountpoint",
-					   rep->ping.mountpoint,
-					   sizeof(rep->ping.mountpoint));
+			err = json_str(json, "mountpoint", rep->ping.mountpoint,
+				       sizeof(rep->ping.mountpoint));
 		return err;
 	case CTL_CMD_HOLD:
 	case CTL_CMD_RELEASE:
@@ -486,16 +487,16 @@ static int decode_answer(const char *json, struct ctl_reply *rep)
 	case CTL_CMD_STAGE:
 		err = decode_mode(json, &rep->stage.mode);
 		if (!err)
-			err = ctl_json_u64(json, "budget", &rep->stage.budget);
+			err = json_u64(json, "budget", &rep->stage.budget);
 		return err;
 	case CTL_CMD_ORDER:
-		err = ctl_json_u64(json, "files", &rep->order.files);
+		err = json_u64(json, "files", &rep->order.files);
 		if (!err)
-			err = ctl_json_u64(json, "bytes", &rep->order.bytes);
+			err = json_u64(json, "bytes", &rep->order.bytes);
 		if (!err)
-			err = ctl_json_u64(json, "staged", &rep->order.staged);
+			err = json_u64(json, "staged", &rep->order.staged);
 		if (!err)
-			err = ctl_json_u64(json, "window", &rep->order.window);
+			err = json_u64(json, "window", &rep->order.window);
 		return err;
 	default:
 		return 0;
@@ -512,8 +513,7 @@ int ctl_reply_decode(enum ctl_cmd cmd, const char *json, struct ctl_reply *rep)
 	rep->cmd = cmd;
 	err = get_bool(json, "ok", &rep->ok);
 	if (!err && !rep->ok) {
-		err = ctl_json_str(json, "error", rep->error,
-				   sizeof(rep->error));
+		err = json_str(json, "error", rep->error, sizeof(rep->error));
 		if (err == -ENOENT)
 			err = 0;
 	} else if (!err && cmd == CTL_CMD_STATS) {

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * This file implements the life cycle of a stage (the mapping, the chunk
- * table, the first plan), resuming it with a new plan, and its state and
- * stats.  See stage_i.h for the design.
+ * table, the first plan, its stager threads), resuming it with a new
+ * plan, and its state and stats.  The threads (stager.c) reach the stage
+ * only through the callbacks given here: a step of the plan, the source's
+ * watch(), and the log line once a plan is done.  See stage_i.h for the
+ * design.
  */
 #define LOG_MOD "stage"
 
@@ -11,9 +14,9 @@
 #include <sys/mman.h>
 
 #include "stage/stage_i.h"
-#include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/size.h"
 
 /* The mapping, the chunk table and the plan's storage.  Return: 0, also
  * when no address space was left (then st->mem is NULL); -ENOMEM. */
@@ -36,6 +39,30 @@ static int map_range(struct stage *st, const struct stage_opts *o)
 	return 0;
 }
 
+static int stager_step(void *arg)
+{
+	return stage_next(arg);
+}
+
+static void stager_watch(void *arg)
+{
+	struct stage *st = arg;
+
+	if (st->src.watch)
+		st->src.watch(st->src.arg);
+}
+
+static void stager_ended(void *arg, double seconds)
+{
+	struct stage *st = arg;
+	char a[32];
+
+	if (stage_state(st) == STAGE_DONE)
+		log_info("staged %s of '%s' into RAM in %.1f s",
+			 size_format(atomic_load(&st->staged), a, sizeof(a)),
+			 st->src.name, seconds);
+}
+
 int stage_new(const struct stage_src *src, const struct stage_opts *o,
 	      struct stage **out)
 {
@@ -51,7 +78,6 @@ int stage_new(const struct stage_src *src, const struct stage_opts *o,
 	pthread_mutex_init(&st->lock, NULL);
 	pthread_cond_init(&st->cond, NULL);
 	pthread_cond_init(&st->slot, NULL);
-	stage__threads_init(st);
 	atomic_store(&st->state, STAGE_OFF);
 	atomic_store(&st->follow, UINT32_MAX);
 	atomic_store(&st->fill_end, UINT32_MAX);
@@ -66,7 +92,11 @@ int stage_new(const struct stage_src *src, const struct stage_opts *o,
 	st->budget = o->budget;
 	st->nchunks =
 		(uint32_t)DIV_ROUND_UP(o->size, (uint64_t)STAGE_CHUNK_SIZE);
-	err = map_range(st, o);
+	err = stage__stager_new(&(struct stager_ops){ stager_step, stager_watch,
+						      stager_ended, st },
+				&st->stager);
+	if (!err)
+		err = map_range(st, o);
 	if (err) {
 		stage_free(st);
 		return err;
@@ -83,8 +113,7 @@ void stage_free(struct stage *st)
 {
 	if (!st)
 		return;
-	stage_stop(st);
-	stage__threads_release(st);
+	stage__stager_free(st->stager);
 	if (st->mem)
 		munmap(st->mem, (size_t)st->size);
 	free(st->chunk);
@@ -107,7 +136,7 @@ int stage_resume(struct stage *st, enum stage_mode mode, uint64_t budget)
 	 * the old plan cannot come after it. */
 	atomic_store(&st->state, STAGE_IDLE);
 	atomic_store(&st->want, true);
-	stage__threads_resume(st);
+	stage__stager_resume(st->stager);
 	return 0;
 }
 
@@ -137,8 +166,26 @@ void stage_get_stats(struct stage *st, struct stage_stats *out)
 	out->read_ms = (double)st->rtt_last / 1e6;
 out_unlock:
 	pthread_mutex_unlock(&st->lock);
-	pthread_mutex_lock(&st->thr_lock);
-	out->threads = st->nthreads;
-	out->seconds = st->done ? st->seconds : mono_since(&st->started);
-	pthread_mutex_unlock(&st->thr_lock);
+	stage__stager_stats(st->stager, &out->threads, &out->seconds);
+}
+
+int stage_start(struct stage *st, unsigned int threads)
+{
+	return stage__stager_start(st->stager, threads);
+}
+
+void stage_stop(struct stage *st)
+{
+	if (st)
+		stage__stager_stop(st->stager);
+}
+
+int stage_wait(struct stage *st, int timeout_ms)
+{
+	return stage__stager_wait(st->stager, timeout_ms);
+}
+
+bool stage_is_done(struct stage *st)
+{
+	return stage__stager_is_done(st->stager);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * This file declares what the files of lib/stage share with each other and
- * nobody else: struct stage and the chunk and plan helpers.
+ * nobody else: struct stage, the chunk, plan and pacing helpers, and the
+ * stager threads' interface.
  *
  * Design.  The staged copy is one anonymous mapping as long as the range,
  * laid out at the same offsets, so any staged range is contiguous and can
@@ -19,7 +20,9 @@
  * waits for little more than its own range; the stager reads runs of them,
  * 1 MiB aligned, as many at once as the storage serves without queueing
  * them (pace.c), so a reader's read queues behind few.  The threads that
- * call stage_next() live in stager.c.
+ * call stage_next() live in stager.c, which owns their struct and lock
+ * and calls no function of the other files: it reaches the stage only
+ * through the callbacks stage.c gives it (struct stager_ops).
  */
 #ifndef SQC_STAGE_STAGE_I_H
 #define SQC_STAGE_STAGE_I_H
@@ -28,7 +31,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "stage/stage.h"
 #include "util/compiler.h"
@@ -64,7 +66,6 @@
  * ever want.
  */
 #define STAGE_THREADS_MAX 16u
-#define STAGE_WATCH_MS 1000 /* how often the first stager calls watch() */
 
 /* Where a chunk of the staged copy stands (struct stage.chunk). */
 enum stage_chunk_state {
@@ -115,19 +116,7 @@ struct stage {
 	_Atomic int want_mode; /* its enum stage_mode */
 	_Atomic uint64_t want_budget; /* its budget */
 
-	/* The stager threads (stager.c). */
-	pthread_mutex_t thr_lock; /* protects the fields below */
-	pthread_cond_t resume; /* staging resumed or stopping */
-	pthread_cond_t ended; /* staging ended or stopping */
-	pthread_t threads[STAGE_THREADS_MAX]; /* started */
-	unsigned int nthreads; /* how many */
-	unsigned int want_threads; /* how many once there is work */
-	/* Written under thr_lock; stage_is_done() reads them without it. */
-	atomic_bool stopping; /* stage_stop() was called */
-	atomic_bool done; /* the plan is done, or no thread runs */
-	unsigned int resumes; /* stage_resume() calls */
-	struct timespec started; /* when staging began */
-	double seconds; /* set when staging ends */
+	struct stager *stager; /* the threads that stage the plan */
 };
 
 /* Bytes in chunks [c, c + n), the last one maybe short. */
@@ -169,10 +158,36 @@ void stage__plan_build(struct stage *st, enum stage_mode mode);
  * target.  Context: under st->lock. */
 void stage__pace(struct stage *st, int64_t rtt);
 
-/* stager.c */
-void stage__threads_init(struct stage *st);
-void stage__threads_release(struct stage *st);
-/* stage_resume() has recorded a request: wake the threads. */
-void stage__threads_resume(struct stage *st);
+/* stager.c: the stager threads, which know the stage only by these. */
+struct stager_ops {
+	/* One step of the plan, stage_next(): 0 once it is done. */
+	int (*step)(void *arg);
+	/* Called by the first thread about once a second, for its life. */
+	void (*watch)(void *arg);
+	/* The plan is done, after @seconds of staging: called once a plan,
+	 * by the thread that found it done, with no lock held. */
+	void (*ended)(void *arg, double seconds);
+	void *arg; /* passed to each */
+};
+
+struct stager;
+
+/* Return: 0; -ENOMEM.  No thread runs until stage__stager_start(). */
+int stage__stager_new(const struct stager_ops *ops, struct stager **out);
+/* Stop and join the threads, then free @sg (may be NULL). */
+void stage__stager_free(struct stager *sg);
+/* stage_start(), stage_stop(), stage_wait() and stage_is_done() of the
+ * stage whose threads these are (stage.h says what they do). */
+int stage__stager_start(struct stager *sg, unsigned int threads);
+void stage__stager_stop(struct stager *sg);
+int stage__stager_wait(struct stager *sg, int timeout_ms);
+bool stage__stager_is_done(struct stager *sg);
+/* stage_resume() has recorded a request: wake the threads to plan again,
+ * and count the staging time from now. */
+void stage__stager_resume(struct stager *sg);
+/* How many threads run, and the seconds staging took (or has taken so
+ * far).  Context: any thread. */
+void stage__stager_stats(struct stager *sg, unsigned int *threads,
+			 double *seconds);
 
 #endif /* SQC_STAGE_STAGE_I_H */

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "ctl/ctl.h"
+#include "json/json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -56,7 +57,7 @@ static void check_request(const char *line)
 
 static void check_reply(enum ctl_cmd cmd, const char *json)
 {
-	struct ctl_buf b = { 0 }, b2 = { 0 };
+	struct json_buf b = { 0 }, b2 = { 0 };
 	struct ctl_reply *rep = malloc(sizeof(*rep));
 	struct ctl_reply *again = malloc(sizeof(*again));
 
@@ -75,8 +76,8 @@ static void check_reply(enum ctl_cmd cmd, const char *json)
 	if (ctl_reply_encode(again, &b2) || strcmp(b.p, b2.p))
 		fail("a reply does not encode the same twice", json);
 out_free:
-	ctl_buf_release(&b);
-	ctl_buf_release(&b2);
+	json_buf_release(&b);
+	json_buf_release(&b2);
 	free(again);
 	free(rep);
 }

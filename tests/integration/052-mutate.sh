@@ -1,7 +1,8 @@
 #!/bin/sh
-# Mutation smoke test (HOUSE_STYLE section 8): flip 1-2 bytes of valid
-# images and require an error or success, never a signal, a sanitizer
-# report or a hang.
+# Mutation smoke test: whatever bytes an image holds, the library and the
+# daemon answer with an error or success, never a signal, a sanitizer
+# report, a hang or memory beyond their budgets.  Flip 1-2 bytes of valid
+# images and require that.
 #
 #   1. Every image of tests/images/mkimages.sh, SQC_MUTATIONS (300)
 #      mutations each, through the library walk of the fuzz target

@@ -484,7 +484,7 @@ finish_case() {
     fi
 }
 
-# The layout of /work/job-spec.md: root-owned BASE/squashcache and job
+# The layout of docs/slurm.md: root-owned BASE/squashcache and job
 # directories, the user's mount point in it.
 jobdir() { echo "$BASE/squashcache/job$1-$2"; }
 

@@ -10,7 +10,7 @@ A stand-in for `mountctl status` for the tests and the demo, speaking the
 protocol of lib/ctl/ctl.h: connect, send "stats\\n", read one JSON line.
 Without --ctl the address is the daemon's default, "@squashcache-<hash>"
 in the abstract namespace, where <hash> is the 64-bit FNV-1a of the
-canonical mount path (ctl_default_address() in lib/ctl/ctl.c).  --ctl
+canonical mount path (ctl_default_address() in lib/ctl/addr.c).  --ctl
 takes what was given to squashcached's -o ctl=PATH.
 
 With FIELD arguments (dotted paths such as fuse.bytes_served) it prints

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "stage/stage.h"
+#include "util/log.h"
 
 #define SIZE ((5u << 20) + 12345u) /* not a whole number of chunks */
 #define META (4u << 20) /* the metadata: the last 1 MiB and a bit */
@@ -143,6 +144,37 @@ START_TEST(test_threads_lazy)
 }
 END_TEST
 
+static _Atomic unsigned int ended_lines; /* "staged ... into RAM" logged */
+
+static void count_ended(int level, const char *line)
+{
+	(void)level;
+	if (strstr(line, "staged ") && strstr(line, " into RAM in "))
+		atomic_fetch_add(&ended_lines, 1);
+}
+
+/* The end of a plan is logged once, and only when it staged something: a
+ * stage=none stage whose empty plan is done says nothing. */
+START_TEST(test_ended_log)
+{
+	struct mem_src *m = src_new();
+	struct stage *st = open_stage(m, STAGE_NONE, 0);
+	struct stage_stats ss;
+
+	log_set_hook(count_ended);
+	ck_assert_int_eq(stage_start(st, 2), 0);
+	ck_assert_int_eq(stage_wait(st, 20000), 0);
+	ck_assert_int_eq(stage_resume(st, STAGE_FULL, 1ull << 30), 0);
+	while (stage_get_stats(st, &ss), ss.state != STAGE_DONE)
+		ck_assert_int_eq(stage_wait(st, 20000), 0);
+	stage_stop(st); /* joined: whatever they log is logged */
+	ck_assert_uint_eq(atomic_load(&ended_lines), 1);
+	log_set_hook(NULL);
+	stage_free(st);
+	src_free(m);
+}
+END_TEST
+
 START_TEST(test_readers)
 {
 	struct mem_src *m = src_new();
@@ -239,6 +271,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_threads);
 	tcase_add_test(tc, test_threads_lazy);
+	tcase_add_test(tc, test_ended_log);
 	tcase_add_test(tc, test_readers);
 	tcase_add_test(tc, test_plans);
 	tcase_add_test(tc, test_failure);

@@ -1,20 +1,24 @@
 // SPDX-License-Identifier: MIT
 /*
  * This file implements the unit tests of lib/util: size parsing and
- * printing, error strings, checked arithmetic, little-endian decoding and
- * the log sink.
+ * printing, error strings, checked arithmetic, little-endian decoding,
+ * the log sink, the mount table and a process's start time.
  */
 #include <check.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "util/ckd.h"
 #include "util/endian.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/mountinfo.h"
+#include "util/proc.h"
 #include "util/size.h"
 
 START_TEST(test_size_parse)
@@ -241,6 +245,32 @@ START_TEST(test_mountinfo)
 }
 END_TEST
 
+/* A holder is a pid and a start time: a child's is after ours, and is
+ * gone with it (the pid may be reused, the pair is not). */
+START_TEST(test_proc_start)
+{
+	uint64_t me, child, again;
+	pid_t pid;
+	int status;
+
+	ck_assert_int_eq(proc_start_time(getpid(), &me), 0);
+	ck_assert_int_eq(proc_start_time(getpid(), &again), 0);
+	ck_assert_uint_eq(me, again);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	ck_assert_int_eq(proc_start_time(pid, &child), 0);
+	ck_assert_uint_ge(child, me);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	ck_assert_int_eq(proc_start_time(pid, &child), -ESRCH);
+	ck_assert_int_eq(proc_start_time(0x3ffffffe, &child), -ESRCH);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("util");
@@ -255,6 +285,7 @@ int main(void)
 	tcase_add_test(tc, test_endian);
 	tcase_add_test(tc, test_log);
 	tcase_add_test(tc, test_mountinfo);
+	tcase_add_test(tc, test_proc_start);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
