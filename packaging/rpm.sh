@@ -32,6 +32,10 @@ command -v rpmbuild >/dev/null 2>&1 || die "no rpmbuild: install rpm (sh tests/d
 
 rm -rf "$out"
 mkdir -p "$out"
+# The build in the tarball is rpmbuild's alone: nothing from a calling
+# make (BUILD from the tests, SANITIZE=, -j and its jobserver) or the
+# shell's flags (the spec's %set_build_flags sets them).
+unset BUILD SANITIZE DEBUG WERROR MAKEFLAGS MFLAGS MAKELEVEL CFLAGS CPPFLAGS LDFLAGS
 # Reproducible: file times from the changelog's last entry.
 rpmbuild -ta --nodeps --load packaging/rpm/debian.macros --define "_topdir $top/$out" \
     --define "source_date_epoch_from_changelog 1" --define "clamp_mtime_to_source_date_epoch 1" \
