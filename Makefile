@@ -13,6 +13,10 @@
 #   make install PREFIX=/usr/local   (SYSTEMD_UNITDIR= for the unit)
 #   make deb             Debian packages squashcache and squashcache-slurm
 #                        in build/deb/ (packaging/), checked with lintian
+#   make dist            release tarball build/dist/squashcache-VERSION.tar.gz
+#                        (git tree and RPM spec: rpmbuild -ta builds it)
+#   make rpm             RPM packages squashcache and squashcache-slurm
+#                        in build/rpm/ (rpmbuild -ta), checked with rpmlint
 
 PREFIX ?= /usr/local
 MANDIR ?= $(PREFIX)/share/man
@@ -94,7 +98,7 @@ DAEMON := $(BUILD)/squashcached
 MOUNTCTL := $(BUILD)/mountctl
 
 .PHONY: all check check-unit check-integration check-tsan deps deps-check \
-	deps-demo deb tests fuzz fuzz-run format format-check lint install \
+	deps-demo deb dist rpm tests fuzz fuzz-run format format-check lint install \
 	uninstall clean demo bench bench-scale bench-ram soak
 
 # The SPANK plugin is built only where Slurm's headers are installed, and
@@ -213,6 +217,26 @@ deb:
 	@MAKE="$(MAKE)" sh packaging/deb.sh
 	lintian --fail-on error build/deb/*.deb
 
+# The release tarball of the git tree with squashcache.spec at its top
+# (packaging/dist.sh): what `rpmbuild -ta` takes.
+dist:
+	@sh packaging/dist.sh
+
+# RPM packages from that tarball into build/rpm/ (packaging/rpm.sh), then
+# rpmlint with RHEL's conventions (packaging/rpm/rpmlint.toml): any error
+# fails.  Not linted: the -debuginfo and -debugsource packages, all
+# rpm's own making, whose .debug files rpmlint takes for libraries.
+# Warnings left: no-url-tag and invalid-url (no public home page or
+# download address), requires-on-release (squashcache-slurm needs the
+# squashcache of its own build) and no-manual-page-for-binary (rpmlint
+# 2.4 compares the programs with man sections, not man pages).
+rpm:
+	@sh tests/deps.sh rpm
+	@sh packaging/dist.sh
+	@sh packaging/rpm.sh
+	rpmlint -c packaging/rpm/rpmlint.toml $$(ls build/rpm/RPMS/*/*.rpm | \
+		grep -v -e -debuginfo- -e -debugsource-) build/rpm/SRPMS/*.rpm
+
 soak: tests
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) SQC_SOAK_SECONDS=600 sh tests/run.sh soak
 
@@ -279,5 +303,6 @@ clean:
 	rm -rf build build-san build-tsan build-fuzz
 
 # (build/deb/ holds the package build: its objects and its staging trees,
-# where a directory may be named *.d.)
--include $(shell find $(BUILD) -path $(BUILD)/deb -prune -o -name '*.d' -type f -print 2>/dev/null)
+# where a directory may be named *.d; build/rpm/ rpmbuild's, with a build
+# of its own.)
+-include $(shell find $(BUILD) \( -path $(BUILD)/deb -o -path $(BUILD)/rpm \) -prune -o -name '*.d' -type f -print 2>/dev/null)

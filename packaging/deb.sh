@@ -20,7 +20,9 @@ out=build/deb
 obj=$out/obj
 root=$out/root
 pkgs="squashcache squashcache-slurm"
-plugindir=/usr/lib/x86_64-linux-gnu/slurm-wlm
+# The host's architecture, and Debian's Slurm plugin directory for it.
+arch=$(dpkg --print-architecture)
+plugindir=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/slurm-wlm
 MAKE=${MAKE:-make}
 
 die() {
@@ -94,7 +96,9 @@ s=$out/src/debian/squashcache-slurm
 install -d "$s/etc/squashcache" "$s/etc/slurm/plugstack.conf.d" \
     "$s/usr/share/doc/squashcache-slurm/examples"
 install -m 0644 packaging/slurm.conf "$s/etc/squashcache/slurm.conf"
-install -m 0644 packaging/plugstack.conf "$s/etc/slurm/plugstack.conf.d/squashcache.conf"
+sed "s|@SLURM_PLUGINDIR@|$plugindir|" packaging/plugstack.conf \
+    >"$s/etc/slurm/plugstack.conf.d/squashcache.conf"
+chmod 0644 "$s/etc/slurm/plugstack.conf.d/squashcache.conf"
 install -m 0644 slurm/examples/sbcast-job.sh "$s/usr/share/doc/squashcache-slurm/examples/"
 # Sourced by the hooks, not run: no execute bit.
 chmod 0644 "$s/usr/libexec/squashcache/sqc-common.sh"
@@ -142,7 +146,7 @@ for p in $pkgs; do
         xargs md5sum) >"$s/DEBIAN/md5sums"
     chmod 0644 "$s/DEBIAN/md5sums"
     find "$s" -type d -exec chmod 0755 {} +
-    dpkg-deb --root-owner-group -Zxz --build "$s" "$out/${p}_${ver}_amd64.deb" >/dev/null
+    dpkg-deb --root-owner-group -Zxz --build "$s" "$out/${p}_${ver}_${arch}.deb" >/dev/null
 done
 rm -rf "$root" "$out/src" "$out/slurm.conffiles"
 ls "$out"/*.deb

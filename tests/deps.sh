@@ -1,7 +1,7 @@
 #!/bin/sh
 # Install the Debian packages a make target needs.
 #
-#   sh tests/deps.sh build|check|demo|bench|fuzz|slurm|deb
+#   sh tests/deps.sh build|check|demo|bench|fuzz|slurm|deb|rpm
 #
 # As root, missing packages are installed with apt-get.  Otherwise the
 # exact apt-get line is printed and the script fails, so that nothing
@@ -14,18 +14,22 @@ python="python3 python3-pil python3-torchvision"
 
 slurm="slurmd slurmctld slurm-client munge libslurm-dev"
 deb="dpkg-dev lintian"
+# rpmbuild; find-debuginfo and its eu-strip for the -debuginfo packages;
+# python3 says where the spec puts the Python module.
+rpm="rpm rpmlint debugedit elfutils python3"
 # bubblewrap: the container stand-in of tests/integration/108-container.sh
 container="bubblewrap"
 
 case "${1:-build}" in
 build) want="$build" ;;
-check) want="$build $run $python check psmisc clang clang-format valgrind shellcheck mandoc man-db groff-base systemd $slurm $deb $container" ;;
+check) want="$build $run $python check psmisc clang clang-format valgrind shellcheck mandoc man-db groff-base systemd $slurm $deb $rpm $container" ;;
 demo) want="$build $run $python" ;;
 bench) want="$build $run $python check squashfuse erofs-utils time" ;;
 fuzz) want="$build clang libclang-rt-14-dev" ;;
 slurm) want="$slurm" ;;
 deb) want="$build libslurm-dev $deb" ;;
-*) echo "usage: $0 build|check|demo|bench|fuzz|slurm|deb" >&2; exit 2 ;;
+rpm) want="$build libslurm-dev $rpm" ;;
+*) echo "usage: $0 build|check|demo|bench|fuzz|slurm|deb|rpm" >&2; exit 2 ;;
 esac
 
 missing=""

@@ -24,7 +24,8 @@ done
 CL_STORAGE=shared
 
 pkgs="squashcache squashcache-slurm"
-plugindir=/usr/lib/x86_64-linux-gnu/slurm-wlm
+arch=$(dpkg --print-architecture)
+plugindir=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)/slurm-wlm
 ver=$(dpkg-parsechangelog -l "$TOP/packaging/debian/changelog" -SVersion)
 installed_before() {
     dpkg-query -W -f='${Status} ${Version}\n' "$1" 2>/dev/null | sed -n 's/^install ok installed //p'
@@ -44,7 +45,7 @@ note "make deb (with lintian) in $(($(date +%s) - t0)) s"
 grep -E '^[EW]: ' "$T/deb.log" && note "lintian warnings above (no errors)"
 debs=
 for p in $pkgs; do
-    f="$TOP/build/deb/${p}_${ver}_amd64.deb"
+    f="$TOP/build/deb/${p}_${ver}_${arch}.deb"
     [ -f "$f" ] || fail "make deb made no $f"
     debs="$debs $f"
 done
@@ -93,7 +94,7 @@ done
 # As shipped (an admin may have edited the installed ones): every key
 # commented out, so the config is the defaults; the plugstack snippet
 # commented out (enabling it is the admin's step).
-dpkg-deb -x "$TOP/build/deb/squashcache-slurm_${ver}_amd64.deb" "$T/x"
+dpkg-deb -x "$TOP/build/deb/squashcache-slurm_${ver}_${arch}.deb" "$T/x"
 conf=$T/x/etc/squashcache/slurm.conf
 grep -v '^#' "$conf" | grep -q . && fail "/etc/squashcache/slurm.conf sets a key"
 for k in base options force_options user_options allow timeout mountctl prolog_spank; do
