@@ -12,6 +12,8 @@
  * The module knows nothing of SquashFS.  Each range is read from the
  * source once: by a thread ahead of the readers, or by the first reader
  * that needs it before a thread got to it (others wait for that read).
+ * Ranges may overlap (blocks that files share): a read is served by any
+ * range that holds all its bytes, the one of the earliest user still held.
  * A range is dropped when readers have taken all its bytes (as often as
  * files share it), or when they are ORDER_LAG files past its last user;
  * the window (held bytes) stays within its budget.
@@ -105,8 +107,8 @@ void order_free(struct order *ord);
  * the first time.
  *
  * Return: 0; -EOPNOTSUPP if the window is 0 (@r is freed); -EINVAL for a
- * range of length 0 or over ORDER_RANGE_MAX, or items going back (@r is
- * freed, the old order stays); -ENOMEM; -errno from pthread_create().
+ * range of length 0 or over ORDER_RANGE_MAX or ending past 2^64, or
+ * items going back (@r is freed, the old order stays); -ENOMEM; -errno from pthread_create().
  * Context: any thread.
  */
 int order_set(struct order *ord, struct order_range *r, size_t n,
@@ -119,8 +121,9 @@ int order_set(struct order *ord, struct order_range *r, size_t n,
  * @len: bytes
  * @dst: destination
  *
- * If a range of the order holds all of [@off, @off + @len): copies from
- * it, reading it first if no thread has yet, or waiting for a read under
+ * If a range of the order holds all of [@off, @off + @len) (of several
+ * that overlap: a live one, of the earliest user): copies from it,
+ * reading it first if no thread has yet, or waiting for a read under
  * way.  The bytes taken count towards dropping the range.
  *
  * Return: 0; -ENODATA if no range of the order holds them (or its read
