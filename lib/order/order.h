@@ -7,9 +7,9 @@
  * one storage round trip per file; told the order, the reads overlap, so
  * the storage stays busy at its bandwidth.
  *
- * The owner (lib/image) turns each file of the order into the ranges a
- * read of it needs (struct order_range), leaving out what staging holds.
- * The module knows nothing of SquashFS.  Each range is read from the
+ * The owner (plan.h, for an image) turns each file of the order into the
+ * ranges a read of it needs (struct order_range), leaving out what
+ * staging holds.  This file and order.c know nothing of SquashFS.  Each range is read from the
  * source once: by a thread ahead of the readers, or by the first reader
  * that needs it before a thread got to it (others wait for that read).
  * Ranges may overlap (blocks that files share): a read is served by any
