@@ -79,7 +79,8 @@ enum sqcd_op {
 struct sqcd {
 	struct sqcd_opts o; /* set before the session starts */
 	struct img *img; /* the image */
-	struct order *order; /* its epoch order (lib/order/plan.h), img's */
+	struct order *order; /* its epoch order (order_attach()); the
+				image's, freed by img_close() */
 	struct pf *pf; /* readahead; NULL until started (the stager
 			  threads are img_stage(img)'s) */
 	struct fuse_session *se; /* the FUSE session */

@@ -42,7 +42,7 @@
 #include "statahead.h"
 #include "uring.h"
 #include "warm.h"
-#include "order/plan.h"
+#include "order/order.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"

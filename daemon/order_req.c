@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "daemon.h"
-#include "order/plan.h"
+#include "order/order.h"
 #include "order_req.h"
 #include "util/err.h"
 #include "util/log.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * This file implements the epoch order of an image (plan.h): the order as
+ * This file implements the epoch order of an image (order.h): the order as
  * the image's window, and the plans of ranges built from the stored bytes
  * each file's read needs (img_file_extents()).  A file's data blocks lie
  * one after the other in the image: they make one range, split between
@@ -13,7 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "order/plan.h"
+#include "image/image.h"
+#include "order/order.h"
 
 /* struct order_src.read: the order reads the image file. */
 static int src_read(void *arg, uint64_t off, void *dst, size_t len)
