@@ -3,7 +3,7 @@
  * This file implements the daemon's side of the control protocol (ctl.h):
  * a thread that accepts connections on the control socket, checks who is
  * asking, and answers ping, stats (built by the core, stats.c), stage,
- * umount, hold, release and order (the epoch order, epoch.c).  Each request is read with ctl_req_decode()
+ * umount, hold, release and order (the epoch order, order_req.c).  Each request is read with ctl_req_decode()
  * and answered with ctl_reply_encode(), but for the stats object.
  */
 #define LOG_MOD "ctl"
@@ -19,8 +19,8 @@
 
 #include "ctl_srv.h"
 #include "daemon.h"
-#include "epoch.h"
 #include "holders.h"
+#include "order_req.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -178,7 +178,7 @@ static void dispatch(struct sqcd *d, const struct ctl_req *req,
 		stage_cmd(d, &req->stage, rep);
 		break;
 	case CTL_CMD_ORDER:
-		epoch_order_cmd(d, body, req->order.bytes, rep);
+		order_req(d, body, req->order.bytes, rep);
 		break;
 	default: /* stats, umount: nothing to do here */
 		break;

@@ -53,6 +53,7 @@ struct sqcd_opts {
 	double grace; /* -o grace=S: holderless seconds before unmounting */
 	unsigned int timeout; /* -o timeout=S: unmount when idle (idle.c) */
 	struct img_opts img; /* ram=, cache=, meta=, stage= */
+	uint64_t order_window; /* -o order_window=SIZE: the epoch order's */
 	/* the memory the daemon may use, read at start: the defaults of
 	 * ram= and warm= come from it (memlimit.h) */
 	struct memlimit mem;
@@ -78,6 +79,8 @@ enum sqcd_op {
 struct sqcd {
 	struct sqcd_opts o; /* set before the session starts */
 	struct img *img; /* the image */
+	struct order *order; /* its epoch order (order_attach()); the
+				image's, freed by img_close() */
 	struct pf *pf; /* readahead; NULL until started (the stager
 			  threads are img_stage(img)'s) */
 	struct fuse_session *se; /* the FUSE session */

@@ -42,6 +42,7 @@
 #include "statahead.h"
 #include "uring.h"
 #include "warm.h"
+#include "order/order.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -278,7 +279,7 @@ static int parse_one(struct sqcd_opts *o, char *opt)
 	if (!strcmp(opt, "warm"))
 		return parse_size_opt(o, opt, val, &o->warm);
 	if (!strcmp(opt, "order_window"))
-		return parse_size_opt(o, opt, val, &o->img.order_window);
+		return parse_size_opt(o, opt, val, &o->order_window);
 	if (!strcmp(opt, "offset"))
 		return parse_size_opt(o, opt, val, &o->img.offset);
 	if (!strcmp(opt, "stage"))
@@ -881,6 +882,7 @@ static int parse_args(struct sqcd *d, int argc, char **argv, int *status)
 	d->o.threads = 0; /* default_threads() once the image is open */
 	d->o.warm = d->o.mem.usable / 4;
 	d->o.readahead = 4;
+	d->o.order_window = 64ull << 20;
 	d->o.statahead_wait = 10;
 	d->o.statahead = 65536;
 	while ((c = getopt_long(argc, argv, "+fdo:hV", longopts, NULL)) != -1) {
@@ -958,6 +960,12 @@ static int open_image(struct sqcd *d, int *status)
 			d->o.image,
 			err == -EMEDIUMTYPE ? "not a SquashFS image" :
 					      err_str(err));
+		return err;
+	}
+	err = order_attach(d->img, d->o.order_window, &d->order);
+	if (err) {
+		fprintf(stderr, "squashcached: cannot mount '%s': %s\n",
+			d->o.image, err_str(err));
 		return err;
 	}
 	d->root_ref = img_get_super(d->img)->root_ref;

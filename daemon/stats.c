@@ -53,6 +53,7 @@
 #include "statahead.h"
 #include "uring.h"
 #include "warm.h"
+#include "order/order.h"
 #include "util/clock.h"
 #include "util/err.h"
 
@@ -282,7 +283,7 @@ void sqcd_stats_json(struct sqcd *d, struct json_buf *b)
 	holders_stats_json(d->holders, b); /* feature call site: holders */
 	stage_json(b, &st, &ss, &d->o.mem);
 	image_io_json(b, &st);
-	order_json(b, img_order(d->img));
+	order_json(b, d->order);
 	fuse_json(d, b);
 	uring_stats_json(d->uring, b); /* feature call site: io_uring */
 	json_buf_printf(b, "},");

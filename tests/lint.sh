@@ -38,8 +38,11 @@ out=$(
     allowed decompress util
     allowed cache util
     allowed stage util
-    allowed order util
-    allowed image util decompress cache stage order
+    # order uses image (plan.c: the epoch order as an image's window,
+    # plans from its files); image asks its window through struct
+    # img_window and includes nothing of order.
+    allowed image util decompress cache stage
+    allowed order util image
     allowed prefetch util image cache stage order
     allowed index util image
     allowed json util

@@ -295,8 +295,8 @@ static int raw_span(struct img *img, struct reply_buf *rb, uint64_t pos,
 
 	if (!img__may_read_file(img, rb->rc))
 		return -EAGAIN; /* warming: not staged, leave it to readers */
-	/* The epoch order's window holds it: a copy, not a file range. */
-	if (rb->fd_ok && !order_has(img->order, pos, len)) {
+	/* A window holds it: a copy, not a file range. */
+	if (rb->fd_ok && !img__window_has(img, pos, len)) {
 		if (ckd_add(&end, pos, len) || end > img->sb.bytes_used)
 			return IMG_CORRUPT(
 				img,
@@ -310,7 +310,7 @@ static int raw_span(struct img *img, struct reply_buf *rb, uint64_t pos,
 		return 0;
 	}
 	/* A mapping for splicing takes the reply buffer only now: for bytes
-	 * the order's window holds, which would otherwise go through the
+	 * a window holds, which would otherwise go through the
 	 * data cache (and a tail's fragment block be read whole again). */
 	if (!rb->p)
 		rb->p = img__reply_buf(rb->rc);
@@ -358,11 +358,11 @@ static int block_span(struct img *img, const struct blk_loc *b, uint32_t lo,
 			&e);
 	if (err)
 		return err;
-	/* Decoded already: the epoch order need not hold its bytes, and
-	 * this read took its share of them. */
+	/* Decoded already: a window need not hold its bytes, and this read
+	 * took its share of them. */
 	if (!arg.filled)
-		order_skip(img->order, b->pos, stored,
-			   (uint64_t)stored * (hi - lo) / b->len);
+		img__window_used(img, b->pos, stored,
+				 (uint64_t)stored * (hi - lo) / b->len);
 	if (cache_entry_size(e) != b->len) {
 		cache_put(img->data, e);
 		return IMG_CORRUPT(
@@ -447,8 +447,8 @@ static int tail_span(struct img *img, const struct img_inode *f, uint32_t lo,
 		return err;
 	/* A fragment block counts once for each file whose tail it holds. */
 	if (!arg.filled)
-		order_skip(img->order, b.pos, b.word & SQFS_BLOCK_LEN_MASK,
-			   b.word & SQFS_BLOCK_LEN_MASK);
+		img__window_used(img, b.pos, b.word & SQFS_BLOCK_LEN_MASK,
+				 b.word & SQFS_BLOCK_LEN_MASK);
 	if ((uint64_t)f->file.frag_off + tail > cache_entry_size(e)) {
 		cache_put(img->data, e);
 		return IMG_CORRUPT(
@@ -621,40 +621,12 @@ int img_file_prefetch(struct img *img, const struct img_read_ctx *rc,
 	return 0;
 }
 
-/* Append [@off, @off + @len) for the file being added, unless staging
- * holds it. */
-static int plan_push(struct img *img, struct img_order_plan *p, uint64_t off,
-		     uint64_t len)
-{
-	struct order_range *r;
-	size_t cap;
-
-	if (!len)
-		return 0;
-	if (stage_holds(img->stage, off, len)) {
-		p->staged += len;
-		return 0;
-	}
-	if (p->n == p->cap) {
-		cap = p->cap ? p->cap * 2 : 1024;
-		r = realloc(p->r, cap * sizeof(*r));
-		if (!r)
-			return -ENOMEM;
-		p->r = r;
-		p->cap = cap;
-	}
-	p->r[p->n++] =
-		(struct order_range){ off, (uint32_t)len, (uint32_t)p->items };
-	p->bytes += len;
-	return 0;
-}
-
-/* The data blocks of @f, in runs of at most ORDER_RANGE_MAX bytes. */
-static int order_blocks(struct img *img, const struct img_inode *f,
-			struct img_order_plan *p)
+/* The stored bytes of @f's data blocks, block by block (sparse blocks
+ * have none). */
+static int blocks_extents(struct img *img, const struct img_inode *f,
+			  img_extent_fn fn, void *arg)
 {
 	struct blk_loc locs[LOCATE_MAX];
-	uint64_t start = f->file.blocks_start, end = start;
 	uint32_t first = 0, nb, stored;
 	int err;
 
@@ -665,23 +637,19 @@ static int order_blocks(struct img *img, const struct img_inode *f,
 			return err;
 		for (uint32_t i = 0; i < nb; i++) {
 			stored = locs[i].word & SQFS_BLOCK_LEN_MASK;
-			if (end - start + stored > ORDER_RANGE_MAX) {
-				err = plan_push(img, p, start, end - start);
-				if (err)
-					return err;
-				start = locs[i].pos;
-			}
-			end = locs[i].pos + stored;
+			err = stored ? fn(arg, locs[i].pos, stored, false) : 0;
+			if (err)
+				return err;
 		}
 		first += nb;
 	}
-	return plan_push(img, p, start, end - start);
+	return 0;
 }
 
 /* The tail of @f: its own bytes of a fragment stored as is, else the
  * whole fragment block (which files share, and the data cache keeps). */
-static int order_tail(struct img *img, const struct img_inode *f,
-		      struct img_order_plan *p)
+static int tail_extent(struct img *img, const struct img_inode *f,
+		       img_extent_fn fn, void *arg)
 {
 	uint32_t tail = (uint32_t)(f->size & (img->sb.block_size - 1));
 	uint32_t stored;
@@ -695,55 +663,24 @@ static int order_tail(struct img *img, const struct img_inode *f,
 		return err;
 	stored = b.word & SQFS_BLOCK_LEN_MASK;
 	if (!(b.word & SQFS_BLOCK_UNCOMPRESSED))
-		return plan_push(img, p, b.pos, stored);
+		return fn(arg, b.pos, stored, true);
 	if ((uint64_t)f->file.frag_off + tail > stored)
 		return IMG_CORRUPT(
 			img,
 			"fragment %u (%u bytes) does not hold the tail of inode %u (%u bytes at %u)",
 			f->file.frag, stored, f->ino, tail, f->file.frag_off);
-	return plan_push(img, p, b.pos + f->file.frag_off, tail);
+	return fn(arg, b.pos + f->file.frag_off, tail, true);
 }
 
-int img_file_order(struct img *img, const struct img_inode *f,
-		   struct img_order_plan *p)
+int img_file_extents(struct img *img, const struct img_inode *f,
+		     img_extent_fn fn, void *arg)
 {
-	struct img_order_plan was = *p;
 	int err;
 
 	if (f->type != IMG_REG)
 		return -EINVAL;
-	if (p->items >= UINT32_MAX)
-		return -ENOMEM;
-	err = order_blocks(img, f, p);
+	err = blocks_extents(img, f, fn, arg);
 	if (!err)
-		err = order_tail(img, f, p);
-	if (err) {
-		/* As it was, but for the room grown in @r. */
-		p->n = was.n;
-		p->bytes = was.bytes;
-		p->staged = was.staged;
-		return err;
-	}
-	p->items++;
-	return 0;
-}
-
-int img_order_set(struct img *img, struct img_order_plan *p)
-{
-	struct order_range *r = p->r;
-	size_t n = p->n;
-	uint64_t items = p->items;
-
-	memset(p, 0, sizeof(*p));
-	if (!img->order) {
-		free(r);
-		return -EOPNOTSUPP;
-	}
-	return order_set(img->order, r, n, items);
-}
-
-void img_order_plan_release(struct img_order_plan *p)
-{
-	free(p->r);
-	memset(p, 0, sizeof(*p));
+		err = tail_extent(img, f, fn, arg);
+	return err;
 }

@@ -26,7 +26,6 @@
 #include <stdint.h>
 
 #include "cache/cache.h"
-#include "order/order.h"
 #include "stage/stage.h"
 
 #define IMG_NAME_MAX 256 /* longest entry name, bytes */
@@ -42,8 +41,6 @@ struct img_opts {
 	uint64_t ram; /* bytes of the compressed image to stage in RAM */
 	enum stage_mode stage; /* what to stage */
 	uint64_t offset; /* bytes before the image in the file (SIF, ...) */
-	uint64_t order_window; /* bytes the epoch order reads ahead into
-				  (lib/order); 0: no epoch order */
 };
 
 /* The decoded, validated superblock. */
@@ -178,7 +175,7 @@ enum img_read_source {
 	 * file on tmpfs), never a read of the storage besides (-EAGAIN), so
 	 * that it cannot read what a reader reads at once a second time. */
 	IMG_READ_WARM,
-	IMG_READ_ORDER, /* the epoch order's read-ahead (lib/order) */
+	IMG_READ_ORDER, /* a window's read-ahead (img_window_read()) */
 	IMG_READ__COUNT
 };
 
@@ -359,6 +356,50 @@ int img_dir_lookup(struct img *img, const struct img_inode *dir,
  * Context: any thread; cannot fail.
  */
 bool img_name_is_valid(const char *name, size_t len);
+
+#define IMG_LINKS_MAX 8 /* symlinks img_resolve() follows for one path */
+
+struct img_paths; /* directories found, for resolving many paths */
+
+/**
+ * img_paths_new() - Set up resolving paths of an image.
+ * @img: image
+ * @out: set to the resolver; it remembers the directories it found
+ *
+ * Return: 0; -ENOMEM.  Ownership: img_paths_free().  Context: any thread;
+ * a resolver is one thread's at a time.
+ */
+int img_paths_new(struct img *img, struct img_paths **out);
+
+/**
+ * img_paths_free() - Free a resolver.
+ * @ps: may be NULL
+ */
+void img_paths_free(struct img_paths *ps);
+
+/**
+ * img_resolve() - Find the inode at a path of the image.
+ * @ps: resolver (img_paths_new())
+ * @path: names separated by one '/' each, relative to the root, not
+ *        necessarily NUL-terminated: from a user, so no name may be
+ *        empty, '.' or '..' (refused, never resolved)
+ * @len: its length
+ * @out: the inode found
+ *
+ * A symlink as the last name is followed, up to IMG_LINKS_MAX times,
+ * within the image only: a target that is absolute or climbs out of the
+ * root is refused.  Symlinks before the last name are not followed.
+ *
+ * Return: 0; -EINVAL for a malformed path; -ENAMETOOLONG for a name of
+ * over IMG_NAME_MAX bytes, a path or a symlink's resolved path of
+ * PATH_MAX bytes or more; -ENOENT; -ENOTDIR if a name before the last is
+ * not a directory; -EXDEV for a symlink leaving the image; -EISDIR for
+ * one to the root; -ELOOP past IMG_LINKS_MAX symlinks; -EFSCORRUPTED;
+ * -EIO; -ENOMEM.
+ * Context: any thread.
+ */
+int img_resolve(struct img_paths *ps, const char *path, size_t len,
+		struct img_inode *out);
 
 /**
  * img_readlink() - Read a symlink's target.
@@ -542,69 +583,83 @@ int img_ino_to_ref(struct img *img, uint32_t ino, uint64_t *ref);
  */
 struct stage *img_stage(struct img *img);
 
-/*
- * An epoch order being built: the ranges of the image that reading its
- * files needs, in their order (lib/order).  Zero it before the first
- * img_file_order(); img_order_set() takes the ranges, or
- * img_order_plan_release() frees them.
+/**
+ * img_staged() - Whether the staged copy holds a range, or plans to.
+ * @img: image
+ * @off: offset in the image
+ * @len: bytes
+ *
+ * Context: any thread; the answer is for now.
  */
-struct img_order_plan {
-	struct order_range *r; /* the ranges */
-	size_t n; /* how many */
-	size_t cap; /* room in @r */
-	uint64_t items; /* files added */
-	uint64_t bytes; /* the ranges' bytes */
-	uint64_t staged; /* bytes left out: staging holds them */
+bool img_staged(struct img *img, uint64_t off, uint64_t len);
+
+/*
+ * A window: bytes of the image that another module (the epoch order,
+ * lib/order) reads ahead of readers into RAM and holds until they took
+ * them.  The image asks it before reading the file, and tells it which
+ * bytes readers found decoded in its data cache instead.  Each call may
+ * come from any thread.
+ */
+struct img_window {
+	/* Copy [@off, @off + @len) into @dst if the window holds it (it may
+	 * read it there and then).  Return: 0; -ENODATA if not. */
+	int (*get)(void *arg, uint64_t off, size_t len, void *dst);
+	/* Does the window hold [@off, @off + @len)?  (A hint.) */
+	bool (*in_ram)(void *arg, uint64_t off, size_t len);
+	/* Readers took @amount bytes' worth of [@off, @off + @len), a block
+	 * they found decoded: as good as read from the window. */
+	void (*used)(void *arg, uint64_t off, size_t len, uint64_t amount);
+	/* Free the window; called by img_close() before anything else. */
+	void (*release)(void *arg);
+	void *arg;
 };
 
 /**
- * img_file_order() - Add a file to an epoch order.
+ * img_set_window() - Give the image a window to read through.
+ * @img: image
+ * @w: the window's calls, copied; @w->get NULL for none.  The image owns
+ *     @w->arg from now on: img_close() calls @w->release.
+ *
+ * Return: 0; -EBUSY if a window is set already.
+ * Context: before any read of the image but img_open()'s.
+ */
+int img_set_window(struct img *img, const struct img_window *w);
+
+/**
+ * img_window_read() - A window's read of the image file.
+ * @img: image
+ * @off: offset in the image
+ * @dst: @len bytes
+ * @len: bytes, all or fail
+ *
+ * Counted as IMG_READ_ORDER; the page cache is told to drop the bytes
+ * (the window holds them).
+ *
+ * Return: 0; -EFSCORRUPTED past the filesystem's end; -EIO.
+ * Context: any thread.
+ */
+int img_window_read(struct img *img, uint64_t off, void *dst, size_t len);
+
+/* One run of stored bytes a read of a file needs (img_file_extents()):
+ * @tail: the file's tail (its fragment), not a data block.  Return: 0 or
+ * a negative errno, which stops the walk. */
+typedef int (*img_extent_fn)(void *arg, uint64_t off, uint32_t len, bool tail);
+
+/**
+ * img_file_extents() - The stored bytes a read of a whole file needs.
  * @img: image
  * @f: a regular file
- * @p: the order being built
- *
- * Adds the image ranges a read of the whole file needs: its data blocks
- * (in pieces of at most ORDER_RANGE_MAX, split between blocks) and its
- * tail (only the tail's bytes of a fragment stored uncompressed, the
- * whole fragment block otherwise), but for those staging holds or has
- * planned.  Sparse blocks need nothing.
+ * @fn: called for each, in the file's order: every data block's stored
+ *      bytes (sparse blocks have none), then the tail's (its own bytes of
+ *      a fragment stored uncompressed, else the whole fragment block)
+ * @arg: for @fn
  *
  * Return: 0; -EINVAL if not a regular file; -EFSCORRUPTED; -EIO;
- * -ENOMEM.  On error @p is as it was.
+ * -ENOMEM; what @fn returned.
  * Context: any thread.
  */
-int img_file_order(struct img *img, const struct img_inode *f,
-		   struct img_order_plan *p);
-
-/**
- * img_order_set() - Read ahead an epoch order from now on.
- * @img: image
- * @p: the order built with img_file_order(); its ranges are taken (@p is
- *     zeroed), also on error
- *
- * Replaces the order before it; an empty @p clears it.
- *
- * Return: 0; -EOPNOTSUPP if the image was opened with order_window 0;
- * -ENOMEM; -errno from pthread_create().
- * Context: any thread.
- */
-int img_order_set(struct img *img, struct img_order_plan *p);
-
-/**
- * img_order_plan_release() - Free an order not given to img_order_set().
- * @p: the order being built; zeroed
- *
- * Context: any thread; cannot fail.
- */
-void img_order_plan_release(struct img_order_plan *p);
-
-/**
- * img_order() - The epoch order of the image, for its stats.
- * @img: image
- *
- * Return: the order; NULL if none could be set up.  Context: any thread.
- */
-struct order *img_order(struct img *img);
+int img_file_extents(struct img *img, const struct img_inode *f,
+		     img_extent_fn fn, void *arg);
 
 /**
  * img_get_stats() - Snapshot the image's counters and cache stats.

@@ -78,7 +78,8 @@ struct img {
 	struct cache *bmap; /* block maps, key = inode reference */
 
 	struct stage *stage; /* the staged copy of the image */
-	struct order *order; /* the epoch order (lib/order), or NULL */
+	struct img_window window; /* bytes held in RAM by another module
+				     (img_set_window()); .get NULL if none */
 
 	/* Counters; relaxed atomics. */
 	_Atomic uint64_t src_reads;
@@ -171,8 +172,17 @@ bool img__may_read_file(const struct img *img, const struct img_read_ctx *rc);
 
 /* source.c: the image file. */
 
-/* Set up the epoch order (source.c).  Return: 0; -ENOMEM. */
-int img__order_open(struct img *img, const struct img_opts *o);
+/* read.c: the window (struct img_window), if one is set. */
+
+/* Copy [@off, @off + @len) from the window.  Return: 0; -ENODATA. */
+int img__window_get(struct img *img, uint64_t off, size_t len, void *dst);
+
+/* Does the window hold [@off, @off + @len)? */
+bool img__window_has(struct img *img, uint64_t off, size_t len);
+
+/* A read took @amount bytes' worth of [@off, @off + @len) from a cache. */
+void img__window_used(struct img *img, uint64_t off, size_t len,
+		      uint64_t amount);
 
 /**
  * img__pread() - Read image bytes from the file itself, counted.

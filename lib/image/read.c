@@ -4,9 +4,10 @@
  * read from an image goes through img__src() or img__read(), which reject
  * a range past bytes_used or larger than its buffer, then take the bytes
  * from the staged copy (lib/stage; a planned chunk is staged on the way)
- * or, outside it, from the epoch order's window (lib/order) or the file
- * with a read of just the range (source.c).  What a read may do comes
- * with it (struct img_read_ctx).
+ * or, outside it, from the window another module holds in RAM (struct
+ * img_window: the epoch order's) or the file with a read of just the
+ * range (source.c).  What a read may do comes with it (struct
+ * img_read_ctx).
  */
 #define LOG_MOD "image"
 
@@ -46,14 +47,42 @@ const void *img__staged_ptr(struct img *img, const struct img_read_ctx *rc,
 	return p;
 }
 
-/* A read outside the staged copy: from the epoch order's window if it
- * holds the range (reading it there if it is next), else from the file. */
+int img_set_window(struct img *img, const struct img_window *w)
+{
+	if (img->window.get)
+		return -EBUSY;
+	img->window = *w;
+	return 0;
+}
+
+int img__window_get(struct img *img, uint64_t off, size_t len, void *dst)
+{
+	if (!img->window.get)
+		return -ENODATA;
+	return img->window.get(img->window.arg, off, len, dst);
+}
+
+bool img__window_has(struct img *img, uint64_t off, size_t len)
+{
+	return img->window.in_ram &&
+	       img->window.in_ram(img->window.arg, off, len);
+}
+
+void img__window_used(struct img *img, uint64_t off, size_t len,
+		      uint64_t amount)
+{
+	if (img->window.used)
+		img->window.used(img->window.arg, off, len, amount);
+}
+
+/* A read outside the staged copy: from the window if it holds the range
+ * (reading it there if it is next), else from the file. */
 static int file_read(struct img *img, const struct img_read_ctx *rc,
 		     uint64_t off, void *dst, size_t len)
 {
 	if (!img__may_read_file(img, rc))
 		return -EAGAIN;
-	if (!order_get(img->order, off, len, dst))
+	if (!img__window_get(img, off, len, dst))
 		return 0;
 	return img__pread(img, off, dst, len, ctx_of(rc)->src);
 }

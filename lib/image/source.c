@@ -2,8 +2,8 @@
 /*
  * This file implements the image file as a source of bytes: reading it
  * with counts per reader, noticing that it changed under us, and the
- * sources that the staged copy (lib/stage) and the epoch order
- * (lib/order) read through.
+ * sources that the staged copy (lib/stage) and a window (struct
+ * img_window, img_window_read()) read through.
  */
 #define LOG_MOD "image"
 
@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "image/image_i.h"
+#include "util/ckd.h"
 #include "util/log.h"
 
 /* Log a failed or short read of the file, once per image. */
@@ -80,12 +81,16 @@ static int stage_read(void *arg, uint64_t off, void *dst, size_t len,
 	return err;
 }
 
-/* struct order_src.read: the epoch order's read-ahead. */
-static int order_read(void *arg, uint64_t off, void *dst, size_t len)
+int img_window_read(struct img *img, uint64_t off, void *dst, size_t len)
 {
-	struct img *img = arg;
+	uint64_t end;
 	int err;
 
+	if (ckd_add(&end, off, len) || end > img->sb.bytes_used)
+		return IMG_CORRUPT(
+			img,
+			"window read of %zu bytes at %llu is past the end of the filesystem",
+			len, (unsigned long long)off);
 	err = img__pread(img, off, dst, len, IMG_READ_ORDER);
 	/* The window holds them until read: not the page cache too. */
 	if (!err && !img->in_ram)
@@ -94,17 +99,9 @@ static int order_read(void *arg, uint64_t off, void *dst, size_t len)
 	return err;
 }
 
-int img__order_open(struct img *img, const struct img_opts *o)
+bool img_staged(struct img *img, uint64_t off, uint64_t len)
 {
-	struct order_src src = { order_read, img };
-	struct order_opts oo = { .window = o->order_window };
-
-	return order_new(&src, &oo, &img->order);
-}
-
-struct order *img_order(struct img *img)
-{
-	return img->order;
+	return stage_holds(img->stage, off, len);
 }
 
 /* struct stage_src.watch. */

@@ -39,7 +39,6 @@ void img_opts_default(struct img_opts *o)
 	o->ram = memlimit_budget(&ml);
 	o->stage = STAGE_AUTO;
 	o->offset = 0;
-	o->order_window = 64ull << 20;
 }
 
 static int open_file(struct img *img)
@@ -406,9 +405,6 @@ int img_open(const char *path, const struct img_opts *opts, struct img **out)
 	err = img__stage_open(img, opts);
 	if (err)
 		goto out_close;
-	err = img__order_open(img, opts);
-	if (err)
-		goto out_close;
 	/* The metadata cache is needed to read the options and tables. */
 	err = make_caches(img, opts);
 	if (err)
@@ -438,7 +434,9 @@ void img_close(struct img *img)
 {
 	if (!img)
 		return;
-	order_free(img->order);
+	/* Its threads read the image: gone before anything else. */
+	if (img->window.release)
+		img->window.release(img->window.arg);
 	stage_free(img->stage);
 	cache_free(img->meta);
 	cache_free(img->data);

@@ -54,6 +54,7 @@ struct order {
 	pthread_cond_t cond; /* a read or copy ended, room, a new plan, stop */
 	struct ent *ents; /* the plan, in order */
 	uint32_t *byoff; /* indexes of live ranges, by offset */
+	uint64_t *reach; /* reach[i]: the furthest end of byoff[0..i] */
 	size_t n; /* entries in @ents */
 	size_t nbyoff; /* entries in @byoff */
 	size_t next; /* first entry a thread may still read */
@@ -99,8 +100,10 @@ static void plan_release(struct order *ord)
 		free(ord->ents[i].buf);
 	free(ord->ents);
 	free(ord->byoff);
+	free(ord->reach);
 	ord->ents = NULL;
 	ord->byoff = NULL;
+	ord->reach = NULL;
 	ord->n = ord->nbyoff = 0;
 	ord->next = ord->sweep = 0;
 	ord->front = 0;
@@ -336,6 +339,7 @@ static int build(const struct order_range *r, size_t n, struct ent **ents_out,
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++)
 		if (!r[i].len || r[i].len > ORDER_RANGE_MAX ||
+		    r[i].off > UINT64_MAX - r[i].len ||
 		    (i && r[i].item < r[i - 1].item))
 			return -EINVAL;
 	ents = calloc(n ? n : 1, sizeof(*ents));
@@ -366,9 +370,9 @@ static int build(const struct order_range *r, size_t n, struct ent **ents_out,
 int order_set(struct order *ord, struct order_range *r, size_t n,
 	      uint64_t items)
 {
-	struct ent *ents = NULL;
+	struct ent *ents = NULL, *e;
 	uint32_t *byoff = NULL;
-	uint64_t planned = 0;
+	uint64_t planned = 0, *reach;
 	size_t live = 0;
 	int err;
 
@@ -380,8 +384,17 @@ int order_set(struct order *ord, struct order_range *r, size_t n,
 	free(r);
 	if (err)
 		return err;
-	for (size_t i = 0; i < live; i++)
-		planned += ents[byoff[i]].len;
+	reach = malloc((live ? live : 1) * sizeof(*reach));
+	if (!reach) {
+		free(ents);
+		free(byoff);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < live; i++) {
+		e = &ents[byoff[i]];
+		planned += e->len;
+		reach[i] = MAX(i ? reach[i - 1] : 0, e->off + e->len);
+	}
 	pthread_mutex_lock(&ord->lock);
 	ord->replacing = true;
 	while (ord->busy)
@@ -389,6 +402,7 @@ int order_set(struct order *ord, struct order_range *r, size_t n,
 	plan_release(ord);
 	ord->ents = ents;
 	ord->byoff = byoff;
+	ord->reach = reach;
 	ord->n = n;
 	ord->nbyoff = live;
 	ord->replacing = false;
@@ -406,14 +420,43 @@ int order_set(struct order *ord, struct order_range *r, size_t n,
 	return err;
 }
 
-/* The live entry holding [@off, @off + @len), or NULL.  Context: under
- * the lock. */
+/* Is @e still to be read or held (not dropped, merged or failed)? */
+static bool is_live(const struct ent *e)
+{
+	return e->state != ENT_DONE;
+}
+
+/* Is @a a better answer than @b for a read?  A live range over one
+ * dropped; of two live ones, the one whose first user comes first (the
+ * readers go in order, so it is the one they are at). */
+static bool better(const struct ent *a, const struct ent *b)
+{
+	if (!b)
+		return true;
+	if (is_live(a) != is_live(b))
+		return is_live(a);
+	return a->first < b->first;
+}
+
+/*
+ * The entry holding [@off, @off + @len), or NULL; a live one if any does.
+ * Ranges may overlap (blocks that files share without being equal: the
+ * same start, one inside another, a long one before a short one), so
+ * every range starting at or before @off that reaches @off + @len is a
+ * candidate: they are those before the last one starting at or before
+ * @off, back to where ord->reach says none before reaches that far.
+ * Context: under the lock.
+ */
 static struct ent *find(struct order *ord, uint64_t off, size_t len)
 {
 	size_t lo = 0, hi = ord->nbyoff;
-	struct ent *e;
+	struct ent *e, *best = NULL;
+	uint64_t end;
 
-	/* The last entry starting at or before @off. */
+	if (len > UINT64_MAX - off)
+		return NULL;
+	end = off + len;
+	/* Past the last entry starting at or before @off. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -422,12 +465,12 @@ static struct ent *find(struct order *ord, uint64_t off, size_t len)
 		else
 			hi = mid;
 	}
-	if (!lo)
-		return NULL;
-	e = &ord->ents[ord->byoff[lo - 1]];
-	if (off - e->off > e->len || len > e->len - (off - e->off))
-		return NULL;
-	return e;
+	while (lo > 0 && ord->reach[lo - 1] >= end) {
+		e = &ord->ents[ord->byoff[--lo]];
+		if (e->off + e->len >= end && better(e, best))
+			best = e;
+	}
+	return best;
 }
 
 bool order_has(struct order *ord, uint64_t off, size_t len)
@@ -439,7 +482,7 @@ bool order_has(struct order *ord, uint64_t off, size_t len)
 		return false;
 	pthread_mutex_lock(&ord->lock);
 	e = ord->replacing ? NULL : find(ord, off, len);
-	has = e && e->state != ENT_DONE;
+	has = e && is_live(e);
 	pthread_mutex_unlock(&ord->lock);
 	return has;
 }
@@ -509,7 +552,7 @@ void order_skip(struct order *ord, uint64_t off, size_t len, uint64_t amount)
 		return;
 	pthread_mutex_lock(&ord->lock);
 	e = ord->replacing ? NULL : find(ord, off, len);
-	if (e && e->state != ENT_DONE) {
+	if (e && is_live(e)) {
 		ord->st.skipped += amount;
 		taken(ord, e, amount);
 	}

@@ -7,11 +7,13 @@
  * one storage round trip per file; told the order, the reads overlap, so
  * the storage stays busy at its bandwidth.
  *
- * The owner (lib/image) turns each file of the order into the ranges a
- * read of it needs (struct order_range), leaving out what staging holds.
- * The module knows nothing of SquashFS.  Each range is read from the
+ * The owner (plan.c, for an image) turns each file of the order into the
+ * ranges a read of it needs (struct order_range), leaving out what
+ * staging holds.  order.c knows nothing of SquashFS.  Each range is read from the
  * source once: by a thread ahead of the readers, or by the first reader
  * that needs it before a thread got to it (others wait for that read).
+ * Ranges may overlap (blocks that files share): a read is served by any
+ * range that holds all its bytes, the one of the earliest user still held.
  * A range is dropped when readers have taken all its bytes (as often as
  * files share it), or when they are ORDER_LAG files past its last user;
  * the window (held bytes) stays within its budget.
@@ -105,8 +107,8 @@ void order_free(struct order *ord);
  * the first time.
  *
  * Return: 0; -EOPNOTSUPP if the window is 0 (@r is freed); -EINVAL for a
- * range of length 0 or over ORDER_RANGE_MAX, or items going back (@r is
- * freed, the old order stays); -ENOMEM; -errno from pthread_create().
+ * range of length 0 or over ORDER_RANGE_MAX or ending past 2^64, or
+ * items going back (@r is freed, the old order stays); -ENOMEM; -errno from pthread_create().
  * Context: any thread.
  */
 int order_set(struct order *ord, struct order_range *r, size_t n,
@@ -119,8 +121,9 @@ int order_set(struct order *ord, struct order_range *r, size_t n,
  * @len: bytes
  * @dst: destination
  *
- * If a range of the order holds all of [@off, @off + @len): copies from
- * it, reading it first if no thread has yet, or waiting for a read under
+ * If a range of the order holds all of [@off, @off + @len) (of several
+ * that overlap: a live one, of the earliest user): copies from it,
+ * reading it first if no thread has yet, or waiting for a read under
  * way.  The bytes taken count towards dropping the range.
  *
  * Return: 0; -ENODATA if no range of the order holds them (or its read
@@ -163,5 +166,86 @@ bool order_has(struct order *ord, uint64_t off, size_t len);
  * Context: any thread; cannot fail.
  */
 void order_get_stats(struct order *ord, struct order_stats *out);
+
+/*
+ * The epoch order of a SquashFS image (plan.c, this module's only use of
+ * lib/image; lib/image knows nothing of the order): an order that reads
+ * the image and serves its readers as the image's window (struct
+ * img_window, image.h), and the plans it reads ahead, built file by file
+ * from the stored bytes a read of each file needs.
+ */
+struct img;
+struct img_inode;
+
+/*
+ * An epoch order being built: the ranges of the image that reading its
+ * files needs, in their order.  Zero it before the first
+ * order_plan_add(); order_plan_set() takes the ranges, or
+ * order_plan_release() frees them.
+ */
+struct order_plan {
+	struct order_range *r; /* the ranges */
+	size_t n; /* how many */
+	size_t cap; /* room in @r */
+	uint64_t items; /* files added */
+	uint64_t bytes; /* the ranges' bytes */
+	uint64_t staged; /* bytes left out: staging holds them */
+};
+
+/**
+ * order_attach() - Set up the epoch order of an image.
+ * @img: image, opened and not yet read by anyone but img_open()
+ * @window: bytes held at most; 0: orders are refused (-EOPNOTSUPP)
+ * @out: set to the order, for order_plan_set() and its stats
+ *
+ * The order reads the image (img_window_read()) and is the image's window
+ * (img_set_window()): reads of the image take bytes it holds.
+ *
+ * Return: 0; -ENOMEM; -EBUSY if @img has a window already.
+ * Ownership: the image's: img_close() frees the order.
+ * Context: before the image is shared.
+ */
+int order_attach(struct img *img, uint64_t window, struct order **out);
+
+/**
+ * order_plan_add() - Add a file to an epoch order being built.
+ * @p: the order being built
+ * @img: image
+ * @f: a regular file
+ *
+ * Adds the image ranges a read of the whole file needs: its data blocks
+ * (in pieces of at most ORDER_RANGE_MAX, split between blocks) and its
+ * tail (only the tail's bytes of a fragment stored uncompressed, the
+ * whole fragment block otherwise), but for those staging holds or has
+ * planned.  Sparse blocks need nothing.
+ *
+ * Return: 0; -EINVAL if not a regular file; -EFSCORRUPTED; -EIO;
+ * -ENOMEM.  On error @p is as it was.
+ * Context: any thread.
+ */
+int order_plan_add(struct order_plan *p, struct img *img,
+		   const struct img_inode *f);
+
+/**
+ * order_plan_set() - Read ahead an epoch order from now on.
+ * @ord: the image's order (order_attach()), or NULL
+ * @p: the order built with order_plan_add(); its ranges are taken (@p is
+ *     zeroed), also on error
+ *
+ * Replaces the order before it; an empty @p clears it.
+ *
+ * Return: 0; -EOPNOTSUPP if @ord is NULL or its window 0; -ENOMEM;
+ * -errno from pthread_create().
+ * Context: any thread.
+ */
+int order_plan_set(struct order *ord, struct order_plan *p);
+
+/**
+ * order_plan_release() - Free an order not given to order_plan_set().
+ * @p: the order being built; zeroed
+ *
+ * Context: any thread; cannot fail.
+ */
+void order_plan_release(struct order_plan *p);
 
 #endif /* SQC_ORDER_ORDER_H */

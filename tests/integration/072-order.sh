@@ -13,7 +13,11 @@
 #      clear error and change nothing, and another user who trickles
 #      bytes does not hold the control socket; a symlink to a file is
 #      followed;
-#   3. torchvision's ImageFolder + DataLoader (4 workers) with EpochOrder
+#   3. ranges that overlap without being equal (a file whose block list
+#      points inside another's, as a block-deduplicating packer writes:
+#      mksquashfs only shares whole files, whose ranges are equal) are
+#      each served from the window and dropped after their own user;
+#   4. torchvision's ImageFolder + DataLoader (4 workers) with EpochOrder
 #      gives the same tensors as without it and as the source tree.
 # TIMEOUT: 300
 # shellcheck source=tests/integration/lib.sh
@@ -214,7 +218,43 @@ printf 'a/r1\n' | "$MOUNTCTL" order "$T/mnt0" >"$T/off.out" 2>&1 && fail "an ord
 grep -q "order_window=0" "$T/off.out" || fail "no clear error with order_window=0: $(cat "$T/off.out")"
 sqc_umount "$T/mnt0"
 
-note "3. ImageFolder + DataLoader with EpochOrder: the same tensors"
+note "3. overlapping ranges: a file's blocks inside another's"
+mkdir -p "$T/osrc"
+head -c 12288 /dev/urandom >"$T/osrc/a" # three raw 4 KiB blocks
+tail -c +4097 "$T/osrc/a" | head -c 4096 >"$T/osrc/b" # a's second block
+mkimg "$T/osrc" "$T/over.sqfs" -comp gzip -b 4096 -noI -no-xattrs
+# Point b's block list at a's second block: its range [a1, a1 + 4 KiB)
+# then lies inside a's [a0, a0 + 12 KiB).  Inodes are stored raw (-noI).
+"$PYTHON" - "$T/over.sqfs" "$T/osrc/b" <<'PY' || fail "could not make b share a's block"
+import struct, sys
+img = bytearray(open(sys.argv[1], "rb").read())
+blk = open(sys.argv[2], "rb").read()
+a1 = img.find(blk)
+own = img.find(blk, a1 + 1)
+assert a1 > 0 and own > a1, "blocks not found stored raw"
+old = struct.pack("<II", own, 0xffffffff)
+at = img.find(old)
+assert at > 0 and img.find(old, at + 1) < 0, "b's inode not found once"
+assert struct.unpack_from("<I", img, at + 12)[0] == 4096
+img[at:at + 4] = struct.pack("<I", a1)
+open(sys.argv[1], "wb").write(img)
+PY
+sqc_mount "$T/over.sqfs" "$T/omnt" -o "stage=none,order_window=64K,no_uring,log=$T/daemon-o.log"
+printf 'a\nb\n' | "$MOUNTCTL" order "$T/omnt" >"$T/over.out" 2>&1 ||
+    fail "mountctl order failed: $(cat "$T/over.out")"
+cmp "$T/osrc/a" "$T/omnt/a" || fail "a differs through the mount"
+cmp "$T/osrc/b" "$T/omnt/b" || fail "b differs through the mount"
+stats "$T/omnt" "$T/so.json"
+echo "overlapping: $(jget "$T/so.json" order.ranges) ranges, $(jget "$T/so.json" order.read) bytes read, $(jget "$T/so.json" order.served) served, $(jget "$T/so.json" order.held) held at the end"
+[ "$(jget "$T/so.json" order.ranges)" -eq 2 ] || fail "the two ranges were merged or lost"
+[ "$(jget "$T/so.json" order.read)" -eq 16384 ] || fail "the window did not read both ranges once"
+# Every byte of both files from the window: none from the image file.
+[ "$(jget "$T/so.json" order.served)" -eq 16384 ] ||
+    fail "reads inside overlapping ranges were not served by the window"
+[ "$(jget "$T/so.json" order.held)" -eq 0 ] || fail "a range was left held after its user read it"
+sqc_umount "$T/omnt"
+
+note "4. ImageFolder + DataLoader with EpochOrder: the same tensors"
 if ! "$PYTHON" -c 'import torchvision' >"$T/import.log" 2>&1; then
     skip "$PYTHON cannot import torchvision: $(tail -n 1 "$T/import.log")"
 fi

@@ -794,6 +794,114 @@ START_TEST(test_concurrent_readers)
 }
 END_TEST
 
+/* The inode at @path (@len bytes of it), through img_resolve(). */
+static int resolve_n(struct img_paths *ps, const char *path, size_t len,
+		     struct img_inode *out)
+{
+	memset(out, 0, sizeof(*out));
+	return img_resolve(ps, path, len, out);
+}
+
+static int resolve_s(struct img_paths *ps, const char *path,
+		     struct img_inode *out)
+{
+	return resolve_n(ps, path, strlen(path), out);
+}
+
+/* img_resolve(): paths from users, names vetted, the last name's
+ * symlinks followed within the image only. */
+START_TEST(test_resolve)
+{
+	char dir[PATH_MAX / 2], img_path[PATH_MAX], *p;
+	struct img_inode file, f;
+	struct img_paths *ps;
+	struct img_opts o;
+	struct img *img;
+
+	snprintf(dir, sizeof(dir), "%s/paths", workdir);
+	snprintf(img_path, sizeof(img_path), "%s/paths.sqfs", workdir);
+	sh("rm -rf '%s' && mkdir -p '%s/a/b' && cd '%s/a' && "
+	   "printf x > b/file && printf y > b/other && ln -s b/file link && "
+	   "ln -s ../a/./b/file up && ln -s ../../x out && "
+	   "ln -s /etc/passwd abs && ln -s loop loop && ln -s b dirlink && "
+	   "ln -s .. root && ln -s dirlink/file via && "
+	   /* c1 -> c2 -> ... -> c8 -> b/file: 8 links; d1 .. d9: 9 */
+	   "for i in 1 2 3 4 5 6 7; do ln -s c$((i + 1)) c$i; "
+	   "ln -s d$((i + 1)) d$i; done && ln -s b/file c8 && "
+	   "ln -s d9 d8 && ln -s b/file d9 && "
+	   /* a target that makes a path of over PATH_MAX bytes */
+	   "n=$(printf '%%0250d' 0) && mkdir $n && t=$(printf '%%0199d' 0) && "
+	   "ln -s $(for i in $(seq 19); do printf '%%s/' $t; done)$t $n/long && "
+	   "mksquashfs '%s' '%s' -comp gzip -noappend -no-progress -quiet "
+	   ">/dev/null",
+	   dir, dir, dir, dir, img_path);
+	img_opts_default(&o);
+	ck_assert_int_eq(img_open(img_path, &o, &img), 0);
+	ck_assert_int_eq(img_paths_new(img, &ps), 0);
+
+	ck_assert_int_eq(resolve_s(ps, "a/b/file", &file), 0);
+	ck_assert_int_eq(file.type, IMG_REG);
+	ck_assert_uint_eq(file.size, 1);
+	/* Twice (the directory remembered), a neighbour, a length short of
+	 * the NUL. */
+	ck_assert_int_eq(resolve_s(ps, "a/b/file", &f), 0);
+	ck_assert_uint_eq(f.ino, file.ino);
+	ck_assert_int_eq(resolve_s(ps, "a/b/other", &f), 0);
+	ck_assert_uint_ne(f.ino, file.ino);
+	ck_assert_int_eq(resolve_n(ps, "a/b/filexyz", 8, &f), 0);
+	ck_assert_uint_eq(f.ino, file.ino);
+	ck_assert_int_eq(resolve_s(ps, "a/b", &f), 0);
+	ck_assert_int_eq(f.type, IMG_DIR);
+
+	/* Symlinks as the last name, within the image. */
+	ck_assert_int_eq(resolve_s(ps, "a/link", &f), 0);
+	ck_assert_uint_eq(f.ino, file.ino);
+	ck_assert_int_eq(resolve_s(ps, "a/up", &f), 0); /* '..', '.' */
+	ck_assert_uint_eq(f.ino, file.ino);
+	ck_assert_int_eq(resolve_s(ps, "a/c1", &f), 0); /* 8 links */
+	ck_assert_uint_eq(f.ino, file.ino);
+	ck_assert_int_eq(resolve_s(ps, "a/dirlink", &f), 0);
+	ck_assert_int_eq(f.type, IMG_DIR);
+	ck_assert_int_eq(resolve_s(ps, "a/d1", &f), -ELOOP); /* 9 links */
+	ck_assert_int_eq(resolve_s(ps, "a/loop", &f), -ELOOP);
+	ck_assert_int_eq(resolve_s(ps, "a/out", &f), -EXDEV);
+	ck_assert_int_eq(resolve_s(ps, "a/abs", &f), -EXDEV);
+	ck_assert_int_eq(resolve_s(ps, "a/root", &f), -EISDIR);
+	/* Not followed before the last name, nor in a target. */
+	ck_assert_int_eq(resolve_s(ps, "a/dirlink/file", &f), -ENOTDIR);
+	ck_assert_int_eq(resolve_s(ps, "a/via", &f), -ENOTDIR);
+
+	/* Missing names, and files as directories. */
+	ck_assert_int_eq(resolve_s(ps, "a/nope", &f), -ENOENT);
+	ck_assert_int_eq(resolve_s(ps, "nope/file", &f), -ENOENT);
+	ck_assert_int_eq(resolve_s(ps, "a/b/file/x", &f), -ENOTDIR);
+
+	/* Malformed: '..', '.', empty names, absolute, trailing '/'. */
+	ck_assert_int_eq(resolve_s(ps, "a/../a/b/file", &f), -EINVAL);
+	ck_assert_int_eq(resolve_s(ps, "..", &f), -EINVAL);
+	ck_assert_int_eq(resolve_s(ps, "./a/link", &f), -EINVAL);
+	ck_assert_int_eq(resolve_s(ps, "a//link", &f), -EINVAL);
+	ck_assert_int_eq(resolve_s(ps, "/a/link", &f), -EINVAL);
+	ck_assert_int_eq(resolve_s(ps, "a/link/", &f), -EINVAL);
+	ck_assert_int_eq(resolve_s(ps, "", &f), -EINVAL);
+	ck_assert_int_eq(resolve_n(ps, "a/b\0file", 8, &f), -EINVAL);
+
+	/* Too long: a name, the path, a symlink's resolved path. */
+	p = malloc(PATH_MAX + 1);
+	memset(p, 'n', IMG_NAME_MAX + 1);
+	ck_assert_int_eq(resolve_n(ps, p, IMG_NAME_MAX + 1, &f), -ENAMETOOLONG);
+	for (size_t i = 0; i < PATH_MAX; i++)
+		p[i] = i % 2 ? '/' : 'a';
+	ck_assert_int_eq(resolve_n(ps, p, PATH_MAX, &f), -ENAMETOOLONG);
+	snprintf(p, PATH_MAX, "a/%0250d/long", 0);
+	ck_assert_int_eq(resolve_s(ps, p, &f), -ENAMETOOLONG);
+	free(p);
+
+	img_paths_free(ps);
+	img_close(img);
+}
+END_TEST
+
 static Suite *image_suite(void)
 {
 	Suite *s = suite_create("image");
@@ -814,6 +922,7 @@ static Suite *image_suite(void)
 	tcase_add_test(tc, test_type_mode);
 	tcase_add_test(tc, test_open_errors);
 	tcase_add_test(tc, test_changed);
+	tcase_add_test(tc, test_resolve);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("stage");

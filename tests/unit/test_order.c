@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "order/order.h"
+#include "util/compiler.h"
 
 #define SRC_SIZE (4u << 20)
 
@@ -248,6 +249,56 @@ START_TEST(test_skipped)
 }
 END_TEST
 
+/* Ranges that overlap without being equal (blocks shared by files, as a
+ * deduplicating packer writes them): a read inside any of them is served
+ * from the window, and each is dropped once its own users took it. */
+START_TEST(test_overlapping)
+{
+	struct order *ord = make(1u << 20, 2);
+	struct order_range *r = calloc(6, sizeof(*r));
+	struct order_stats st;
+	uint8_t buf[4096];
+	/* What each file reads, in 4 KiB pieces at most. */
+	static const struct {
+		uint64_t off;
+		uint32_t len;
+	} want[] = {
+		{ 0, 16384 }, /* a long range, a short one inside it */
+		{ 4096, 4096 },
+		{ 65536, 4096 }, /* the same start, short then long */
+		{ 65536, 12288 },
+		{ 131072, 32768 }, /* a long one starting before a short */
+		{ 135168, 1024 },
+	};
+
+	for (uint32_t i = 0; i < 6; i++)
+		r[i] = (struct order_range){ want[i].off, want[i].len, i };
+	ck_assert_int_eq(order_set(ord, r, 6, 6), 0);
+	WAIT_FOR(ord, read, 70656);
+	/* Past the short range nested in the long one. */
+	ck_assert(order_has(ord, 8192, 4096));
+	ck_assert(order_has(ord, 139264, 4096));
+	ck_assert(!order_has(ord, 12288, 8192)); /* past the long one */
+	for (size_t i = 0; i < 6; i++) {
+		for (uint32_t at = 0; at < want[i].len; at += 4096) {
+			uint64_t off = want[i].off + at;
+			size_t len = MIN(4096u, want[i].len - at);
+
+			ck_assert_msg(!order_get(ord, off, len, buf),
+				      "file %zu: %zu bytes at %llu not served",
+				      i, len, (unsigned long long)off);
+			check_bytes(buf, off, len);
+		}
+	}
+	order_get_stats(ord, &st);
+	ck_assert_uint_eq(st.read, 70656); /* no reader read again */
+	ck_assert_uint_eq(st.served, 70656);
+	ck_assert_uint_eq(st.held, 0); /* each taken by its own users */
+	ck_assert_uint_eq(st.dropped_unread, 0);
+	order_free(ord);
+}
+END_TEST
+
 /* A reader ahead of the threads reads a range itself, once. */
 START_TEST(test_reader_first)
 {
@@ -374,6 +425,7 @@ int main(void)
 	tcase_add_test(tc, test_read_ahead_once);
 	tcase_add_test(tc, test_window_bound);
 	tcase_add_test(tc, test_shared_ranges);
+	tcase_add_test(tc, test_overlapping);
 	tcase_add_test(tc, test_passed_dropped);
 	tcase_add_test(tc, test_reader_first);
 	tcase_add_test(tc, test_skipped);

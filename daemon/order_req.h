@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * This file declares the control request that sets the epoch order
- * ("order BYTES", ctl.h): the files a training epoch will read, in the
- * order it will read them, which the image then reads ahead (lib/order,
- * through img_order_set()).  See epoch.c.
+ * This file declares the handler of the "order" control request ("order
+ * BYTES", ctl.h): the files a training epoch will read, in the order it
+ * will read them, which the daemon's epoch order (lib/order, d->order)
+ * then reads ahead.  See order_req.c.
  */
-#ifndef SQC_DAEMON_EPOCH_H
-#define SQC_DAEMON_EPOCH_H
+#ifndef SQC_DAEMON_ORDER_REQ_H
+#define SQC_DAEMON_ORDER_REQ_H
 
 #include <stdint.h>
 
@@ -14,7 +14,7 @@ struct sqcd;
 struct ctl_reply;
 
 /**
- * epoch_order_cmd() - Set the epoch order from an order's body.
+ * order_req() - Set the epoch order from an order request's body.
  * @d: daemon
  * @body: @len bytes of paths relative to the mount's root, each ending in
  *        a NUL, then one more NUL
@@ -27,7 +27,7 @@ struct ctl_reply;
  *
  * Context: the control thread.
  */
-void epoch_order_cmd(struct sqcd *d, const char *body, uint64_t len,
-		     struct ctl_reply *rep);
+void order_req(struct sqcd *d, const char *body, uint64_t len,
+	       struct ctl_reply *rep);
 
-#endif /* SQC_DAEMON_EPOCH_H */
+#endif /* SQC_DAEMON_ORDER_REQ_H */
