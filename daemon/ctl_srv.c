@@ -3,8 +3,10 @@
  * This file implements the daemon's side of the control protocol (ctl.h):
  * a thread that accepts connections on the control socket, checks who is
  * asking, and answers ping, stats (built by the core, stats.c), stage,
- * umount, hold, release and order (the epoch order, epoch.c).  Each request is read with ctl_req_decode()
- * and answered with ctl_reply_encode(), but for the stats object.
+ * umount, hold and release; and a thread of its own for order (the epoch
+ * order, epoch.c), so that no request waits behind one (order_main()).
+ * Each request is read with ctl_req_decode() and answered with
+ * ctl_reply_encode(), but for the stats object.
  */
 #define LOG_MOD "ctl"
 
@@ -158,10 +160,10 @@ static bool read_body(int c, char *buf, size_t have, size_t len)
 	return true;
 }
 
-/* Carry out @req into @rep, but stats (built into the reply directly);
- * @body is an order's. */
+/* Carry out @req into @rep, but stats (built into the reply directly)
+ * and order (the order thread's: order_main()). */
 static void dispatch(struct sqcd *d, const struct ctl_req *req,
-		     const char *body, struct ctl_reply *rep)
+		     struct ctl_reply *rep)
 {
 	switch (req->cmd) {
 	case CTL_CMD_PING:
@@ -177,11 +179,51 @@ static void dispatch(struct sqcd *d, const struct ctl_req *req,
 	case CTL_CMD_STAGE:
 		stage_cmd(d, &req->stage, rep);
 		break;
-	case CTL_CMD_ORDER:
-		epoch_order_cmd(d, body, req->order.bytes, rep);
-		break;
 	default: /* stats, umount: nothing to do here */
 		break;
+	}
+}
+
+/* Send @rep on @c: its line, or for stats answered the stats object. */
+static void send_reply(struct sqcd *d, int c, const struct ctl_reply *rep)
+{
+	struct ctl_buf b = { 0 };
+
+	if (rep->ok && rep->cmd == CTL_CMD_STATS)
+		sqcd_stats_json(d, &b);
+	else
+		ctl_reply_encode(rep, &b);
+	ctl_buf_printf(&b, "\n");
+	if (!b.oom && b.len)
+		send(c, b.p, b.len, MSG_NOSIGNAL);
+	ctl_buf_release(&b);
+}
+
+/*
+ * After refusing a client without reading its request or an order's body:
+ * take what it sent (a line, the start of a body) until it closes, so that
+ * closing does not reset the connection and lose the refusal.  64 KiB and
+ * 200 ms in all at most: the client may be another user's, and the control
+ * thread serves one connection at a time.
+ */
+static void drain(int c)
+{
+	int64_t end = mono_ns() + 200 * 1000000ll, left;
+	char buf[4096];
+	size_t got = 0;
+	ssize_t r;
+
+	shutdown(c, SHUT_WR);
+	while (got < 65536) {
+		struct pollfd p = { .fd = c, .events = POLLIN };
+
+		left = (end - mono_ns()) / 1000000;
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			return;
+		r = recv(c, buf, sizeof(buf), 0);
+		if (r <= 0)
+			return;
+		got += (size_t)r;
 	}
 }
 
@@ -206,115 +248,210 @@ static char *read_order_body(int c, const char *first, size_t extra,
 	return body;
 }
 
-/* Answer the request in @line into @b; an order's body is read from @c,
- * its first @extra bytes at @line + @extra_at.  Return: true for umount. */
-static bool answer(struct sqcd *d, int c, const char *line, size_t extra_at,
-		   size_t extra, struct ctl_buf *b)
-{
-	struct ctl_reply *rep;
-	struct ctl_req req;
-	const char *usage;
-	char *body = NULL;
-	bool umount;
-	int err;
-
-	rep = calloc(1, sizeof(*rep));
-	if (!rep) {
-		b->oom = true;
-		return false;
-	}
-	err = ctl_req_decode(line, &req);
-	if (err) {
-		/* A refusal reads the same whatever the command. */
-		usage = ctl_req_usage(line);
-		rep->cmd = CTL_CMD_PING;
-		ctl_reply_refuse(rep, "%s", usage ? usage : "unknown command");
-	} else if (req.cmd == CTL_CMD_ORDER &&
-		   !(body = read_order_body(c, line + extra_at, extra,
-					    req.order.bytes))) {
-		rep->cmd = req.cmd;
-		ctl_reply_refuse(rep, "the order's body did not come whole");
-	} else {
-		rep->cmd = req.cmd;
-		rep->ok = true;
-		dispatch(d, &req, body, rep);
-	}
-	free(body);
-	if (rep->ok && rep->cmd == CTL_CMD_STATS)
-		sqcd_stats_json(d, b);
-	else
-		ctl_reply_encode(rep, b);
-	ctl_buf_printf(b, "\n");
-	umount = rep->ok && rep->cmd == CTL_CMD_UMOUNT;
-	free(rep);
-	return umount;
-}
-
 /*
- * After refusing a client without reading its request: take what it sent
- * (a line, the start of a body) until it closes, so that closing does not
- * reset the connection and lose the refusal.  64 KiB and 200 ms in all at
- * most: the client is another user's, and the control thread serves one
- * connection at a time.
+ * The order thread.  An order of many paths takes a while to read and to
+ * find in the image, and the control thread must go on answering ping,
+ * stats, hold, release and umount meanwhile (mountctl takes a daemon that
+ * does not answer for busy or hung).  So the control thread hands each
+ * order, once its line is read, to this one thread, which reads its body,
+ * carries it out (epoch.c) and answers.  Orders are carried out one at a
+ * time, in the order they came, as before; at most ORDERS_QUEUED_MAX wait,
+ * and more are refused, so that the connections held open stay bounded.
+ *
+ * What an order touches beside the control thread: the image's lookups and
+ * its epoch order (img_order_set()), which FUSE workers and stats use
+ * concurrently anyway.  The control thread's own requests (holders,
+ * staging) never run here.
  */
-static void drain(int c)
-{
-	int64_t end = mono_ns() + 200 * 1000000ll, left;
-	char buf[4096];
-	size_t got = 0;
-	ssize_t r;
+#define ORDERS_QUEUED_MAX 4
 
-	shutdown(c, SHUT_WR);
-	while (got < 65536) {
-		struct pollfd p = { .fd = c, .events = POLLIN };
-
-		left = (end - mono_ns()) / 1000000;
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-			return;
-		r = recv(c, buf, sizeof(buf), 0);
-		if (r <= 0)
-			return;
-		got += (size_t)r;
-	}
-}
-
-static void serve(struct sqcd *d, int c)
-{
-	struct ctl_buf b = { 0 };
-	char line[CTL_REQ_MAX];
-	size_t extra_at, extra;
-	uid_t uid;
-	pid_t pid;
-	bool umount = false;
-
-	if (ctl_peer(c, &uid, &pid) || (uid != getuid() && uid != 0)) {
-		refuse_peer(&b);
-		if (!b.oom && b.len)
-			send(c, b.p, b.len, MSG_NOSIGNAL);
-		drain(c);
-		goto out_close;
-	}
-	if (!read_line(c, line, sizeof(line), &extra_at, &extra))
-		goto out_close;
-	umount = answer(d, c, line, extra_at, extra, &b);
-	if (!b.oom && b.len)
-		send(c, b.p, b.len, MSG_NOSIGNAL);
-out_close:
-	close(c);
-	ctl_buf_release(&b);
-	if (umount) {
-		log_info("unmount requested by pid %d", (int)pid);
-		/* The session's signal handler unmounts cleanly. */
-		kill(getpid(), SIGTERM);
-	}
-}
+/* An order the control thread has read the line of. */
+struct order_job {
+	int c; /* its connection: the order thread's to close */
+	uint64_t bytes; /* of its body */
+	size_t extra; /* bytes of it that came with the line */
+	char first[CTL_REQ_MAX]; /* those bytes */
+};
 
 struct ctl_srv {
 	struct sqcd *d; /* the daemon */
 	int fd; /* the listening socket */
 	pthread_t thread; /* serves it */
 	bool running; /* @thread was started */
+	pthread_t order_thread; /* carries out orders (order_main()) */
+	bool order_running; /* @order_thread was started */
+	pthread_mutex_t lock; /* protects the fields below */
+	pthread_cond_t wake; /* an order queued, or stopping */
+	struct order_job queue[ORDERS_QUEUED_MAX]; /* waiting orders, a ring */
+	unsigned int head; /* the oldest of @queue */
+	unsigned int queued; /* orders in @queue */
+	int reading; /* the connection whose order is carried out, or -1 */
+	bool stopping; /* ctl_srv_stop() was called: orders are refused */
 };
+
+/* Queue the order @req of connection @c, the first @extra bytes of its
+ * body at @first.  Return: 0 (the order thread answers @c and closes it);
+ * -EBUSY if ORDERS_QUEUED_MAX wait already. */
+static int order_queue(struct ctl_srv *f, int c, const struct ctl_req *req,
+		       const char *first, size_t extra)
+{
+	struct order_job *job;
+	int err = -EBUSY;
+
+	pthread_mutex_lock(&f->lock);
+	if (f->queued < ORDERS_QUEUED_MAX) {
+		job = &f->queue[(f->head + f->queued) % ORDERS_QUEUED_MAX];
+		job->c = c;
+		job->bytes = req->order.bytes;
+		job->extra = MIN(extra, sizeof(job->first));
+		memcpy(job->first, first, job->extra);
+		f->queued++;
+		pthread_cond_signal(&f->wake);
+		err = 0;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return err;
+}
+
+/* Read the body of @job, carry it out, answer, and close its connection.
+ * @stopping: refuse it instead. */
+static void order_answer(struct ctl_srv *f, struct order_job *job,
+			 bool stopping)
+{
+	struct ctl_reply *rep = calloc(1, sizeof(*rep));
+	char *body = NULL;
+
+	if (rep) {
+		rep->cmd = CTL_CMD_ORDER;
+		if (stopping) /* its body is left unread: drain() */
+			ctl_reply_refuse(rep, "closing");
+		else if (!(body = read_order_body(job->c, job->first,
+						  job->extra, job->bytes)))
+			ctl_reply_refuse(rep,
+					 "the order's body did not come whole");
+		else {
+			rep->ok = true;
+			epoch_order_cmd(f->d, body, job->bytes, rep);
+		}
+		free(body);
+		send_reply(f->d, job->c, rep);
+		free(rep);
+	}
+	if (stopping)
+		drain(job->c);
+	/* Not @reading any more before its number can be reused. */
+	pthread_mutex_lock(&f->lock);
+	f->reading = -1;
+	pthread_mutex_unlock(&f->lock);
+	close(job->c);
+}
+
+/* Carry out the queued orders, one at a time, until stopped.  Orders
+ * still queued then are refused. */
+static void *order_main(void *arg)
+{
+	struct ctl_srv *f = arg;
+	struct order_job job;
+	bool stopping;
+
+	for (;;) {
+		pthread_mutex_lock(&f->lock);
+		while (!f->queued && !f->stopping)
+			pthread_cond_wait(&f->wake, &f->lock);
+		if (!f->queued) {
+			pthread_mutex_unlock(&f->lock);
+			return NULL;
+		}
+		job = f->queue[f->head];
+		f->head = (f->head + 1) % ORDERS_QUEUED_MAX;
+		f->queued--;
+		f->reading = job.c;
+		stopping = f->stopping;
+		pthread_mutex_unlock(&f->lock);
+		order_answer(f, &job, stopping);
+	}
+}
+
+/* What serve() should do once a request is answered. */
+enum answered {
+	ANSWERED, /* close the connection */
+	ANSWERED_UMOUNT, /* close it, and unmount */
+	HANDED_OVER, /* nothing: the order thread has it */
+};
+
+/* Answer the request in @line on @c; an order's body, its first @extra
+ * bytes at @line + @extra_at, is left to the order thread. */
+static enum answered answer(struct ctl_srv *f, int c, const char *line,
+			    size_t extra_at, size_t extra)
+{
+	struct ctl_reply *rep;
+	struct ctl_req req;
+	const char *usage;
+	enum answered ret = ANSWERED;
+	int err;
+
+	err = ctl_req_decode(line, &req);
+	if (!err && req.cmd == CTL_CMD_ORDER &&
+	    !order_queue(f, c, &req, line + extra_at, extra))
+		return HANDED_OVER;
+	rep = calloc(1, sizeof(*rep));
+	if (!rep)
+		return ANSWERED;
+	if (err) {
+		/* A refusal reads the same whatever the command. */
+		usage = ctl_req_usage(line);
+		rep->cmd = CTL_CMD_PING;
+		ctl_reply_refuse(rep, "%s", usage ? usage : "unknown command");
+	} else if (req.cmd == CTL_CMD_ORDER) {
+		rep->cmd = req.cmd;
+		ctl_reply_refuse(rep, "busy: %d orders wait already",
+				 ORDERS_QUEUED_MAX);
+		send_reply(f->d, c, rep);
+		free(rep);
+		drain(c); /* its body: see drain() */
+		return ANSWERED;
+	} else {
+		rep->cmd = req.cmd;
+		rep->ok = true;
+		dispatch(f->d, &req, rep);
+	}
+	send_reply(f->d, c, rep);
+	if (rep->ok && rep->cmd == CTL_CMD_UMOUNT)
+		ret = ANSWERED_UMOUNT;
+	free(rep);
+	return ret;
+}
+
+static void serve(struct ctl_srv *f, int c)
+{
+	struct ctl_buf b = { 0 };
+	char line[CTL_REQ_MAX];
+	size_t extra_at, extra;
+	enum answered done = ANSWERED;
+	uid_t uid;
+	pid_t pid;
+
+	if (ctl_peer(c, &uid, &pid) || (uid != getuid() && uid != 0)) {
+		refuse_peer(&b);
+		if (!b.oom && b.len)
+			send(c, b.p, b.len, MSG_NOSIGNAL);
+		ctl_buf_release(&b);
+		drain(c);
+		goto out_close;
+	}
+	if (!read_line(c, line, sizeof(line), &extra_at, &extra))
+		goto out_close;
+	done = answer(f, c, line, extra_at, extra);
+	if (done == HANDED_OVER)
+		return;
+out_close:
+	close(c);
+	if (done == ANSWERED_UMOUNT) {
+		log_info("unmount requested by pid %d", (int)pid);
+		/* The session's signal handler unmounts cleanly. */
+		kill(getpid(), SIGTERM);
+	}
+}
 
 static void *ctl_main(void *arg)
 {
@@ -328,7 +465,7 @@ static void *ctl_main(void *arg)
 				continue;
 			break; /* the socket was shut down */
 		}
-		serve(f->d, c);
+		serve(f, c);
 	}
 	return NULL;
 }
@@ -343,11 +480,14 @@ int ctl_srv_listen(struct sqcd *d, struct ctl_srv **out)
 	if (!f)
 		return -ENOMEM;
 	f->d = d;
+	f->reading = -1;
 	err = ctl_listen(d->o.ctl_addr, &f->fd);
 	if (err) {
 		free(f);
 		return err;
 	}
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->wake, NULL);
 	*out = f;
 	return 0;
 }
@@ -362,7 +502,12 @@ int ctl_srv_start(struct sqcd *d, struct ctl_srv **out)
 		if (err)
 			return err;
 	}
-	err = -pthread_create(&f->thread, NULL, ctl_main, f);
+	/* The order thread first: the control thread hands orders to it. */
+	err = -pthread_create(&f->order_thread, NULL, order_main, f);
+	if (!err) {
+		f->order_running = true;
+		err = -pthread_create(&f->thread, NULL, ctl_main, f);
+	}
 	if (err) {
 		ctl_srv_stop(f);
 		ctl_srv_free(f);
@@ -381,6 +526,18 @@ void ctl_srv_stop(struct ctl_srv *f)
 	shutdown(f->fd, SHUT_RDWR);
 	if (f->running)
 		pthread_join(f->thread, NULL);
+	/* No order comes any more: refuse those queued, and end the read of
+	 * the body of the one carried out. */
+	pthread_mutex_lock(&f->lock);
+	f->stopping = true;
+	if (f->reading >= 0)
+		shutdown(f->reading, SHUT_RD);
+	pthread_cond_signal(&f->wake);
+	pthread_mutex_unlock(&f->lock);
+	if (f->order_running)
+		pthread_join(f->order_thread, NULL);
+	f->running = false;
+	f->order_running = false;
 	close(f->fd);
 	if (f->d->o.ctl_addr[0] != '@')
 		unlink(f->d->o.ctl_addr);
@@ -388,5 +545,9 @@ void ctl_srv_stop(struct ctl_srv *f)
 
 void ctl_srv_free(struct ctl_srv *f)
 {
+	if (!f)
+		return;
+	pthread_mutex_destroy(&f->lock);
+	pthread_cond_destroy(&f->wake);
 	free(f);
 }

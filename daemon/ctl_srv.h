@@ -2,7 +2,9 @@
 /*
  * This file declares the control socket (ctl.h's protocol, daemon side):
  * a thread that answers mountctl's ping, stats, stage, umount, hold and
- * release.  The module owns the listening socket and the thread.
+ * release, and one that carries out orders, one at a time, so that the
+ * others never wait behind one.  The module owns the listening socket and
+ * both threads.
  */
 #ifndef SQC_DAEMON_CTL_SRV_H
 #define SQC_DAEMON_CTL_SRV_H
@@ -26,7 +28,7 @@ struct ctl_buf;
 int ctl_srv_listen(struct sqcd *core, struct ctl_srv **out);
 
 /**
- * ctl_srv_start() - Serve the control socket from a thread.
+ * ctl_srv_start() - Serve the control socket from its threads.
  * @core: the daemon, mounted
  * @out: a module from ctl_srv_listen(), or NULL to listen now; set to the
  *       serving module, or NULL on error (the module is then stopped and
@@ -41,6 +43,9 @@ int ctl_srv_start(struct sqcd *core, struct ctl_srv **out);
 /**
  * ctl_srv_stop() - Stop serving, close and unlink the socket.
  * @f: the module, listening or serving; NULL is fine
+ *
+ * An order whose body is still coming is refused, and so are those that
+ * wait; one being carried out is finished first.
  *
  * Context: main thread; cannot fail.
  */
