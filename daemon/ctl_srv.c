@@ -470,7 +470,9 @@ static void *ctl_main(void *arg)
 	return NULL;
 }
 
-int ctl_srv_listen(struct sqcd *d, struct ctl_srv **out)
+/* Bind the control socket at d->o.ctl_addr, not yet served.  Return: 0;
+ * -EADDRINUSE; -ENOMEM; -errno. */
+static int bind_addr(struct sqcd *d, struct ctl_srv **out)
 {
 	struct ctl_srv *f;
 	int err;
@@ -492,13 +494,82 @@ int ctl_srv_listen(struct sqcd *d, struct ctl_srv **out)
 	return 0;
 }
 
+/*
+ * The default control address is taken and the holder is not a daemon of
+ * ours on its way out: listen at a fallback address that nobody can
+ * guess, where clients look next (ctl.h).  Return: 0 or -errno.
+ */
+static int listen_fallback(struct sqcd *d, int probe, uid_t holder,
+			   struct ctl_srv **out)
+{
+	char taken[CTL_PATH_MAX], who[64];
+	int err;
+
+	memcpy(taken, d->o.ctl_addr, sizeof(taken));
+	err = ctl_fallback_address(d->o.canonical, d->o.ctl_addr,
+				   sizeof(d->o.ctl_addr));
+	if (err)
+		return err;
+	if (probe)
+		snprintf(who, sizeof(who), "a socket that does not answer (%s)",
+			 err_str(probe));
+	else
+		snprintf(who, sizeof(who), "uid %u", (unsigned int)holder);
+	log_warn("control address '%s' is taken by %s: listening on '%s'",
+		 taken, who, d->o.ctl_addr);
+	return bind_addr(d, out);
+}
+
+int ctl_srv_listen(struct sqcd *d, struct ctl_srv **out)
+{
+	bool fixed = d->o.ctl_addr[0]; /* -o ctl=: there or nowhere */
+	bool refused = false;
+	uid_t holder = 0;
+	int err, probe;
+
+	if (!fixed)
+		ctl_default_address(d->o.canonical, d->o.ctl_addr,
+				    sizeof(d->o.ctl_addr));
+	err = bind_addr(d, out);
+	for (int i = 0; err == -EADDRINUSE && i < 50; i++) {
+		if (!fixed) {
+			/* Anyone may bind an abstract name: who did? */
+			probe = ctl_probe(d->o.ctl_addr, &holder);
+			if (probe == -ECONNREFUSED && !refused) {
+				/* Maybe just released: once more, at once. */
+				refused = true;
+				err = bind_addr(d, out);
+				continue;
+			}
+			if (probe || holder != getuid()) {
+				err = listen_fallback(d, probe, holder, out);
+				break;
+			}
+		}
+		/* The mountpoint is not mounted, so a daemon of ours still
+		 * holding the address is on its way out: the kernel takes a
+		 * second or two to release a FUSE connection after an
+		 * unmount. */
+		usleep(100 * 1000);
+		err = bind_addr(d, out);
+	}
+	if (err)
+		fprintf(stderr,
+			"squashcached: cannot listen on control socket %s: %s%s\n",
+			d->o.ctl_addr, err_str(err),
+			err == -EADDRINUSE ?
+				" (another squashcached still serves this mountpoint; stop it first)" :
+				"");
+	return err;
+}
+
 int ctl_srv_start(struct sqcd *d, struct ctl_srv **out)
 {
 	struct ctl_srv *f = *out;
 	int err;
 
 	if (!f) {
-		err = ctl_srv_listen(d, &f);
+		err = bind_addr(d, &f);
 		if (err)
 			return err;
 	}

@@ -15,14 +15,18 @@ struct ctl_buf;
 
 /**
  * ctl_srv_listen() - Bind the control socket, not yet served.
- * @core: the daemon; core->o.ctl_addr is the address
+ * @core: the daemon; core->o.ctl_addr is the address (-o ctl=), or empty
+ *        for the default one, and is set to the address bound
  * @out: set to the module, listening
  *
  * Called before the daemon detaches, so that a second daemon for the same
- * mountpoint is told at once.
+ * mountpoint is told at once.  The default address of a mount point is
+ * tried for a few seconds while a daemon of ours on its way out holds it;
+ * if another user's socket or one that does not answer holds it, the
+ * module listens at a fallback address instead (ctl.h), with a warning.
  *
  * Return: 0; -EADDRINUSE if another daemon holds the address; -ENOMEM;
- * -errno.
+ * -errno.  An error is said on stderr.
  * Context: main thread.
  */
 int ctl_srv_listen(struct sqcd *core, struct ctl_srv **out);
