@@ -292,30 +292,30 @@ struct ctl_srv {
 /* Queue the order @req of connection @c, the first @extra bytes of its
  * body at @first.  Return: 0 (the order thread answers @c and closes it);
  * -EBUSY if ORDERS_QUEUED_MAX wait already. */
-static int order_queue(struct ctl_srv *f, int c, const struct ctl_req *req,
+static int order_queue(struct ctl_srv *srv, int c, const struct ctl_req *req,
 		       const char *first, size_t extra)
 {
 	struct order_job *job;
 	int err = -EBUSY;
 
-	pthread_mutex_lock(&f->lock);
-	if (f->queued < ORDERS_QUEUED_MAX) {
-		job = &f->queue[(f->head + f->queued) % ORDERS_QUEUED_MAX];
+	pthread_mutex_lock(&srv->lock);
+	if (srv->queued < ORDERS_QUEUED_MAX) {
+		job = &srv->queue[(srv->head + srv->queued) % ORDERS_QUEUED_MAX];
 		job->c = c;
 		job->bytes = req->order.bytes;
 		job->extra = MIN(extra, sizeof(job->first));
 		memcpy(job->first, first, job->extra);
-		f->queued++;
-		pthread_cond_signal(&f->wake);
+		srv->queued++;
+		pthread_cond_signal(&srv->wake);
 		err = 0;
 	}
-	pthread_mutex_unlock(&f->lock);
+	pthread_mutex_unlock(&srv->lock);
 	return err;
 }
 
 /* Read the body of @job, carry it out, answer, and close its connection.
  * @stopping: refuse it instead. */
-static void order_answer(struct ctl_srv *f, struct order_job *job,
+static void order_answer(struct ctl_srv *srv, struct order_job *job,
 			 bool stopping)
 {
 	struct ctl_reply *rep = calloc(1, sizeof(*rep));
@@ -331,18 +331,18 @@ static void order_answer(struct ctl_srv *f, struct order_job *job,
 					 "the order's body did not come whole");
 		else {
 			rep->ok = true;
-			epoch_order_cmd(f->d, body, job->bytes, rep);
+			epoch_order_cmd(srv->d, body, job->bytes, rep);
 		}
 		free(body);
-		send_reply(f->d, job->c, rep);
+		send_reply(srv->d, job->c, rep);
 		free(rep);
 	}
 	if (stopping)
 		drain(job->c);
 	/* Not @reading any more before its number can be reused. */
-	pthread_mutex_lock(&f->lock);
-	f->reading = -1;
-	pthread_mutex_unlock(&f->lock);
+	pthread_mutex_lock(&srv->lock);
+	srv->reading = -1;
+	pthread_mutex_unlock(&srv->lock);
 	close(job->c);
 }
 
@@ -350,25 +350,25 @@ static void order_answer(struct ctl_srv *f, struct order_job *job,
  * still queued then are refused. */
 static void *order_main(void *arg)
 {
-	struct ctl_srv *f = arg;
+	struct ctl_srv *srv = arg;
 	struct order_job job;
 	bool stopping;
 
 	for (;;) {
-		pthread_mutex_lock(&f->lock);
-		while (!f->queued && !f->stopping)
-			pthread_cond_wait(&f->wake, &f->lock);
-		if (!f->queued) {
-			pthread_mutex_unlock(&f->lock);
+		pthread_mutex_lock(&srv->lock);
+		while (!srv->queued && !srv->stopping)
+			pthread_cond_wait(&srv->wake, &srv->lock);
+		if (!srv->queued) {
+			pthread_mutex_unlock(&srv->lock);
 			return NULL;
 		}
-		job = f->queue[f->head];
-		f->head = (f->head + 1) % ORDERS_QUEUED_MAX;
-		f->queued--;
-		f->reading = job.c;
-		stopping = f->stopping;
-		pthread_mutex_unlock(&f->lock);
-		order_answer(f, &job, stopping);
+		job = srv->queue[srv->head];
+		srv->head = (srv->head + 1) % ORDERS_QUEUED_MAX;
+		srv->queued--;
+		srv->reading = job.c;
+		stopping = srv->stopping;
+		pthread_mutex_unlock(&srv->lock);
+		order_answer(srv, &job, stopping);
 	}
 }
 
@@ -381,7 +381,7 @@ enum answered {
 
 /* Answer the request in @line on @c; an order's body, its first @extra
  * bytes at @line + @extra_at, is left to the order thread. */
-static enum answered answer(struct ctl_srv *f, int c, const char *line,
+static enum answered answer(struct ctl_srv *srv, int c, const char *line,
 			    size_t extra_at, size_t extra)
 {
 	struct ctl_reply *rep;
@@ -392,7 +392,7 @@ static enum answered answer(struct ctl_srv *f, int c, const char *line,
 
 	err = ctl_req_decode(line, &req);
 	if (!err && req.cmd == CTL_CMD_ORDER &&
-	    !order_queue(f, c, &req, line + extra_at, extra))
+	    !order_queue(srv, c, &req, line + extra_at, extra))
 		return HANDED_OVER;
 	rep = calloc(1, sizeof(*rep));
 	if (!rep)
@@ -406,23 +406,23 @@ static enum answered answer(struct ctl_srv *f, int c, const char *line,
 		rep->cmd = req.cmd;
 		ctl_reply_refuse(rep, "busy: %d orders wait already",
 				 ORDERS_QUEUED_MAX);
-		send_reply(f->d, c, rep);
+		send_reply(srv->d, c, rep);
 		free(rep);
 		drain(c); /* its body: see drain() */
 		return ANSWERED;
 	} else {
 		rep->cmd = req.cmd;
 		rep->ok = true;
-		dispatch(f->d, &req, rep);
+		dispatch(srv->d, &req, rep);
 	}
-	send_reply(f->d, c, rep);
+	send_reply(srv->d, c, rep);
 	if (rep->ok && rep->cmd == CTL_CMD_UMOUNT)
 		ret = ANSWERED_UMOUNT;
 	free(rep);
 	return ret;
 }
 
-static void serve(struct ctl_srv *f, int c)
+static void serve(struct ctl_srv *srv, int c)
 {
 	struct ctl_buf b = { 0 };
 	char line[CTL_REQ_MAX];
@@ -441,7 +441,7 @@ static void serve(struct ctl_srv *f, int c)
 	}
 	if (!read_line(c, line, sizeof(line), &extra_at, &extra))
 		goto out_close;
-	done = answer(f, c, line, extra_at, extra);
+	done = answer(srv, c, line, extra_at, extra);
 	if (done == HANDED_OVER)
 		return;
 out_close:
@@ -455,17 +455,17 @@ out_close:
 
 static void *ctl_main(void *arg)
 {
-	struct ctl_srv *f = arg;
+	struct ctl_srv *srv = arg;
 	int c;
 
 	for (;;) {
-		c = accept4(f->fd, NULL, NULL, SOCK_CLOEXEC);
+		c = accept4(srv->fd, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			break; /* the socket was shut down */
 		}
-		serve(f, c);
+		serve(srv, c);
 	}
 	return NULL;
 }
@@ -474,23 +474,23 @@ static void *ctl_main(void *arg)
  * -EADDRINUSE; -ENOMEM; -errno. */
 static int bind_addr(struct sqcd *d, struct ctl_srv **out)
 {
-	struct ctl_srv *f;
+	struct ctl_srv *srv;
 	int err;
 
 	*out = NULL;
-	f = calloc(1, sizeof(*f));
-	if (!f)
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
 		return -ENOMEM;
-	f->d = d;
-	f->reading = -1;
-	err = ctl_listen(d->o.ctl_addr, &f->fd);
+	srv->d = d;
+	srv->reading = -1;
+	err = ctl_listen(d->o.ctl_addr, &srv->fd);
 	if (err) {
-		free(f);
+		free(srv);
 		return err;
 	}
-	pthread_mutex_init(&f->lock, NULL);
-	pthread_cond_init(&f->wake, NULL);
-	*out = f;
+	pthread_mutex_init(&srv->lock, NULL);
+	pthread_cond_init(&srv->wake, NULL);
+	*out = srv;
 	return 0;
 }
 
@@ -565,60 +565,60 @@ int ctl_srv_listen(struct sqcd *d, struct ctl_srv **out)
 
 int ctl_srv_start(struct sqcd *d, struct ctl_srv **out)
 {
-	struct ctl_srv *f = *out;
+	struct ctl_srv *srv = *out;
 	int err;
 
-	if (!f) {
-		err = bind_addr(d, &f);
+	if (!srv) {
+		err = bind_addr(d, &srv);
 		if (err)
 			return err;
 	}
 	/* The order thread first: the control thread hands orders to it. */
-	err = -pthread_create(&f->order_thread, NULL, order_main, f);
+	err = -pthread_create(&srv->order_thread, NULL, order_main, srv);
 	if (!err) {
-		f->order_running = true;
-		err = -pthread_create(&f->thread, NULL, ctl_main, f);
+		srv->order_running = true;
+		err = -pthread_create(&srv->thread, NULL, ctl_main, srv);
 	}
 	if (err) {
-		ctl_srv_stop(f);
-		ctl_srv_free(f);
+		ctl_srv_stop(srv);
+		ctl_srv_free(srv);
 		*out = NULL;
 		return err;
 	}
-	f->running = true;
-	*out = f;
+	srv->running = true;
+	*out = srv;
 	return 0;
 }
 
-void ctl_srv_stop(struct ctl_srv *f)
+void ctl_srv_stop(struct ctl_srv *srv)
 {
-	if (!f)
+	if (!srv)
 		return;
-	shutdown(f->fd, SHUT_RDWR);
-	if (f->running)
-		pthread_join(f->thread, NULL);
+	shutdown(srv->fd, SHUT_RDWR);
+	if (srv->running)
+		pthread_join(srv->thread, NULL);
 	/* No order comes any more: refuse those queued, and end the read of
 	 * the body of the one carried out. */
-	pthread_mutex_lock(&f->lock);
-	f->stopping = true;
-	if (f->reading >= 0)
-		shutdown(f->reading, SHUT_RD);
-	pthread_cond_signal(&f->wake);
-	pthread_mutex_unlock(&f->lock);
-	if (f->order_running)
-		pthread_join(f->order_thread, NULL);
-	f->running = false;
-	f->order_running = false;
-	close(f->fd);
-	if (f->d->o.ctl_addr[0] != '@')
-		unlink(f->d->o.ctl_addr);
+	pthread_mutex_lock(&srv->lock);
+	srv->stopping = true;
+	if (srv->reading >= 0)
+		shutdown(srv->reading, SHUT_RD);
+	pthread_cond_signal(&srv->wake);
+	pthread_mutex_unlock(&srv->lock);
+	if (srv->order_running)
+		pthread_join(srv->order_thread, NULL);
+	srv->running = false;
+	srv->order_running = false;
+	close(srv->fd);
+	if (srv->d->o.ctl_addr[0] != '@')
+		unlink(srv->d->o.ctl_addr);
 }
 
-void ctl_srv_free(struct ctl_srv *f)
+void ctl_srv_free(struct ctl_srv *srv)
 {
-	if (!f)
+	if (!srv)
 		return;
-	pthread_mutex_destroy(&f->lock);
-	pthread_cond_destroy(&f->wake);
-	free(f);
+	pthread_mutex_destroy(&srv->lock);
+	pthread_cond_destroy(&srv->wake);
+	free(srv);
 }

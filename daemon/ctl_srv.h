@@ -15,7 +15,7 @@ struct ctl_buf;
 
 /**
  * ctl_srv_listen() - Bind the control socket, not yet served.
- * @core: the daemon; core->o.ctl_addr is the address (-o ctl=), or empty
+ * @d: the daemon; d->o.ctl_addr is the address (-o ctl=), or empty
  *        for the default one, and is set to the address bound
  * @out: set to the module, listening
  *
@@ -29,11 +29,11 @@ struct ctl_buf;
  * -errno.  An error is said on stderr.
  * Context: main thread.
  */
-int ctl_srv_listen(struct sqcd *core, struct ctl_srv **out);
+int ctl_srv_listen(struct sqcd *d, struct ctl_srv **out);
 
 /**
  * ctl_srv_start() - Serve the control socket from its threads.
- * @core: the daemon, mounted
+ * @d: the daemon, mounted
  * @out: a module from ctl_srv_listen(), or NULL to listen now; set to the
  *       serving module, or NULL on error (the module is then stopped and
  *       freed)
@@ -42,25 +42,25 @@ int ctl_srv_listen(struct sqcd *core, struct ctl_srv **out);
  * Context: main thread, before the session loop; the last feature to
  * start (it reads what the others set up).
  */
-int ctl_srv_start(struct sqcd *core, struct ctl_srv **out);
+int ctl_srv_start(struct sqcd *d, struct ctl_srv **out);
 
 /**
  * ctl_srv_stop() - Stop serving, close and unlink the socket.
- * @f: the module, listening or serving; NULL is fine
+ * @srv: the module, listening or serving; NULL is fine
  *
  * An order whose body is still coming is refused, and so are those that
  * wait; one being carried out is finished first.
  *
  * Context: main thread; cannot fail.
  */
-void ctl_srv_stop(struct ctl_srv *f);
+void ctl_srv_stop(struct ctl_srv *srv);
 
 /**
  * ctl_srv_free() - Free the module, stopped.
- * @f: the module; NULL is fine
+ * @srv: the module; NULL is fine
  *
  * Context: main thread, after ctl_srv_stop(); cannot fail.
  */
-void ctl_srv_free(struct ctl_srv *f);
+void ctl_srv_free(struct ctl_srv *srv);
 
 #endif /* SQC_DAEMON_CTL_SRV_H */

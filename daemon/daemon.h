@@ -123,18 +123,18 @@ extern const struct fuse_lowlevel_ops sqcd_ops;
 /**
  * sqcd_from_lister() - Whether a request comes from listing ahead's lister
  * process (daemon/lister.c), not from a reader.
- * @core: the daemon
+ * @d: the daemon
  * @req: the request
  */
-static inline bool sqcd_from_lister(struct sqcd *core, fuse_req_t req)
+static inline bool sqcd_from_lister(struct sqcd *d, fuse_req_t req)
 {
-	return fuse_req_ctx(req)->pid == atomic_load(&core->lister_pid);
+	return fuse_req_ctx(req)->pid == atomic_load(&d->lister_pid);
 }
 
 /**
  * sqcd_drop_listing() - Have the kernel drop its cached listing of a
  * directory.
- * @core: daemon
+ * @d: daemon
  * @ref: the directory's inode reference
  *
  * Listing ahead calls it before it lists a directory again with every
@@ -144,7 +144,7 @@ static inline bool sqcd_from_lister(struct sqcd *core, fuse_req_t req)
  *
  * Context: any thread but a FUSE worker answering a request on @ref.
  */
-void sqcd_drop_listing(struct sqcd *core, uint64_t ref);
+void sqcd_drop_listing(struct sqcd *d, uint64_t ref);
 
 /*
  * The bytes of a file range, ready to send (splice.c): either all of them

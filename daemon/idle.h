@@ -18,30 +18,30 @@ struct ctl_buf;
 
 /**
  * idle_start() - Start watching for idleness.
- * @core: the daemon; core->o.timeout is the timeout in seconds
+ * @d: the daemon; d->o.timeout is the timeout in seconds
  * @out: set to the module, or NULL when the timeout is off (0)
  *
  * Return: 0; -ENOMEM; -errno from pthread_create().
  * Context: main thread, before the session loop.
  */
-int idle_start(struct sqcd *core, struct idle **out);
+int idle_start(struct sqcd *d, struct idle **out);
 
 /**
  * idle_stop() - Stop the watching thread.
- * @f: the module; NULL is fine
+ * @idle: the module; NULL is fine
  *
  * Context: main thread, after the session loop; cannot fail.
  */
-void idle_stop(struct idle *f);
+void idle_stop(struct idle *idle);
 
 /**
  * idle_free() - Free the module, stopped.
- * @f: the module; NULL is fine
+ * @idle: the module; NULL is fine
  *
  * Context: main thread, once no FUSE worker or io_uring thread can call
  * in; cannot fail.
  */
-void idle_free(struct idle *f);
+void idle_free(struct idle *idle);
 
 /**
  * idle_on_event() - Hear the core's events (events.h).
@@ -56,11 +56,11 @@ void idle_on_event(void *f, const struct sqcd_event *ev);
 
 /**
  * idle_stats_json() - Append "idle":{timeout,open,idle_s}, and a comma.
- * @f: the module; NULL appends a timeout of 0
+ * @idle: the module; NULL appends a timeout of 0
  * @b: the stats reply
  *
  * Context: the control thread.
  */
-void idle_stats_json(struct idle *f, struct ctl_buf *b);
+void idle_stats_json(struct idle *idle, struct ctl_buf *b);
 
 #endif /* SQC_DAEMON_IDLE_H */

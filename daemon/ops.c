@@ -834,10 +834,9 @@ static void sqcd_ioctl(fuse_req_t req, fuse_ino_t node, unsigned int cmd,
 	fuse_reply_err(req, ENOTTY);
 }
 
-void sqcd_drop_listing(struct sqcd *core, uint64_t ref)
+void sqcd_drop_listing(struct sqcd *d, uint64_t ref)
 {
-	fuse_lowlevel_notify_inval_inode(core->se, ref_to_node(core, ref), 0,
-					 0);
+	fuse_lowlevel_notify_inval_inode(d->se, ref_to_node(d, ref), 0, 0);
 }
 
 const struct fuse_lowlevel_ops sqcd_ops = {

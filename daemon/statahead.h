@@ -40,7 +40,7 @@ enum statahead_all_state {
 
 /**
  * statahead_start() - Start the thread that lists directories ahead.
- * @core: daemon, mounted, its session not yet looping
+ * @d: daemon, mounted, its session not yet looping
  * @out: set to the feature, or NULL with statahead=0
  *
  * The thread waits for the mount to answer, lists the whole tree with
@@ -52,7 +52,7 @@ enum statahead_all_state {
  * statahead_free().
  * Context: main thread, before the session loop.
  */
-int statahead_start(struct sqcd *core, struct statahead **out);
+int statahead_start(struct sqcd *d, struct statahead **out);
 
 /**
  * statahead_cancel() - Ask the listing thread to stop, without waiting.

@@ -18,7 +18,7 @@ struct ctl_buf;
 
 /**
  * uring_start() - Start serving requests over io_uring, if possible.
- * @core: the daemon, mounted, its session not yet looping
+ * @d: the daemon, mounted, its session not yet looping
  * @out: set to the module, or NULL when io_uring is not used
  *
  * Does nothing with -o no_uring, when io_uring is not available (built
@@ -32,35 +32,35 @@ struct ctl_buf;
  * Return: 0; -ENOMEM; -errno.
  * Context: main thread, after detaching, before the session loop.
  */
-int uring_start(struct sqcd *core, struct uring **out);
+int uring_start(struct sqcd *d, struct uring **out);
 
 /**
  * uring_stop() - Stop the io_uring threads.
- * @f: the module; NULL is fine
+ * @u: the module; NULL is fine
  *
  * Context: main thread, after warming stopped (a push may wait for a
  * READ that a ring thread answers); cannot fail.
  */
-void uring_stop(struct uring *f);
+void uring_stop(struct uring *u);
 
 /**
  * uring_free() - Free the module, stopped.
- * @f: the module; NULL is fine
+ * @u: the module; NULL is fine
  *
  * Context: main thread, after uring_stop(); cannot fail.
  */
-void uring_free(struct uring *f);
+void uring_free(struct uring *u);
 
 /**
  * uring_stats_json() - Append the "fuse" object's io_uring members:
  * "uring_threads", "uring_requests", "uring_available" and
  * "uring_unavailable" (why, "" when available), with no trailing comma.
- * @f: the module; NULL appends 0 threads and requests
+ * @u: the module; NULL appends 0 threads and requests
  * @b: the stats reply, inside the "fuse" object
  *
  * Context: the control thread.
  */
-void uring_stats_json(struct uring *f, struct ctl_buf *b);
+void uring_stats_json(struct uring *u, struct ctl_buf *b);
 
 /**
  * uring_available() - Whether this build and libfuse can use io_uring.
@@ -78,10 +78,10 @@ void uring_stats_json(struct uring *f, struct ctl_buf *b);
 bool uring_available(char *why, size_t len, bool log);
 
 /* Whether requests go over io_uring (INIT asked for it). */
-bool uring_is_on(const struct uring *f);
+bool uring_is_on(const struct uring *u);
 
 /* How many threads serve io_uring queues; 0 when not in use. */
-unsigned int uring_threads(const struct uring *f);
+unsigned int uring_threads(const struct uring *u);
 
 /**
  * uring_reply_buf() - Where a READ's raw bytes go on this thread.
