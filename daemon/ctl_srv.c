@@ -32,11 +32,12 @@
 static void holder_cmd(struct sqcd *d, const struct ctl_req *req,
 		       struct ctl_reply *rep)
 {
+	struct holders *h = sqcd_feature(d, &holders_feature);
 	int n;
 
 	n = req->cmd == CTL_CMD_HOLD ?
-		    holders_add(d->holders, req->hold.pid, req->hold.start) :
-		    holders_remove(d->holders, req->release.pid);
+		    holders_add(h, req->hold.pid, req->hold.start) :
+		    holders_remove(h, req->release.pid);
 	if (n >= 0) {
 		rep->holders.holders = (unsigned int)n;
 		return;
@@ -563,7 +564,7 @@ int ctl_srv_listen(struct sqcd *d, struct ctl_srv **out)
 	return err;
 }
 
-int ctl_srv_start(struct sqcd *d, struct ctl_srv **out)
+int ctl_srv_start(struct sqcd *d, void **out)
 {
 	struct ctl_srv *srv = *out;
 	int err;
@@ -590,8 +591,10 @@ int ctl_srv_start(struct sqcd *d, struct ctl_srv **out)
 	return 0;
 }
 
-void ctl_srv_stop(struct ctl_srv *srv)
+void ctl_srv_stop(void *f)
 {
+	struct ctl_srv *srv = f;
+
 	if (!srv)
 		return;
 	shutdown(srv->fd, SHUT_RDWR);
@@ -614,11 +617,20 @@ void ctl_srv_stop(struct ctl_srv *srv)
 		unlink(srv->d->o.ctl_addr);
 }
 
-void ctl_srv_free(struct ctl_srv *srv)
+void ctl_srv_free(void *f)
 {
+	struct ctl_srv *srv = f;
+
 	if (!srv)
 		return;
 	pthread_mutex_destroy(&srv->lock);
 	pthread_cond_destroy(&srv->wake);
 	free(srv);
 }
+
+const struct sqcd_feature ctl_srv_feature = {
+	.name = "control socket",
+	.start = ctl_srv_start,
+	.stop = ctl_srv_stop,
+	.free = ctl_srv_free,
+};

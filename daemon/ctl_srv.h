@@ -10,6 +10,7 @@
 #define SQC_DAEMON_CTL_SRV_H
 
 struct sqcd;
+struct sqcd_feature;
 struct ctl_srv;
 struct ctl_buf;
 
@@ -42,25 +43,29 @@ int ctl_srv_listen(struct sqcd *d, struct ctl_srv **out);
  * Context: main thread, before the session loop; the last feature to
  * start (it reads what the others set up).
  */
-int ctl_srv_start(struct sqcd *d, struct ctl_srv **out);
+int ctl_srv_start(struct sqcd *d, void **out);
 
 /**
  * ctl_srv_stop() - Stop serving, close and unlink the socket.
- * @srv: the module, listening or serving; NULL is fine
+ * @f: the module, listening or serving; NULL is fine
  *
  * An order whose body is still coming is refused, and so are those that
  * wait; one being carried out is finished first.
  *
  * Context: main thread; cannot fail.
  */
-void ctl_srv_stop(struct ctl_srv *srv);
+void ctl_srv_stop(void *f);
 
 /**
  * ctl_srv_free() - Free the module, stopped.
- * @srv: the module; NULL is fine
+ * @f: the module; NULL is fine
  *
  * Context: main thread, after ctl_srv_stop(); cannot fail.
  */
-void ctl_srv_free(struct ctl_srv *srv);
+void ctl_srv_free(void *f);
+
+/* The feature as the core knows it (daemon.h): ctl_srv_start(), ctl_srv_stop(),
+ * ctl_srv_free(). */
+extern const struct sqcd_feature ctl_srv_feature;
 
 #endif /* SQC_DAEMON_CTL_SRV_H */

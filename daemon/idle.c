@@ -73,7 +73,7 @@ static void *idle_main(void *arg)
 	return NULL;
 }
 
-int idle_start(struct sqcd *d, struct idle **out)
+int idle_start(struct sqcd *d, void **out)
 {
 	struct idle *idle;
 	int err;
@@ -102,8 +102,10 @@ out_free:
 	return err;
 }
 
-void idle_stop(struct idle *idle)
+void idle_stop(void *f)
 {
+	struct idle *idle = f;
+
 	if (!idle)
 		return;
 	pthread_mutex_lock(&idle->lock);
@@ -113,8 +115,10 @@ void idle_stop(struct idle *idle)
 	pthread_join(idle->thread, NULL);
 }
 
-void idle_free(struct idle *idle)
+void idle_free(void *f)
 {
+	struct idle *idle = f;
+
 	if (!idle)
 		return;
 	pthread_cond_destroy(&idle->wake);
@@ -158,3 +162,14 @@ void idle_on_event(void *arg, const struct sqcd_event *ev)
 		break;
 	}
 }
+
+const struct sqcd_feature idle_feature = {
+	.name = "idle timeout",
+	.start = idle_start,
+	.stop = idle_stop,
+	.free = idle_free,
+	.events = SQCD_EV_BIT(SQCD_EV_REQUEST) |
+		  SQCD_EV_BIT(SQCD_EV_HANDLE_OPENED) |
+		  SQCD_EV_BIT(SQCD_EV_HANDLE_RELEASED),
+	.on_event = idle_on_event,
+};

@@ -12,6 +12,7 @@
 #define SQC_DAEMON_IDLE_H
 
 struct sqcd;
+struct sqcd_feature;
 struct sqcd_event;
 struct idle;
 struct ctl_buf;
@@ -24,24 +25,24 @@ struct ctl_buf;
  * Return: 0; -ENOMEM; -errno from pthread_create().
  * Context: main thread, before the session loop.
  */
-int idle_start(struct sqcd *d, struct idle **out);
+int idle_start(struct sqcd *d, void **out);
 
 /**
  * idle_stop() - Stop the watching thread.
- * @idle: the module; NULL is fine
+ * @f: the module; NULL is fine
  *
  * Context: main thread, after the session loop; cannot fail.
  */
-void idle_stop(struct idle *idle);
+void idle_stop(void *f);
 
 /**
  * idle_free() - Free the module, stopped.
- * @idle: the module; NULL is fine
+ * @f: the module; NULL is fine
  *
  * Context: main thread, once no FUSE worker or io_uring thread can call
  * in; cannot fail.
  */
-void idle_free(struct idle *idle);
+void idle_free(void *f);
 
 /**
  * idle_on_event() - Hear the core's events (events.h).
@@ -62,5 +63,9 @@ void idle_on_event(void *f, const struct sqcd_event *ev);
  * Context: the control thread.
  */
 void idle_stats_json(struct idle *idle, struct ctl_buf *b);
+
+/* The feature as the core knows it (daemon.h): idle_start(), idle_stop(),
+ * idle_free() and the events idle_on_event() hears. */
+extern const struct sqcd_feature idle_feature;
 
 #endif /* SQC_DAEMON_IDLE_H */

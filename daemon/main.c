@@ -155,6 +155,153 @@ static void route_fuse_log(enum fuse_log_level level, const char *fmt,
 	log_vmsg((int)level, "libfuse", fmt, ap);
 }
 
+/* Open -o log=, which the daemon logs to once detached, into *@fd (-1
+ * without one).  Return: 0 or -1 (said). */
+static int open_log(const struct sqcd_opts *o, int *fd)
+{
+	*fd = -1;
+	if (!o->logfile || o->foreground)
+		return 0;
+	*fd = detach_open_log(o->logfile);
+	return *fd < 0 ? -1 : 0;
+}
+
+/* Log at the level asked, libfuse's messages too. */
+static void set_logging(const struct sqcd_opts *o)
+{
+	log_set_level(o->debug ? LOG_DEBUG : LOG_INFO);
+	fuse_set_log_func(route_fuse_log);
+	if (o->deprecated)
+		log_warn("%s", o->deprecated);
+}
+
+static char *fuse_mount_opts(const struct sqcd *d)
+{
+	struct ctl_buf b = { 0 };
+
+	ctl_buf_printf(&b,
+		       "ro,default_permissions,subtype=squashcache,fsname=");
+	for (const char *p = d->o.image_abs; *p; p++) {
+		if (*p == ',' || *p == '\\')
+			ctl_buf_printf(&b, "\\");
+		ctl_buf_printf(&b, "%c", *p);
+	}
+	if (d->o.allow_other)
+		ctl_buf_printf(&b, ",allow_other");
+	if (b.oom) {
+		ctl_buf_release(&b);
+		return NULL;
+	}
+	return b.p;
+}
+
+/*
+ * The daemon's features (daemon.h: struct sqcd_feature), in start order,
+ * each with the reason for its place.  They start in this order after the
+ * prefetcher, and stop in the reverse order, in two rounds: first those
+ * that stop while the mount is still there, then (after the unmount)
+ * those marked after_unmount.  Once the session is destroyed and no FUSE
+ * worker can call in any more, each is freed, in the reverse order.
+ *
+ * The core's events (events.h) go to the features that hear them, in
+ * this order: a feature that started and is on subscribes its handler to
+ * the events its table names.
+ */
+static const struct {
+	const struct sqcd_feature *ft;
+	bool after_unmount; /* stops once the mount is gone */
+} features[] = {
+	/* First: before the control socket, which serves "hold" and
+	 * "release".  Stops after the unmount: it holds the directory lock
+	 * that acquirers wait on, released once the mount is gone. */
+	{ &holders_feature, true },
+	/* Stops once every thread that serves requests (FUSE workers,
+	 * io_uring) is joined: none can touch the idle state any more.
+	 * Hears requests and handles: a mount is idle without either. */
+	{ &idle_feature, false },
+	/* Stops after warming: a push of the warming thread may wait for a
+	 * READ that an io_uring thread answers. */
+	{ &uring_feature, false },
+	/* Before listing ahead, whose SQCD_EV_TREE_LISTED arms it.  Its
+	 * thread uses the session and the image: stops before the unmount.
+	 * FUSE workers push at open until the session is gone, and the
+	 * listing thread may arm it until it is joined: what it keeps is
+	 * freed after listing ahead's.  Hears what the kernel was shown and
+	 * what is read; before listing ahead, so that a FORGET reaches it
+	 * first. */
+	{ &warm_feature, false },
+	/* Uses the session and the image: asked to stop before the unmount,
+	 * which releases a listing blocked on a request; joined when freed,
+	 * once the session is destroyed (and the ready check, which waits
+	 * for statahead=all, is joined).  Hears which directories the
+	 * kernel was shown, listed and dropped. */
+	{ &statahead_feature, false },
+	/* Last: it reads what the others set up.  Stops first.  Listens
+	 * before the daemon detaches (main()). */
+	{ &ctl_srv_feature, false },
+};
+
+#define NFEATURES (sizeof(features) / sizeof(features[0]))
+
+/* Every feature can hear every event: subscribing cannot fail. */
+_Static_assert(NFEATURES <= SQCD_EV_SUBS_MAX,
+	       "more features than handlers per event");
+_Static_assert(NFEATURES <= SQCD_FEATURES_MAX, "more features than room");
+
+/* The place of @ft in features[], or NFEATURES. */
+static size_t feature_at(const struct sqcd_feature *ft)
+{
+	size_t i = 0;
+
+	while (i < NFEATURES && features[i].ft != ft)
+		i++;
+	return i;
+}
+
+void *sqcd_feature(const struct sqcd *d, const struct sqcd_feature *ft)
+{
+	size_t i = feature_at(ft);
+
+	return i < NFEATURES ? d->features[i] : NULL;
+}
+
+/* Start every feature in order, and subscribe those that are on to their
+ * events.  Return: 0 or the first -errno. */
+static int start_features(struct sqcd *d)
+{
+	for (size_t i = 0; i < NFEATURES; i++) {
+		const struct sqcd_feature *ft = features[i].ft;
+		int err = ft->start(d, &d->features[i]);
+
+		if (err) {
+			log_err("cannot start %s: %s", ft->name, err_str(err));
+			return err;
+		}
+		if (d->features[i] && ft->on_event)
+			sqcd_subscribe(&d->events, ft->events, ft->on_event,
+				       d->features[i]);
+	}
+	return 0;
+}
+
+/* Stop, in reverse order, the features that stop before the unmount
+ * (@after_unmount false) or after it (true). */
+static void stop_features(struct sqcd *d, bool after_unmount)
+{
+	for (size_t i = NFEATURES; i-- > 0;)
+		if (features[i].after_unmount == after_unmount)
+			features[i].ft->stop(d->features[i]);
+}
+
+/* Free every feature, in reverse order. */
+static void free_features(struct sqcd *d)
+{
+	for (size_t i = NFEATURES; i-- > 0;) {
+		features[i].ft->free(d->features[i]);
+		d->features[i] = NULL;
+	}
+}
+
 struct ready {
 	struct sqcd *d;
 	int fd; /* pipe to the waiting parent, or -1 */
@@ -188,12 +335,10 @@ static void *ready_main(void *arg)
 		free(r);
 		return NULL;
 	}
-	/* feature call site: listing ahead.  With statahead=all, a reader
-	 * that starts the moment the mount command returns would race the
-	 * listing for the CPU and send the lookups the listing exists to
-	 * save; so readiness waits for it, up to statahead_wait=. */
-	if (d->o.statahead_all && d->o.statahead_wait)
-		statahead_wait_all(d->statahead, d->o.statahead_wait);
+	/* What readers should find done (statahead=all's listing). */
+	for (size_t i = 0; i < NFEATURES; i++)
+		if (features[i].ft->ready)
+			features[i].ft->ready(d->features[i]);
 	detach_tell(r->fd, "OK\n");
 	snprintf(msg, sizeof(msg), "READY=1\nMAINPID=%ld\nSTATUS=serving",
 		 (long)getpid());
@@ -203,236 +348,6 @@ static void *ready_main(void *arg)
 	log_budgets(d);
 	free(r);
 	return NULL;
-}
-
-static char *fuse_mount_opts(const struct sqcd *d)
-{
-	struct ctl_buf b = { 0 };
-
-	ctl_buf_printf(&b,
-		       "ro,default_permissions,subtype=squashcache,fsname=");
-	for (const char *p = d->o.image_abs; *p; p++) {
-		if (*p == ',' || *p == '\\')
-			ctl_buf_printf(&b, "\\");
-		ctl_buf_printf(&b, "%c", *p);
-	}
-	if (d->o.allow_other)
-		ctl_buf_printf(&b, ",allow_other");
-	if (b.oom) {
-		ctl_buf_release(&b);
-		return NULL;
-	}
-	return b.p;
-}
-
-/*
- * The daemon's features, in start order, each with the reason for its
- * place.  They start in this order after the prefetcher, and stop in the
- * reverse order, in three rounds: first those that stop while the mount is
- * still there, then (after the unmount) those marked after_unmount, then,
- * once the session is destroyed and no FUSE worker can call in any more,
- * each release (what workers may use until then).  Every step is safe on a
- * feature that is off or did not start.
- *
- * Each feature has the same life cycle: x_start(), x_stop() (its threads
- * end), x_free().  A feature that no request thread can reach is freed
- * right after its stop; warming and listing ahead are freed in the
- * release round.
- *
- * The core's events (events.h) go to the features that hear them, in
- * this order: a feature that started and is on subscribes its handler to
- * the events of its row.
- */
-struct feature {
-	const char *name; /* for the reader */
-	/* 0 or -errno; sets *f to the feature, or NULL when it is off */
-	int (*start)(struct sqcd *d, void **f);
-	void (*stop)(struct sqcd *d); /* its threads stop; cannot fail */
-	bool after_unmount; /* stops once the mount is gone */
-	void (*release)(struct sqcd *d); /* after the session, or NULL */
-	uint32_t events; /* SQCD_EV_BIT()s its handler hears */
-	void (*on_event)(void *f, const struct sqcd_event *ev); /* or NULL */
-};
-
-static int start_holders(struct sqcd *d, void **f)
-{
-	int err = holders_start(d, &d->holders);
-
-	*f = d->holders;
-	return err;
-}
-
-static void stop_holders(struct sqcd *d)
-{
-	holders_stop(d->holders);
-	holders_free(d->holders);
-	d->holders = NULL;
-}
-
-static int start_idle(struct sqcd *d, void **f)
-{
-	int err = idle_start(d, &d->idle);
-
-	*f = d->idle;
-	return err;
-}
-
-static void stop_idle(struct sqcd *d)
-{
-	idle_stop(d->idle);
-	idle_free(d->idle);
-	d->idle = NULL;
-}
-
-static int start_uring(struct sqcd *d, void **f)
-{
-	int err = uring_start(d, &d->uring);
-
-	*f = d->uring;
-	return err;
-}
-
-static void stop_uring(struct sqcd *d)
-{
-	uring_stop(d->uring);
-	uring_free(d->uring);
-	d->uring = NULL;
-}
-
-static int start_warm(struct sqcd *d, void **f)
-{
-	int err = warm_start(d, &d->warm);
-
-	*f = d->warm;
-	return err;
-}
-
-static void stop_warm(struct sqcd *d)
-{
-	warm_stop(d->warm);
-}
-
-static void release_warm(struct sqcd *d)
-{
-	warm_free(d->warm);
-	d->warm = NULL;
-}
-
-static int start_statahead(struct sqcd *d, void **f)
-{
-	int err = statahead_start(d, &d->statahead);
-
-	*f = d->statahead;
-	return err;
-}
-
-static void cancel_statahead(struct sqcd *d)
-{
-	statahead_cancel(d->statahead);
-}
-
-static void release_statahead(struct sqcd *d)
-{
-	statahead_stop(d->statahead);
-	statahead_free(d->statahead);
-	d->statahead = NULL;
-}
-
-static int start_ctl(struct sqcd *d, void **f)
-{
-	int err = ctl_srv_start(d, &d->ctl);
-
-	*f = d->ctl;
-	return err;
-}
-
-static void stop_ctl(struct sqcd *d)
-{
-	ctl_srv_stop(d->ctl);
-	ctl_srv_free(d->ctl);
-	d->ctl = NULL;
-}
-
-#define EV(x) SQCD_EV_BIT(SQCD_EV_##x)
-
-static const struct feature features[] = {
-	/* First: before the control socket, which serves "hold" and
-	 * "release".  Stops after the unmount: it holds the directory lock
-	 * that acquirers wait on, released only once the mount is gone. */
-	{ "holders", start_holders, stop_holders, true, NULL, 0, NULL },
-	/* Stops once every thread that serves requests (FUSE workers,
-	 * io_uring) is joined: none can touch the idle state any more.
-	 * Hears requests and handles: a mount is idle without either. */
-	{ "idle timeout", start_idle, stop_idle, false, NULL,
-	  EV(REQUEST) | EV(HANDLE_OPENED) | EV(HANDLE_RELEASED),
-	  idle_on_event },
-	/* Stops after warming: a push of the warming thread may wait for a
-	 * READ that an io_uring thread answers. */
-	{ "io_uring", start_uring, stop_uring, false, NULL, 0, NULL },
-	/* Before listing ahead, whose SQCD_EV_TREE_LISTED arms it.  Its
-	 * thread uses the session and the image: stops before the unmount.
-	 * FUSE workers push at open until the session is gone, and the
-	 * listing thread may arm it until it is joined: released last.
-	 * Hears what the kernel was shown and what is read; before listing
-	 * ahead, so that a FORGET reaches it first. */
-	{ "warming", start_warm, stop_warm, false, release_warm,
-	  EV(ENTRY_LISTED) | EV(RANGE_READ) | EV(READER) | EV(FILE_OPENED) |
-		  EV(TREE_LISTED) | EV(FORGOTTEN),
-	  warm_on_event },
-	/* Uses the session and the image: asked to stop before the unmount,
-	 * which releases a listing blocked on a request; joined and freed
-	 * once the session is destroyed (and the ready check, which waits
-	 * for statahead=all, is joined).  Hears which directories the
-	 * kernel was shown, listed and dropped. */
-	{ "listing ahead", start_statahead, cancel_statahead, false,
-	  release_statahead,
-	  EV(LOOKED_UP) | EV(ENTRY_LISTED) | EV(DIR_LISTED) | EV(FORGOTTEN),
-	  statahead_on_event },
-	/* Last: it reads what the others set up.  Stops first. */
-	{ "control socket", start_ctl, stop_ctl, false, NULL, 0, NULL },
-};
-
-#undef EV
-
-/* Every feature can hear every event: subscribing cannot fail. */
-_Static_assert(sizeof(features) / sizeof(features[0]) <= SQCD_EV_SUBS_MAX,
-	       "more features than handlers per event");
-
-/* Start every feature in order, and subscribe those that are on to their
- * events.  Return: 0 or the first -errno. */
-static int start_features(struct sqcd *d)
-{
-	for (size_t i = 0; i < sizeof(features) / sizeof(features[0]); i++) {
-		void *f = NULL;
-		int err = features[i].start(d, &f);
-
-		if (err) {
-			log_err("cannot start %s: %s", features[i].name,
-				err_str(err));
-			return err;
-		}
-		if (f && features[i].on_event)
-			sqcd_subscribe(&d->events, features[i].events,
-				       features[i].on_event, f);
-	}
-	return 0;
-}
-
-/* Stop, in reverse order, the features that stop before the unmount
- * (@after_unmount false) or after it (true). */
-static void stop_features(struct sqcd *d, bool after_unmount)
-{
-	for (size_t i = sizeof(features) / sizeof(features[0]); i-- > 0;)
-		if (features[i].after_unmount == after_unmount)
-			features[i].stop(d);
-}
-
-/* Release, in reverse order, what features kept past their stop. */
-static void release_features(struct sqcd *d)
-{
-	for (size_t i = sizeof(features) / sizeof(features[0]); i-- > 0;)
-		if (features[i].release)
-			features[i].release(d);
 }
 
 /*
@@ -494,12 +409,16 @@ static int session_args(struct sqcd *d, const char *argv0,
 	return err;
 }
 
-/* Start the prefetcher, then the features (features[]).  Return: 0 or
- * -errno, told to the parent waiting on @ready_fd. */
-static int start_threads(struct sqcd *d, int ready_fd)
+/* Start the prefetcher, then the features (features[]); the control
+ * socket, listening at *@ctl, is one of them from here on (*@ctl is set
+ * to NULL).  Return: 0 or -errno, told to the parent waiting on
+ * @ready_fd. */
+static int start_threads(struct sqcd *d, struct ctl_srv **ctl, int ready_fd)
 {
 	int err;
 
+	d->features[feature_at(&ctl_srv_feature)] = *ctl;
+	*ctl = NULL;
 	mono_now(&d->started);
 	err = pf_new(d->img,
 		     &(struct pf_opts){ .workers = d->o.workers,
@@ -581,6 +500,7 @@ static int take_signals(struct fuse_session *se)
 int main(int argc, char **argv)
 {
 	struct sqcd *d;
+	struct ctl_srv *ctl = NULL;
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	pthread_t ready_thread;
 	bool ready_running = false;
@@ -599,22 +519,16 @@ int main(int argc, char **argv)
 	}
 	if (sqcd_opts_parse(&d->o, argc, argv, &ret))
 		goto out_img;
-	log_set_level(d->o.debug ? LOG_DEBUG : LOG_INFO);
-	fuse_set_log_func(route_fuse_log);
-	if (d->o.deprecated)
-		log_warn("%s", d->o.deprecated);
+	set_logging(&d->o);
 	if (open_image(d, &ret))
 		goto out_img;
 	ret = 1;
 	/* Before detaching, so that a second daemon for the same mount
 	 * point is told at once. */
-	if (ctl_srv_listen(d, &d->ctl))
+	if (ctl_srv_listen(d, &ctl))
 		goto out_img;
-	if (d->o.logfile && !d->o.foreground) {
-		log_fd = detach_open_log(d->o.logfile);
-		if (log_fd < 0)
-			goto out_img;
-	}
+	if (open_log(&d->o, &log_fd))
+		goto out_img;
 	if (session_args(d, argv[0], &args))
 		goto out_args;
 	d->se = fuse_session_new(&args, &sqcd_ops, sizeof(sqcd_ops), d);
@@ -629,7 +543,7 @@ int main(int argc, char **argv)
 
 	if (!d->o.foreground && detach_start(log_fd, &ready_fd))
 		goto out_unmount;
-	if (start_threads(d, ready_fd))
+	if (start_threads(d, &ctl, ready_fd))
 		goto out_unmount;
 	ready_running = start_ready(d, ready_fd, &ready_thread);
 	if (!ready_running)
@@ -653,12 +567,12 @@ out_session:
 	 * (it waits for statahead=all) and the lister process's request. */
 	if (ready_running)
 		pthread_join(ready_thread, NULL);
-	release_features(d);
+	free_features(d);
 out_args:
 	fuse_opt_free_args(&args);
 out_img:
-	ctl_srv_stop(d->ctl); /* still listening when the mount failed */
-	ctl_srv_free(d->ctl);
+	ctl_srv_stop(ctl); /* still listening when the mount failed */
+	ctl_srv_free(ctl);
 	img_close(d->img);
 	free(d);
 	return ret;

@@ -501,7 +501,7 @@ static int start_lister(struct statahead *sa)
 	atomic_store(&sa->d->lister_pid, (int)lister_pid(l));
 	pthread_mutex_lock(&sa->lock);
 	sa->lister = l;
-	if (sa->stop) /* statahead_cancel() came first */
+	if (sa->stop) /* statahead_stop() came first */
 		lister_cancel(l);
 	pthread_mutex_unlock(&sa->lock);
 	if (sa->all)
@@ -559,7 +559,7 @@ static void *thread_main(void *arg)
 	}
 }
 
-int statahead_start(struct sqcd *d, struct statahead **out)
+int statahead_start(struct sqcd *d, void **out)
 {
 	struct img_inode root;
 	struct statahead *sa;
@@ -604,13 +604,14 @@ int statahead_start(struct sqcd *d, struct statahead **out)
 	return 0;
 
 out_free:
-	statahead_stop(sa);
 	statahead_free(sa);
 	return err;
 }
 
-void statahead_cancel(struct statahead *sa)
+void statahead_stop(void *f)
 {
+	struct statahead *sa = f;
+
 	if (!sa)
 		return;
 	pthread_mutex_lock(&sa->lock);
@@ -620,20 +621,15 @@ void statahead_cancel(struct statahead *sa)
 	pthread_mutex_unlock(&sa->lock);
 }
 
-void statahead_stop(struct statahead *sa)
+void statahead_free(void *f)
 {
+	struct statahead *sa = f;
+
 	if (!sa)
 		return;
-	statahead_cancel(sa);
+	statahead_stop(sa);
 	if (sa->running)
 		pthread_join(sa->thread, NULL);
-	sa->running = false;
-}
-
-void statahead_free(struct statahead *sa)
-{
-	if (!sa)
-		return;
 	lister_free(sa->lister);
 	idx_dirs_release(&sa->dirs);
 	free(sa->fill);
@@ -644,12 +640,15 @@ void statahead_free(struct statahead *sa)
 
 /* Polled: one atomic load per millisecond, for a bounded time.  The
  * listing takes about 3 us per entry when nothing competes with it. */
-void statahead_wait_all(struct statahead *sa, unsigned int seconds)
+void statahead_ready(void *f)
 {
+	struct statahead *sa = f;
 	struct timespec t0, tick = { 0, 1000000 };
+	unsigned int seconds;
 
-	if (!sa)
+	if (!sa || !sa->all || !sa->d->o.statahead_wait)
 		return;
+	seconds = sa->d->o.statahead_wait;
 	mono_now(&t0);
 	while (atomic_load(&sa->all_state) == STATAHEAD_ALL_RUNNING &&
 	       mono_since(&t0) < seconds)
@@ -881,3 +880,16 @@ void statahead_on_event(void *arg, const struct sqcd_event *ev)
 		break;
 	}
 }
+
+const struct sqcd_feature statahead_feature = {
+	.name = "listing ahead",
+	.start = statahead_start,
+	.stop = statahead_stop,
+	.free = statahead_free,
+	.ready = statahead_ready,
+	.events = SQCD_EV_BIT(SQCD_EV_LOOKED_UP) |
+		  SQCD_EV_BIT(SQCD_EV_ENTRY_LISTED) |
+		  SQCD_EV_BIT(SQCD_EV_DIR_LISTED) |
+		  SQCD_EV_BIT(SQCD_EV_FORGOTTEN),
+	.on_event = statahead_on_event,
+};

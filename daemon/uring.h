@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 struct sqcd;
+struct sqcd_feature;
 struct uring;
 struct ctl_buf;
 
@@ -32,24 +33,24 @@ struct ctl_buf;
  * Return: 0; -ENOMEM; -errno.
  * Context: main thread, after detaching, before the session loop.
  */
-int uring_start(struct sqcd *d, struct uring **out);
+int uring_start(struct sqcd *d, void **out);
 
 /**
  * uring_stop() - Stop the io_uring threads.
- * @u: the module; NULL is fine
+ * @f: the module; NULL is fine
  *
  * Context: main thread, after warming stopped (a push may wait for a
  * READ that a ring thread answers); cannot fail.
  */
-void uring_stop(struct uring *u);
+void uring_stop(void *f);
 
 /**
  * uring_free() - Free the module, stopped.
- * @u: the module; NULL is fine
+ * @f: the module; NULL is fine
  *
  * Context: main thread, after uring_stop(); cannot fail.
  */
-void uring_free(struct uring *u);
+void uring_free(void *f);
 
 /**
  * uring_stats_json() - Append the "fuse" object's io_uring members:
@@ -109,5 +110,9 @@ void *uring_reply_buf(void);
  * Context: FUSE workers and io_uring threads.
  */
 void uring_gate(atomic_uint **busy, unsigned int *max);
+
+/* The feature as the core knows it (daemon.h): uring_start(), uring_stop(),
+ * uring_free(). */
+extern const struct sqcd_feature uring_feature;
 
 #endif /* SQC_DAEMON_URING_H */

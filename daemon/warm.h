@@ -10,6 +10,7 @@
 #define SQC_DAEMON_WARM_H
 
 struct sqcd;
+struct sqcd_feature;
 struct sqcd_event;
 struct warm;
 struct ctl_buf;
@@ -22,27 +23,27 @@ struct ctl_buf;
  * Return: 0; -ENOMEM; -errno from pthread_create().
  * Context: main thread, before the session loop.
  */
-int warm_start(struct sqcd *d, struct warm **out);
+int warm_start(struct sqcd *d, void **out);
 
 /**
  * warm_stop() - Stop the warming thread.
- * @w: the module; NULL is fine
+ * @f: the module; NULL is fine
  *
  * What it keeps stays for pushes at open until warm_free(): FUSE workers
  * and io_uring threads may still push.
  *
  * Context: main thread, after the session loop; cannot fail.
  */
-void warm_stop(struct warm *w);
+void warm_stop(void *f);
 
 /**
  * warm_free() - Free what warming kept, once nothing pushes.
- * @w: the module, stopped; NULL is fine
+ * @f: the module, stopped; NULL is fine
  *
  * Context: main thread, once every request thread and the listing thread
  * (which emits SQCD_EV_TREE_LISTED) are joined.
  */
-void warm_free(struct warm *w);
+void warm_free(void *f);
 
 /**
  * warm_on_event() - Hear the core's events (events.h).
@@ -80,5 +81,9 @@ void warm_on_event(void *f, const struct sqcd_event *ev);
  * Context: the control thread.
  */
 void warm_stats_json(struct warm *w, struct ctl_buf *b);
+
+/* The feature as the core knows it (daemon.h): warm_start(), warm_stop(),
+ * warm_free() and the events warm_on_event() hears. */
+extern const struct sqcd_feature warm_feature;
 
 #endif /* SQC_DAEMON_WARM_H */
