@@ -3,8 +3,10 @@
  * This file implements the daemon's side of the control protocol (ctl.h):
  * a thread that accepts connections on the control socket, checks who is
  * asking, and answers ping, stats (built by the core, stats.c), stage,
- * umount, hold, release and order (the epoch order, order_req.c).  Each request is read with ctl_req_decode()
- * and answered with ctl_reply_encode(), but for the stats object.
+ * umount, hold and release; and a thread of its own for order (the epoch
+ * order, order_req.c), so that no request waits behind one (order_main()).
+ * Each request is read with ctl_req_decode() and answered with
+ * ctl_reply_encode(), but for the stats object.
  */
 #define LOG_MOD "ctl"
 
@@ -19,8 +21,8 @@
 
 #include "ctl_srv.h"
 #include "daemon.h"
-#include "holders.h"
 #include "order_req.h"
+#include "holders.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -30,11 +32,12 @@
 static void holder_cmd(struct sqcd *d, const struct ctl_req *req,
 		       struct ctl_reply *rep)
 {
+	struct holders *h = sqcd_feature(d, &holders_feature);
 	int n;
 
 	n = req->cmd == CTL_CMD_HOLD ?
-		    holders_add(d->holders, req->hold.pid, req->hold.start) :
-		    holders_remove(d->holders, req->release.pid);
+		    holders_add(h, req->hold.pid, req->hold.start) :
+		    holders_remove(h, req->release.pid);
 	if (n >= 0) {
 		rep->holders.holders = (unsigned int)n;
 		return;
@@ -158,10 +161,10 @@ static bool read_body(int c, char *buf, size_t have, size_t len)
 	return true;
 }
 
-/* Carry out @req into @rep, but stats (built into the reply directly);
- * @body is an order's. */
+/* Carry out @req into @rep, but stats (built into the reply directly)
+ * and order (the order thread's: order_main()). */
 static void dispatch(struct sqcd *d, const struct ctl_req *req,
-		     const char *body, struct ctl_reply *rep)
+		     struct ctl_reply *rep)
 {
 	switch (req->cmd) {
 	case CTL_CMD_PING:
@@ -177,11 +180,51 @@ static void dispatch(struct sqcd *d, const struct ctl_req *req,
 	case CTL_CMD_STAGE:
 		stage_cmd(d, &req->stage, rep);
 		break;
-	case CTL_CMD_ORDER:
-		order_req(d, body, req->order.bytes, rep);
-		break;
 	default: /* stats, umount: nothing to do here */
 		break;
+	}
+}
+
+/* Send @rep on @c: its line, or for stats answered the stats object. */
+static void send_reply(struct sqcd *d, int c, const struct ctl_reply *rep)
+{
+	struct json_buf b = { 0 };
+
+	if (rep->ok && rep->cmd == CTL_CMD_STATS)
+		sqcd_stats_json(d, &b);
+	else
+		ctl_reply_encode(rep, &b);
+	json_buf_printf(&b, "\n");
+	if (!b.oom && b.len)
+		send(c, b.p, b.len, MSG_NOSIGNAL);
+	json_buf_release(&b);
+}
+
+/*
+ * After refusing a client without reading its request or an order's body:
+ * take what it sent (a line, the start of a body) until it closes, so that
+ * closing does not reset the connection and lose the refusal.  64 KiB and
+ * 200 ms in all at most: the client may be another user's, and the control
+ * thread serves one connection at a time.
+ */
+static void drain(int c)
+{
+	int64_t end = mono_ns() + 200 * 1000000ll, left;
+	char buf[4096];
+	size_t got = 0;
+	ssize_t r;
+
+	shutdown(c, SHUT_WR);
+	while (got < 65536) {
+		struct pollfd p = { .fd = c, .events = POLLIN };
+
+		left = (end - mono_ns()) / 1000000;
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			return;
+		r = recv(c, buf, sizeof(buf), 0);
+		if (r <= 0)
+			return;
+		got += (size_t)r;
 	}
 }
 
@@ -206,187 +249,388 @@ static char *read_order_body(int c, const char *first, size_t extra,
 	return body;
 }
 
-/* Answer the request in @line into @b; an order's body is read from @c,
- * its first @extra bytes at @line + @extra_at.  Return: true for umount. */
-static bool answer(struct sqcd *d, int c, const char *line, size_t extra_at,
-		   size_t extra, struct json_buf *b)
-{
-	struct ctl_reply *rep;
-	struct ctl_req req;
-	const char *usage;
-	char *body = NULL;
-	bool umount;
-	int err;
-
-	rep = calloc(1, sizeof(*rep));
-	if (!rep) {
-		b->oom = true;
-		return false;
-	}
-	err = ctl_req_decode(line, &req);
-	if (err) {
-		/* A refusal reads the same whatever the command. */
-		usage = ctl_req_usage(line);
-		rep->cmd = CTL_CMD_PING;
-		ctl_reply_refuse(rep, "%s", usage ? usage : "unknown command");
-	} else if (req.cmd == CTL_CMD_ORDER &&
-		   !(body = read_order_body(c, line + extra_at, extra,
-					    req.order.bytes))) {
-		rep->cmd = req.cmd;
-		ctl_reply_refuse(rep, "the order's body did not come whole");
-	} else {
-		rep->cmd = req.cmd;
-		rep->ok = true;
-		dispatch(d, &req, body, rep);
-	}
-	free(body);
-	if (rep->ok && rep->cmd == CTL_CMD_STATS)
-		sqcd_stats_json(d, b);
-	else
-		ctl_reply_encode(rep, b);
-	json_buf_printf(b, "\n");
-	umount = rep->ok && rep->cmd == CTL_CMD_UMOUNT;
-	free(rep);
-	return umount;
-}
-
 /*
- * After refusing a client without reading its request: take what it sent
- * (a line, the start of a body) until it closes, so that closing does not
- * reset the connection and lose the refusal.  64 KiB and 200 ms in all at
- * most: the client is another user's, and the control thread serves one
- * connection at a time.
+ * The order thread.  An order of many paths takes a while to read and to
+ * find in the image, and the control thread must go on answering ping,
+ * stats, hold, release and umount meanwhile (mountctl takes a daemon that
+ * does not answer for busy or hung).  So the control thread hands each
+ * order, once its line is read, to this one thread, which reads its body,
+ * carries it out (order_req.c) and answers.  Orders are carried out one at a
+ * time, in the order they came, as before; at most ORDERS_QUEUED_MAX wait,
+ * and more are refused, so that the connections held open stay bounded.
+ *
+ * What an order touches beside the control thread: the image's lookups and
+ * its epoch order (order_plan_set()), which FUSE workers and stats use
+ * concurrently anyway.  The control thread's own requests (holders,
+ * staging) never run here.
  */
-static void drain(int c)
-{
-	int64_t end = mono_ns() + 200 * 1000000ll, left;
-	char buf[4096];
-	size_t got = 0;
-	ssize_t r;
+#define ORDERS_QUEUED_MAX 4
 
-	shutdown(c, SHUT_WR);
-	while (got < 65536) {
-		struct pollfd p = { .fd = c, .events = POLLIN };
-
-		left = (end - mono_ns()) / 1000000;
-		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-			return;
-		r = recv(c, buf, sizeof(buf), 0);
-		if (r <= 0)
-			return;
-		got += (size_t)r;
-	}
-}
-
-static void serve(struct sqcd *d, int c)
-{
-	struct json_buf b = { 0 };
-	char line[CTL_REQ_MAX];
-	size_t extra_at, extra;
-	uid_t uid;
-	pid_t pid;
-	bool umount = false;
-
-	if (ctl_peer(c, &uid, &pid) || (uid != getuid() && uid != 0)) {
-		refuse_peer(&b);
-		if (!b.oom && b.len)
-			send(c, b.p, b.len, MSG_NOSIGNAL);
-		drain(c);
-		goto out_close;
-	}
-	if (!read_line(c, line, sizeof(line), &extra_at, &extra))
-		goto out_close;
-	umount = answer(d, c, line, extra_at, extra, &b);
-	if (!b.oom && b.len)
-		send(c, b.p, b.len, MSG_NOSIGNAL);
-out_close:
-	close(c);
-	json_buf_release(&b);
-	if (umount) {
-		log_info("unmount requested by pid %d", (int)pid);
-		/* The session's signal handler unmounts cleanly. */
-		kill(getpid(), SIGTERM);
-	}
-}
+/* An order the control thread has read the line of. */
+struct order_job {
+	int c; /* its connection: the order thread's to close */
+	uint64_t bytes; /* of its body */
+	size_t extra; /* bytes of it that came with the line */
+	char first[CTL_REQ_MAX]; /* those bytes */
+};
 
 struct ctl_srv {
 	struct sqcd *d; /* the daemon */
 	int fd; /* the listening socket */
 	pthread_t thread; /* serves it */
 	bool running; /* @thread was started */
+	pthread_t order_thread; /* carries out orders (order_main()) */
+	bool order_running; /* @order_thread was started */
+	pthread_mutex_t lock; /* protects the fields below */
+	pthread_cond_t wake; /* an order queued, or stopping */
+	struct order_job queue[ORDERS_QUEUED_MAX]; /* waiting orders, a ring */
+	unsigned int head; /* the oldest of @queue */
+	unsigned int queued; /* orders in @queue */
+	int reading; /* the connection whose order is carried out, or -1 */
+	bool stopping; /* ctl_srv_stop() was called: orders are refused */
 };
+
+/* Queue the order @req of connection @c, the first @extra bytes of its
+ * body at @first.  Return: 0 (the order thread answers @c and closes it);
+ * -EBUSY if ORDERS_QUEUED_MAX wait already. */
+static int order_queue(struct ctl_srv *srv, int c, const struct ctl_req *req,
+		       const char *first, size_t extra)
+{
+	struct order_job *job;
+	int err = -EBUSY;
+
+	pthread_mutex_lock(&srv->lock);
+	if (srv->queued < ORDERS_QUEUED_MAX) {
+		job = &srv->queue[(srv->head + srv->queued) % ORDERS_QUEUED_MAX];
+		job->c = c;
+		job->bytes = req->order.bytes;
+		job->extra = MIN(extra, sizeof(job->first));
+		memcpy(job->first, first, job->extra);
+		srv->queued++;
+		pthread_cond_signal(&srv->wake);
+		err = 0;
+	}
+	pthread_mutex_unlock(&srv->lock);
+	return err;
+}
+
+/* Read the body of @job, carry it out, answer, and close its connection.
+ * @stopping: refuse it instead. */
+static void order_answer(struct ctl_srv *srv, struct order_job *job,
+			 bool stopping)
+{
+	struct ctl_reply *rep = calloc(1, sizeof(*rep));
+	char *body = NULL;
+
+	if (rep) {
+		rep->cmd = CTL_CMD_ORDER;
+		if (stopping) /* its body is left unread: drain() */
+			ctl_reply_refuse(rep, "closing");
+		else if (!(body = read_order_body(job->c, job->first,
+						  job->extra, job->bytes)))
+			ctl_reply_refuse(rep,
+					 "the order's body did not come whole");
+		else {
+			rep->ok = true;
+			order_req(srv->d, body, job->bytes, rep);
+		}
+		free(body);
+		send_reply(srv->d, job->c, rep);
+		free(rep);
+	}
+	if (stopping)
+		drain(job->c);
+	/* Not @reading any more before its number can be reused. */
+	pthread_mutex_lock(&srv->lock);
+	srv->reading = -1;
+	pthread_mutex_unlock(&srv->lock);
+	close(job->c);
+}
+
+/* Carry out the queued orders, one at a time, until stopped.  Orders
+ * still queued then are refused. */
+static void *order_main(void *arg)
+{
+	struct ctl_srv *srv = arg;
+	struct order_job job;
+	bool stopping;
+
+	for (;;) {
+		pthread_mutex_lock(&srv->lock);
+		while (!srv->queued && !srv->stopping)
+			pthread_cond_wait(&srv->wake, &srv->lock);
+		if (!srv->queued) {
+			pthread_mutex_unlock(&srv->lock);
+			return NULL;
+		}
+		job = srv->queue[srv->head];
+		srv->head = (srv->head + 1) % ORDERS_QUEUED_MAX;
+		srv->queued--;
+		srv->reading = job.c;
+		stopping = srv->stopping;
+		pthread_mutex_unlock(&srv->lock);
+		order_answer(srv, &job, stopping);
+	}
+}
+
+/* What serve() should do once a request is answered. */
+enum answered {
+	ANSWERED, /* close the connection */
+	ANSWERED_UMOUNT, /* close it, and unmount */
+	HANDED_OVER, /* nothing: the order thread has it */
+};
+
+/* Answer the request in @line on @c; an order's body, its first @extra
+ * bytes at @line + @extra_at, is left to the order thread. */
+static enum answered answer(struct ctl_srv *srv, int c, const char *line,
+			    size_t extra_at, size_t extra)
+{
+	struct ctl_reply *rep;
+	struct ctl_req req;
+	const char *usage;
+	enum answered ret = ANSWERED;
+	int err;
+
+	err = ctl_req_decode(line, &req);
+	if (!err && req.cmd == CTL_CMD_ORDER &&
+	    !order_queue(srv, c, &req, line + extra_at, extra))
+		return HANDED_OVER;
+	rep = calloc(1, sizeof(*rep));
+	if (!rep)
+		return ANSWERED;
+	if (err) {
+		/* A refusal reads the same whatever the command. */
+		usage = ctl_req_usage(line);
+		rep->cmd = CTL_CMD_PING;
+		ctl_reply_refuse(rep, "%s", usage ? usage : "unknown command");
+	} else if (req.cmd == CTL_CMD_ORDER) {
+		rep->cmd = req.cmd;
+		ctl_reply_refuse(rep, "busy: %d orders wait already",
+				 ORDERS_QUEUED_MAX);
+		send_reply(srv->d, c, rep);
+		free(rep);
+		drain(c); /* its body: see drain() */
+		return ANSWERED;
+	} else {
+		rep->cmd = req.cmd;
+		rep->ok = true;
+		dispatch(srv->d, &req, rep);
+	}
+	send_reply(srv->d, c, rep);
+	if (rep->ok && rep->cmd == CTL_CMD_UMOUNT)
+		ret = ANSWERED_UMOUNT;
+	free(rep);
+	return ret;
+}
+
+static void serve(struct ctl_srv *srv, int c)
+{
+	struct json_buf b = { 0 };
+	char line[CTL_REQ_MAX];
+	size_t extra_at, extra;
+	enum answered done = ANSWERED;
+	uid_t uid;
+	pid_t pid;
+
+	if (ctl_peer(c, &uid, &pid) || (uid != getuid() && uid != 0)) {
+		refuse_peer(&b);
+		if (!b.oom && b.len)
+			send(c, b.p, b.len, MSG_NOSIGNAL);
+		json_buf_release(&b);
+		drain(c);
+		goto out_close;
+	}
+	if (!read_line(c, line, sizeof(line), &extra_at, &extra))
+		goto out_close;
+	done = answer(srv, c, line, extra_at, extra);
+	if (done == HANDED_OVER)
+		return;
+out_close:
+	close(c);
+	if (done == ANSWERED_UMOUNT) {
+		log_info("unmount requested by pid %d", (int)pid);
+		/* The session's signal handler unmounts cleanly. */
+		kill(getpid(), SIGTERM);
+	}
+}
 
 static void *ctl_main(void *arg)
 {
-	struct ctl_srv *f = arg;
+	struct ctl_srv *srv = arg;
 	int c;
 
 	for (;;) {
-		c = accept4(f->fd, NULL, NULL, SOCK_CLOEXEC);
+		c = accept4(srv->fd, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			break; /* the socket was shut down */
 		}
-		serve(f->d, c);
+		serve(srv, c);
 	}
 	return NULL;
 }
 
-int ctl_srv_listen(struct sqcd *d, struct ctl_srv **out)
+/* Bind the control socket at d->o.ctl_addr, not yet served.  Return: 0;
+ * -EADDRINUSE; -ENOMEM; -errno. */
+static int bind_addr(struct sqcd *d, struct ctl_srv **out)
 {
-	struct ctl_srv *f;
+	struct ctl_srv *srv;
 	int err;
 
 	*out = NULL;
-	f = calloc(1, sizeof(*f));
-	if (!f)
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
 		return -ENOMEM;
-	f->d = d;
-	err = ctl_listen(d->o.ctl_addr, &f->fd);
+	srv->d = d;
+	srv->reading = -1;
+	err = ctl_listen(d->o.ctl_addr, &srv->fd);
 	if (err) {
-		free(f);
+		free(srv);
 		return err;
 	}
-	*out = f;
+	pthread_mutex_init(&srv->lock, NULL);
+	pthread_cond_init(&srv->wake, NULL);
+	*out = srv;
 	return 0;
 }
 
-int ctl_srv_start(struct sqcd *d, struct ctl_srv **out)
+/*
+ * The default control address is taken and the holder is not a daemon of
+ * ours on its way out: listen at a fallback address that nobody can
+ * guess, where clients look next (ctl.h).  Return: 0 or -errno.
+ */
+static int listen_fallback(struct sqcd *d, int probe, uid_t holder,
+			   struct ctl_srv **out)
 {
-	struct ctl_srv *f = *out;
+	char taken[CTL_PATH_MAX], who[64];
 	int err;
 
-	if (!f) {
-		err = ctl_srv_listen(d, &f);
+	memcpy(taken, d->o.ctl_addr, sizeof(taken));
+	err = ctl_fallback_address(d->o.canonical, d->o.ctl_addr,
+				   sizeof(d->o.ctl_addr));
+	if (err)
+		return err;
+	if (probe)
+		snprintf(who, sizeof(who), "a socket that does not answer (%s)",
+			 err_str(probe));
+	else
+		snprintf(who, sizeof(who), "uid %u", (unsigned int)holder);
+	log_warn("control address '%s' is taken by %s: listening on '%s'",
+		 taken, who, d->o.ctl_addr);
+	return bind_addr(d, out);
+}
+
+int ctl_srv_listen(struct sqcd *d, struct ctl_srv **out)
+{
+	bool fixed = d->o.ctl_addr[0]; /* -o ctl=: there or nowhere */
+	bool refused = false;
+	uid_t holder = 0;
+	int err, probe;
+
+	if (!fixed)
+		ctl_default_address(d->o.canonical, d->o.ctl_addr,
+				    sizeof(d->o.ctl_addr));
+	err = bind_addr(d, out);
+	for (int i = 0; err == -EADDRINUSE && i < 50; i++) {
+		if (!fixed) {
+			/* Anyone may bind an abstract name: who did? */
+			probe = ctl_probe(d->o.ctl_addr, &holder);
+			if (probe == -ECONNREFUSED && !refused) {
+				/* Maybe just released: once more, at once. */
+				refused = true;
+				err = bind_addr(d, out);
+				continue;
+			}
+			if (probe || holder != getuid()) {
+				err = listen_fallback(d, probe, holder, out);
+				break;
+			}
+		}
+		/* The mountpoint is not mounted, so a daemon of ours still
+		 * holding the address is on its way out: the kernel takes a
+		 * second or two to release a FUSE connection after an
+		 * unmount. */
+		usleep(100 * 1000);
+		err = bind_addr(d, out);
+	}
+	if (err)
+		fprintf(stderr,
+			"squashcached: cannot listen on control socket %s: %s%s\n",
+			d->o.ctl_addr, err_str(err),
+			err == -EADDRINUSE ?
+				" (another squashcached still serves this mountpoint; stop it first)" :
+				"");
+	return err;
+}
+
+int ctl_srv_start(struct sqcd *d, void **out)
+{
+	struct ctl_srv *srv = *out;
+	int err;
+
+	if (!srv) {
+		err = bind_addr(d, &srv);
 		if (err)
 			return err;
 	}
-	err = -pthread_create(&f->thread, NULL, ctl_main, f);
+	/* The order thread first: the control thread hands orders to it. */
+	err = -pthread_create(&srv->order_thread, NULL, order_main, srv);
+	if (!err) {
+		srv->order_running = true;
+		err = -pthread_create(&srv->thread, NULL, ctl_main, srv);
+	}
 	if (err) {
-		ctl_srv_stop(f);
-		ctl_srv_free(f);
+		ctl_srv_stop(srv);
+		ctl_srv_free(srv);
 		*out = NULL;
 		return err;
 	}
-	f->running = true;
-	*out = f;
+	srv->running = true;
+	*out = srv;
 	return 0;
 }
 
-void ctl_srv_stop(struct ctl_srv *f)
+void ctl_srv_stop(void *f)
 {
-	if (!f)
+	struct ctl_srv *srv = f;
+
+	if (!srv)
 		return;
-	shutdown(f->fd, SHUT_RDWR);
-	if (f->running)
-		pthread_join(f->thread, NULL);
-	close(f->fd);
-	if (f->d->o.ctl_addr[0] != '@')
-		unlink(f->d->o.ctl_addr);
+	shutdown(srv->fd, SHUT_RDWR);
+	if (srv->running)
+		pthread_join(srv->thread, NULL);
+	/* No order comes any more: refuse those queued, and end the read of
+	 * the body of the one carried out. */
+	pthread_mutex_lock(&srv->lock);
+	srv->stopping = true;
+	if (srv->reading >= 0)
+		shutdown(srv->reading, SHUT_RD);
+	pthread_cond_signal(&srv->wake);
+	pthread_mutex_unlock(&srv->lock);
+	if (srv->order_running)
+		pthread_join(srv->order_thread, NULL);
+	srv->running = false;
+	srv->order_running = false;
+	close(srv->fd);
+	if (srv->d->o.ctl_addr[0] != '@')
+		unlink(srv->d->o.ctl_addr);
 }
 
-void ctl_srv_free(struct ctl_srv *f)
+void ctl_srv_free(void *f)
 {
-	free(f);
+	struct ctl_srv *srv = f;
+
+	if (!srv)
+		return;
+	pthread_mutex_destroy(&srv->lock);
+	pthread_cond_destroy(&srv->wake);
+	free(srv);
 }
+
+const struct sqcd_feature ctl_srv_feature = {
+	.name = "control socket",
+	.start = ctl_srv_start,
+	.stop = ctl_srv_stop,
+	.free = ctl_srv_free,
+};

@@ -59,6 +59,8 @@ struct sqcd_opts {
 	struct memlimit mem;
 };
 
+#define SQCD_FEATURES_MAX 8 /* features of the daemon, at most */
+
 enum sqcd_op {
 	SQCD_OP_LOOKUP,
 	SQCD_OP_GETATTR,
@@ -112,32 +114,65 @@ struct sqcd {
 	/* the features' handlers of the core's events (events.h): set by
 	 * main.c before the session loop, read-only afterwards */
 	struct sqcd_events events;
-	struct warm *warm; /* page-cache warming (warm.h), or NULL */
-	struct idle *idle; /* idle timeout (idle.c), or NULL when off */
-	struct uring *uring; /* io_uring transport (uring.h), or NULL */
-	/* feature: listing ahead (statahead.h), or NULL when off */
-	struct statahead *statahead;
-	struct ctl_srv *ctl; /* control socket (ctl_srv.h), or NULL */
-	struct holders *holders; /* holders.h; NULL unless -o hold= */
+	/* each feature by its place in features[] (main.c; sqcd_feature()),
+	 * or NULL when off: set before the session loop, read-only
+	 * afterwards until freed */
+	void *features[SQCD_FEATURES_MAX];
 };
+
+/*
+ * A feature of the daemon as the core knows it: each feature exports one
+ * (<feature>_feature in its header), and features[] in main.c lists them
+ * in start order.  One life cycle for all, every step safe on NULL:
+ * start, after the prefetcher, in order; stop, in reverse order, before
+ * the unmount or after it as features[] says (its threads end, or are
+ * asked to when one may wait on a request of the mount); free, in
+ * reverse order, once the session is destroyed and no request thread can
+ * call in (what is left of its threads ends, and its memory goes).
+ */
+struct sqcd_feature {
+	const char *name; /* for the log */
+	/* 0 or -errno; sets *f to the feature, or to NULL when it is off
+	 * (*f may hold what was set up before: the control socket) */
+	int (*start)(struct sqcd *d, void **f);
+	void (*stop)(void *f); /* cannot fail */
+	void (*free)(void *f); /* cannot fail */
+	/* before the mount is said to answer, what readers should find
+	 * done is waited for (the ready check's thread), or NULL */
+	void (*ready)(void *f);
+	uint32_t events; /* SQCD_EV_BIT()s its handler hears */
+	void (*on_event)(void *f, const struct sqcd_event *ev); /* or NULL */
+};
+
+/**
+ * sqcd_feature() - A feature of the daemon.
+ * @d: the daemon
+ * @ft: the feature's table (<feature>_feature)
+ *
+ * Return: the feature (struct warm for warm_feature, ...), or NULL when
+ * it is off, not started, or freed.
+ * Context: any thread; from the session loop's start until features are
+ * freed, the answer does not change.
+ */
+void *sqcd_feature(const struct sqcd *d, const struct sqcd_feature *ft);
 
 extern const struct fuse_lowlevel_ops sqcd_ops;
 
 /**
  * sqcd_from_lister() - Whether a request comes from listing ahead's lister
  * process (daemon/lister.c), not from a reader.
- * @core: the daemon
+ * @d: the daemon
  * @req: the request
  */
-static inline bool sqcd_from_lister(struct sqcd *core, fuse_req_t req)
+static inline bool sqcd_from_lister(struct sqcd *d, fuse_req_t req)
 {
-	return fuse_req_ctx(req)->pid == atomic_load(&core->lister_pid);
+	return fuse_req_ctx(req)->pid == atomic_load(&d->lister_pid);
 }
 
 /**
  * sqcd_drop_listing() - Have the kernel drop its cached listing of a
  * directory.
- * @core: daemon
+ * @d: daemon
  * @ref: the directory's inode reference
  *
  * Listing ahead calls it before it lists a directory again with every
@@ -147,7 +182,7 @@ static inline bool sqcd_from_lister(struct sqcd *core, fuse_req_t req)
  *
  * Context: any thread but a FUSE worker answering a request on @ref.
  */
-void sqcd_drop_listing(struct sqcd *core, uint64_t ref);
+void sqcd_drop_listing(struct sqcd *d, uint64_t ref);
 
 /*
  * The bytes of a file range, ready to send (splice.c): either all of them

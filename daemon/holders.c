@@ -238,7 +238,7 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
-int holders_start(struct sqcd *d, struct holders **out)
+int holders_start(struct sqcd *d, void **out)
 {
 	struct holders *h;
 	char parent[PATH_MAX], *slash;
@@ -291,8 +291,10 @@ out_free:
 	return err;
 }
 
-void holders_stop(struct holders *h)
+void holders_stop(void *f)
 {
+	struct holders *h = f;
+
 	if (!h)
 		return;
 	atomic_store(&h->stop, true);
@@ -301,8 +303,10 @@ void holders_stop(struct holders *h)
 	h->running = false;
 }
 
-void holders_free(struct holders *h)
+void holders_free(void *f)
 {
+	struct holders *h = f;
+
 	if (!h)
 		return;
 	while (h->n)
@@ -332,3 +336,10 @@ void holders_stats_json(struct holders *h, struct json_buf *b)
 			h->closing ? "true" : "false");
 	pthread_mutex_unlock(&h->lock);
 }
+
+const struct sqcd_feature holders_feature = {
+	.name = "holders",
+	.start = holders_start,
+	.stop = holders_stop,
+	.free = holders_free,
+};

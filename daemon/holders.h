@@ -25,6 +25,7 @@
 #include "ctl/ctl.h"
 
 struct sqcd;
+struct sqcd_feature;
 struct holders;
 
 #define HOLDERS_MAX 4096 /* holders of one mount, at most */
@@ -41,25 +42,25 @@ struct holders;
  * Return: 0; -ESRCH if the first holder is already gone; -ENOMEM; -errno.
  * Context: main thread, before the control socket serves.
  */
-int holders_start(struct sqcd *d, struct holders **out);
+int holders_start(struct sqcd *d, void **out);
 
 /**
  * holders_stop() - Stop the thread that watches the holders.
- * @h: the feature, or NULL
+ * @f: the feature, or NULL
  *
  * Context: main thread, once the mount is gone; cannot fail.
  */
-void holders_stop(struct holders *h);
+void holders_stop(void *f);
 
 /**
  * holders_free() - Free the feature, stopped or never started.
- * @h: the feature, or NULL
+ * @f: the feature, or NULL
  *
  * Releases the parent directory lock, so call it once the mount is gone.
  *
  * Context: main thread, after holders_stop(); cannot fail.
  */
-void holders_free(struct holders *h);
+void holders_free(void *f);
 
 /**
  * holders_add() - Process @pid, started at @start, holds the mount.
@@ -95,5 +96,9 @@ int holders_remove(struct holders *h, pid_t pid);
  * Context: any thread.
  */
 void holders_stats_json(struct holders *h, struct json_buf *b);
+
+/* The feature as the core knows it (daemon.h): holders_start(), holders_stop(),
+ * holders_free(). */
+extern const struct sqcd_feature holders_feature;
 
 #endif /* SQC_DAEMON_HOLDERS_H */

@@ -27,7 +27,7 @@
 #define IDLE_TICK_MS 1000 /* the longest between two looks */
 
 struct idle {
-	struct sqcd *core; /* not owned */
+	struct sqcd *d; /* not owned */
 	unsigned int timeout; /* seconds */
 	_Atomic int64_t open; /* handles open now */
 	_Atomic uint64_t last_ms; /* CLOCK_MONOTONIC of the last request */
@@ -43,118 +43,133 @@ static uint64_t now_ms(void)
 }
 
 /* Milliseconds the mount has been idle, or 0 while a handle is open. */
-static uint64_t idle_ms(struct idle *f)
+static uint64_t idle_ms(struct idle *idle)
 {
-	uint64_t last = atomic_load(&f->last_ms), now = now_ms();
+	uint64_t last = atomic_load(&idle->last_ms), now = now_ms();
 
-	if (atomic_load(&f->open) > 0)
+	if (atomic_load(&idle->open) > 0)
 		return 0;
 	return now > last ? now - last : 0;
 }
 
 static void *idle_main(void *arg)
 {
-	struct idle *f = arg;
+	struct idle *idle = arg;
 	struct timespec at;
 
-	pthread_mutex_lock(&f->lock);
-	while (!f->stopping) {
-		if (idle_ms(f) >= (uint64_t)f->timeout * 1000) {
+	pthread_mutex_lock(&idle->lock);
+	while (!idle->stopping) {
+		if (idle_ms(idle) >= (uint64_t)idle->timeout * 1000) {
 			log_info(
 				"no open file and no request for %u s: unmounting",
-				f->timeout);
+				idle->timeout);
 			kill(getpid(), SIGTERM);
 			break;
 		}
 		deadline_in_ms(&at, IDLE_TICK_MS);
-		pthread_cond_timedwait(&f->wake, &f->lock, &at);
+		pthread_cond_timedwait(&idle->wake, &idle->lock, &at);
 	}
-	pthread_mutex_unlock(&f->lock);
+	pthread_mutex_unlock(&idle->lock);
 	return NULL;
 }
 
-int idle_start(struct sqcd *core, struct idle **out)
+int idle_start(struct sqcd *d, void **out)
 {
-	struct idle *f;
+	struct idle *idle;
 	int err;
 
 	*out = NULL;
-	if (!core->o.timeout)
+	if (!d->o.timeout)
 		return 0;
-	f = calloc(1, sizeof(*f));
-	if (!f)
+	idle = calloc(1, sizeof(*idle));
+	if (!idle)
 		return -ENOMEM;
-	f->core = core;
-	f->timeout = core->o.timeout;
-	atomic_store(&f->last_ms, now_ms());
-	pthread_mutex_init(&f->lock, NULL);
-	pthread_cond_init(&f->wake, NULL);
-	err = -pthread_create(&f->thread, NULL, idle_main, f);
+	idle->d = d;
+	idle->timeout = d->o.timeout;
+	atomic_store(&idle->last_ms, now_ms());
+	pthread_mutex_init(&idle->lock, NULL);
+	pthread_cond_init(&idle->wake, NULL);
+	err = -pthread_create(&idle->thread, NULL, idle_main, idle);
 	if (err)
 		goto out_free;
-	*out = f;
+	*out = idle;
 	return 0;
 
 out_free:
-	pthread_cond_destroy(&f->wake);
-	pthread_mutex_destroy(&f->lock);
-	free(f);
+	pthread_cond_destroy(&idle->wake);
+	pthread_mutex_destroy(&idle->lock);
+	free(idle);
 	return err;
 }
 
-void idle_stop(struct idle *f)
+void idle_stop(void *f)
 {
-	if (!f)
+	struct idle *idle = f;
+
+	if (!idle)
 		return;
-	pthread_mutex_lock(&f->lock);
-	f->stopping = true;
-	pthread_cond_broadcast(&f->wake);
-	pthread_mutex_unlock(&f->lock);
-	pthread_join(f->thread, NULL);
+	pthread_mutex_lock(&idle->lock);
+	idle->stopping = true;
+	pthread_cond_broadcast(&idle->wake);
+	pthread_mutex_unlock(&idle->lock);
+	pthread_join(idle->thread, NULL);
 }
 
-void idle_free(struct idle *f)
+void idle_free(void *f)
 {
-	if (!f)
+	struct idle *idle = f;
+
+	if (!idle)
 		return;
-	pthread_cond_destroy(&f->wake);
-	pthread_mutex_destroy(&f->lock);
-	free(f);
+	pthread_cond_destroy(&idle->wake);
+	pthread_mutex_destroy(&idle->lock);
+	free(idle);
 }
 
-void idle_stats_json(struct idle *f, struct json_buf *b)
+void idle_stats_json(struct idle *idle, struct json_buf *b)
 {
-	if (!f) {
+	if (!idle) {
 		json_buf_printf(b, "\"idle\":{\"timeout\":0},");
 		return;
 	}
 	json_buf_printf(b,
 			"\"idle\":{\"timeout\":%u,\"open\":%lld,"
 			"\"idle_s\":%.1f},",
-			f->timeout, (long long)atomic_load(&f->open),
-			(double)idle_ms(f) / 1e3);
+			idle->timeout, (long long)atomic_load(&idle->open),
+			(double)idle_ms(idle) / 1e3);
 }
 
 void idle_on_event(void *arg, const struct sqcd_event *ev)
 {
-	struct idle *f = arg;
+	struct idle *idle = arg;
 
 	switch (ev->type) {
 	case SQCD_EV_REQUEST:
-		atomic_store_explicit(&f->last_ms, now_ms(),
+		atomic_store_explicit(&idle->last_ms, now_ms(),
 				      memory_order_relaxed);
 		break;
 	case SQCD_EV_HANDLE_OPENED:
-		atomic_fetch_add(&f->open, 1);
+		atomic_fetch_add(&idle->open, 1);
 		break;
 	case SQCD_EV_HANDLE_RELEASED:
 		/* Also a request: the idle time counts from the last
 		 * release. */
-		atomic_store_explicit(&f->last_ms, now_ms(),
+		atomic_store_explicit(&idle->last_ms, now_ms(),
 				      memory_order_relaxed);
-		atomic_fetch_sub(&f->open, 1);
+		atomic_fetch_sub(&idle->open, 1);
 		break;
 	default:
 		break;
 	}
 }
+
+const struct sqcd_feature idle_feature = {
+	.name = "idle timeout",
+	.start = idle_start,
+	.stop = idle_stop,
+	.free = idle_free,
+	.events = SQCD_EV_BIT(SQCD_EV_REQUEST) |
+		  SQCD_EV_BIT(SQCD_EV_HANDLE_OPENED) |
+		  SQCD_EV_BIT(SQCD_EV_HANDLE_RELEASED),
+	.on_event = idle_on_event,
+};

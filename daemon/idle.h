@@ -12,19 +12,20 @@
 #define SQC_DAEMON_IDLE_H
 
 struct sqcd;
+struct sqcd_feature;
 struct sqcd_event;
 struct idle;
 struct json_buf;
 
 /**
  * idle_start() - Start watching for idleness.
- * @core: the daemon; core->o.timeout is the timeout in seconds
+ * @d: the daemon; d->o.timeout is the timeout in seconds
  * @out: set to the module, or NULL when the timeout is off (0)
  *
  * Return: 0; -ENOMEM; -errno from pthread_create().
  * Context: main thread, before the session loop.
  */
-int idle_start(struct sqcd *core, struct idle **out);
+int idle_start(struct sqcd *d, void **out);
 
 /**
  * idle_stop() - Stop the watching thread.
@@ -32,7 +33,7 @@ int idle_start(struct sqcd *core, struct idle **out);
  *
  * Context: main thread, after the session loop; cannot fail.
  */
-void idle_stop(struct idle *f);
+void idle_stop(void *f);
 
 /**
  * idle_free() - Free the module, stopped.
@@ -41,7 +42,7 @@ void idle_stop(struct idle *f);
  * Context: main thread, once no FUSE worker or io_uring thread can call
  * in; cannot fail.
  */
-void idle_free(struct idle *f);
+void idle_free(void *f);
 
 /**
  * idle_on_event() - Hear the core's events (events.h).
@@ -56,11 +57,15 @@ void idle_on_event(void *f, const struct sqcd_event *ev);
 
 /**
  * idle_stats_json() - Append "idle":{timeout,open,idle_s}, and a comma.
- * @f: the module; NULL appends a timeout of 0
+ * @idle: the module; NULL appends a timeout of 0
  * @b: the stats reply
  *
  * Context: the control thread.
  */
-void idle_stats_json(struct idle *f, struct json_buf *b);
+void idle_stats_json(struct idle *idle, struct json_buf *b);
+
+/* The feature as the core knows it (daemon.h): idle_start(), idle_stop(),
+ * idle_free() and the events idle_on_event() hears. */
+extern const struct sqcd_feature idle_feature;
 
 #endif /* SQC_DAEMON_IDLE_H */

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * This file implements the FUSE low-level operations: glue between the
- * kernel's requests and lib/image.  Each operation is a thin wrapper that
- * calls do_<op>() (0 or -errno) and then makes exactly one fuse_reply_*()
- * call; -EFSCORRUPTED becomes EIO here.
+ * kernel's requests and lib/image.  Each operation makes exactly one
+ * fuse_reply_*() call on every path; an error exit is
+ * `return (void)fuse_reply_err(req, reply_errno(d, err))`, where
+ * reply_errno() turns -EFSCORRUPTED and -EIO into EIO and counts them.
+ * An operation whose work takes more than a few calls keeps that work in
+ * do_<op>() (0 or -errno: do_lookup(), do_readdir()), and replies once it
+ * returns; the others are short enough to read whole.
  *
  * Node ids are derived from inode references, with no table: the root is
  * FUSE_ROOT_ID and any other inode is its reference + 2, so forget needs
@@ -830,10 +834,9 @@ static void sqcd_ioctl(fuse_req_t req, fuse_ino_t node, unsigned int cmd,
 	fuse_reply_err(req, ENOTTY);
 }
 
-void sqcd_drop_listing(struct sqcd *core, uint64_t ref)
+void sqcd_drop_listing(struct sqcd *d, uint64_t ref)
 {
-	fuse_lowlevel_notify_inval_inode(core->se, ref_to_node(core, ref), 0,
-					 0);
+	fuse_lowlevel_notify_inval_inode(d->se, ref_to_node(d, ref), 0, 0);
 }
 
 const struct fuse_lowlevel_ops sqcd_ops = {

@@ -25,7 +25,7 @@ struct ctl_reply;
  * one, or one that names no regular file of the image, is refused with
  * its position and name, and the order before stays.
  *
- * Context: the control thread.
+ * Context: the control server's order thread (ctl_srv.c).
  */
 void order_req(struct sqcd *d, const char *body, uint64_t len,
 	       struct ctl_reply *rep);

@@ -125,7 +125,7 @@ enum dir_state {
 };
 
 struct statahead {
-	struct sqcd *core; /* the daemon */
+	struct sqcd *d; /* the daemon */
 	struct img *img; /* its image */
 	const char *top; /* the mountpoint, canonical */
 	uint64_t root_ref; /* the root's inode reference */
@@ -295,12 +295,12 @@ static int pull(struct statahead *sa, bool all, bool names, const char *path,
 	if (act == PULL_SKIP)
 		return 0;
 	if (act == PULL_RELIST)
-		sqcd_drop_listing(sa->core, ref);
+		sqcd_drop_listing(sa->d, ref);
 	if (atomic_load(&sa->stop))
 		return -ECANCELED;
-	atomic_store(&sa->core->lister_names, names);
+	atomic_store(&sa->d->lister_names, names);
 	err = lister_list(sa->lister, path, names, &n);
-	atomic_store(&sa->core->lister_names, false);
+	atomic_store(&sa->d->lister_names, false);
 	if (err)
 		return err;
 	atomic_fetch_add(all ? &sa->all_dirs : &sa->dirs_listed, 1);
@@ -372,7 +372,7 @@ static void run_all(struct statahead *sa)
 	}
 	atomic_store(&sa->all_state, STATAHEAD_ALL_DONE);
 	/* For readers about to come: warming may push what was listed. */
-	sqcd_emit(&sa->core->events,
+	sqcd_emit(&sa->d->events,
 		  &(struct sqcd_event){ .type = SQCD_EV_TREE_LISTED });
 	log_info("listed %llu entries in %llu directories in %.2f s",
 		 (unsigned long long)atomic_load(&sa->all_entries),
@@ -387,7 +387,7 @@ static void run_all(struct statahead *sa)
 static void run_walk(struct statahead *sa, uint32_t ino, unsigned int gen)
 {
 	struct listing_run r = { .gen = gen,
-				 .names = atomic_load(&sa->core->list_names) };
+				 .names = atomic_load(&sa->d->list_names) };
 	struct idx_walk_dir at = { .ino = ino };
 	uint32_t parent;
 	char *slash;
@@ -498,10 +498,10 @@ static int start_lister(struct statahead *sa)
 			err_str(err));
 		return err;
 	}
-	atomic_store(&sa->core->lister_pid, (int)lister_pid(l));
+	atomic_store(&sa->d->lister_pid, (int)lister_pid(l));
 	pthread_mutex_lock(&sa->lock);
 	sa->lister = l;
-	if (sa->stop) /* statahead_cancel() came first */
+	if (sa->stop) /* statahead_stop() came first */
 		lister_cancel(l);
 	pthread_mutex_unlock(&sa->lock);
 	if (sa->all)
@@ -559,29 +559,29 @@ static void *thread_main(void *arg)
 	}
 }
 
-int statahead_start(struct sqcd *core, struct statahead **out)
+int statahead_start(struct sqcd *d, void **out)
 {
 	struct img_inode root;
 	struct statahead *sa;
 	int err;
 
 	*out = NULL;
-	if (!core->o.statahead_all && !core->o.statahead)
+	if (!d->o.statahead_all && !d->o.statahead)
 		return 0;
-	err = img_inode_get(core->img, core->root_ref, &root);
+	err = img_inode_get(d->img, d->root_ref, &root);
 	if (err)
 		return err;
 	sa = calloc(1, sizeof(*sa));
 	if (!sa)
 		return -ENOMEM;
-	sa->core = core;
-	sa->img = core->img;
-	sa->top = core->o.canonical;
+	sa->d = d;
+	sa->img = d->img;
+	sa->top = d->o.canonical;
 	sa->root_ref = root.ref;
 	sa->root = root.ino;
-	sa->window = core->o.statahead;
-	sa->all = core->o.statahead_all;
-	atomic_store(&core->list_names, sa->window > 0 && !core->o.list_attrs);
+	sa->window = d->o.statahead;
+	sa->all = d->o.statahead_all;
+	atomic_store(&d->list_names, sa->window > 0 && !d->o.list_attrs);
 	pthread_mutex_init(&sa->lock, NULL);
 	pthread_cond_init(&sa->more, NULL);
 	idx_dirs_init(&sa->dirs, 1024, STATAHEAD_TABLE_BUDGET);
@@ -604,13 +604,14 @@ int statahead_start(struct sqcd *core, struct statahead **out)
 	return 0;
 
 out_free:
-	statahead_stop(sa);
 	statahead_free(sa);
 	return err;
 }
 
-void statahead_cancel(struct statahead *sa)
+void statahead_stop(void *f)
 {
+	struct statahead *sa = f;
+
 	if (!sa)
 		return;
 	pthread_mutex_lock(&sa->lock);
@@ -620,20 +621,15 @@ void statahead_cancel(struct statahead *sa)
 	pthread_mutex_unlock(&sa->lock);
 }
 
-void statahead_stop(struct statahead *sa)
+void statahead_free(void *f)
 {
+	struct statahead *sa = f;
+
 	if (!sa)
 		return;
-	statahead_cancel(sa);
+	statahead_stop(sa);
 	if (sa->running)
 		pthread_join(sa->thread, NULL);
-	sa->running = false;
-}
-
-void statahead_free(struct statahead *sa)
-{
-	if (!sa)
-		return;
 	lister_free(sa->lister);
 	idx_dirs_release(&sa->dirs);
 	free(sa->fill);
@@ -644,12 +640,15 @@ void statahead_free(struct statahead *sa)
 
 /* Polled: one atomic load per millisecond, for a bounded time.  The
  * listing takes about 3 us per entry when nothing competes with it. */
-void statahead_wait_all(struct statahead *sa, unsigned int seconds)
+void statahead_ready(void *f)
 {
+	struct statahead *sa = f;
 	struct timespec t0, tick = { 0, 1000000 };
+	unsigned int seconds;
 
-	if (!sa)
+	if (!sa || !sa->all || !sa->d->o.statahead_wait)
 		return;
+	seconds = sa->d->o.statahead_wait;
 	mono_now(&t0);
 	while (atomic_load(&sa->all_state) == STATAHEAD_ALL_RUNNING &&
 	       mono_since(&t0) < seconds)
@@ -687,8 +686,8 @@ void statahead_stats_json(struct statahead *sa, struct json_buf *b)
 			names[state & 3], SA_U64(all_dirs), SA_U64(all_entries),
 			secs, SA_U64(table_dirs), SA_U64(table_bytes),
 			(unsigned long long)(sa ? STATAHEAD_TABLE_BUDGET : 0),
-			sa && atomic_load(&sa->core->list_names) ? "true" :
-								   "false",
+			sa && atomic_load(&sa->d->list_names) ? "true" :
+								"false",
 			SA_U64(names_dirs), SA_U64(filled_dirs));
 #undef SA_U64
 }
@@ -718,7 +717,7 @@ static void looked_up(struct statahead *sa, fuse_req_t req,
 	struct idx_dir *e;
 	uint32_t want;
 
-	if (!sa->window || sqcd_from_lister(sa->core, req))
+	if (!sa->window || sqcd_from_lister(sa->d, req))
 		return;
 	want = (uint32_t)MIN(dir->size / ENTRY_BYTES / 8, UINT32_MAX);
 	want = MAX(want, LOOKUPS_MIN);
@@ -726,7 +725,7 @@ static void looked_up(struct statahead *sa, fuse_req_t req,
 	 * more than the lookups it saves: warming can push a file only once
 	 * the kernel holds its inode, and then pushes it as soon as the
 	 * stager brings it in, before a reader asks. */
-	if (sa->core->o.warm && is_staging(sa->img))
+	if (sa->d->o.warm && is_staging(sa->img))
 		want = LOOKUPS_MIN;
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, dir->ino);
@@ -735,7 +734,7 @@ static void looked_up(struct statahead *sa, fuse_req_t req,
 	if (e && e->state == DIR_NAMES && child->type == IMG_REG &&
 	    !sa->filling) {
 		sa->filling = true;
-		atomic_store(&sa->core->list_names, false);
+		atomic_store(&sa->d->list_names, false);
 		/* A reader that stats what it listed: once the listings are
 		 * done again, walk the tree from the top (within the window:
 		 * what is listed already is only gone through). */
@@ -810,12 +809,12 @@ static void listed(struct statahead *sa, fuse_req_t req,
 	struct idx_dir *e;
 	bool reader, walk;
 
-	reader = !sqcd_from_lister(sa->core, req);
+	reader = !sqcd_from_lister(sa->d, req);
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, dir->ino);
 	if (e && eof) {
 		walk = reader;
-		if (names && (reader || atomic_load(&sa->core->lister_names))) {
+		if (names && (reader || atomic_load(&sa->d->lister_names))) {
 			listed_names(sa, e);
 			/* A reader that lists names only and looks up none
 			 * of them (ImageFolder) gets listings of names
@@ -823,7 +822,7 @@ static void listed(struct statahead *sa, fuse_req_t req,
 			 * walk that stats looks up in the first one that
 			 * has files, and the listings would be made again
 			 * with attributes. */
-			walk = reader && atomic_load(&sa->core->list_names) &&
+			walk = reader && atomic_load(&sa->d->list_names) &&
 			       ++sa->reader_names >= NAMES_AHEAD_AFTER;
 		} else {
 			e->state = DIR_LISTED;
@@ -882,3 +881,16 @@ void statahead_on_event(void *arg, const struct sqcd_event *ev)
 		break;
 	}
 }
+
+const struct sqcd_feature statahead_feature = {
+	.name = "listing ahead",
+	.start = statahead_start,
+	.stop = statahead_stop,
+	.free = statahead_free,
+	.ready = statahead_ready,
+	.events = SQCD_EV_BIT(SQCD_EV_LOOKED_UP) |
+		  SQCD_EV_BIT(SQCD_EV_ENTRY_LISTED) |
+		  SQCD_EV_BIT(SQCD_EV_DIR_LISTED) |
+		  SQCD_EV_BIT(SQCD_EV_FORGOTTEN),
+	.on_event = statahead_on_event,
+};

@@ -23,6 +23,7 @@
 #include "image/image.h"
 
 struct sqcd;
+struct sqcd_feature;
 struct sqcd_event;
 struct statahead;
 
@@ -40,7 +41,7 @@ enum statahead_all_state {
 
 /**
  * statahead_start() - Start the thread that lists directories ahead.
- * @core: daemon, mounted, its session not yet looping
+ * @d: daemon, mounted, its session not yet looping
  * @out: set to the feature, or NULL with statahead=0
  *
  * The thread waits for the mount to answer, lists the whole tree with
@@ -52,40 +53,31 @@ enum statahead_all_state {
  * statahead_free().
  * Context: main thread, before the session loop.
  */
-int statahead_start(struct sqcd *core, struct statahead **out);
+int statahead_start(struct sqcd *d, void **out);
 
 /**
- * statahead_cancel() - Ask the listing thread to stop, without waiting.
- * @sa: the feature, or NULL
+ * statahead_stop() - Ask the listing thread to stop, without waiting.
+ * @f: the feature, or NULL
  *
  * A listing blocked on a request of the mount is released only once the
- * FUSE connection is gone, so the daemon asks early and joins late.
+ * FUSE connection is gone, so the daemon asks early and joins late, in
+ * statahead_free().
  *
  * Context: main thread, after the session loop; cannot fail.
  */
-void statahead_cancel(struct statahead *sa);
+void statahead_stop(void *f);
 
 /**
- * statahead_stop() - Stop the listing thread and wait for it.
- * @sa: the feature, or NULL
+ * statahead_free() - Wait for the listing thread, and free the feature.
+ * @f: the feature, or NULL
  *
  * Call once the FUSE connection is gone (a listing blocked on a request
- * of the mount ends only then).
+ * of the mount ends only then) and nothing calls the hooks below (FUSE
+ * workers and the ready check are joined).
  *
  * Context: main thread; cannot fail.
  */
-void statahead_stop(struct statahead *sa);
-
-/**
- * statahead_free() - Free the feature, stopped.
- * @sa: the feature, or NULL
- *
- * Call once nothing calls the hooks below (FUSE workers and the ready
- * check are joined).
- *
- * Context: main thread; cannot fail.
- */
-void statahead_free(struct statahead *sa);
+void statahead_free(void *f);
 
 /**
  * statahead_stats_json() - Append "statahead":{...}, and a comma.
@@ -107,15 +99,18 @@ void statahead_free(struct statahead *sa);
 void statahead_stats_json(struct statahead *sa, struct json_buf *b);
 
 /**
- * statahead_wait_all() - Wait for statahead=all to end.
- * @sa: the feature, or NULL (returns at once)
- * @seconds: the longest to wait
+ * statahead_ready() - Before the mount is said to answer: wait for
+ * statahead=all to end, up to statahead_wait= seconds.
+ * @f: the feature, or NULL (returns at once, as without statahead=all
+ *     or with statahead_wait=0)
  *
- * Logs a line when the listing goes on after @seconds.
+ * A reader that starts the moment the mount command returns would race
+ * the listing for the CPU and send the lookups the listing exists to
+ * save.  Logs a line when the listing goes on after the wait.
  *
  * Context: the thread that reports readiness; polls once a millisecond.
  */
-void statahead_wait_all(struct statahead *sa, unsigned int seconds);
+void statahead_ready(void *f);
 
 /**
  * statahead_on_event() - Hear the core's events (events.h).
@@ -138,5 +133,10 @@ void statahead_wait_all(struct statahead *sa, unsigned int seconds);
  * never waits on the listing itself.
  */
 void statahead_on_event(void *f, const struct sqcd_event *ev);
+
+/* The feature as the core knows it (daemon.h): statahead_start(),
+ * statahead_stop(), statahead_free(), statahead_ready() and the events
+ * statahead_on_event() hears. */
+extern const struct sqcd_feature statahead_feature;
 
 #endif /* SQC_DAEMON_STATAHEAD_H */

@@ -280,15 +280,19 @@ void sqcd_stats_json(struct sqcd *d, struct json_buf *b)
 	/* The core's part, with each feature's part in between: a feature
 	 * appends its own keys (see its header). */
 	image_json(d, b, &st);
-	holders_stats_json(d->holders, b); /* feature call site: holders */
+	holders_stats_json(sqcd_feature(d, &holders_feature),
+			   b); /* feature call site: holders */
 	stage_json(b, &st, &ss, &d->o.mem);
 	image_io_json(b, &st);
 	order_json(b, d->order);
 	fuse_json(d, b);
-	uring_stats_json(d->uring, b); /* feature call site: io_uring */
+	uring_stats_json(sqcd_feature(d, &uring_feature),
+			 b); /* feature call site: io_uring */
 	json_buf_printf(b, "},");
-	warm_stats_json(d->warm, b); /* feature call site: warming */
-	statahead_stats_json(d->statahead, b); /* feature call site */
+	warm_stats_json(sqcd_feature(d, &warm_feature),
+			b); /* feature call site: warming */
+	statahead_stats_json(sqcd_feature(d, &statahead_feature),
+			     b); /* feature call site */
 	json_buf_printf(b,
 			"\"prefetch\":{\"workers\":%u,\"queued\":%llu,"
 			"\"done\":%llu,\"dropped\":%llu,\"errors\":%llu},",
@@ -296,7 +300,8 @@ void sqcd_stats_json(struct sqcd *d, struct json_buf *b)
 			(unsigned long long)pfs.done,
 			(unsigned long long)pfs.dropped,
 			(unsigned long long)pfs.errors);
-	idle_stats_json(d->idle, b); /* feature call site: idle timeout */
+	idle_stats_json(sqcd_feature(d, &idle_feature),
+			b); /* feature call site: idle timeout */
 	json_buf_printf(b,
 			"\"process\":{\"rss_bytes\":%llu,\"cpu_user_s\":%.3f,"
 			"\"cpu_sys_s\":%.3f,\"threads\":%u}}",

@@ -394,7 +394,7 @@ static void patch_init(struct uring *u, struct iovec *iov, int count)
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	struct sqcd *d = userdata;
-	struct uring *u = d->uring;
+	struct uring *u = sqcd_feature(d, &uring_feature);
 	struct fuse_out_header out;
 	struct ring_thread *t;
 	bool init = false;
@@ -426,7 +426,7 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
 	struct sqcd *d = userdata;
-	struct uring *u = d->uring;
+	struct uring *u = sqcd_feature(d, &uring_feature);
 	ssize_t r = read(fd, buf, len);
 	struct fuse_in_header in;
 	struct init_in_head init;
@@ -468,7 +468,8 @@ static ssize_t io_splice_send(int fdin, off_t *offin, int fdout, off_t *offout,
 	struct ring_thread *t = self;
 	size_t got = 0;
 
-	if (!t || t->u != d->uring || !atomic_load(&t->unique) || offin ||
+	if (!t || t->u != sqcd_feature(d, &uring_feature) ||
+	    !atomic_load(&t->unique) || offin ||
 	    len < sizeof(struct fuse_out_header) ||
 	    len > URING_PAYLOAD + sizeof(struct fuse_out_header))
 		return splice(fdin, offin, fdout, offout, len, flags);
@@ -744,7 +745,7 @@ out_exit:
 	return NULL;
 }
 
-int uring_start(struct sqcd *d, struct uring **out)
+int uring_start(struct sqcd *d, void **out)
 {
 	static const struct fuse_custom_io io = {
 		.writev = io_writev,
@@ -815,8 +816,9 @@ out_free:
 	return err;
 }
 
-void uring_stop(struct uring *u)
+void uring_stop(void *f)
 {
+	struct uring *u = f;
 	uint64_t one = 1;
 
 	if (!u)
@@ -855,8 +857,10 @@ void uring_stop(struct uring *u)
 	}
 }
 
-void uring_free(struct uring *u)
+void uring_free(void *f)
 {
+	struct uring *u = f;
+
 	if (!u)
 		return;
 	for (unsigned int i = 0; i < u->nthreads; i++) {
@@ -908,21 +912,21 @@ void uring_gate(atomic_uint **busy, unsigned int *max)
 
 #else /* !SQC_HAVE_URING: built without liburing */
 
-int uring_start(struct sqcd *d, struct uring **out)
+int uring_start(struct sqcd *d, void **out)
 {
 	(void)d;
 	*out = NULL;
 	return 0;
 }
 
-void uring_stop(struct uring *u)
+void uring_stop(void *f)
 {
-	(void)u;
+	(void)f;
 }
 
-void uring_free(struct uring *u)
+void uring_free(void *f)
 {
-	(void)u;
+	(void)f;
 }
 
 bool uring_is_on(const struct uring *u)
@@ -1007,3 +1011,10 @@ void uring_stats_json(struct uring *u, struct json_buf *b)
 			uring_threads(u), (unsigned long long)requests(u),
 			ok ? "true" : "false", why);
 }
+
+const struct sqcd_feature uring_feature = {
+	.name = "io_uring",
+	.start = uring_start,
+	.stop = uring_stop,
+	.free = uring_free,
+};

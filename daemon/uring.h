@@ -13,12 +13,13 @@
 #include <stddef.h>
 
 struct sqcd;
+struct sqcd_feature;
 struct uring;
 struct json_buf;
 
 /**
  * uring_start() - Start serving requests over io_uring, if possible.
- * @core: the daemon, mounted, its session not yet looping
+ * @d: the daemon, mounted, its session not yet looping
  * @out: set to the module, or NULL when io_uring is not used
  *
  * Does nothing with -o no_uring, when io_uring is not available (built
@@ -32,7 +33,7 @@ struct json_buf;
  * Return: 0; -ENOMEM; -errno.
  * Context: main thread, after detaching, before the session loop.
  */
-int uring_start(struct sqcd *core, struct uring **out);
+int uring_start(struct sqcd *d, void **out);
 
 /**
  * uring_stop() - Stop the io_uring threads.
@@ -41,7 +42,7 @@ int uring_start(struct sqcd *core, struct uring **out);
  * Context: main thread, after warming stopped (a push may wait for a
  * READ that a ring thread answers); cannot fail.
  */
-void uring_stop(struct uring *f);
+void uring_stop(void *f);
 
 /**
  * uring_free() - Free the module, stopped.
@@ -49,18 +50,18 @@ void uring_stop(struct uring *f);
  *
  * Context: main thread, after uring_stop(); cannot fail.
  */
-void uring_free(struct uring *f);
+void uring_free(void *f);
 
 /**
  * uring_stats_json() - Append the "fuse" object's io_uring members:
  * "uring_threads", "uring_requests", "uring_available" and
  * "uring_unavailable" (why, "" when available), with no trailing comma.
- * @f: the module; NULL appends 0 threads and requests
+ * @u: the module; NULL appends 0 threads and requests
  * @b: the stats reply, inside the "fuse" object
  *
  * Context: the control thread.
  */
-void uring_stats_json(struct uring *f, struct json_buf *b);
+void uring_stats_json(struct uring *u, struct json_buf *b);
 
 /**
  * uring_available() - Whether this build and libfuse can use io_uring.
@@ -78,10 +79,10 @@ void uring_stats_json(struct uring *f, struct json_buf *b);
 bool uring_available(char *why, size_t len, bool log);
 
 /* Whether requests go over io_uring (INIT asked for it). */
-bool uring_is_on(const struct uring *f);
+bool uring_is_on(const struct uring *u);
 
 /* How many threads serve io_uring queues; 0 when not in use. */
-unsigned int uring_threads(const struct uring *f);
+unsigned int uring_threads(const struct uring *u);
 
 /**
  * uring_reply_buf() - Where a READ's raw bytes go on this thread.
@@ -109,5 +110,9 @@ void *uring_reply_buf(void);
  * Context: FUSE workers and io_uring threads.
  */
 void uring_gate(atomic_uint **busy, unsigned int *max);
+
+/* The feature as the core knows it (daemon.h): uring_start(), uring_stop(),
+ * uring_free(). */
+extern const struct sqcd_feature uring_feature;
 
 #endif /* SQC_DAEMON_URING_H */

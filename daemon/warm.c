@@ -361,7 +361,7 @@ static void *warm_main(void *arg)
 	}
 }
 
-int warm_start(struct sqcd *d, struct warm **out)
+int warm_start(struct sqcd *d, void **out)
 {
 	struct warm *w;
 	int err;
@@ -403,8 +403,10 @@ fail:
 	return err;
 }
 
-void warm_stop(struct warm *w)
+void warm_stop(void *f)
 {
+	struct warm *w = f;
+
 	if (!w)
 		return;
 	pthread_mutex_lock(&w->lock);
@@ -414,8 +416,10 @@ void warm_stop(struct warm *w)
 	pthread_join(w->thread, NULL);
 }
 
-void warm_free(struct warm *w)
+void warm_free(void *f)
 {
+	struct warm *w = f;
+
 	if (!w)
 		return;
 	pthread_cond_destroy(&w->more);
@@ -666,3 +670,17 @@ void warm_on_event(void *arg, const struct sqcd_event *ev)
 		break;
 	}
 }
+
+const struct sqcd_feature warm_feature = {
+	.name = "warming",
+	.start = warm_start,
+	.stop = warm_stop,
+	.free = warm_free,
+	.events = SQCD_EV_BIT(SQCD_EV_ENTRY_LISTED) |
+		  SQCD_EV_BIT(SQCD_EV_RANGE_READ) |
+		  SQCD_EV_BIT(SQCD_EV_READER) |
+		  SQCD_EV_BIT(SQCD_EV_FILE_OPENED) |
+		  SQCD_EV_BIT(SQCD_EV_TREE_LISTED) |
+		  SQCD_EV_BIT(SQCD_EV_FORGOTTEN),
+	.on_event = warm_on_event,
+};

@@ -10,19 +10,20 @@
 #define SQC_DAEMON_WARM_H
 
 struct sqcd;
+struct sqcd_feature;
 struct sqcd_event;
 struct warm;
 struct json_buf;
 
 /**
  * warm_start() - Start pushing listed files into the page cache.
- * @core: the daemon, with its session and prefetcher set up
+ * @d: the daemon, with its session and prefetcher set up
  * @out: set to the module, or NULL when warming is off (warm=0, direct_io)
  *
  * Return: 0; -ENOMEM; -errno from pthread_create().
  * Context: main thread, before the session loop.
  */
-int warm_start(struct sqcd *core, struct warm **out);
+int warm_start(struct sqcd *d, void **out);
 
 /**
  * warm_stop() - Stop the warming thread.
@@ -33,7 +34,7 @@ int warm_start(struct sqcd *core, struct warm **out);
  *
  * Context: main thread, after the session loop; cannot fail.
  */
-void warm_stop(struct warm *f);
+void warm_stop(void *f);
 
 /**
  * warm_free() - Free what warming kept, once nothing pushes.
@@ -42,11 +43,11 @@ void warm_stop(struct warm *f);
  * Context: main thread, once every request thread and the listing thread
  * (which emits SQCD_EV_TREE_LISTED) are joined.
  */
-void warm_free(struct warm *f);
+void warm_free(void *f);
 
 /**
  * warm_on_event() - Hear the core's events (events.h).
- * @f: the module (struct warm)
+ * @w: the module (struct warm)
  * @ev: the event:
  *      SQCD_EV_ENTRY_LISTED: a listed file is kept until a read follows,
  *      then queued (files are pushed in the order their data lies in the
@@ -74,11 +75,15 @@ void warm_on_event(void *f, const struct sqcd_event *ev);
 /**
  * warm_stats_json() - Append "warm":{budget,files,bytes,dropped,open_files,
  * open_bytes}, and a comma.
- * @f: the module; NULL appends zeros
+ * @w: the module; NULL appends zeros
  * @b: the stats reply
  *
  * Context: the control thread.
  */
-void warm_stats_json(struct warm *f, struct json_buf *b);
+void warm_stats_json(struct warm *w, struct json_buf *b);
+
+/* The feature as the core knows it (daemon.h): warm_start(), warm_stop(),
+ * warm_free() and the events warm_on_event() hears. */
+extern const struct sqcd_feature warm_feature;
 
 #endif /* SQC_DAEMON_WARM_H */

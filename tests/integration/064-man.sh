@@ -17,11 +17,11 @@ for p in "$TOP/man/mountctl.1" "$TOP/man/squashcached.8" "$TOP/man/squashcache_s
 done
 
 # Options of the daemon's parser: every strcmp(opt, "NAME") in parse_one.
-opts=$(sed -n 's/.*strcmp(opt, "\([a-z_]*\)").*/\1/p' "$TOP/daemon/main.c" | sort -u)
-[ -n "$opts" ] || fail "found no options in daemon/main.c"
+opts=$(sed -n 's/.*strcmp(opt, "\([a-z_]*\)").*/\1/p' "$TOP/daemon/options.c" | sort -u)
+[ -n "$opts" ] || fail "found no options in daemon/options.c"
 for o in $opts; do
     grep -q "^\.It Cm $o\( \|\$\)\|Cm $o ,\|, Cm $o\( \|\$\)" "$TOP/man/squashcached.8" ||
-        fail "option '$o' of daemon/main.c is not described in man/squashcached.8"
+        fail "option '$o' of daemon/options.c is not described in man/squashcached.8"
 done
 
 make -C "$TOP" --no-print-directory BUILD="$BUILD" install PREFIX="$T/prefix" \
