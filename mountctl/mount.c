@@ -247,6 +247,31 @@ static const char *daemon_prog(char *buf, size_t cap, bool *search)
 	return "squashcached";
 }
 
+int mc_daemon_stat(struct stat *st)
+{
+	char buf[PATH_MAX], path[PATH_MAX];
+	const char *prog, *dirs, *end;
+	bool search;
+
+	prog = daemon_prog(buf, sizeof(buf), &search);
+	if (!search)
+		return stat(prog, st) ? -errno : 0;
+	dirs = getenv("PATH");
+	for (dirs = dirs ? dirs : "/usr/bin:/bin"; *dirs; dirs = end) {
+		size_t n;
+
+		end = dirs + strcspn(dirs, ":");
+		n = (size_t)(end - dirs);
+		end += *end == ':';
+		if (snprintf(path, sizeof(path), "%.*s/%s", (int)n,
+			     n ? dirs : ".", prog) >= (int)sizeof(path))
+			continue;
+		if (!access(path, X_OK) && !stat(path, st))
+			return 0;
+	}
+	return -ENOENT;
+}
+
 /*
  * Run squashcached with @argv (argv[0] is filled in) and wait for it, at
  * most @timeout seconds (0: no limit beyond its own).

@@ -581,46 +581,45 @@ out_free:
 	return failed;
 }
 
-/* Kill the daemons .daemons names that are still the same processes of
- * the job's user. */
+/* Kill the daemons .daemons names that are still the same processes:
+ * squashcached, of the job's user, started when recorded. */
 static void kill_daemons(struct jobdir *j, const struct job_ids *ids)
 {
 	int fd = openat(j->dir, ".daemons", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	char name[DS_NAME_MAX];
 	unsigned long long pid, start;
-	uint64_t now;
-	struct stat st;
+	struct stat st, exe;
+	struct job_proc p = { .uid = ids->uid, .exe = &exe };
 	FILE *f;
 
 	if (fd < 0)
 		return;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
-	    !(f = fdopen(fd, "r"))) {
+	    job__exe_stat(false, &exe) || !(f = fdopen(fd, "r"))) {
+		mc_err("job %s: cannot check its daemons", ids->job);
 		close(fd);
 		return;
 	}
 	while (fscanf(f, "%63s %llu %llu", name, &pid, &start) == 3) {
-		char proc[32];
-
-		snprintf(proc, sizeof(proc), "/proc/%llu", pid);
-		if (pid > 1 && pid < (1u << 30) &&
-		    !ctl_proc_start((pid_t)pid, &now) && now == start &&
-		    !stat(proc, &st) && st.st_uid == ids->uid)
-			kill((pid_t)pid, SIGKILL);
+		if (pid <= 1 || pid >= (1u << 30))
+			continue;
+		p.pid = (pid_t)pid;
+		p.start = start;
+		(void)job__kill_checked(&p, SIGKILL);
 	}
 	fclose(f);
 }
 
-/* Kill the mounter JOB_MOUNTER names if it is still the same process
- * of root's (it joins the job's cgroups, where Slurm kills it; before
- * that it is waiting for the extern step). */
+/* Kill the mounter JOB_MOUNTER names if it is still the same process:
+ * mountctl, root's, started when recorded (it joins the job's cgroups,
+ * where Slurm kills it; before that it is waiting for the extern step). */
 static void kill_mounter(struct jobdir *j)
 {
 	int fd = openat(j->dir, JOB_MOUNTER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	unsigned long long pid, start;
-	char buf[64], proc[32];
-	struct stat st;
-	uint64_t now;
+	char buf[64];
+	struct stat st, exe;
+	struct job_proc p = { .uid = 0, .exe = &exe };
 	ssize_t n;
 
 	if (fd < 0)
@@ -629,16 +628,15 @@ static void kill_mounter(struct jobdir *j)
 		    -1 :
 		    read(fd, buf, sizeof(buf) - 1);
 	close(fd);
-	if (n <= 0)
+	if (n <= 0 || job__exe_stat(true, &exe))
 		return;
 	buf[n] = '\0';
 	if (sscanf(buf, "%llu %llu", &pid, &start) != 2 || pid <= 1 ||
 	    pid >= (1u << 30))
 		return;
-	snprintf(proc, sizeof(proc), "/proc/%llu", pid);
-	if (!ctl_proc_start((pid_t)pid, &now) && now == start &&
-	    !stat(proc, &st) && st.st_uid == 0)
-		kill((pid_t)pid, SIGKILL);
+	p.pid = (pid_t)pid;
+	p.start = start;
+	(void)job__kill_checked(&p, SIGKILL);
 }
 
 /* As the user: remove everything below the directory @fd, no deeper

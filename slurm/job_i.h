@@ -9,6 +9,9 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 #include "job.h"
 
@@ -92,5 +95,39 @@ int job__wait_child(pid_t pid, int errfd, int resfd, double deadline, char *msg,
  * @errfd: its stderr, or -1 for /dev/null
  */
 void job__child_stdio(int errfd);
+
+#define JOB_ANY_USER ((uid_t)-1) /* struct job_proc.uid: any but root */
+
+/* The process root means to signal, as it was recorded or seen. */
+struct job_proc {
+	pid_t pid;
+	uint64_t start; /* its start time, ctl_proc_start() */
+	uid_t uid; /* its real, effective, saved and fs uid, or JOB_ANY_USER */
+	const struct stat *exe; /* its executable (dev, ino) */
+};
+
+/**
+ * job__kill_checked() - Signal a process only if it is still the one
+ * @want describes: pinned with a pidfd, checked through its /proc
+ * directory while the pidfd says it is alive, signalled through the pidfd.
+ * @want: the process
+ * @sig: the signal
+ *
+ * Return: 0 if signalled; -EPERM if the process is another one (another
+ * executable, another user, a setuid program, a later start); -ESRCH if
+ * it is gone; -errno.
+ * Context: root.
+ */
+int job__kill_checked(const struct job_proc *want, int sig);
+
+/**
+ * job__exe_stat() - stat() the executable of the daemons (squashcached,
+ * mc_daemon_stat()) or, @self, of the running mountctl (the mounter).
+ * @self: mountctl itself
+ * @st: filled in
+ *
+ * Return: 0 or -errno.
+ */
+int job__exe_stat(bool self, struct stat *st);
 
 #endif /* SQC_SLURM_JOB_I_H */

@@ -10,7 +10,9 @@
  *
  * With --clean, a stale mount is detached (its FUSE connection aborted)
  * through the job directory's checked descriptors, and an orphan daemon
- * is killed.  Only what is under BASE/squashcache is looked at: that is
+ * is killed through job__kill_checked(): only a process of the
+ * squashcached mountctl runs (its command line alone says nothing), of
+ * the mount point's owner, started when it was seen.  Only what is under BASE/squashcache is looked at: that is
  * root's; anything elsewhere belongs to its user.  A daemon in a mount
  * namespace of its job's (job_container/tmpfs) is judged by the mounts
  * there.
@@ -99,17 +101,16 @@ static int check_mounts(const struct ds_conf *c, const char *top, bool clean)
 	return left;
 }
 
-/* Seconds process @pid has run, or -1. */
-static double proc_age(pid_t pid)
+/* Seconds since a process started at @start (ctl_proc_start()), or -1. */
+static double proc_age(uint64_t start)
 {
-	uint64_t start;
 	double up;
 	FILE *f = fopen("/proc/uptime", "re");
 	int ok = f && fscanf(f, "%lf", &up) == 1;
 
 	if (f)
 		fclose(f);
-	if (!ok || ctl_proc_start(pid, &start))
+	if (!ok)
 		return -1;
 	return up - (double)start / (double)sysconf(_SC_CLK_TCK);
 }
@@ -169,37 +170,92 @@ static bool mounted_in_its_ns(const char *pid, const char *mnt)
 	return found > 0;
 }
 
-/* Orphan daemons of mounts under @top.  Return: how many are left. */
-static int check_daemons(const char *top, bool clean, double min_age)
+/* The user a daemon of mount @name of job directory @job must run as:
+ * the owner of that mount point, or, where it is gone, any but root. */
+static uid_t daemon_owner(const struct ds_conf *c, const char *job,
+			  const char *name)
+{
+	struct jobdir j;
+	struct stat st;
+	uid_t uid = JOB_ANY_USER;
+
+	if (!job__dir_open(c, job, false, &j) &&
+	    !fstatat(j.dir, name, &st, AT_SYMLINK_NOFOLLOW) &&
+	    S_ISDIR(st.st_mode) && st.st_uid != 0)
+		uid = st.st_uid;
+	job__dir_close(&j);
+	return uid;
+}
+
+/* Is the process of /proc/@pid running the executable @exe? */
+static bool runs_exe(const char *pid, const struct stat *exe)
+{
+	char path[300];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%s/exe", pid);
+	return !stat(path, &st) && st.st_dev == exe->st_dev &&
+	       st.st_ino == exe->st_ino;
+}
+
+/*
+ * The orphan daemon @p of mount point @mnt: say it, and with @clean kill
+ * it if it still is that process of that user.  Return: 1 if it is left.
+ */
+static int orphan(const struct ds_conf *c, const char *top, const char *mnt,
+		  struct job_proc *p, bool clean)
+{
+	char job[128], name[DS_NAME_MAX];
+	int err;
+
+	if (!split_under(top, mnt, job, name))
+		return 0;
+	p->uid = daemon_owner(c, job, name);
+	printf("orphan daemon %d of %s: not mounted any more", (int)p->pid,
+	       mnt);
+	err = clean ? job__kill_checked(p, SIGKILL) : -EAGAIN;
+	if (!err)
+		printf(": killed\n");
+	else if (clean)
+		printf(": not killed: %s\n", err_str(err));
+	else
+		printf("\n");
+	return err != 0;
+}
+
+/* Orphan daemons of mounts under @top: processes of the squashcached
+ * mountctl runs, for a while, whose mount is not there.  Return: how
+ * many are left. */
+static int check_daemons(const struct ds_conf *c, const char *top, bool clean,
+			 double min_age)
 {
 	DIR *d = opendir("/proc");
+	struct stat exe;
 	struct dirent *e;
 	int left = 0;
 
-	if (!d)
+	if (!d || mc_daemon_stat(&exe)) {
+		if (d)
+			closedir(d);
 		return 1;
+	}
 	while ((e = readdir(d))) {
 		char mnt[PATH_MAX], job[128], name[DS_NAME_MAX];
+		struct job_proc p = { .exe = &exe };
 		struct mc_mount m;
-		pid_t pid;
 
 		if (!isdigit((unsigned char)e->d_name[0]) ||
 		    !daemon_mountpoint(e->d_name, mnt, sizeof(mnt)) ||
 		    !split_under(top, mnt, job, name) ||
+		    !runs_exe(e->d_name, &exe) ||
 		    (!mc_mount_find(mnt, &m) && m.is_sqc) ||
 		    mounted_in_its_ns(e->d_name, mnt))
 			continue;
-		pid = (pid_t)atoi(e->d_name);
-		if (proc_age(pid) < min_age)
+		p.pid = (pid_t)atoi(e->d_name);
+		if (ctl_proc_start(p.pid, &p.start) ||
+		    proc_age(p.start) < min_age)
 			continue;
-		printf("orphan daemon %d of %s: not mounted any more", (int)pid,
-		       mnt);
-		if (clean && !kill(pid, SIGKILL)) {
-			printf(": killed\n");
-			continue;
-		}
-		printf("\n");
-		left++;
+		left += orphan(c, top, mnt, &p, clean);
 	}
 	closedir(d);
 	return left;
@@ -216,7 +272,7 @@ int job_check_node(const struct ds_conf *c, bool clean, double min_age)
 	}
 	snprintf(top, sizeof(top), "%s/%s", base, JOB_TOP_NAME);
 	left = check_mounts(c, top, clean);
-	left += check_daemons(top, clean, min_age);
+	left += check_daemons(c, top, clean, min_age);
 	fflush(stdout);
 	return left ? MC_EXIT_FAIL : MC_EXIT_OK;
 }

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 need_fuse
-need_cmd mksquashfs useradd runuser
+need_cmd mksquashfs useradd runuser setpriv bash
 
 u=sqc-test-a
 id "$u" >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh "$u"
@@ -90,7 +90,21 @@ grep -q "^orphan daemon $p2 of $top/job4-n1/img-2" "$T/node.out" || fail "no orp
 # A daemon younger than --min-age is still mounting: not an orphan.
 job --min-age 3600 check-node >"$T/node.out" || true
 grep -q "^orphan" "$T/node.out" && fail "a young daemon counted as an orphan"
+# Any user can give a program of theirs the command line of a daemon:
+# check-node looks at the executable, not the name, and never kills it.
+setpriv --reuid=$uid --regid=$gid --clear-groups bash -c "exec -a squashcached tail -f /dev/null $top/job4-n1/fake >/dev/null 2>&1" &
+fake=$!
+at_exit "kill -9 $fake 2>/dev/null"
+i=0
+until tr '\0' ' ' <"/proc/$fake/cmdline" 2>/dev/null | grep -q "^squashcached "; do
+    i=$((i + 1))
+    [ $i -lt 250 ] || fail "the fake daemon did not start"
+    sleep 0.02
+done
 job --min-age 0 --clean check-node >"$T/node.out" || fail "check-node --clean left: $(cat "$T/node.out")"
+grep "$top/job4-n1/fake" "$T/node.out" && fail "check-node took a program named squashcached for a daemon"
+kill -0 "$fake" || fail "check-node --clean killed a user's program named squashcached"
+kill -9 "$fake"
 job --min-age 0 check-node >"$T/node.out" || fail "after --clean: $(cat "$T/node.out")"
 wait_gone "$p2" 5 "the orphan daemon"
 grep -q " $top/job4-n1/" /proc/self/mounts && fail "the stale mount is still there"
