@@ -40,6 +40,7 @@ static int job_dir_of(const struct ds_conf *c, const struct job_ids *ids,
 	char name[128];
 
 	j->base = j->top = j->dir = -1;
+	j->name[0] = '\0';
 	if (ds_job_dir_name(ids->job, ids->node, name, sizeof(name))) {
 		mc_err("bad job id '%s' or node name '%s'", ids->job,
 		       ids->node);
@@ -745,6 +746,7 @@ static int clean_job(struct jobdir *j, const struct job_ids *ids)
 
 int job_epilog(const struct ds_conf *c, const struct job_ids *ids)
 {
+	char line[PATH_MAX + 512];
 	struct jobdir j;
 	int err = job_dir_of(c, ids, false, &j);
 
@@ -752,17 +754,20 @@ int job_epilog(const struct ds_conf *c, const struct job_ids *ids)
 		job__dir_close(&j);
 		return 0;
 	}
-	if (err) {
-		/* Not ours (another user's entry): nothing of the job. */
-		job__dir_close(&j);
-		return 0;
+	if (!err) {
+		err = clean_job(&j, ids);
+		if (!err && unlinkat(j.top, j.name, AT_REMOVEDIR))
+			err = -errno;
 	}
-	err = clean_job(&j, ids);
-	if (!err && unlinkat(j.top, j.name, AT_REMOVEDIR))
-		err = -errno;
-	if (err)
-		mc_err("job %s: %s is left: %s", ids->job, j.path,
-		       err_str(err));
+	if (err) {
+		/* Another owner's entry, no descriptor left, a bad id: what
+		 * the job has on the node may be left, for check-node. */
+		snprintf(line, sizeof(line), "job %.24s on %.65s: %s/%s/%s: %s",
+			 ids->job, ids->node, c->base, JOB_TOP_NAME, j.name,
+			 err_str(err));
+		mc_err("%s", line);
+		job__note_left(c, line);
+	}
 	job__dir_close(&j);
 	return err;
 }

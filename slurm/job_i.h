@@ -18,6 +18,7 @@
 #define JOB_TOP_NAME "squashcache" /* BASE/squashcache */
 #define JOB_PENDING ".pending" /* the mounter is not done yet (job.h) */
 #define JOB_MOUNTER ".mounter" /* "PID START" of the mounter (job.h) */
+#define JOB_LEFT ".epilog-failed" /* in BASE/squashcache: job__note_left() */
 
 /* A job's directories, open. */
 struct jobdir {
@@ -41,6 +42,26 @@ struct jobdir {
  */
 int job__dir_open(const struct ds_conf *c, const char *name, bool create,
 		  struct jobdir *j);
+
+/**
+ * job__note_left() - Say that an Epilog may have left something of a job
+ * behind: in syslog, on stderr if it cannot be noted, and as a line of
+ * BASE/squashcache/JOB_LEFT (root's, 0600), which check-node reports.
+ * @c: the site's configuration (base=)
+ * @line: what happened, one line
+ */
+void job__note_left(const struct ds_conf *c, const char *line);
+
+/**
+ * job__check_left() - Print each line of JOB_LEFT as "failed epilog: ...".
+ * @c: the site's configuration (base=)
+ * @clear: remove JOB_LEFT after (check-node --clean, once what is under
+ *         BASE/squashcache is clean)
+ *
+ * Return: how many failed Epilogs are left noted (1 if JOB_LEFT is not
+ * a file of root's).
+ */
+int job__check_left(const struct ds_conf *c, bool clear);
 
 /**
  * job__dir_close() - Close what job__dir_open() opened.

@@ -110,4 +110,18 @@ wait_gone "$p2" 5 "the orphan daemon"
 grep -q " $top/job4-n1/" /proc/self/mounts && fail "the stale mount is still there"
 job --job 4 epilog
 [ ! -e "$top/job4-n1" ] || fail "the epilog left job 4"
+
+note "an epilog that cannot open the job directory says so, for check-node"
+# Not root's (as if swapped): the epilog must not take it for "nothing".
+mkdir "$top/job5-n1"
+chown $u "$top/job5-n1"
+job --job 5 epilog 2>"$T/epi.err" || true
+grep -q "job 5 on n1: .*job5-n1" "$T/epi.err" || fail "the epilog said nothing: $(cat "$T/epi.err")"
+if job --min-age 0 check-node >"$T/node.out"; then
+    fail "check-node did not report the failed epilog: $(cat "$T/node.out")"
+fi
+grep -q "^failed epilog: job 5 on n1" "$T/node.out" || fail "check-node: $(cat "$T/node.out")"
+job --min-age 0 --clean check-node >"$T/node.out" || fail "check-node --clean left: $(cat "$T/node.out")"
+job --min-age 0 check-node >"$T/node.out" || fail "after --clean: $(cat "$T/node.out")"
+rmdir "$top/job5-n1"
 exit 0
