@@ -925,6 +925,36 @@ static int parse_args(struct sqcd *d, int argc, char **argv, int *status)
 	return 0;
 }
 
+/* Does @image name an inherited descriptor, /dev/fd/N or /proc/self/fd/N? */
+static bool is_fd_path(const char *image)
+{
+	const char *n = !strncmp(image, "/dev/fd/", 8)	      ? image + 8 :
+			!strncmp(image, "/proc/self/fd/", 14) ? image + 14 :
+								NULL;
+
+	return n && *n && strspn(n, "0123456789") == strlen(n);
+}
+
+/*
+ * The name of the file of descriptor @image (is_fd_path()), for the mount
+ * table and messages only: it is never opened by that name (a caller
+ * that checked the file it opened, e.g. against allow=, hands it over so
+ * that nobody can swap the name in between).  Return: 0 or -errno (said).
+ */
+static int fd_image_name(const char *image, char *abs)
+{
+	ssize_t n = readlink(image, abs, PATH_MAX - 1);
+
+	if (n <= 0 || abs[0] != '/') {
+		fprintf(stderr,
+			"squashcached: image '%s' is not an open file\n",
+			image);
+		return -EBADF;
+	}
+	abs[n] = '\0';
+	return 0;
+}
+
 /*
  * Check the mount point, open the image and settle what depends on it.
  * Return: 0 to go on; otherwise -errno (said), and main() exits with
@@ -940,7 +970,9 @@ static int open_image(struct sqcd *d, int *status)
 	if (err)
 		return err;
 	*status = EXIT_BAD_IMAGE;
-	if (!realpath(d->o.image, d->o.image_abs)) {
+	if (is_fd_path(d->o.image)) {
+		err = fd_image_name(d->o.image, d->o.image_abs);
+	} else if (!realpath(d->o.image, d->o.image_abs)) {
 		err = -errno;
 		if (err == -ENOENT)
 			fprintf(stderr,
@@ -950,9 +982,12 @@ static int open_image(struct sqcd *d, int *status)
 			fprintf(stderr,
 				"squashcached: cannot open image '%s': %s\n",
 				d->o.image, err_str(err));
-		return err;
 	}
-	err = img_open(d->o.image_abs, &d->o.img, &d->img);
+	if (err)
+		return err;
+	/* An inherited descriptor is reopened as it is, never by name. */
+	err = img_open(is_fd_path(d->o.image) ? d->o.image : d->o.image_abs,
+		       &d->o.img, &d->img);
 	if (err) {
 		fprintf(stderr, "squashcached: cannot mount '%s': %s\n",
 			d->o.image,
@@ -960,6 +995,8 @@ static int open_image(struct sqcd *d, int *status)
 					      err_str(err));
 		return err;
 	}
+	if (is_fd_path(d->o.image) && atoi(strrchr(d->o.image, '/') + 1) > 2)
+		close(atoi(strrchr(d->o.image, '/') + 1)); /* img has its own */
 	d->root_ref = img_get_super(d->img)->root_ref;
 	if (!d->o.threads)
 		d->o.threads = default_threads(d->img);

@@ -57,7 +57,8 @@ static int job_dir_of(const struct ds_conf *c, const struct job_ids *ids,
 static int drop_to_user(const struct job_ids *ids)
 {
 	static const char *const keep[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS",
-					    "TSAN_OPTIONS", "LSAN_OPTIONS" };
+					    "TSAN_OPTIONS", "LSAN_OPTIONS",
+					    "SQC_TEST_ALLOW_PAUSE" };
 	char *kept[ARRAY_SIZE(keep)];
 
 	for (size_t i = 0; i < ARRAY_SIZE(keep); i++) {
@@ -232,52 +233,98 @@ static bool at_image_dir(const struct job_ids *ids, const char *path)
 }
 
 /*
- * The child's part, as the user: open the image, check allow= on the
- * path it really is, mount it, and write "PID START" of its daemon to
- * @resfd.  Return: the exit status for _exit().
+ * Tests only: with SQC_TEST_ALLOW_PAUSE=FILE, make FILE once allow= is
+ * checked and wait (10 s at most) until it is gone: the moment a user
+ * would swap the image's name for another (101, 103).  As the user.
  */
-static int mount_as_user(const struct ds_conf *c, const struct job_ids *ids,
-			 const struct ds_image *im, const char *mnt,
-			 double timeout, int resfd)
+static void test_pause(void)
 {
-	char real[PATH_MAX], opts[3 * DS_OPTS_MAX], link[64], rmnt[PATH_MAX];
-	uint64_t start = 0;
-	pid_t pid;
-	struct mc_mount m;
+	const char *f = getenv("SQC_TEST_ALLOW_PAUSE");
+	int fd;
+
+	if (!f || !*f)
+		return;
+	fd = open(f, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	close(fd);
+	for (int i = 0; i < 500 && !access(f, F_OK); i++)
+		mc_sleep_ms(20);
+}
+
+/*
+ * As the user: open the image once and check allow= on the path that
+ * descriptor really is.  Return: the descriptor, or -(exit status) for
+ * _exit() (said on stderr).
+ */
+static int open_allowed(const struct ds_conf *c, const struct job_ids *ids,
+			const struct ds_image *im)
+{
+	char real[PATH_MAX], link[64];
 	struct stat st;
-	int fd, rc;
 	ssize_t n;
+	int fd;
 
 	if (!at_image_dir(ids, im->path)) {
 		fprintf(stderr, "not an absolute path\n");
-		return MC_EXIT_IMAGE;
+		return -MC_EXIT_IMAGE;
 	}
 	fd = open(im->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st)) {
 		fprintf(stderr, "cannot open: %s\n", err_str(errno));
-		return MC_EXIT_IMAGE;
+		return -MC_EXIT_IMAGE;
 	}
 	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
 		fprintf(stderr, "not a regular file\n");
-		return MC_EXIT_IMAGE;
+		return -MC_EXIT_IMAGE;
 	}
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
 	n = readlink(link, real, sizeof(real) - 1);
 	if (n <= 0 || (size_t)n >= sizeof(real) - 1) {
 		fprintf(stderr, "cannot resolve its path\n");
-		return MC_EXIT_IMAGE;
+		return -MC_EXIT_IMAGE;
 	}
 	real[n] = '\0';
 	if (!ds_is_allowed(c, real)) {
 		fprintf(stderr, "not under an allowed prefix (%s): it is %s\n",
 			c->allow, real);
-		return MC_EXIT_IMAGE;
+		return -MC_EXIT_IMAGE;
 	}
+	return fd;
+}
+
+/*
+ * The child's part, as the user: open the image, check allow= on the
+ * path it really is, have the daemon mount that very file (the
+ * descriptor, handed over as /proc/self/fd/N: never opened by name
+ * again), and write "PID START" of its daemon to @resfd.
+ * Return: the exit status for _exit().
+ */
+static int mount_as_user(const struct ds_conf *c, const struct job_ids *ids,
+			 const struct ds_image *im, const char *mnt,
+			 double timeout, int resfd)
+{
+	char opts[3 * DS_OPTS_MAX], image[64], rmnt[PATH_MAX];
+	uint64_t start = 0;
+	pid_t pid;
+	struct mc_mount m;
+	int fd = open_allowed(c, ids, im), rc;
+
+	if (fd < 0)
+		return -fd;
 	if (ds_mount_opts(c, im->opts, opts, sizeof(opts))) {
 		fprintf(stderr, "options too long\n");
 		return MC_EXIT_USAGE;
 	}
-	rc = mc_mount_image(real, mnt, opts[0] ? opts : NULL, timeout, false,
+	test_pause();
+	/* The daemon inherits it. */
+	if (fcntl(fd, F_SETFD, 0)) {
+		fprintf(stderr, "cannot hand the image over: %s\n",
+			err_str(errno));
+		return MC_EXIT_FAIL;
+	}
+	snprintf(image, sizeof(image), "/proc/self/fd/%d", fd);
+	rc = mc_mount_image(image, mnt, opts[0] ? opts : NULL, timeout, false,
 			    rmnt);
 	if (rc || mc_mount_find(rmnt, &m) || mc_ping(&m, &pid))
 		return rc ? rc : MC_EXIT_FAIL;

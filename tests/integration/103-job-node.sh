@@ -111,6 +111,35 @@ grep -q " $top/job4-n1/" /proc/self/mounts && fail "the stale mount is still the
 job --job 4 epilog
 [ ! -e "$top/job4-n1" ] || fail "the epilog left job 4"
 
+note "allow= holds for the file mounted: a name swapped after the check"
+# The user's directory under an allowed prefix; once the prolog checked
+# the image (the test hook pauses there), the user replaces its
+# directory with a symlink to an image outside allow=.
+mkdir -p "$T/allowed/u/dir" "$T/outside" "$T/src2" "$T/pause"
+echo secret >"$T/src2/secret"
+mkimg "$T/src2" "$T/outside/img.sqfs"
+cp "$T/img.sqfs" "$T/allowed/u/dir/img.sqfs"
+chmod 644 "$T/outside/img.sqfs" "$T/allowed/u/dir/img.sqfs"
+chown -R $u "$T/allowed/u" "$T/pause"
+SQC_TEST_ALLOW_PAUSE="$T/pause/now" job --job 6 --set allow="$T/allowed" \
+    --datasets "$T/allowed/u/dir/img.sqfs" prolog 2>"$T/swap.err" &
+pro=$!
+i=0
+until [ -e "$T/pause/now" ]; do
+    i=$((i + 1))
+    [ $i -lt 500 ] || fail "the prolog did not reach the pause: $(cat "$T/swap.err")"
+    sleep 0.02
+done
+runuser -u $u -- sh -c "mv '$T/allowed/u/dir' '$T/allowed/u/old' && ln -s '$T/outside' '$T/allowed/u/dir'" ||
+    fail "cannot swap the directory"
+rm "$T/pause/now"
+wait $pro || true
+runuser -u $u -- test -e "$top/job6-n1/img/secret" && fail "the job mounted an image outside allow="
+[ "$(runuser -u $u -- cat "$top/job6-n1/img/d/f")" = hello ] ||
+    fail "the image checked is not mounted: $(cat "$T/swap.err")"
+job --job 6 epilog
+[ ! -e "$top/job6-n1" ] || fail "the epilog left job 6"
+
 note "an epilog that cannot open the job directory says so, for check-node"
 # Not root's (as if swapped): the epilog must not take it for "nothing".
 mkdir "$top/job5-n1"
