@@ -79,7 +79,7 @@ static int drop_to_user(const struct job_ids *ids)
 	if (chdir("/"))
 		return -1;
 	clearenv();
-	setenv("PATH", "/usr/local/bin:/usr/bin:/bin", 1);
+	setenv("PATH", JOB_USER_PATH, 1);
 	setenv("HOME", ids->home[0] ? ids->home : "/", 1);
 	if (ids->user[0]) {
 		setenv("USER", ids->user, 1);

@@ -18,6 +18,7 @@
 #define JOB_TOP_NAME "squashcache" /* BASE/squashcache */
 #define JOB_PENDING ".pending" /* the mounter is not done yet (job.h) */
 #define JOB_MOUNTER ".mounter" /* "PID START" of the mounter (job.h) */
+#define JOB_USER_PATH "/usr/local/bin:/usr/bin:/bin" /* PATH as the user */
 #define JOB_LEFT ".epilog-failed" /* in BASE/squashcache: job__note_left() */
 
 /* A job's directories, open. */
@@ -142,8 +143,9 @@ struct job_proc {
 int job__kill_checked(const struct job_proc *want, int sig);
 
 /**
- * job__exe_stat() - stat() the executable of the daemons (squashcached,
- * mc_daemon_stat()) or, @self, of the running mountctl (the mounter).
+ * job__exe_stat() - stat() the executable of the daemons (the squashcached
+ * mc_mount_image() runs as the user, in drop_to_user()'s environment) or,
+ * @self, of the running mountctl (the mounter).
  * @self: mountctl itself
  * @st: filled in
  *

@@ -234,7 +234,7 @@ static int check_daemons(const struct ds_conf *c, const char *top, bool clean,
 	struct dirent *e;
 	int left = 0;
 
-	if (!d || mc_daemon_stat(&exe)) {
+	if (!d || job__exe_stat(false, &exe)) {
 		if (d)
 			closedir(d);
 		return 1;

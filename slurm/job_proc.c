@@ -128,5 +128,5 @@ int job__exe_stat(bool self, struct stat *st)
 {
 	if (self)
 		return stat("/proc/self/exe", st) ? -errno : 0;
-	return mc_daemon_stat(st);
+	return mc_daemon_stat(JOB_USER_PATH, st);
 }
