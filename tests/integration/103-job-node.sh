@@ -79,6 +79,8 @@ job --job 4 --datasets "$T/img.sqfs,$T/img.sqfs" prolog
 p1=$(awk '$1 == "img" { print $2 }' "$top/job4-n1/.daemons")
 p2=$(awk '$1 == "img-2" { print $2 }' "$top/job4-n1/.daemons")
 kill -9 "$p1"
+# Stale once it is gone (its threads too: the last closes /dev/fuse).
+wait_gone "$p1" 5 "the killed daemon"
 kill -STOP "$p2"
 at_exit "kill -9 $p2 2>/dev/null"
 umount -l "$top/job4-n1/img-2"
