@@ -397,8 +397,8 @@ static int make_mountpoint(struct jobdir *j, const struct job_ids *ids,
  * until @deadline.  Return: as wait_child(), -errno if it did not start.
  */
 static int spawn_mount(const struct ds_conf *c, const struct job_ids *ids,
-		       const struct ds_image *im, const char *mnt,
-		       double deadline, char *msg, char *res)
+		       struct jobdir *j, const struct ds_image *im,
+		       const char *mnt, double deadline, char *msg, char *res)
 {
 	int ep[2], rp[2], rc;
 	pid_t child;
@@ -411,7 +411,8 @@ static int spawn_mount(const struct ds_conf *c, const struct job_ids *ids,
 		close(ep[1]);
 		return rc;
 	}
-	child = fork();
+	/* Recorded first: the Epilog kills it if the Prolog is gone. */
+	child = job__fork_recorded(j, JOB_CHILDREN);
 	if (child == 0) {
 		job__child_stdio(ep[1]);
 		if (drop_to_user(ids))
@@ -422,12 +423,50 @@ static int spawn_mount(const struct ds_conf *c, const struct job_ids *ids,
 	}
 	close(ep[1]);
 	close(rp[1]);
-	rc = child < 0 ? -errno :
+	rc = child < 0 ? child :
 			 job__wait_child(child, ep[0], rp[0], deadline, msg,
 					 MSG_MAX, res, 128);
 	close(ep[0]);
 	close(rp[0]);
 	return rc;
+}
+
+struct under_arg {
+	const char *dir; /* the job directory's path */
+	const char *only; /* one mount point's name in it, or NULL */
+	uid_t uid; /* the job's user */
+};
+
+/* job__each_daemon(): kill @p if it serves a mount point under the job
+ * directory and is the job's user's.  Return: 1 if it was killed. */
+static int kill_if_under(struct job_proc *p, const char *mnt, void *arg)
+{
+	struct under_arg *a = arg;
+	size_t n = strlen(a->dir);
+	const char *rel = mnt + n + 1;
+
+	if (strncmp(mnt, a->dir, n) || mnt[n] != '/' || !*rel ||
+	    strchr(rel, '/') || (a->only && strcmp(rel, a->only)))
+		return 0;
+	p->uid = a->uid;
+	return !job__kill_checked(p, SIGKILL);
+}
+
+/*
+ * Kill the daemons that serve a mount point of the job directory (@only:
+ * that one), recorded or not: a daemon detaches into a session of its own
+ * (its mount child's process group, killed at the deadline, does not hold
+ * it) and is recorded only once it answers, after the prolog may be gone.
+ */
+static void kill_daemons_under(struct jobdir *j, const struct job_ids *ids,
+			       const char *only)
+{
+	struct under_arg a = { j->path, only, ids->uid };
+	struct stat exe;
+
+	if (job__exe_stat(false, &exe) ||
+	    job__each_daemon(&exe, kill_if_under, &a) < 0)
+		mc_err("job %s: cannot look for its daemons", ids->job);
 }
 
 /*
@@ -451,7 +490,7 @@ static int mount_one(const struct ds_conf *c, const struct job_ids *ids,
 	if (mc_now() < deadline)
 		rc = probe_image(ids, im, deadline);
 	if (rc == 0)
-		rc = spawn_mount(c, ids, im, mnt, deadline, msg, res);
+		rc = spawn_mount(c, ids, j, im, mnt, deadline, msg, res);
 	if (rc == 0 && sscanf(res, "%llu %llu", &pid, &start) == 2) {
 		snprintf(line, sizeof(line), "%s %llu %llu\n", im->name, pid,
 			 start);
@@ -461,6 +500,7 @@ static int mount_one(const struct ds_conf *c, const struct job_ids *ids,
 		return 0;
 	}
 	if (rc == -ETIMEDOUT) {
+		kill_daemons_under(j, ids, im->name);
 		snprintf(
 			msg, MSG_MAX,
 			"not mounted within %u s, the time the site allows (timeout= in the squashcache Slurm config): is its storage answering?",
@@ -560,14 +600,13 @@ static int mount_later(const struct ds_conf *c, const struct job_ids *ids,
 	int fd = openat(j->dir, JOB_PENDING,
 			O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			0444);
-	char line[64];
-	uint64_t start;
 	pid_t child;
 
 	if (fd < 0)
 		return -errno;
 	close(fd);
-	child = fork();
+	/* Recorded before it runs: an Epilog right after us kills it. */
+	child = job__fork_recorded(j, JOB_MOUNTER);
 	if (child == 0) {
 		/* Nothing of the Prolog's: slurmd reads its output to
 		 * the end and kills its process group. */
@@ -579,11 +618,6 @@ static int mount_later(const struct ds_conf *c, const struct job_ids *ids,
 	if (child < 0) {
 		unlinkat(j->dir, JOB_PENDING, 0);
 		return -EAGAIN;
-	}
-	if (!ctl_proc_start(child, &start)) {
-		snprintf(line, sizeof(line), "%d %llu\n", (int)child,
-			 (unsigned long long)start);
-		append_file(j->dir, JOB_MOUNTER, ids, true, line);
 	}
 	return 0;
 }
@@ -658,33 +692,20 @@ static void kill_daemons(struct jobdir *j, const struct job_ids *ids)
 	fclose(f);
 }
 
-/* Kill the mounter JOB_MOUNTER names if it is still the same process:
- * mountctl, root's, started when recorded (it joins the job's cgroups,
- * where Slurm kills it; before that it is waiting for the extern step). */
-static void kill_mounter(struct jobdir *j)
+/* Kill the processes that mount for the job, recorded before they
+ * could outlive the hook that started them: the mounter (root's
+ * mountctl: it joins the job's cgroups, where Slurm kills it; before
+ * that it waits for the extern step) and each mount child (the user's). */
+static void kill_mounters(struct jobdir *j, const struct job_ids *ids)
 {
-	int fd = openat(j->dir, JOB_MOUNTER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	unsigned long long pid, start;
-	char buf[64];
-	struct stat st, exe;
-	struct job_proc p = { .uid = 0, .exe = &exe };
-	ssize_t n;
+	struct stat exe;
 
-	if (fd < 0)
+	if (job__exe_stat(true, &exe)) {
+		mc_err("job %s: cannot check its mounters", ids->job);
 		return;
-	n = fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 ?
-		    -1 :
-		    read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0 || job__exe_stat(true, &exe))
-		return;
-	buf[n] = '\0';
-	if (sscanf(buf, "%llu %llu", &pid, &start) != 2 || pid <= 1 ||
-	    pid >= (1u << 30))
-		return;
-	p.pid = (pid_t)pid;
-	p.start = start;
-	(void)job__kill_checked(&p, SIGKILL);
+	}
+	job__kill_recorded(j, JOB_MOUNTER, 0, &exe);
+	job__kill_recorded(j, JOB_CHILDREN, ids->uid, &exe);
 }
 
 /* As the user: remove everything below the directory @fd, no deeper
@@ -785,9 +806,12 @@ static int remove_entries(struct jobdir *j, const struct job_ids *ids)
  * Return: 0, or -ENOTEMPTY if something could not be removed. */
 static int clean_job(struct jobdir *j, const struct job_ids *ids)
 {
-	kill_mounter(j);
-	job__detach_under(j, NULL);
+	/* Those that start daemons first, then every daemon (one that was
+	 * still starting too), then their mounts. */
+	kill_mounters(j, ids);
 	kill_daemons(j, ids);
+	kill_daemons_under(j, ids, NULL);
+	job__detach_under(j, NULL);
 	return remove_entries(j, ids);
 }
 

@@ -18,6 +18,7 @@
 #define JOB_TOP_NAME "squashcache" /* BASE/squashcache */
 #define JOB_PENDING ".pending" /* the mounter is not done yet (job.h) */
 #define JOB_MOUNTER ".mounter" /* "PID START" of the mounter (job.h) */
+#define JOB_CHILDREN ".children" /* "PID START" of each mount child (job.h) */
 #define JOB_USER_PATH "/usr/local/bin:/usr/bin:/bin" /* PATH as the user */
 #define JOB_LEFT ".epilog-failed" /* in BASE/squashcache: job__note_left() */
 
@@ -141,6 +142,48 @@ struct job_proc {
  * Context: root.
  */
 int job__kill_checked(const struct job_proc *want, int sig);
+
+/**
+ * job__each_daemon() - Call @fn for each process running @exe (the
+ * squashcached of job__exe_stat()) with a daemon's command line: its
+ * start time read, its uid JOB_ANY_USER (to be set before a kill).
+ * @exe: the daemons' executable
+ * @fn: called with the process and the mount point it serves (its last
+ *      argument: a user may give any); returns a count
+ * @arg: for @fn
+ *
+ * What a command line says is only a hint of which mount a process
+ * serves: job__kill_checked() checks who it is.
+ *
+ * Return: the sum of what @fn returned, or -errno if /proc is not there.
+ */
+int job__each_daemon(const struct stat *exe,
+		     int (*fn)(struct job_proc *p, const char *mnt, void *arg),
+		     void *arg);
+
+/**
+ * job__fork_recorded() - fork() a child whose "PID START" is appended to
+ * the job directory's record @name (root's, 0600) before it can outlive
+ * its parent: it waits for the record, and exits (status 125) if the
+ * record cannot be written or the parent dies first.
+ * @j: the job directory
+ * @name: the record, JOB_MOUNTER or JOB_CHILDREN
+ *
+ * Return: in the parent the child's pid, or -errno (then the child is
+ * reaped); 0 in the child.
+ */
+pid_t job__fork_recorded(struct jobdir *j, const char *name);
+
+/**
+ * job__kill_recorded() - Kill each process of the record @name that is
+ * still that process (job__kill_checked()).
+ * @j: the job directory
+ * @name: the record, "PID START" lines
+ * @uid: the user each runs as
+ * @exe: the executable each runs
+ */
+void job__kill_recorded(struct jobdir *j, const char *name, uid_t uid,
+			const struct stat *exe);
 
 /**
  * job__exe_stat() - stat() the executable of the daemons (the squashcached

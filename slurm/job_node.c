@@ -17,8 +17,6 @@
  * namespace of its job's (job_container/tmpfs) is judged by the mounts
  * there.
  */
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -115,34 +113,6 @@ static double proc_age(uint64_t start)
 	return up - (double)start / (double)sysconf(_SC_CLK_TCK);
 }
 
-/* The mount point a squashcached process serves: its last argument.
- * Return: true if @pid is a squashcached process. */
-static bool daemon_mountpoint(const char *pid, char *mnt, size_t cap)
-{
-	char path[300], buf[8192], *last = NULL, *b;
-	ssize_t r;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	r = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (r <= 0)
-		return false;
-	buf[r] = '\0';
-	b = strrchr(buf, '/');
-	if (strcmp(b ? b + 1 : buf, "squashcached"))
-		return false;
-	for (char *a = buf; a < buf + r; a += strlen(a) + 1)
-		last = a;
-	if (!last || last == buf)
-		return false;
-	snprintf(mnt, cap, "%s", last);
-	return true;
-}
-
 static int is_at(const struct mountinfo_entry *e, void *arg)
 {
 	return !strcmp(e->mountpoint, arg);
@@ -187,17 +157,6 @@ static uid_t daemon_owner(const struct ds_conf *c, const char *job,
 	return uid;
 }
 
-/* Is the process of /proc/@pid running the executable @exe? */
-static bool runs_exe(const char *pid, const struct stat *exe)
-{
-	char path[300];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "/proc/%s/exe", pid);
-	return !stat(path, &st) && st.st_dev == exe->st_dev &&
-	       st.st_ino == exe->st_ino;
-}
-
 /*
  * The orphan daemon @p of mount point @mnt: say it, and with @clean kill
  * it if it still is that process of that user.  Return: 1 if it is left.
@@ -223,42 +182,43 @@ static int orphan(const struct ds_conf *c, const char *top, const char *mnt,
 	return err != 0;
 }
 
+struct orphan_arg {
+	const struct ds_conf *c;
+	const char *top; /* BASE/squashcache, resolved */
+	bool clean;
+	double min_age;
+};
+
+/* job__each_daemon(): one daemon, an orphan if its mount under @top is
+ * not there.  Return: 1 if it is an orphan left. */
+static int check_daemon(struct job_proc *p, const char *mnt, void *arg)
+{
+	struct orphan_arg *a = arg;
+	char job[128], name[DS_NAME_MAX], pid[16];
+	struct mc_mount m;
+
+	snprintf(pid, sizeof(pid), "%d", (int)p->pid);
+	if (!split_under(a->top, mnt, job, name) ||
+	    (!mc_mount_find(mnt, &m) && m.is_sqc) ||
+	    mounted_in_its_ns(pid, mnt) || proc_age(p->start) < a->min_age)
+		return 0;
+	return orphan(a->c, a->top, mnt, p, a->clean);
+}
+
 /* Orphan daemons of mounts under @top: processes of the squashcached
  * mountctl runs, for a while, whose mount is not there.  Return: how
  * many are left. */
 static int check_daemons(const struct ds_conf *c, const char *top, bool clean,
 			 double min_age)
 {
-	DIR *d = opendir("/proc");
+	struct orphan_arg a = { c, top, clean, min_age };
 	struct stat exe;
-	struct dirent *e;
-	int left = 0;
+	int left;
 
-	if (!d || job__exe_stat(false, &exe)) {
-		if (d)
-			closedir(d);
+	if (job__exe_stat(false, &exe))
 		return 1;
-	}
-	while ((e = readdir(d))) {
-		char mnt[PATH_MAX], job[128], name[DS_NAME_MAX];
-		struct job_proc p = { .exe = &exe };
-		struct mc_mount m;
-
-		if (!isdigit((unsigned char)e->d_name[0]) ||
-		    !daemon_mountpoint(e->d_name, mnt, sizeof(mnt)) ||
-		    !split_under(top, mnt, job, name) ||
-		    !runs_exe(e->d_name, &exe) ||
-		    (!mc_mount_find(mnt, &m) && m.is_sqc) ||
-		    mounted_in_its_ns(e->d_name, mnt))
-			continue;
-		p.pid = (pid_t)atoi(e->d_name);
-		if (ctl_proc_start(p.pid, &p.start) ||
-		    proc_age(p.start) < min_age)
-			continue;
-		left += orphan(c, top, mnt, &p, clean);
-	}
-	closedir(d);
-	return left;
+	left = job__each_daemon(&exe, check_daemon, &a);
+	return left < 0 ? 1 : left;
 }
 
 int job_check_node(const struct ds_conf *c, bool clean, double min_age)

@@ -142,6 +142,48 @@ runuser -u $u -- test -e "$top/job6-n1/img/secret" && fail "the job mounted an i
 job --job 6 epilog
 [ ! -e "$top/job6-n1" ] || fail "the epilog left job 6"
 
+# Start a prolog of job $1 that pauses in its mount child (the test hook),
+# and kill it there, as slurmd kills a Prolog at PrologEpilogTimeout.
+killed_prolog() {
+    SQC_TEST_ALLOW_PAUSE="$T/pause/now" "$MOUNTCTL" job --set base="$T/base" --uid "$uid" \
+        --gid "$gid" --node n1 --job "$1" --datasets "$T/img.sqfs" prolog 2>/dev/null &
+    kp=$!
+    i=0
+    until [ -e "$T/pause/now" ]; do
+        i=$((i + 1))
+        [ $i -lt 500 ] || fail "the prolog of job $1 did not reach the pause"
+        sleep 0.02
+    done
+    kill -9 $kp
+    wait $kp 2>/dev/null || true
+    child=$(pgrep -u "$uid" -f -- "--job $1 ") || fail "no mount child of job $1"
+}
+
+note "a prolog killed mid-mount: the epilog kills its mount child"
+killed_prolog 7
+at_exit "kill -9 $child 2>/dev/null"
+job --job 7 epilog
+wait_gone "$child" 5 "the mount child of a killed prolog"
+rm -f "$T/pause/now"
+
+note "a prolog killed mid-mount: the epilog kills the daemon it never recorded"
+killed_prolog 8
+rm "$T/pause/now"
+i=0
+until is_mounted "$top/job8-n1/img"; do
+    i=$((i + 1))
+    [ $i -lt 500 ] || fail "the mount child of job 8 did not mount"
+    sleep 0.02
+done
+d8=$(pgrep -u "$uid" -f "squashcached .*$top/job8-n1/img\$") || fail "no daemon for job 8"
+at_exit "kill -9 $d8 2>/dev/null"
+# Stopped: it cannot leave by itself when its mount goes (one stuck on
+# its storage does not either).
+kill -STOP "$d8"
+job --job 8 epilog
+wait_gone "$d8" 5 "the daemon of job 8, never recorded"
+[ ! -e "$top/job8-n1" ] || fail "the epilog left job 8"
+
 note "an epilog that cannot open the job directory says so, for check-node"
 # Not root's (as if swapped): the epilog must not take it for "nothing".
 mkdir "$top/job5-n1"
