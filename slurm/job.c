@@ -624,6 +624,21 @@ static int mount_later(const struct ds_conf *c, const struct job_ids *ids,
 
 static int clean_job(struct jobdir *j, const struct job_ids *ids);
 
+/* Fail every image of @l: base= is under @dir, which job_container/tmpfs
+ * makes private to each job (the tasks would not see the mounts). */
+static void fail_private_base(const struct ds_conf *c,
+			      const struct job_ids *ids, struct jobdir *j,
+			      const struct ds_list *l, const char *dir)
+{
+	char why[2 * PATH_MAX + MSG_MAX];
+
+	snprintf(
+		why, sizeof(why),
+		"base=%s of the squashcache Slurm config is under %s, which job_container/tmpfs (JobContainerType in slurm.conf) makes private to each job: its tasks cannot see mounts there; set base= outside it, e.g. base=/run",
+		c->base, dir);
+	fail_all(j, ids, l, why);
+}
+
 int job_prolog(const struct ds_conf *c, const struct job_ids *ids,
 	       const char *list)
 {
@@ -654,8 +669,13 @@ int job_prolog(const struct ds_conf *c, const struct job_ids *ids,
 		failed = 1;
 		goto out_close;
 	}
-	if (!job_cgroup_is_pending(ids) || mount_later(c, ids, &j, l, deadline))
+	if (job__private_base(c->base, why, sizeof(why))) {
+		fail_private_base(c, ids, &j, l, why);
+		failed = (int)l->n;
+	} else if (!job_cgroup_is_pending(ids) ||
+		   mount_later(c, ids, &j, l, deadline)) {
 		failed = mount_all(c, ids, &j, l, deadline);
+	}
 out_close:
 	job__dir_close(&j);
 out_free:

@@ -186,6 +186,20 @@ void job__kill_recorded(struct jobdir *j, const char *name, uid_t uid,
 			const struct stat *exe);
 
 /**
+ * job__private_base() - Tell whether Slurm's job_container/tmpfs makes the
+ * directory of base= private to each job (JobContainerType in slurm.conf,
+ * $SLURM_CONF or /etc/slurm/slurm.conf; Dirs in the job_container.conf
+ * next to it, default /tmp and /dev/shm): mounts made there on the node
+ * are hidden from the job's tasks.
+ * @base: base= of the site's configuration
+ * @dir: set to the private directory it is under
+ * @cap: room in @dir
+ *
+ * Return: true if so.
+ */
+bool job__private_base(const char *base, char *dir, size_t cap);
+
+/**
  * job__exe_stat() - stat() the executable of the daemons (the squashcached
  * mc_mount_image() runs as the user, in drop_to_user()'s environment) or,
  * @self, of the running mountctl (the mounter).

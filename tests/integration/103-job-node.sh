@@ -175,7 +175,7 @@ until is_mounted "$top/job8-n1/img"; do
     [ $i -lt 500 ] || fail "the mount child of job 8 did not mount"
     sleep 0.02
 done
-d8=$(pgrep -u "$uid" -f "squashcached .*$top/job8-n1/img\$") || fail "no daemon for job 8"
+d8=$(pgrep -n -u "$uid" -f "squashcached .*$top/job8-n1/img\$") || fail "no daemon for job 8"
 at_exit "kill -9 $d8 2>/dev/null"
 # Stopped: it cannot leave by itself when its mount goes (one stuck on
 # its storage does not either).
@@ -183,6 +183,21 @@ kill -STOP "$d8"
 job --job 8 epilog
 wait_gone "$d8" 5 "the daemon of job 8, never recorded"
 [ ! -e "$top/job8-n1" ] || fail "the epilog left job 8"
+
+note "job_container/tmpfs making base= private: a message naming base="
+# Such a base is another directory in the job's namespace: the tasks
+# would never see the mounts.  The prolog says so, and so does env.
+mkdir -p "$T/etc"
+printf 'ClusterName=t\njobcontainertype=job_container/tmpfs # private dirs\n' >"$T/etc/slurm.conf"
+printf 'BasePath=/var/lib/jc Dirs=/nonexistent,%s\n' "$T/base" >"$T/etc/job_container.conf"
+SLURM_CONF="$T/etc/slurm.conf" job --job 9 --datasets "$T/img.sqfs" prolog 2>"$T/jc.err" || true
+grep -q "base=$T/base .*under $T/base, which job_container/tmpfs" "$T/jc.err" ||
+    fail "the prolog did not name base=: $(cat "$T/jc.err")"
+is_mounted "$top/job9-n1/img" && fail "the prolog mounted where the job cannot see it"
+job --job 9 epilog
+msg=$(runuser -u $u -- env SLURM_CONF="$T/etc/slurm.conf" "$MOUNTCTL" job --set base="$T/base" \
+    --job 9 --node n1 --datasets "$T/img.sqfs" env 2>&1) && fail "env succeeded: $msg"
+echo "$msg" | grep -q "base=$T/base .*job_container/tmpfs" || fail "env did not name base=: $msg"
 
 note "an epilog that cannot open the job directory says so, for check-node"
 # Not root's (as if swapped): the epilog must not take it for "nothing".
