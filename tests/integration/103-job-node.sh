@@ -175,7 +175,12 @@ until is_mounted "$top/job8-n1/img"; do
     [ $i -lt 500 ] || fail "the mount child of job 8 did not mount"
     sleep 0.02
 done
-d8=$(pgrep -n -u "$uid" -f "squashcached .*$top/job8-n1/img\$") || fail "no daemon for job 8"
+i=0
+until d8=$(pgrep -n -u "$uid" -f "squashcached .*$top/job8-n1/img\$"); do
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "no daemon for job 8: $(grep " $top/job8" /proc/self/mounts; ps -ef | grep squashcached)"
+    sleep 0.05
+done
 at_exit "kill -9 $d8 2>/dev/null"
 # Stopped: it cannot leave by itself when its mount goes (one stuck on
 # its storage does not either).
@@ -183,6 +188,56 @@ kill -STOP "$d8"
 job --job 8 epilog
 wait_gone "$d8" 5 "the daemon of job 8, never recorded"
 [ ! -e "$top/job8-n1" ] || fail "the epilog left job 8"
+
+note "a daemon still starting at the deadline is killed, though detached"
+# Its own faultfs, slow, on a tree big enough that listing it all takes
+# many reads: once the daemon has mounted (it detaches right after), its
+# storage stops answering, so it never gets ready (statahead=all waits
+# for the listing): the deadline comes while it runs in a session of
+# its own, out of reach of its mount child's process group.
+mkdir -p "$T/src3" "$T/ff3"
+for d in $(seq 1 40); do
+    mkdir "$T/src3/d$d"
+    for f in $(seq 1 50); do echo "$d $f" >"$T/src3/d$d/f$f"; done
+done
+mkimg "$T/src3" "$T/img3.sqfs"
+chmod 644 "$T/img3.sqfs"
+: >"$T/fail3"
+chmod 666 "$T/fail3"
+chown $u "$T/ff3"
+runuser -u $u -- env FAULTFS_DELAY_US=20000 "$TOOLS/faultfs" "$T/img3.sqfs" "$T/ff3" "$T/fail3" 2>"$T/faultfs3.log" &
+ff3=$!
+at_exit "kill $ff3 2>/dev/null; sleep 0.2; umount -l $T/ff3 2>/dev/null"
+i=0
+until is_mounted "$T/ff3"; do
+    i=$((i + 1))
+    [ $i -lt 250 ] || fail "faultfs did not mount"
+    sleep 0.02
+done
+(
+    i=0
+    until is_mounted "$top/job10-n1/image"; do
+        i=$((i + 1))
+        [ $i -lt 2000 ] || exit 1
+        sleep 0.005
+    done
+    echo block >"$T/fail3"
+) &
+blocker=$!
+job --job 10 --set timeout=4 --datasets "$T/ff3/image:statahead=all,statahead_wait=30,stage=none" prolog 2>"$T/late.err" || true
+wait $blocker || fail "the daemon of job 10 never mounted: $(cat "$T/late.err")"
+grep -q "not mounted within 4 s" "$T/late.err" ||
+    fail "the daemon got ready before its storage stopped (too slow a machine?): $(cat "$T/late.err")"
+i=0
+while d10=$(pgrep -u "$uid" -f "squashcached .*$top/job10-n1/image\$"); do
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "the prolog returned with daemon $d10 still running"
+    sleep 0.05
+done
+is_mounted "$top/job10-n1/image" && fail "the prolog returned with the late mount there"
+job --job 10 epilog
+[ ! -e "$top/job10-n1" ] || fail "the epilog left job 10"
+kill $ff3
 
 note "job_container/tmpfs making base= private: a message naming base="
 # Such a base is another directory in the job's namespace: the tasks
