@@ -500,12 +500,10 @@ static int mount_one(const struct ds_conf *c, const struct job_ids *ids,
 		return 0;
 	}
 	if (rc == -ETIMEDOUT) {
-		kill_daemons_under(j, ids, im->name);
 		snprintf(
 			msg, MSG_MAX,
 			"not mounted within %u s, the time the site allows (timeout= in the squashcache Slurm config): is its storage answering?",
 			c->timeout_s);
-		job__detach_under(j, im->name);
 	} else if (rc == 126 || rc < 0) {
 		snprintf(msg, MSG_MAX, "cannot run the mount as uid %u",
 			 (unsigned int)ids->uid);
@@ -515,6 +513,11 @@ static int mount_one(const struct ds_conf *c, const struct job_ids *ids,
 			snprintf(msg, MSG_MAX,
 				 "mountctl mount failed (exit status %d)", rc);
 	}
+	/* Whatever failed (the deadline, squashcached's own timeout), no
+	 * daemon of this mount point may stay, though it detached into a
+	 * session of its own, nor a mount it made. */
+	kill_daemons_under(j, ids, im->name);
+	job__detach_under(j, im->name);
 	unlinkat(j->dir, im->name, AT_REMOVEDIR);
 	fail_image(j, ids, im->path, msg);
 	return -1;

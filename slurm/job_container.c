@@ -23,8 +23,7 @@
 
 /* The value of the first KEY=VALUE word of the file @path (KEY any
  * case; '#' starts a comment).  Return: 0, -ENOENT if none, -errno. */
-static int conf_value(const char *path, const char *key, char *val,
-		      size_t cap)
+static int conf_value(const char *path, const char *key, char *val, size_t cap)
 {
 	char line[4096], *save, *w;
 	size_t k = strlen(key);
