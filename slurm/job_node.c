@@ -12,10 +12,11 @@
  * through the job directory's checked descriptors, and an orphan daemon
  * is killed through job__kill_checked(): only a process of the
  * squashcached mountctl runs (its command line alone says nothing), of
- * the mount point's owner, started when it was seen.  Only what is under BASE/squashcache is looked at: that is
- * root's; anything elsewhere belongs to its user.  A daemon in a mount
- * namespace of its job's (job_container/tmpfs) is judged by the mounts
- * there.
+ * the mount point's owner, started when it was seen.  Only what is under
+ * BASE/squashcache is looked at: that is root's; anything elsewhere
+ * belongs to its user.  A daemon in a mount namespace of its job's
+ * (job_container/tmpfs) is judged by the mounts there.  Failed Epilogs
+ * noted in BASE/squashcache/.epilog-failed are reported too.
  */
 #include <errno.h>
 #include <fcntl.h>
