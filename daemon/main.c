@@ -990,7 +990,7 @@ static int open_image(struct sqcd *d, int *status)
 		       &d->o.img, &d->img);
 	if (err) {
 		fprintf(stderr, "squashcached: cannot mount '%s': %s\n",
-			d->o.image,
+			is_fd_path(d->o.image) ? d->o.image_abs : d->o.image,
 			err == -EMEDIUMTYPE ? "not a SquashFS image" :
 					      err_str(err));
 		return err;
