@@ -351,6 +351,52 @@ static void *ready_main(void *arg)
 	return NULL;
 }
 
+/* Does @image name an inherited descriptor, /dev/fd/N or /proc/self/fd/N? */
+static bool is_fd_path(const char *image)
+{
+	const char *n = !strncmp(image, "/dev/fd/", 8)	      ? image + 8 :
+			!strncmp(image, "/proc/self/fd/", 14) ? image + 14 :
+								NULL;
+
+	return n && *n && strspn(n, "0123456789") == strlen(n);
+}
+
+/*
+ * Settle d->o.image_abs, the image's absolute name.  For an inherited
+ * descriptor (is_fd_path()) it is the name of its file, for the mount
+ * table and messages only: the file is never opened by that name (a
+ * caller that checked the file it opened, e.g. against allow=, hands it
+ * over so that nobody can swap the name in between).
+ * Return: 0 or -errno (said).
+ */
+static int image_name(struct sqcd *d)
+{
+	ssize_t n;
+	int err;
+
+	if (is_fd_path(d->o.image)) {
+		n = readlink(d->o.image, d->o.image_abs, PATH_MAX - 1);
+		if (n <= 0 || d->o.image_abs[0] != '/') {
+			fprintf(stderr,
+				"squashcached: image '%s' is not an open file\n",
+				d->o.image);
+			return -EBADF;
+		}
+		d->o.image_abs[n] = '\0';
+		return 0;
+	}
+	if (realpath(d->o.image, d->o.image_abs))
+		return 0;
+	err = -errno;
+	if (err == -ENOENT)
+		fprintf(stderr, "squashcached: image '%s' does not exist\n",
+			d->o.image);
+	else
+		fprintf(stderr, "squashcached: cannot open image '%s': %s\n",
+			d->o.image, err_str(err));
+	return err;
+}
+
 /*
  * Check the mount point, open the image and settle what depends on it.
  * Return: 0 to go on; otherwise -errno (said), and main() exits with
@@ -359,6 +405,7 @@ static void *ready_main(void *arg)
  */
 static int open_image(struct sqcd *d, int *status)
 {
+	bool fd_image = is_fd_path(d->o.image);
 	int err;
 
 	*status = 1;
@@ -366,26 +413,21 @@ static int open_image(struct sqcd *d, int *status)
 	if (err)
 		return err;
 	*status = EXIT_BAD_IMAGE;
-	if (!realpath(d->o.image, d->o.image_abs)) {
-		err = -errno;
-		if (err == -ENOENT)
-			fprintf(stderr,
-				"squashcached: image '%s' does not exist\n",
-				d->o.image);
-		else
-			fprintf(stderr,
-				"squashcached: cannot open image '%s': %s\n",
-				d->o.image, err_str(err));
+	err = image_name(d);
+	if (err)
 		return err;
-	}
-	err = img_open(d->o.image_abs, &d->o.img, &d->img);
+	/* An inherited descriptor is reopened as it is, never by name. */
+	err = img_open(fd_image ? d->o.image : d->o.image_abs, &d->o.img,
+		       &d->img);
 	if (err) {
 		fprintf(stderr, "squashcached: cannot mount '%s': %s\n",
-			d->o.image,
+			fd_image ? d->o.image_abs : d->o.image,
 			err == -EMEDIUMTYPE ? "not a SquashFS image" :
 					      err_str(err));
 		return err;
 	}
+	if (fd_image && atoi(strrchr(d->o.image, '/') + 1) > 2)
+		close(atoi(strrchr(d->o.image, '/') + 1)); /* img has its own */
 	err = order_attach(d->img, d->o.order_window, &d->order);
 	if (err) {
 		fprintf(stderr, "squashcached: cannot mount '%s': %s\n",

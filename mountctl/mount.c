@@ -219,10 +219,11 @@ static int prepare_mountpoint(const char *arg, struct made *mk, char *real)
 	return 0;
 }
 
-/* The squashcached to run; *@search says whether to look in PATH. */
-static const char *daemon_prog(char *buf, size_t cap, bool *search)
+/* The squashcached to run (@env: SQUASHCACHED may say); *@search says
+ * whether to look in PATH. */
+static const char *daemon_prog(char *buf, size_t cap, bool env_ok, bool *search)
 {
-	const char *env = getenv("SQUASHCACHED");
+	const char *env = env_ok ? getenv("SQUASHCACHED") : NULL;
 	char *slash;
 	ssize_t n;
 
@@ -247,6 +248,31 @@ static const char *daemon_prog(char *buf, size_t cap, bool *search)
 	return "squashcached";
 }
 
+int mc_daemon_stat(const char *path_env, struct stat *st)
+{
+	char buf[PATH_MAX], path[PATH_MAX];
+	const char *prog, *dirs, *end;
+	bool search;
+
+	prog = daemon_prog(buf, sizeof(buf), !path_env, &search);
+	if (!search)
+		return stat(prog, st) ? -errno : 0;
+	dirs = path_env ? path_env : getenv("PATH");
+	for (dirs = dirs ? dirs : "/usr/bin:/bin"; *dirs; dirs = end) {
+		size_t n;
+
+		end = dirs + strcspn(dirs, ":");
+		n = (size_t)(end - dirs);
+		end += *end == ':';
+		if (snprintf(path, sizeof(path), "%.*s/%s", (int)n,
+			     n ? dirs : ".", prog) >= (int)sizeof(path))
+			continue;
+		if (!access(path, X_OK) && !stat(path, st))
+			return 0;
+	}
+	return -ENOENT;
+}
+
 /*
  * Run squashcached with @argv (argv[0] is filled in) and wait for it, at
  * most @timeout seconds (0: no limit beyond its own).
@@ -261,7 +287,7 @@ static int run_daemon(char *argv[], double timeout, const char *real)
 	pid_t pid, r;
 	int status, err;
 
-	prog = daemon_prog(buf, sizeof(buf), &search);
+	prog = daemon_prog(buf, sizeof(buf), true, &search);
 	argv[0] = (char *)prog;
 	err = search ? posix_spawnp(&pid, prog, NULL, NULL, argv, environ) :
 		       posix_spawn(&pid, prog, NULL, NULL, argv, environ);

@@ -29,6 +29,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+struct stat;
+
 #include "ctl/ctl.h"
 #include "util/compiler.h"
 #include "util/version.h"
@@ -93,6 +95,18 @@ int mc_default_mountpoint(const char *image, char *buf, size_t cap);
  */
 int mc_mount_image(const char *image, const char *mountpoint, const char *opts,
 		   double timeout, bool sif, char *real);
+
+/**
+ * mc_daemon_stat() - stat() the squashcached mc_mount_image() runs (the
+ * one of SQUASHCACHED, else the one next to mountctl, else the first in
+ * PATH), to tell it from another program.
+ * @path_env: NULL: as in this environment; else as in an environment
+ *            without SQUASHCACHED and with this PATH
+ * @st: filled in
+ *
+ * Return: 0, or -errno (-ENOENT: none is found).
+ */
+int mc_daemon_stat(const char *path_env, struct stat *st);
 
 /**
  * mc_append_opts() - Add -o options to a comma-separated list.

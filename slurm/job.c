@@ -41,6 +41,7 @@ static int job_dir_of(const struct ds_conf *c, const struct job_ids *ids,
 	char name[128];
 
 	j->base = j->top = j->dir = -1;
+	j->name[0] = '\0';
 	if (ds_job_dir_name(ids->job, ids->node, name, sizeof(name))) {
 		mc_err("bad job id '%s' or node name '%s'", ids->job,
 		       ids->node);
@@ -57,7 +58,8 @@ static int job_dir_of(const struct ds_conf *c, const struct job_ids *ids,
 static int drop_to_user(const struct job_ids *ids)
 {
 	static const char *const keep[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS",
-					    "TSAN_OPTIONS", "LSAN_OPTIONS" };
+					    "TSAN_OPTIONS", "LSAN_OPTIONS",
+					    "SQC_TEST_ALLOW_PAUSE" };
 	char *kept[ARRAY_SIZE(keep)];
 
 	for (size_t i = 0; i < ARRAY_SIZE(keep); i++) {
@@ -78,7 +80,7 @@ static int drop_to_user(const struct job_ids *ids)
 	if (chdir("/"))
 		return -1;
 	clearenv();
-	setenv("PATH", "/usr/local/bin:/usr/bin:/bin", 1);
+	setenv("PATH", JOB_USER_PATH, 1);
 	setenv("HOME", ids->home[0] ? ids->home : "/", 1);
 	if (ids->user[0]) {
 		setenv("USER", ids->user, 1);
@@ -232,52 +234,98 @@ static bool at_image_dir(const struct job_ids *ids, const char *path)
 }
 
 /*
- * The child's part, as the user: open the image, check allow= on the
- * path it really is, mount it, and write "PID START" of its daemon to
- * @resfd.  Return: the exit status for _exit().
+ * Tests only: with SQC_TEST_ALLOW_PAUSE=FILE, make FILE once allow= is
+ * checked and wait (10 s at most) until it is gone: the moment a user
+ * would swap the image's name for another (101, 103).  As the user.
  */
-static int mount_as_user(const struct ds_conf *c, const struct job_ids *ids,
-			 const struct ds_image *im, const char *mnt,
-			 double timeout, int resfd)
+static void test_pause(void)
 {
-	char real[PATH_MAX], opts[3 * DS_OPTS_MAX], link[64], rmnt[PATH_MAX];
-	uint64_t start = 0;
-	pid_t pid;
-	struct mc_mount m;
+	const char *f = getenv("SQC_TEST_ALLOW_PAUSE");
+	int fd;
+
+	if (!f || !*f)
+		return;
+	fd = open(f, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	close(fd);
+	for (int i = 0; i < 500 && !access(f, F_OK); i++)
+		mc_sleep_ms(20);
+}
+
+/*
+ * As the user: open the image once and check allow= on the path that
+ * descriptor really is.  Return: the descriptor, or -(exit status) for
+ * _exit() (said on stderr).
+ */
+static int open_allowed(const struct ds_conf *c, const struct job_ids *ids,
+			const struct ds_image *im)
+{
+	char real[PATH_MAX], link[64];
 	struct stat st;
-	int fd, rc;
 	ssize_t n;
+	int fd;
 
 	if (!at_image_dir(ids, im->path)) {
 		fprintf(stderr, "not an absolute path\n");
-		return MC_EXIT_IMAGE;
+		return -MC_EXIT_IMAGE;
 	}
 	fd = open(im->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st)) {
 		fprintf(stderr, "cannot open: %s\n", err_str(errno));
-		return MC_EXIT_IMAGE;
+		return -MC_EXIT_IMAGE;
 	}
 	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
 		fprintf(stderr, "not a regular file\n");
-		return MC_EXIT_IMAGE;
+		return -MC_EXIT_IMAGE;
 	}
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
 	n = readlink(link, real, sizeof(real) - 1);
 	if (n <= 0 || (size_t)n >= sizeof(real) - 1) {
 		fprintf(stderr, "cannot resolve its path\n");
-		return MC_EXIT_IMAGE;
+		return -MC_EXIT_IMAGE;
 	}
 	real[n] = '\0';
 	if (!ds_is_allowed(c, real)) {
 		fprintf(stderr, "not under an allowed prefix (%s): it is %s\n",
 			c->allow, real);
-		return MC_EXIT_IMAGE;
+		return -MC_EXIT_IMAGE;
 	}
+	return fd;
+}
+
+/*
+ * The child's part, as the user: open the image, check allow= on the
+ * path it really is, have the daemon mount that very file (the
+ * descriptor, handed over as /proc/self/fd/N: never opened by name
+ * again), and write "PID START" of its daemon to @resfd.
+ * Return: the exit status for _exit().
+ */
+static int mount_as_user(const struct ds_conf *c, const struct job_ids *ids,
+			 const struct ds_image *im, const char *mnt,
+			 double timeout, int resfd)
+{
+	char opts[3 * DS_OPTS_MAX], image[64], rmnt[PATH_MAX];
+	uint64_t start = 0;
+	pid_t pid;
+	struct mc_mount m;
+	int fd = open_allowed(c, ids, im), rc;
+
+	if (fd < 0)
+		return -fd;
 	if (ds_mount_opts(c, im->opts, opts, sizeof(opts))) {
 		fprintf(stderr, "options too long\n");
 		return MC_EXIT_USAGE;
 	}
-	rc = mc_mount_image(real, mnt, opts[0] ? opts : NULL, timeout, false,
+	test_pause();
+	/* The daemon inherits it. */
+	if (fcntl(fd, F_SETFD, 0)) {
+		fprintf(stderr, "cannot hand the image over: %s\n",
+			err_str(errno));
+		return MC_EXIT_FAIL;
+	}
+	snprintf(image, sizeof(image), "/proc/self/fd/%d", fd);
+	rc = mc_mount_image(image, mnt, opts[0] ? opts : NULL, timeout, false,
 			    rmnt);
 	if (rc || mc_mount_find(rmnt, &m) || mc_ping(&m, &pid))
 		return rc ? rc : MC_EXIT_FAIL;
@@ -350,8 +398,8 @@ static int make_mountpoint(struct jobdir *j, const struct job_ids *ids,
  * until @deadline.  Return: as wait_child(), -errno if it did not start.
  */
 static int spawn_mount(const struct ds_conf *c, const struct job_ids *ids,
-		       const struct ds_image *im, const char *mnt,
-		       double deadline, char *msg, char *res)
+		       struct jobdir *j, const struct ds_image *im,
+		       const char *mnt, double deadline, char *msg, char *res)
 {
 	int ep[2], rp[2], rc;
 	pid_t child;
@@ -364,7 +412,8 @@ static int spawn_mount(const struct ds_conf *c, const struct job_ids *ids,
 		close(ep[1]);
 		return rc;
 	}
-	child = fork();
+	/* Recorded first: the Epilog kills it if the Prolog is gone. */
+	child = job__fork_recorded(j, JOB_CHILDREN);
 	if (child == 0) {
 		job__child_stdio(ep[1]);
 		if (drop_to_user(ids))
@@ -375,12 +424,50 @@ static int spawn_mount(const struct ds_conf *c, const struct job_ids *ids,
 	}
 	close(ep[1]);
 	close(rp[1]);
-	rc = child < 0 ? -errno :
+	rc = child < 0 ? child :
 			 job__wait_child(child, ep[0], rp[0], deadline, msg,
 					 MSG_MAX, res, 128);
 	close(ep[0]);
 	close(rp[0]);
 	return rc;
+}
+
+struct under_arg {
+	const char *dir; /* the job directory's path */
+	const char *only; /* one mount point's name in it, or NULL */
+	uid_t uid; /* the job's user */
+};
+
+/* job__each_daemon(): kill @p if it serves a mount point under the job
+ * directory and is the job's user's.  Return: 1 if it was killed. */
+static int kill_if_under(struct job_proc *p, const char *mnt, void *arg)
+{
+	struct under_arg *a = arg;
+	size_t n = strlen(a->dir);
+	const char *rel = mnt + n + 1;
+
+	if (strncmp(mnt, a->dir, n) || mnt[n] != '/' || !*rel ||
+	    strchr(rel, '/') || (a->only && strcmp(rel, a->only)))
+		return 0;
+	p->uid = a->uid;
+	return !job__kill_checked(p, SIGKILL);
+}
+
+/*
+ * Kill the daemons that serve a mount point of the job directory (@only:
+ * that one), recorded or not: a daemon detaches into a session of its own
+ * (its mount child's process group, killed at the deadline, does not hold
+ * it) and is recorded only once it answers, after the prolog may be gone.
+ */
+static void kill_daemons_under(struct jobdir *j, const struct job_ids *ids,
+			       const char *only)
+{
+	struct under_arg a = { j->path, only, ids->uid };
+	struct stat exe;
+
+	if (job__exe_stat(false, &exe) ||
+	    job__each_daemon(&exe, kill_if_under, &a) < 0)
+		mc_err("job %s: cannot look for its daemons", ids->job);
 }
 
 /*
@@ -404,7 +491,7 @@ static int mount_one(const struct ds_conf *c, const struct job_ids *ids,
 	if (mc_now() < deadline)
 		rc = probe_image(ids, im, deadline);
 	if (rc == 0)
-		rc = spawn_mount(c, ids, im, mnt, deadline, msg, res);
+		rc = spawn_mount(c, ids, j, im, mnt, deadline, msg, res);
 	if (rc == 0 && sscanf(res, "%llu %llu", &pid, &start) == 2) {
 		snprintf(line, sizeof(line), "%s %llu %llu\n", im->name, pid,
 			 start);
@@ -418,7 +505,6 @@ static int mount_one(const struct ds_conf *c, const struct job_ids *ids,
 			msg, MSG_MAX,
 			"not mounted within %u s, the time the site allows (timeout= in the squashcache Slurm config): is its storage answering?",
 			c->timeout_s);
-		job__detach_under(j, im->name);
 	} else if (rc == 126 || rc < 0) {
 		snprintf(msg, MSG_MAX, "cannot run the mount as uid %u",
 			 (unsigned int)ids->uid);
@@ -428,6 +514,11 @@ static int mount_one(const struct ds_conf *c, const struct job_ids *ids,
 			snprintf(msg, MSG_MAX,
 				 "mountctl mount failed (exit status %d)", rc);
 	}
+	/* Whatever failed (the deadline, squashcached's own timeout), no
+	 * daemon of this mount point may stay, though it detached into a
+	 * session of its own, nor a mount it made. */
+	kill_daemons_under(j, ids, im->name);
+	job__detach_under(j, im->name);
 	unlinkat(j->dir, im->name, AT_REMOVEDIR);
 	fail_image(j, ids, im->path, msg);
 	return -1;
@@ -513,14 +604,13 @@ static int mount_later(const struct ds_conf *c, const struct job_ids *ids,
 	int fd = openat(j->dir, JOB_PENDING,
 			O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			0444);
-	char line[64];
-	uint64_t start;
 	pid_t child;
 
 	if (fd < 0)
 		return -errno;
 	close(fd);
-	child = fork();
+	/* Recorded before it runs: an Epilog right after us kills it. */
+	child = job__fork_recorded(j, JOB_MOUNTER);
 	if (child == 0) {
 		/* Nothing of the Prolog's: slurmd reads its output to
 		 * the end and kills its process group. */
@@ -533,15 +623,25 @@ static int mount_later(const struct ds_conf *c, const struct job_ids *ids,
 		unlinkat(j->dir, JOB_PENDING, 0);
 		return -EAGAIN;
 	}
-	if (!proc_start_time(child, &start)) {
-		snprintf(line, sizeof(line), "%d %llu\n", (int)child,
-			 (unsigned long long)start);
-		append_file(j->dir, JOB_MOUNTER, ids, true, line);
-	}
 	return 0;
 }
 
 static int clean_job(struct jobdir *j, const struct job_ids *ids);
+
+/* Fail every image of @l: base= is under @dir, which job_container/tmpfs
+ * makes private to each job (the tasks would not see the mounts). */
+static void fail_private_base(const struct ds_conf *c,
+			      const struct job_ids *ids, struct jobdir *j,
+			      const struct ds_list *l, const char *dir)
+{
+	char why[2 * PATH_MAX + MSG_MAX];
+
+	snprintf(
+		why, sizeof(why),
+		"base=%s of the squashcache Slurm config is under %s, which job_container/tmpfs (JobContainerType in slurm.conf) makes private to each job: its tasks cannot see mounts there; set base= outside it, e.g. base=/run",
+		c->base, dir);
+	fail_all(j, ids, l, why);
+}
 
 int job_prolog(const struct ds_conf *c, const struct job_ids *ids,
 	       const char *list)
@@ -573,8 +673,13 @@ int job_prolog(const struct ds_conf *c, const struct job_ids *ids,
 		failed = 1;
 		goto out_close;
 	}
-	if (!job_cgroup_is_pending(ids) || mount_later(c, ids, &j, l, deadline))
+	if (job__private_base(c->base, why, sizeof(why))) {
+		fail_private_base(c, ids, &j, l, why);
+		failed = (int)l->n;
+	} else if (!job_cgroup_is_pending(ids) ||
+		   mount_later(c, ids, &j, l, deadline)) {
 		failed = mount_all(c, ids, &j, l, deadline);
+	}
 out_close:
 	job__dir_close(&j);
 out_free:
@@ -582,64 +687,49 @@ out_free:
 	return failed;
 }
 
-/* Kill the daemons .daemons names that are still the same processes of
- * the job's user. */
+/* Kill the daemons .daemons names that are still the same processes:
+ * squashcached, of the job's user, started when recorded. */
 static void kill_daemons(struct jobdir *j, const struct job_ids *ids)
 {
 	int fd = openat(j->dir, ".daemons", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	char name[DS_NAME_MAX];
 	unsigned long long pid, start;
-	uint64_t now;
-	struct stat st;
+	struct stat st, exe;
+	struct job_proc p = { .uid = ids->uid, .exe = &exe };
 	FILE *f;
 
 	if (fd < 0)
 		return;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
-	    !(f = fdopen(fd, "r"))) {
+	    job__exe_stat(false, &exe) || !(f = fdopen(fd, "r"))) {
+		mc_err("job %s: cannot check its daemons", ids->job);
 		close(fd);
 		return;
 	}
 	while (fscanf(f, "%63s %llu %llu", name, &pid, &start) == 3) {
-		char proc[32];
-
-		snprintf(proc, sizeof(proc), "/proc/%llu", pid);
-		if (pid > 1 && pid < (1u << 30) &&
-		    !proc_start_time((pid_t)pid, &now) && now == start &&
-		    !stat(proc, &st) && st.st_uid == ids->uid)
-			kill((pid_t)pid, SIGKILL);
+		if (pid <= 1 || pid >= (1u << 30))
+			continue;
+		p.pid = (pid_t)pid;
+		p.start = start;
+		(void)job__kill_checked(&p, SIGKILL);
 	}
 	fclose(f);
 }
 
-/* Kill the mounter JOB_MOUNTER names if it is still the same process
- * of root's (it joins the job's cgroups, where Slurm kills it; before
- * that it is waiting for the extern step). */
-static void kill_mounter(struct jobdir *j)
+/* Kill the processes that mount for the job, recorded before they
+ * could outlive the hook that started them: the mounter (root's
+ * mountctl: it joins the job's cgroups, where Slurm kills it; before
+ * that it waits for the extern step) and each mount child (the user's). */
+static void kill_mounters(struct jobdir *j, const struct job_ids *ids)
 {
-	int fd = openat(j->dir, JOB_MOUNTER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	unsigned long long pid, start;
-	char buf[64], proc[32];
-	struct stat st;
-	uint64_t now;
-	ssize_t n;
+	struct stat exe;
 
-	if (fd < 0)
+	if (job__exe_stat(true, &exe)) {
+		mc_err("job %s: cannot check its mounters", ids->job);
 		return;
-	n = fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 ?
-		    -1 :
-		    read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	if (sscanf(buf, "%llu %llu", &pid, &start) != 2 || pid <= 1 ||
-	    pid >= (1u << 30))
-		return;
-	snprintf(proc, sizeof(proc), "/proc/%llu", pid);
-	if (!proc_start_time((pid_t)pid, &now) && now == start &&
-	    !stat(proc, &st) && st.st_uid == 0)
-		kill((pid_t)pid, SIGKILL);
+	}
+	job__kill_recorded(j, JOB_MOUNTER, 0, &exe);
+	job__kill_recorded(j, JOB_CHILDREN, ids->uid, &exe);
 }
 
 /* As the user: remove everything below the directory @fd, no deeper
@@ -740,14 +830,18 @@ static int remove_entries(struct jobdir *j, const struct job_ids *ids)
  * Return: 0, or -ENOTEMPTY if something could not be removed. */
 static int clean_job(struct jobdir *j, const struct job_ids *ids)
 {
-	kill_mounter(j);
-	job__detach_under(j, NULL);
+	/* Those that start daemons first, then every daemon (one that was
+	 * still starting too), then their mounts. */
+	kill_mounters(j, ids);
 	kill_daemons(j, ids);
+	kill_daemons_under(j, ids, NULL);
+	job__detach_under(j, NULL);
 	return remove_entries(j, ids);
 }
 
 int job_epilog(const struct ds_conf *c, const struct job_ids *ids)
 {
+	char line[PATH_MAX + 512];
 	struct jobdir j;
 	int err = job_dir_of(c, ids, false, &j);
 
@@ -755,17 +849,20 @@ int job_epilog(const struct ds_conf *c, const struct job_ids *ids)
 		job__dir_close(&j);
 		return 0;
 	}
-	if (err) {
-		/* Not ours (another user's entry): nothing of the job. */
-		job__dir_close(&j);
-		return 0;
+	if (!err) {
+		err = clean_job(&j, ids);
+		if (!err && unlinkat(j.top, j.name, AT_REMOVEDIR))
+			err = -errno;
 	}
-	err = clean_job(&j, ids);
-	if (!err && unlinkat(j.top, j.name, AT_REMOVEDIR))
-		err = -errno;
-	if (err)
-		mc_err("job %s: %s is left: %s", ids->job, j.path,
-		       err_str(err));
+	if (err) {
+		/* Another owner's entry, no descriptor left, a bad id: what
+		 * the job has on the node may be left, for check-node. */
+		snprintf(line, sizeof(line), "job %.24s on %.65s: %s/%s/%s: %s",
+			 ids->job, ids->node, c->base, JOB_TOP_NAME, j.name,
+			 err_str(err));
+		mc_err("%s", line);
+		job__note_left(c, line);
+	}
 	job__dir_close(&j);
 	return err;
 }

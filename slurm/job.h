@@ -19,6 +19,8 @@
  *       .daemons                     "NAME PID START" per daemon (root, 0600)
  *       .pending                     the mounts are being made (root, 0444)
  *       .mounter                     "PID START" of their mounter (root, 0600)
+ *       .children                    "PID START" of each mount child (root, 0600)
+ *   BASE/squashcache/.epilog-failed  what an Epilog left (root, 0600)
  *
  * Where Slurm tracks jobs in cgroups (proctrack/cgroup), the job's
  * cgroups are made only after the Prolog, with its extern step

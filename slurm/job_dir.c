@@ -13,6 +13,7 @@
 #include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -149,7 +150,10 @@ int job__dir_open(const struct ds_conf *c, const char *name, bool create,
 		j->top = job__open_dir_at(j->base, JOB_TOP_NAME, O_RDONLY);
 		if (j->top >= 0)
 			j->dir = job__open_dir_at(j->top, j->name, O_RDONLY);
-		err = j->dir < 0 ? (errno == ENOENT ? -ENOENT : -EPERM) : 0;
+		/* Not a directory, a symlink: not ours; else as it is. */
+		err = j->dir >= 0			 ? 0 :
+		      errno == ENOTDIR || errno == ELOOP ? -EPERM :
+							   -errno;
 		if (!err && (fstat(j->top, &st) || !is_root_dir(&st) ||
 			     fstat(j->dir, &st) || !is_root_dir(&st)))
 			err = -EPERM;
@@ -158,6 +162,89 @@ int job__dir_open(const struct ds_conf *c, const char *name, bool create,
 		err = fd_path(j->dir, j->path, sizeof(j->path));
 	return err;
 }
+/* Open BASE/squashcache if it is a directory of root's only root
+ * writes.  Return: the descriptor, or -errno. */
+static int open_top(const struct ds_conf *c)
+{
+	int base = open(c->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC), top;
+	struct stat st;
+
+	if (base < 0)
+		return -errno;
+	top = job__open_dir_at(base, JOB_TOP_NAME, O_RDONLY);
+	close(base);
+	if (top < 0)
+		return -errno;
+	if (fstat(top, &st) || !is_root_dir(&st)) {
+		close(top);
+		return -EPERM;
+	}
+	return top;
+}
+
+/* Open JOB_LEFT in @top with @flags, if it is a file of root's. */
+static int open_left(int top, int flags)
+{
+	int fd = openat(top, JOB_LEFT, flags | O_NOFOLLOW | O_CLOEXEC, 0600);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+	    st.st_nlink != 1) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+void job__note_left(const struct ds_conf *c, const char *line)
+{
+	int top = open_top(c), fd = -1;
+
+	openlog("squashcache", LOG_PID, LOG_DAEMON);
+	syslog(LOG_ERR, "%s", line);
+	if (top >= 0)
+		fd = open_left(top, O_WRONLY | O_APPEND | O_CREAT);
+	if (fd < 0 || dprintf(fd, "%s\n", line) < 0)
+		mc_err("cannot note it for check-node in %s/%s/%s", c->base,
+		       JOB_TOP_NAME, JOB_LEFT);
+	if (fd >= 0)
+		close(fd);
+	if (top >= 0)
+		close(top);
+}
+
+int job__check_left(const struct ds_conf *c, bool clear)
+{
+	char line[1024];
+	int top = open_top(c), fd, n = 0;
+	FILE *f;
+
+	if (top < 0)
+		return 0;
+	fd = open_left(top, O_RDONLY);
+	f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		close(top);
+		return fd == -ENOENT ? 0 : 1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		printf("failed epilog: %s%s\n", line, clear ? ": cleared" : "");
+		n++;
+	}
+	fclose(f);
+	if (clear && unlinkat(top, JOB_LEFT, 0))
+		n = n ? n : 1;
+	else if (clear)
+		n = 0;
+	close(top);
+	return n;
+}
+
 /* Abort the FUSE connection of a mount (its daemon and readers stop
  * waiting).  Nothing to do where fusectl is not mounted. */
 static void abort_fuse(const struct mountinfo_entry *e)

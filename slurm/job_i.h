@@ -9,12 +9,18 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 #include "job.h"
 
 #define JOB_TOP_NAME "squashcache" /* BASE/squashcache */
 #define JOB_PENDING ".pending" /* the mounter is not done yet (job.h) */
 #define JOB_MOUNTER ".mounter" /* "PID START" of the mounter (job.h) */
+#define JOB_CHILDREN ".children" /* "PID START" of each mount child (job.h) */
+#define JOB_USER_PATH "/usr/local/bin:/usr/bin:/bin" /* PATH as the user */
+#define JOB_LEFT ".epilog-failed" /* in BASE/squashcache: job__note_left() */
 
 /* A job's directories, open. */
 struct jobdir {
@@ -38,6 +44,26 @@ struct jobdir {
  */
 int job__dir_open(const struct ds_conf *c, const char *name, bool create,
 		  struct jobdir *j);
+
+/**
+ * job__note_left() - Say that an Epilog may have left something of a job
+ * behind: in syslog, on stderr if it cannot be noted, and as a line of
+ * BASE/squashcache/JOB_LEFT (root's, 0600), which check-node reports.
+ * @c: the site's configuration (base=)
+ * @line: what happened, one line
+ */
+void job__note_left(const struct ds_conf *c, const char *line);
+
+/**
+ * job__check_left() - Print each line of JOB_LEFT as "failed epilog: ...".
+ * @c: the site's configuration (base=)
+ * @clear: remove JOB_LEFT after (check-node --clean, once what is under
+ *         BASE/squashcache is clean)
+ *
+ * Return: how many failed Epilogs are left noted (1 if JOB_LEFT is not
+ * a file of root's).
+ */
+int job__check_left(const struct ds_conf *c, bool clear);
 
 /**
  * job__dir_close() - Close what job__dir_open() opened.
@@ -92,5 +118,96 @@ int job__wait_child(pid_t pid, int errfd, int resfd, double deadline, char *msg,
  * @errfd: its stderr, or -1 for /dev/null
  */
 void job__child_stdio(int errfd);
+
+#define JOB_ANY_USER ((uid_t)-1) /* struct job_proc.uid: any but root */
+
+/* The process root means to signal, as it was recorded or seen. */
+struct job_proc {
+	pid_t pid;
+	uint64_t start; /* its start time, proc_start_time() */
+	uid_t uid; /* its real, effective, saved and fs uid, or JOB_ANY_USER */
+	const struct stat *exe; /* its executable (dev, ino) */
+};
+
+/**
+ * job__kill_checked() - Signal a process only if it is still the one
+ * @want describes: pinned with a pidfd, checked through its /proc
+ * directory while the pidfd says it is alive, signalled through the pidfd.
+ * @want: the process
+ * @sig: the signal
+ *
+ * Return: 0 if signalled; -EPERM if the process is another one (another
+ * executable, another user, a setuid program, a later start); -ESRCH if
+ * it is gone; -errno.
+ * Context: root.
+ */
+int job__kill_checked(const struct job_proc *want, int sig);
+
+/**
+ * job__each_daemon() - Call @fn for each process running @exe (the
+ * squashcached of job__exe_stat()) with a daemon's command line: its
+ * start time read, its uid JOB_ANY_USER (to be set before a kill).
+ * @exe: the daemons' executable
+ * @fn: called with the process and the mount point it serves (its last
+ *      argument: a user may give any); returns a count
+ * @arg: for @fn
+ *
+ * What a command line says is only a hint of which mount a process
+ * serves: job__kill_checked() checks who it is.
+ *
+ * Return: the sum of what @fn returned, or -errno if /proc is not there.
+ */
+int job__each_daemon(const struct stat *exe,
+		     int (*fn)(struct job_proc *p, const char *mnt, void *arg),
+		     void *arg);
+
+/**
+ * job__fork_recorded() - fork() a child whose "PID START" is appended to
+ * the job directory's record @name (root's, 0600) before it can outlive
+ * its parent: it waits for the record, and exits (status 125) if the
+ * record cannot be written or the parent dies first.
+ * @j: the job directory
+ * @name: the record, JOB_MOUNTER or JOB_CHILDREN
+ *
+ * Return: in the parent the child's pid, or -errno (then the child is
+ * reaped); 0 in the child.
+ */
+pid_t job__fork_recorded(struct jobdir *j, const char *name);
+
+/**
+ * job__kill_recorded() - Kill each process of the record @name that is
+ * still that process (job__kill_checked()).
+ * @j: the job directory
+ * @name: the record, "PID START" lines
+ * @uid: the user each runs as
+ * @exe: the executable each runs
+ */
+void job__kill_recorded(struct jobdir *j, const char *name, uid_t uid,
+			const struct stat *exe);
+
+/**
+ * job__private_base() - Tell whether Slurm's job_container/tmpfs makes the
+ * directory of base= private to each job (JobContainerType in slurm.conf,
+ * $SLURM_CONF or /etc/slurm/slurm.conf; Dirs in the job_container.conf
+ * next to it, default /tmp and /dev/shm): mounts made there on the node
+ * are hidden from the job's tasks.
+ * @base: base= of the site's configuration
+ * @dir: set to the private directory it is under
+ * @cap: room in @dir
+ *
+ * Return: true if so.
+ */
+bool job__private_base(const char *base, char *dir, size_t cap);
+
+/**
+ * job__exe_stat() - stat() the executable of the daemons (the squashcached
+ * mc_mount_image() runs as the user, in drop_to_user()'s environment) or,
+ * @self, of the running mountctl (the mounter).
+ * @self: mountctl itself
+ * @st: filled in
+ *
+ * Return: 0 or -errno.
+ */
+int job__exe_stat(bool self, struct stat *st);
 
 #endif /* SQC_SLURM_JOB_I_H */

@@ -10,13 +10,14 @@
  *
  * With --clean, a stale mount is detached (its FUSE connection aborted)
  * through the job directory's checked descriptors, and an orphan daemon
- * is killed.  Only what is under BASE/squashcache is looked at: that is
- * root's; anything elsewhere belongs to its user.  A daemon in a mount
- * namespace of its job's (job_container/tmpfs) is judged by the mounts
- * there.
+ * is killed through job__kill_checked(): only a process of the
+ * squashcached mountctl runs (its command line alone says nothing), of
+ * the mount point's owner, started when it was seen.  Only what is under
+ * BASE/squashcache is looked at: that is root's; anything elsewhere
+ * belongs to its user.  A daemon in a mount namespace of its job's
+ * (job_container/tmpfs) is judged by the mounts there.  Failed Epilogs
+ * noted in BASE/squashcache/.epilog-failed are reported too.
  */
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -30,7 +31,6 @@
 #include "mountctl/mountctl.h"
 #include "util/err.h"
 #include "util/mountinfo.h"
-#include "util/proc.h"
 
 /* The job directory and mount name of @path under @top ("<top>/J/N"). */
 static bool split_under(const char *top, const char *path, char *job,
@@ -100,47 +100,18 @@ static int check_mounts(const struct ds_conf *c, const char *top, bool clean)
 	return left;
 }
 
-/* Seconds process @pid has run, or -1. */
-static double proc_age(pid_t pid)
+/* Seconds since a process started at @start (proc_start_time()), or -1. */
+static double proc_age(uint64_t start)
 {
-	uint64_t start;
 	double up;
 	FILE *f = fopen("/proc/uptime", "re");
 	int ok = f && fscanf(f, "%lf", &up) == 1;
 
 	if (f)
 		fclose(f);
-	if (!ok || proc_start_time(pid, &start))
+	if (!ok)
 		return -1;
 	return up - (double)start / (double)sysconf(_SC_CLK_TCK);
-}
-
-/* The mount point a squashcached process serves: its last argument.
- * Return: true if @pid is a squashcached process. */
-static bool daemon_mountpoint(const char *pid, char *mnt, size_t cap)
-{
-	char path[300], buf[8192], *last = NULL, *b;
-	ssize_t r;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	r = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (r <= 0)
-		return false;
-	buf[r] = '\0';
-	b = strrchr(buf, '/');
-	if (strcmp(b ? b + 1 : buf, "squashcached"))
-		return false;
-	for (char *a = buf; a < buf + r; a += strlen(a) + 1)
-		last = a;
-	if (!last || last == buf)
-		return false;
-	snprintf(mnt, cap, "%s", last);
-	return true;
 }
 
 static int is_at(const struct mountinfo_entry *e, void *arg)
@@ -170,40 +141,85 @@ static bool mounted_in_its_ns(const char *pid, const char *mnt)
 	return found > 0;
 }
 
-/* Orphan daemons of mounts under @top.  Return: how many are left. */
-static int check_daemons(const char *top, bool clean, double min_age)
+/* The user a daemon of mount @name of job directory @job must run as:
+ * the owner of that mount point, or, where it is gone, any but root. */
+static uid_t daemon_owner(const struct ds_conf *c, const char *job,
+			  const char *name)
 {
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	int left = 0;
+	struct jobdir j;
+	struct stat st;
+	uid_t uid = JOB_ANY_USER;
 
-	if (!d)
-		return 1;
-	while ((e = readdir(d))) {
-		char mnt[PATH_MAX], job[128], name[DS_NAME_MAX];
-		struct mc_mount m;
-		pid_t pid;
+	if (!job__dir_open(c, job, false, &j) &&
+	    !fstatat(j.dir, name, &st, AT_SYMLINK_NOFOLLOW) &&
+	    S_ISDIR(st.st_mode) && st.st_uid != 0)
+		uid = st.st_uid;
+	job__dir_close(&j);
+	return uid;
+}
 
-		if (!isdigit((unsigned char)e->d_name[0]) ||
-		    !daemon_mountpoint(e->d_name, mnt, sizeof(mnt)) ||
-		    !split_under(top, mnt, job, name) ||
-		    (!mc_mount_find(mnt, &m) && m.is_sqc) ||
-		    mounted_in_its_ns(e->d_name, mnt))
-			continue;
-		pid = (pid_t)atoi(e->d_name);
-		if (proc_age(pid) < min_age)
-			continue;
-		printf("orphan daemon %d of %s: not mounted any more", (int)pid,
-		       mnt);
-		if (clean && !kill(pid, SIGKILL)) {
-			printf(": killed\n");
-			continue;
-		}
+/*
+ * The orphan daemon @p of mount point @mnt: say it, and with @clean kill
+ * it if it still is that process of that user.  Return: 1 if it is left.
+ */
+static int orphan(const struct ds_conf *c, const char *top, const char *mnt,
+		  struct job_proc *p, bool clean)
+{
+	char job[128], name[DS_NAME_MAX];
+	int err;
+
+	if (!split_under(top, mnt, job, name))
+		return 0;
+	p->uid = daemon_owner(c, job, name);
+	printf("orphan daemon %d of %s: not mounted any more", (int)p->pid,
+	       mnt);
+	err = clean ? job__kill_checked(p, SIGKILL) : -EAGAIN;
+	if (!err)
+		printf(": killed\n");
+	else if (clean)
+		printf(": not killed: %s\n", err_str(err));
+	else
 		printf("\n");
-		left++;
-	}
-	closedir(d);
-	return left;
+	return err != 0;
+}
+
+struct orphan_arg {
+	const struct ds_conf *c;
+	const char *top; /* BASE/squashcache, resolved */
+	bool clean;
+	double min_age;
+};
+
+/* job__each_daemon(): one daemon, an orphan if its mount under @top is
+ * not there.  Return: 1 if it is an orphan left. */
+static int check_daemon(struct job_proc *p, const char *mnt, void *arg)
+{
+	struct orphan_arg *a = arg;
+	char job[128], name[DS_NAME_MAX], pid[16];
+	struct mc_mount m;
+
+	snprintf(pid, sizeof(pid), "%d", (int)p->pid);
+	if (!split_under(a->top, mnt, job, name) ||
+	    (!mc_mount_find(mnt, &m) && m.is_sqc) ||
+	    mounted_in_its_ns(pid, mnt) || proc_age(p->start) < a->min_age)
+		return 0;
+	return orphan(a->c, a->top, mnt, p, a->clean);
+}
+
+/* Orphan daemons of mounts under @top: processes of the squashcached
+ * mountctl runs, for a while, whose mount is not there.  Return: how
+ * many are left. */
+static int check_daemons(const struct ds_conf *c, const char *top, bool clean,
+			 double min_age)
+{
+	struct orphan_arg a = { c, top, clean, min_age };
+	struct stat exe;
+	int left;
+
+	if (job__exe_stat(false, &exe))
+		return 1;
+	left = job__each_daemon(&exe, check_daemon, &a);
+	return left < 0 ? 1 : left;
 }
 
 int job_check_node(const struct ds_conf *c, bool clean, double min_age)
@@ -217,7 +233,8 @@ int job_check_node(const struct ds_conf *c, bool clean, double min_age)
 	}
 	snprintf(top, sizeof(top), "%s/%s", base, JOB_TOP_NAME);
 	left = check_mounts(c, top, clean);
-	left += check_daemons(top, clean, min_age);
+	left += check_daemons(c, top, clean, min_age);
+	left += job__check_left(c, clean && !left);
 	fflush(stdout);
 	return left ? MC_EXIT_FAIL : MC_EXIT_OK;
 }

@@ -168,6 +168,13 @@ int job_env(const struct ds_conf *c, const char *job, const char *node,
 	/* No job directory of root's: the job has no dataset here. */
 	if (fd < 0 && (!expect || !*expect))
 		return MC_EXIT_OK;
+	if (fd < 0 && job__private_base(c->base, buf, sizeof(buf))) {
+		snprintf(
+			msg, sizeof(msg),
+			"squashcache: nothing was mounted for this job on %s: base=%s of the squashcache Slurm config is under %.256s, which job_container/tmpfs makes private to each job; set base= outside it, e.g. base=/run\n",
+			node, c->base, buf);
+		return env_fail(msg, task_prolog);
+	}
 	if (fd < 0) {
 		snprintf(
 			msg, sizeof(msg),

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 need_root
 need_fuse
-need_cmd mksquashfs useradd runuser
+need_cmd mksquashfs useradd runuser setpriv bash
 
 u=sqc-test-a
 id "$u" >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh "$u"
@@ -79,6 +79,8 @@ job --job 4 --datasets "$T/img.sqfs,$T/img.sqfs" prolog
 p1=$(awk '$1 == "img" { print $2 }' "$top/job4-n1/.daemons")
 p2=$(awk '$1 == "img-2" { print $2 }' "$top/job4-n1/.daemons")
 kill -9 "$p1"
+# Stale once it is gone (its threads too: the last closes /dev/fuse).
+wait_gone "$p1" 5 "the killed daemon"
 kill -STOP "$p2"
 at_exit "kill -9 $p2 2>/dev/null"
 umount -l "$top/job4-n1/img-2"
@@ -90,10 +92,180 @@ grep -q "^orphan daemon $p2 of $top/job4-n1/img-2" "$T/node.out" || fail "no orp
 # A daemon younger than --min-age is still mounting: not an orphan.
 job --min-age 3600 check-node >"$T/node.out" || true
 grep -q "^orphan" "$T/node.out" && fail "a young daemon counted as an orphan"
+# Any user can give a program of theirs the command line of a daemon:
+# check-node looks at the executable, not the name, and never kills it.
+setpriv --reuid=$uid --regid=$gid --clear-groups bash -c "exec -a squashcached tail -f /dev/null $top/job4-n1/fake >/dev/null 2>&1" &
+fake=$!
+at_exit "kill -9 $fake 2>/dev/null"
+i=0
+until tr '\0' ' ' <"/proc/$fake/cmdline" 2>/dev/null | grep -q "^squashcached "; do
+    i=$((i + 1))
+    [ $i -lt 250 ] || fail "the fake daemon did not start"
+    sleep 0.02
+done
 job --min-age 0 --clean check-node >"$T/node.out" || fail "check-node --clean left: $(cat "$T/node.out")"
+grep "$top/job4-n1/fake" "$T/node.out" && fail "check-node took a program named squashcached for a daemon"
+kill -0 "$fake" || fail "check-node --clean killed a user's program named squashcached"
+kill -9 "$fake"
 job --min-age 0 check-node >"$T/node.out" || fail "after --clean: $(cat "$T/node.out")"
 wait_gone "$p2" 5 "the orphan daemon"
 grep -q " $top/job4-n1/" /proc/self/mounts && fail "the stale mount is still there"
 job --job 4 epilog
 [ ! -e "$top/job4-n1" ] || fail "the epilog left job 4"
+
+note "allow= holds for the file mounted: a name swapped after the check"
+# The user's directory under an allowed prefix; once the prolog checked
+# the image (the test hook pauses there), the user replaces its
+# directory with a symlink to an image outside allow=.
+mkdir -p "$T/allowed/u/dir" "$T/outside" "$T/src2" "$T/pause"
+echo secret >"$T/src2/secret"
+mkimg "$T/src2" "$T/outside/img.sqfs"
+cp "$T/img.sqfs" "$T/allowed/u/dir/img.sqfs"
+chmod 644 "$T/outside/img.sqfs" "$T/allowed/u/dir/img.sqfs"
+chown -R $u "$T/allowed/u" "$T/pause"
+SQC_TEST_ALLOW_PAUSE="$T/pause/now" job --job 6 --set allow="$T/allowed" \
+    --datasets "$T/allowed/u/dir/img.sqfs" prolog 2>"$T/swap.err" &
+pro=$!
+i=0
+until [ -e "$T/pause/now" ]; do
+    i=$((i + 1))
+    [ $i -lt 500 ] || fail "the prolog did not reach the pause: $(cat "$T/swap.err")"
+    sleep 0.02
+done
+runuser -u $u -- sh -c "mv '$T/allowed/u/dir' '$T/allowed/u/old' && ln -s '$T/outside' '$T/allowed/u/dir'" ||
+    fail "cannot swap the directory"
+rm "$T/pause/now"
+wait $pro || true
+runuser -u $u -- test -e "$top/job6-n1/img/secret" && fail "the job mounted an image outside allow="
+[ "$(runuser -u $u -- cat "$top/job6-n1/img/d/f")" = hello ] ||
+    fail "the image checked is not mounted: $(cat "$T/swap.err")"
+job --job 6 epilog
+[ ! -e "$top/job6-n1" ] || fail "the epilog left job 6"
+
+# Start a prolog of job $1 that pauses in its mount child (the test hook),
+# and kill it there, as slurmd kills a Prolog at PrologEpilogTimeout.
+killed_prolog() {
+    SQC_TEST_ALLOW_PAUSE="$T/pause/now" "$MOUNTCTL" job --set base="$T/base" --uid "$uid" \
+        --gid "$gid" --node n1 --job "$1" --datasets "$T/img.sqfs" prolog 2>/dev/null &
+    kp=$!
+    i=0
+    until [ -e "$T/pause/now" ]; do
+        i=$((i + 1))
+        [ $i -lt 500 ] || fail "the prolog of job $1 did not reach the pause"
+        sleep 0.02
+    done
+    kill -9 $kp
+    wait $kp 2>/dev/null || true
+    child=$(pgrep -u "$uid" -f -- "--job $1 ") || fail "no mount child of job $1"
+}
+
+note "a prolog killed mid-mount: the epilog kills its mount child"
+killed_prolog 7
+at_exit "kill -9 $child 2>/dev/null"
+job --job 7 epilog
+wait_gone "$child" 5 "the mount child of a killed prolog"
+rm -f "$T/pause/now"
+
+note "a prolog killed mid-mount: the epilog kills the daemon it never recorded"
+killed_prolog 8
+rm "$T/pause/now"
+i=0
+until is_mounted "$top/job8-n1/img"; do
+    i=$((i + 1))
+    [ $i -lt 500 ] || fail "the mount child of job 8 did not mount"
+    sleep 0.02
+done
+i=0
+until d8=$(pgrep -n -u "$uid" -f "squashcached .*$top/job8-n1/img\$"); do
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "no daemon for job 8: $(grep " $top/job8" /proc/self/mounts; ps -ef | grep squashcached)"
+    sleep 0.05
+done
+at_exit "kill -9 $d8 2>/dev/null"
+# Stopped: it cannot leave by itself when its mount goes (one stuck on
+# its storage does not either).
+kill -STOP "$d8"
+job --job 8 epilog
+wait_gone "$d8" 5 "the daemon of job 8, never recorded"
+[ ! -e "$top/job8-n1" ] || fail "the epilog left job 8"
+
+note "a daemon still starting at the deadline is killed, though detached"
+# Its own faultfs, slow, on a tree big enough that listing it all takes
+# many reads: once the daemon has mounted (it detaches right after), its
+# storage stops answering, so it never gets ready (statahead=all waits
+# for the listing): the deadline comes while it runs in a session of
+# its own, out of reach of its mount child's process group.
+mkdir -p "$T/src3" "$T/ff3"
+for d in $(seq 1 40); do
+    mkdir "$T/src3/d$d"
+    for f in $(seq 1 50); do echo "$d $f" >"$T/src3/d$d/f$f"; done
+done
+mkimg "$T/src3" "$T/img3.sqfs"
+chmod 644 "$T/img3.sqfs"
+: >"$T/fail3"
+chmod 666 "$T/fail3"
+chown $u "$T/ff3"
+runuser -u $u -- env FAULTFS_DELAY_US=20000 "$TOOLS/faultfs" "$T/img3.sqfs" "$T/ff3" "$T/fail3" 2>"$T/faultfs3.log" &
+ff3=$!
+at_exit "kill $ff3 2>/dev/null; sleep 0.2; umount -l $T/ff3 2>/dev/null"
+i=0
+until is_mounted "$T/ff3"; do
+    i=$((i + 1))
+    [ $i -lt 250 ] || fail "faultfs did not mount"
+    sleep 0.02
+done
+(
+    i=0
+    until is_mounted "$top/job10-n1/image"; do
+        i=$((i + 1))
+        [ $i -lt 2000 ] || exit 1
+        sleep 0.005
+    done
+    echo block >"$T/fail3"
+) &
+blocker=$!
+job --job 10 --set timeout=4 --datasets "$T/ff3/image:statahead=all,statahead_wait=30,stage=none" prolog 2>"$T/late.err" || true
+wait $blocker || fail "the daemon of job 10 never mounted: $(cat "$T/late.err")"
+# The prolog's deadline, or squashcached's own timeout just before it.
+grep -q "not mounted within 4 s\|did not mount .* within" "$T/late.err" ||
+    fail "the daemon got ready before its storage stopped (too slow a machine?): $(cat "$T/late.err")"
+i=0
+while d10=$(pgrep -u "$uid" -f "squashcached .*$top/job10-n1/image\$"); do
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "the prolog returned with daemon $d10 still running"
+    sleep 0.05
+done
+is_mounted "$top/job10-n1/image" && fail "the prolog returned with the late mount there"
+job --job 10 epilog
+[ ! -e "$top/job10-n1" ] || fail "the epilog left job 10"
+kill $ff3
+
+note "job_container/tmpfs making base= private: a message naming base="
+# Such a base is another directory in the job's namespace: the tasks
+# would never see the mounts.  The prolog says so, and so does env.
+mkdir -p "$T/etc"
+printf 'ClusterName=t\njobcontainertype=job_container/tmpfs # private dirs\n' >"$T/etc/slurm.conf"
+printf 'BasePath=/var/lib/jc Dirs=/nonexistent,%s\n' "$T/base" >"$T/etc/job_container.conf"
+SLURM_CONF="$T/etc/slurm.conf" job --job 9 --datasets "$T/img.sqfs" prolog 2>"$T/jc.err" || true
+grep -q "base=$T/base .*under $T/base, which job_container/tmpfs" "$T/jc.err" ||
+    fail "the prolog did not name base=: $(cat "$T/jc.err")"
+is_mounted "$top/job9-n1/img" && fail "the prolog mounted where the job cannot see it"
+job --job 9 epilog
+msg=$(runuser -u $u -- env SLURM_CONF="$T/etc/slurm.conf" "$MOUNTCTL" job --set base="$T/base" \
+    --job 9 --node n1 --datasets "$T/img.sqfs" env 2>&1) && fail "env succeeded: $msg"
+echo "$msg" | grep -q "base=$T/base .*job_container/tmpfs" || fail "env did not name base=: $msg"
+
+note "an epilog that cannot open the job directory says so, for check-node"
+# Not root's (as if swapped): the epilog must not take it for "nothing".
+mkdir "$top/job5-n1"
+chown $u "$top/job5-n1"
+job --job 5 epilog 2>"$T/epi.err" || true
+grep -q "job 5 on n1: .*job5-n1" "$T/epi.err" || fail "the epilog said nothing: $(cat "$T/epi.err")"
+if job --min-age 0 check-node >"$T/node.out"; then
+    fail "check-node did not report the failed epilog: $(cat "$T/node.out")"
+fi
+grep -q "^failed epilog: job 5 on n1" "$T/node.out" || fail "check-node: $(cat "$T/node.out")"
+job --min-age 0 --clean check-node >"$T/node.out" || fail "check-node --clean left: $(cat "$T/node.out")"
+job --min-age 0 check-node >"$T/node.out" || fail "after --clean: $(cat "$T/node.out")"
+rmdir "$top/job5-n1"
 exit 0
