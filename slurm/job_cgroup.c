@@ -428,24 +428,43 @@ static const struct job_cg_hier *track_hier(const struct job_cgroups *cg,
 	return NULL;
 }
 
+/* Does the line @line of a /proc/PID/cgroup file ("ID:CONTROLLERS:/PATH",
+ * ID a number, no '\n') name a directory "job_JOB" (@want "/job_JOB/")? */
+static bool line_in_job(char *line, const char *want)
+{
+	char *path = strchr(line, ':');
+	size_t n;
+
+	if (!path || path == line ||
+	    strspn(line, "0123456789") != (size_t)(path - line))
+		return false;
+	path = strchr(path + 1, ':');
+	if (!path || path[1] != '/')
+		return false;
+	/* "/PATH/" in the buffer (one byte is kept free for the '/'). */
+	n = strlen(path);
+	path[n] = '/';
+	path[n + 1] = '\0';
+	return strstr(path + 1, want) != NULL;
+}
+
 bool job__in_job_cgroup(FILE *f, const char *job)
 {
-	char line[JOB_CG_LINE_MAX], want[40];
-	bool in = false;
+	char line[JOB_CG_LINE_MAX + 1], want[40];
+	bool in = false, cut = false;
 
 	snprintf(want, sizeof(want), "/job_%s/", job);
-	while (!in && fgets(line, sizeof(line), f)) {
-		char *path = strchr(line, ':');
+	while (!in && fgets(line, JOB_CG_LINE_MAX, f)) {
+		size_t n = strcspn(line, "\n");
+		bool whole = line[n] == '\n' || feof(f);
 
-		/* "ID:CONTROLLERS:/PATH\n", ID a number */
-		if (!path || path == line ||
-		    strspn(line, "0123456789") != (size_t)(path - line))
-			continue;
-		path = strchr(path + 1, ':');
-		if (!path || path[1] != '/')
-			continue;
-		path[strcspn(path, "\n")] = '/';
-		in = strstr(path + 1, want) != NULL;
+		/* The rest of a line too long for the buffer, or a line cut
+		 * short: never taken for a line of its own. */
+		if (!cut && whole) {
+			line[n] = '\0';
+			in = line_in_job(line, want);
+		}
+		cut = !whole;
 	}
 	return in;
 }

@@ -199,6 +199,9 @@ int job__cg_leave(const struct job_cgroups *cg);
  * @f: the file, read to the end (or to the first line that does)
  * @job: the job id
  *
+ * A line longer than JOB_CG_LINE_MAX is skipped whole, its rest never
+ * read as a line of its own.
+ *
  * Return: true if so.
  */
 bool job__in_job_cgroup(FILE *f, const char *job);

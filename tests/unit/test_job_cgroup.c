@@ -8,8 +8,9 @@
  * [NODE_]slurmstepd.scope/job_J/step_extern/user/task_special).  They
  * check where the extern step is found, which cgroup.procs files the join
  * writes, the memory limit a daemon then finds there (lib/util/memlimit),
- * the errors of missing and odd trees, the reading of /proc/PID/cgroup,
- * and root's job directories under a base directory.  They run as root (the trees must be root's).
+ * the errors of missing and odd trees, the reading of /proc/PID/cgroup
+ * lines longer than the buffer, and root's job directories under a base
+ * directory.  They run as root (the trees must be root's).
  */
 #include <check.h>
 #include <errno.h>
@@ -107,8 +108,7 @@ static void teardown(void)
 }
 
 /* Add the hierarchy @rel of the tree to @cg. */
-static void add(struct job_cgroups *cg, const char *rel, bool v2,
-		bool freezer)
+static void add(struct job_cgroups *cg, const char *rel, bool v2, bool freezer)
 {
 	char path[512];
 	int fd;
@@ -202,9 +202,8 @@ START_TEST(test_v1_join)
 
 	v1_tree(&cg);
 	ck_assert(job__cg_is_pending(&cg, &ids));
-	ck_assert_int_eq(job__cg_enter(&cg, &ids, mc_now() + 2, why,
-				       sizeof(why)),
-			 0);
+	ck_assert_int_eq(
+		job__cg_enter(&cg, &ids, mc_now() + 2, why, sizeof(why)), 0);
 	ck_assert_str_eq(why, "");
 	/* Both hierarchies' extern step, nothing else. */
 	ck_assert_str_eq(get(V1_MEM "step_extern/cgroup.procs"), me());
@@ -235,8 +234,7 @@ START_TEST(test_v1_plain_slurm)
 
 	/* A slurmd built for one per machine: "slurm", no node suffix; the
 	 * step's directory may be the user's (Slurm's v1 chowns it). */
-	put("sys/freezer/slurm/uid_1000/job_7/step_extern/cgroup.procs",
-	    me());
+	put("sys/freezer/slurm/uid_1000/job_7/step_extern/cgroup.procs", me());
 	cg.n = 0;
 	add(&cg, "sys/freezer", false, true);
 	{
@@ -247,9 +245,8 @@ START_TEST(test_v1_plain_slurm)
 			 top);
 		ck_assert_int_eq(chown(path, 1000, 1000), 0);
 	}
-	ck_assert_int_eq(job__cg_enter(&cg, &ids, mc_now() + 2, why,
-				       sizeof(why)),
-			 0);
+	ck_assert_int_eq(
+		job__cg_enter(&cg, &ids, mc_now() + 2, why, sizeof(why)), 0);
 	ck_assert_str_eq(
 		get("sys/freezer/slurm/uid_1000/job_7/step_extern/cgroup.procs"),
 		me());
@@ -265,9 +262,8 @@ START_TEST(test_v2_join)
 
 	v2_tree(&cg, "slurmstepd.scope", "1073741824\n");
 	ck_assert(job__cg_is_pending(&cg, &ids));
-	ck_assert_int_eq(job__cg_enter(&cg, &ids, mc_now() + 2, why,
-				       sizeof(why)),
-			 0);
+	ck_assert_int_eq(
+		job__cg_enter(&cg, &ids, mc_now() + 2, why, sizeof(why)), 0);
 	/* task_special, where Slurm puts the extern step's pids. */
 	ck_assert_str_eq(get(V2_EXT "user/task_special/cgroup.procs"), me());
 	ck_assert_str_eq(get(V2_EXT "slurm/cgroup.procs"), "");
@@ -294,9 +290,8 @@ START_TEST(test_v2_max)
 
 	/* A node-specific scope; the job without a limit ("max"). */
 	v2_tree(&cg, "n1_slurmstepd.scope", "max\n");
-	ck_assert_int_eq(job__cg_enter(&cg, &ids, mc_now() + 2, why,
-				       sizeof(why)),
-			 0);
+	ck_assert_int_eq(
+		job__cg_enter(&cg, &ids, mc_now() + 2, why, sizeof(why)), 0);
 	ck_assert_str_eq(get("sys/system.slice/n1_slurmstepd.scope/job_7/"
 			     "step_extern/user/task_special/cgroup.procs"),
 			 me());
@@ -356,7 +351,8 @@ START_TEST(test_no_extern_step)
 				       sizeof(why)),
 			 -ENOENT);
 	ck_assert_str_eq(
-		why, "job 7 has no extern step (PrologFlags=Contain is not set)");
+		why,
+		"job 7 has no extern step (PrologFlags=Contain is not set)");
 	job__cg_close(&cg);
 }
 END_TEST
@@ -421,9 +417,8 @@ START_TEST(test_odd_trees)
 	v1_tree(&cg);
 	snprintf(path, sizeof(path), "rm -rf '%s/" V1_MEM "'", top);
 	ck_assert_int_eq(system(path), 0);
-	ck_assert_int_eq(job__cg_enter(&cg, &ids, mc_now() + 2, why,
-				       sizeof(why)),
-			 0);
+	ck_assert_int_eq(
+		job__cg_enter(&cg, &ids, mc_now() + 2, why, sizeof(why)), 0);
 	ck_assert_str_eq(get(V1_FRZ "step_extern/cgroup.procs"), me());
 	job__cg_close(&cg);
 
@@ -453,6 +448,9 @@ static bool in_job(const char *text, const char *job)
 
 START_TEST(test_self_cgroup)
 {
+	static char text[3 * JOB_CG_LINE_MAX];
+	size_t n;
+
 	ck_assert(in_job("0::/system.slice/slurmstepd.scope/job_7/step_0\n",
 			 "7"));
 	ck_assert(in_job("4:memory:/slurm/uid_0/job_7\n", "7"));
@@ -463,6 +461,29 @@ START_TEST(test_self_cgroup)
 	ck_assert(!in_job("4:memory:slurm/job_7\n", "7"));
 	ck_assert(!in_job("", "7"));
 
+	/*
+	 * A line longer than the buffer whose first part ends in "/job_7":
+	 * the path is /a...a/job_7x/rest, in no job_7.  (The old code put
+	 * a '/' over the cut part's NUL, read past it, and found "/job_7/".)
+	 */
+	n = (size_t)snprintf(text, sizeof(text), "0::/");
+	memset(text + n, 'a', JOB_CG_LINE_MAX - 1 - n - 6);
+	n = JOB_CG_LINE_MAX - 1 - 6;
+	n += (size_t)snprintf(text + n, sizeof(text) - n, "/job_7");
+	ck_assert_uint_eq(n, JOB_CG_LINE_MAX - 1);
+	snprintf(text + n, sizeof(text) - n, "x/rest\n");
+	ck_assert(!in_job(text, "7"));
+
+	/* Its rest is never a line of its own. */
+	n = (size_t)snprintf(text, sizeof(text), "0::/");
+	memset(text + n, 'a', JOB_CG_LINE_MAX - 1 - n);
+	n = JOB_CG_LINE_MAX - 1;
+	snprintf(text + n, sizeof(text) - n, "1:x:/job_7/\n2:y:/\n");
+	ck_assert(!in_job(text, "7"));
+
+	/* And the line after it is read. */
+	snprintf(text + n, sizeof(text) - n, "b\n1:x:/job_7/\n");
+	ck_assert(in_job(text, "7"));
 }
 END_TEST
 
@@ -479,8 +500,7 @@ START_TEST(test_job_dir)
 
 	/* Nothing there yet: -ENOENT, then made root's. */
 	base = open(path, O_RDONLY | O_DIRECTORY);
-	ck_assert_int_eq(job__dir_open_at(base, "job7-n1", false, &j),
-			 -ENOENT);
+	ck_assert_int_eq(job__dir_open_at(base, "job7-n1", false, &j), -ENOENT);
 	job__dir_close(&j);
 	base = open(path, O_RDONLY | O_DIRECTORY);
 	ck_assert_int_eq(job__dir_open_at(base, "job7-n1", true, &j), 0);
