@@ -108,11 +108,14 @@ SPANK := $(if $(wildcard $(SLURM_SPANK_H)),$(BUILD)/squashcache_spank.so)
 
 all: $(LIB) $(DAEMON) $(MOUNTCTL) $(SPANK)
 
-$(BUILD)/squashcache_spank.so: slurm/squashcache_spank.c
+# The plugin links the config parser (slurm/dataset.c, which needs no
+# other file of the project) and nothing else of the project.
+$(BUILD)/squashcache_spank.so: slurm/squashcache_spank.c slurm/dataset.c slurm/dataset.h
 	@mkdir -p $(dir $@)
-	$(CC) $(filter-out $(SAN_FLAGS),$(ALL_CFLAGS)) -Wno-missing-prototypes \
-		-Wno-format-truncation -DSQC_MOUNTCTL='"$(PREFIX)/bin/mountctl"' \
-		-fPIC -shared $(filter-out $(SAN_FLAGS),$(LDFLAGS)) -o $@ $<
+	$(CC) $(CPPFLAGS) $(filter-out $(SAN_FLAGS) -MMD -MP,$(ALL_CFLAGS)) \
+		-Wno-missing-prototypes -Wno-format-truncation \
+		-DSQC_MOUNTCTL='"$(PREFIX)/bin/mountctl"' -fPIC -shared \
+		$(filter-out $(SAN_FLAGS),$(LDFLAGS)) -o $@ slurm/squashcache_spank.c slurm/dataset.c
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
