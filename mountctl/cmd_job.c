@@ -157,7 +157,7 @@ const struct mc_cmd mc_cmd_job = {
 		"          gives them\n"
 		"\n"
 		"  -c, --conf FILE     site config (default $SQUASHCACHE_SLURM_CONF,\n"
-		"                      else /etc/squashcache/slurm.conf)\n"
+		"                      else " DS_CONF_FILE ")\n"
 		"  -s, --set KEY=VAL   override one config key (repeatable)\n"
 		"  -d, --datasets LIST the list (prolog: default the comment's\n"
 		"                      dataset= word; env: the list expected)\n"

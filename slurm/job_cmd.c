@@ -110,8 +110,8 @@ static int job_ids_get(const struct job_req *r, struct job_ids *ids)
 
 /* The Prolog's list: --datasets, the comment's dataset= word, or (with
  * prolog_spank=yes) what the SPANK plugin passed. */
-static const char *prolog_list(const struct job_req *r,
-			       const struct ds_conf *c, char *buf, size_t cap)
+static const char *prolog_list(const struct job_req *r, const struct ds_conf *c,
+			       char *buf, size_t cap)
 {
 	const char *comment = env_or("SLURM_JOB_COMMENT", NULL);
 

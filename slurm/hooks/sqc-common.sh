@@ -7,8 +7,8 @@
 # then the site config's mountctl= if it names one.  The scripts never
 # read the site config nor name mounts themselves: they ask
 # `mountctl job config KEY` and `mountctl job name IMAGE` (one parser, one
-# set of name rules: slurm/dataset.c).  SQUASHCACHE_SLURM_CONF reaches
-# mountctl through the environment.
+# set of name rules: slurm/dataset.c); which config file reaches mountctl
+# through the environment.
 
 sqc_mountctl=${SQUASHCACHE_MOUNTCTL:-}
 if [ -z "$sqc_mountctl" ]; then
