@@ -43,8 +43,13 @@
  * from the node's, and a mount made outside after it exists would never
  * reach the job's tasks.
  *
+ * The work takes the hierarchies' roots as descriptors (struct
+ * job_cgroups, job_i.h), so that unit tests drive it against temporary
+ * trees laid out as Slurm's; the entry points open the real ones with
+ * job__cg_open_mounted(), the one place that decides what a hierarchy is.
+ *
  * Safety (root): the hierarchies come from /proc/self/mountinfo and must
- * be cgroup file systems; every directory is opened without following
+ * be cgroup file systems (their statfs magic); every directory is opened without following
  * symlinks, must be on the same file system as its hierarchy and owned by
  * root (the step's own directory may be the job's user's: Slurm's v1
  * chowns it).  A cgroup file system holds no symlinks or files that
