@@ -2,7 +2,10 @@
 /*
  * This file declares what the files of mountctl's job work share: root's
  * handle on one job directory (job_dir.c), used by the Prolog and Epilog
- * (job.c) and the node check (job_node.c).
+ * (job.c) and the node check (job_node.c); and the cgroup work
+ * (job_cgroup.c) on hierarchies given as descriptors.  Both take their
+ * base directories as descriptors, so that tests/unit/test_job_cgroup.c
+ * drives them against temporary trees.
  */
 #ifndef SQC_SLURM_JOB_I_H
 #define SQC_SLURM_JOB_I_H
