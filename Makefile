@@ -94,6 +94,9 @@ BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
 
 LIB := $(BUILD)/libsquashcache.a
 SLURM_LIB := $(BUILD)/libsqcslurm.a
+# mountctl less its main.c, for the unit tests of the job code (slurm/),
+# which calls mc_*(): such a test gives its own mc_err().
+MC_TEST_LIB := $(BUILD)/libsqcmountctl-test.a
 DAEMON := $(BUILD)/squashcached
 MOUNTCTL := $(BUILD)/mountctl
 
@@ -109,11 +112,14 @@ SPANK := $(if $(wildcard $(SLURM_SPANK_H)),$(BUILD)/squashcache_spank.so)
 
 all: $(LIB) $(DAEMON) $(MOUNTCTL) $(SPANK)
 
-$(BUILD)/squashcache_spank.so: slurm/squashcache_spank.c
+# The plugin links the config parser (slurm/dataset.c, which needs no
+# other file of the project) and nothing else of the project.
+$(BUILD)/squashcache_spank.so: slurm/squashcache_spank.c slurm/dataset.c slurm/dataset.h
 	@mkdir -p $(dir $@)
-	$(CC) $(filter-out $(SAN_FLAGS),$(ALL_CFLAGS)) -Wno-missing-prototypes \
-		-Wno-format-truncation -DSQC_MOUNTCTL='"$(PREFIX)/bin/mountctl"' \
-		-fPIC -shared $(filter-out $(SAN_FLAGS),$(LDFLAGS)) -o $@ $<
+	$(CC) $(CPPFLAGS) $(filter-out $(SAN_FLAGS) -MMD -MP,$(ALL_CFLAGS)) \
+		-Wno-missing-prototypes -Wno-format-truncation \
+		-DSQC_MOUNTCTL='"$(PREFIX)/bin/mountctl"' -fPIC -shared \
+		$(filter-out $(SAN_FLAGS),$(LDFLAGS)) -o $@ slurm/squashcache_spank.c slurm/dataset.c
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -156,11 +162,21 @@ $(SLURM_LIB): $(SLURM_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
 
+$(MC_TEST_LIB): $(filter-out %/main.o,$(MOUNTCTL_OBJS))
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $^
+
 $(MOUNTCTL): $(MOUNTCTL_OBJS) $(SLURM_LIB) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(MOUNTCTL_OBJS) $(SLURM_LIB) $(LIB) $(LIB_LIBS)
 
 $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(UNIT_COMMON_OBJS) $(SLURM_LIB) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $< $(UNIT_COMMON_OBJS) $(SLURM_LIB) $(LIB) $(CHECK_LIBS) $(LIB_LIBS)
+
+# The job code and mountctl call each other: one group.
+$(BUILD)/tests/unit/test_job_%: $(BUILD)/tests/unit/test_job_%.o $(UNIT_COMMON_OBJS) $(SLURM_LIB) $(MC_TEST_LIB) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $< $(UNIT_COMMON_OBJS) -Wl,--start-group $(SLURM_LIB) \
+		$(MC_TEST_LIB) -Wl,--end-group $(LIB) $(CHECK_LIBS) $(LIB_LIBS)
 
 $(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(FUSE_LIBS) $(LIB_LIBS)

@@ -270,6 +270,68 @@ int ds_conf_line(struct ds_conf *c, const char *line, char *why, size_t cap)
  * Is the raw item @s (escapes not undone) of @n bytes an option of the
  * image before it?  "NAME=..." or one of flags[].
  */
+int ds_conf_read(struct ds_conf *c, const char *path,
+		 void (*bad)(const char *path, int no, const char *why,
+			     void *arg),
+		 void *arg)
+{
+	char line[8192], why[512];
+	FILE *f = fopen(path, "re");
+	int no = 0, err = 0;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		size_t n = strcspn(line, "\n");
+
+		no++;
+		if (!line[n] && !feof(f)) {
+			/* Too long: the line is refused, its rest skipped. */
+			int ch;
+
+			while ((ch = getc(f)) != EOF && ch != '\n')
+				;
+			snprintf(why, sizeof(why), "a line over %zu bytes",
+				 sizeof(line) - 2);
+		} else if (!ds_conf_line(c, line, why, sizeof(why))) {
+			continue;
+		}
+		err = -EINVAL;
+		if (bad)
+			bad(path, no, why, arg);
+	}
+	if (ferror(f))
+		err = -EIO;
+	fclose(f);
+	return err;
+}
+
+int ds_conf_get(const struct ds_conf *c, const char *key, char *buf, size_t cap)
+{
+	const struct {
+		const char *key;
+		const char *val;
+	} keys[] = {
+		{ "base", c->base },
+		{ "options", c->options },
+		{ "force_options", c->force_options },
+		{ "user_options", c->user_options },
+		{ "allow", c->allow },
+		{ "mountctl", c->mountctl },
+		{ "prolog_spank", c->prolog_spank ? "yes" : "no" },
+	};
+	int n = -1;
+
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+		if (!strcmp(key, keys[i].key))
+			n = snprintf(buf, cap, "%s", keys[i].val);
+	if (!strcmp(key, "timeout"))
+		n = snprintf(buf, cap, "%u", c->timeout_s);
+	if (n < 0)
+		return -ENOENT;
+	return (size_t)n < cap ? 0 : -ENAMETOOLONG;
+}
+
 static bool is_option_item(const char *s, size_t n)
 {
 	size_t k = name_len(s, n);
@@ -403,7 +465,7 @@ static bool name_taken(const struct ds_list *l, unsigned int upto,
 	return false;
 }
 
-static void name_images(struct ds_list *l)
+void ds_list_name(struct ds_list *l)
 {
 	for (unsigned int i = 0; i < l->n; i++) {
 		char base[DS_NAME_MAX];
@@ -452,7 +514,7 @@ int ds_list_parse(const char *text, struct ds_list *out, char *why, size_t cap)
 			return -EINVAL;
 		}
 	}
-	name_images(out);
+	ds_list_name(out);
 	return 0;
 }
 

@@ -6,8 +6,11 @@
  * of `--comment`, the mount names given to the images, the site's
  * configuration (/etc/squashcache/slurm.conf) and its option policy.
  *
- * Nothing here touches the file system: the node-side work that does is
- * in slurm/job.c.
+ * Nothing here touches the file system but ds_conf_read(), which reads
+ * the site's file: the node-side work is in slurm/job*.c.  This is the
+ * one parser of the site's file: `mountctl job` and the SPANK plugin
+ * (which links this file) call it, the shell hooks ask `mountctl job
+ * config` and `mountctl job name`.
  *
  * The list grammar:
  *
@@ -65,7 +68,7 @@ struct ds_conf {
 	char force_options[DS_OPTS_MAX]; /* after them: they win */
 	char user_options[DS_OPTS_MAX]; /* option names users may set */
 	char allow[4096]; /* allowed image prefixes, ':' separated */
-	char mountctl[PATH_MAX]; /* for the SPANK plugin */
+	char mountctl[PATH_MAX]; /* the one the plugin and the hooks run */
 	unsigned int timeout_s; /* the Prolog's budget, seconds */
 	bool prolog_spank; /* the Prolog also reads SPANK_DATASET */
 };
@@ -103,6 +106,41 @@ int ds_conf_set(struct ds_conf *c, const char *kv, char *why, size_t cap);
  * Return: as ds_conf_set().
  */
 int ds_conf_line(struct ds_conf *c, const char *line, char *why, size_t cap);
+
+/**
+ * ds_conf_read() - Apply the lines of a config file, as ds_conf_line().
+ * @c: configuration
+ * @path: the file
+ * @bad: called for each line that is refused (@no counts from 1; a line
+ *       over 8190 bytes is one), or NULL; that line changes nothing
+ * @arg: passed to @bad
+ *
+ * Return: 0; -EINVAL if a line was refused (the others are applied);
+ * -errno if the file cannot be opened (-ENOENT: there is none) or read.
+ */
+int ds_conf_read(struct ds_conf *c, const char *path,
+		 void (*bad)(const char *path, int no, const char *why,
+			     void *arg),
+		 void *arg);
+
+/**
+ * ds_conf_get() - The value of one key, as the file would write it.
+ * @c: configuration
+ * @key: one of the keys of ds_conf_set() ("state" has none)
+ * @buf: destination
+ * @cap: its capacity
+ *
+ * Return: 0; -ENOENT for an unknown key; -ENAMETOOLONG.
+ */
+int ds_conf_get(const struct ds_conf *c, const char *key, char *buf,
+		size_t cap);
+
+/**
+ * ds_list_name() - Give the images of @l their mount names (see above),
+ * as ds_list_parse() does.
+ * @l: the list, its paths set
+ */
+void ds_list_name(struct ds_list *l);
 
 /**
  * ds_list_parse() - Parse a dataset list and name its images.

@@ -62,6 +62,45 @@ struct job_ids {
 	char workdir[4096]; /* the job's working directory, or "" */
 };
 
+/* What `mountctl job` was asked (mountctl/cmd_job.c parses it). */
+enum job_verb {
+	JOB_PROLOG,
+	JOB_EPILOG,
+	JOB_ENV,
+	JOB_CHECK,
+	JOB_NODE, /* check-node */
+	JOB_CONFIG,
+	JOB_NAME,
+};
+
+struct job_req {
+	enum job_verb verb;
+	const char *conf; /* --conf, else $SQUASHCACHE_SLURM_CONF */
+	const char *datasets; /* --datasets (check: its LIST) */
+	const char *job, *node, *uid, *gid; /* --job ... */
+	bool task_prolog; /* env --task-prolog */
+	bool clean; /* check-node --clean */
+	double min_age; /* check-node --min-age */
+	char **sets; /* --set KEY=VALUE, in order */
+	int nsets;
+	char **args; /* config: KEYs; name: IMAGEs */
+	int nargs;
+};
+
+/**
+ * job_run() - Do what `mountctl job` was asked: load the site's
+ * configuration, take the job's ids from @r or slurmd's environment, run
+ * the verb.
+ * @r: the request
+ *
+ * config prints each key's value on a line (the shell hooks' one way to
+ * the config); name prints each image's mount name (dataset.h).
+ *
+ * Return: the exit status (prolog and epilog: MC_EXIT_OK whatever
+ * happened, MC_EXIT_USAGE if not root).
+ */
+int job_run(const struct job_req *r);
+
 /**
  * job_prolog() - Mount a job's images on this node, as its user.
  * @c: the site's configuration

@@ -43,8 +43,13 @@
  * from the node's, and a mount made outside after it exists would never
  * reach the job's tasks.
  *
+ * The work takes the hierarchies' roots as descriptors (struct
+ * job_cgroups, job_i.h), so that unit tests drive it against temporary
+ * trees laid out as Slurm's; the entry points open the real ones with
+ * job__cg_open_mounted(), the one place that decides what a hierarchy is.
+ *
  * Safety (root): the hierarchies come from /proc/self/mountinfo and must
- * be cgroup file systems; every directory is opened without following
+ * be cgroup file systems (their statfs magic); every directory is opened without following
  * symlinks, must be on the same file system as its hierarchy and owned by
  * root (the step's own directory may be the job's user's: Slurm's v1
  * chowns it).  A cgroup file system holds no symlinks or files that
@@ -72,22 +77,8 @@
 #include "util/err.h"
 #include "util/mountinfo.h"
 
-#define CG_HIER_MAX 16 /* cgroup hierarchies looked at */
 #define CG_POLL_MS 20 /* between two looks for the extern step */
 #define CG_EXTERN "step_extern" /* the extern step's directory */
-
-/* One mounted cgroup hierarchy. */
-struct cg_hier {
-	char mnt[PATH_MAX]; /* where it is mounted */
-	bool v2; /* the unified hierarchy */
-	bool freezer; /* v1 with the freezer controller */
-};
-
-/* The hierarchies of this machine. */
-struct cg_hiers {
-	struct cg_hier h[CG_HIER_MAX];
-	int n;
-};
 
 /* Does the comma list @opts name @word? */
 static bool has_opt(const char *opts, const char *word)
@@ -100,20 +91,64 @@ static bool has_opt(const char *opts, const char *word)
 	return false;
 }
 
-static int add_hier(const struct mountinfo_entry *e, void *arg)
+int job__cg_add(struct job_cgroups *cg, int fd, const char *mnt, bool v2,
+		bool freezer)
 {
-	struct cg_hiers *hs = arg;
-	struct cg_hier *h;
-	bool v2 = !strcmp(e->fstype, "cgroup2");
+	struct job_cg_hier *h;
+	struct stat st;
 
-	if ((!v2 && strcmp(e->fstype, "cgroup")) || hs->n >= CG_HIER_MAX ||
-	    e->mountpoint[0] != '/' || strlen(e->mountpoint) >= PATH_MAX)
-		return 0;
-	h = &hs->h[hs->n++];
-	strcpy(h->mnt, e->mountpoint);
+	if (cg->n >= JOB_CG_HIER_MAX || fstat(fd, &st)) {
+		close(fd);
+		return cg->n >= JOB_CG_HIER_MAX ? -E2BIG : -errno;
+	}
+	h = &cg->h[cg->n++];
+	h->fd = fd;
+	h->dev = st.st_dev;
 	h->v2 = v2;
-	h->freezer = !v2 && has_opt(e->super_opts, "freezer");
+	h->freezer = freezer;
+	snprintf(h->mnt, sizeof(h->mnt), "%s", mnt);
 	return 0;
+}
+
+void job__cg_close(struct job_cgroups *cg)
+{
+	for (int i = 0; i < cg->n; i++)
+		close(cg->h[i].fd);
+	cg->n = 0;
+}
+
+/* A hierarchy of /proc/self/mountinfo: opened and added if it is a
+ * cgroup file system of its kind (the check a test's tree skips). */
+static int add_mounted(const struct mountinfo_entry *e, void *arg)
+{
+	bool v2 = !strcmp(e->fstype, "cgroup2");
+	unsigned long magic = v2 ? CGROUP2_SUPER_MAGIC : CGROUP_SUPER_MAGIC;
+	struct statfs sf;
+	int fd;
+
+	if ((!v2 && strcmp(e->fstype, "cgroup")) || e->mountpoint[0] != '/')
+		return 0;
+	fd = open(e->mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (fstatfs(fd, &sf) || (unsigned long)sf.f_type != magic) {
+		close(fd);
+		return 0;
+	}
+	(void)job__cg_add(arg, fd, e->mountpoint, v2,
+			  !v2 && has_opt(e->super_opts, "freezer"));
+	return 0;
+}
+
+int job__cg_open_mounted(struct job_cgroups *cg)
+{
+	int err;
+
+	cg->n = 0;
+	err = mountinfo_foreach(add_mounted, cg);
+	if (err < 0)
+		job__cg_close(cg);
+	return err < 0 ? err : 0;
 }
 
 /* Open the directory @name of @dirfd on the cgroup file system @dev,
@@ -135,58 +170,29 @@ static int cg_open(int dirfd, const char *name, dev_t dev, bool uid_ok,
 }
 
 /*
- * Open the root of hierarchy @h, which must be a cgroup file system of
- * its kind, and give its device in @dev.  Return: fd; -ENOENT if it is
- * not one; -errno.
- */
-static int hier_root(const struct cg_hier *h, dev_t *dev)
-{
-	unsigned long magic = h->v2 ? CGROUP2_SUPER_MAGIC : CGROUP_SUPER_MAGIC;
-	struct statfs sf;
-	struct stat st;
-	int fd;
-
-	fd = open(h->mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstatfs(fd, &sf) || fstat(fd, &st) ||
-	    (unsigned long)sf.f_type != magic) {
-		close(fd);
-		return -ENOENT;
-	}
-	*dev = st.st_dev;
-	return fd;
-}
-
-/*
  * Open Slurm's directory for node @node in hierarchy @h ("slurm_NODE" or
  * "slurm"; v2: the slurmstepd scope).  Return: fd; -ENOENT if there is
  * none; -errno.
  */
-static int node_root(const struct cg_hier *h, const char *node, dev_t *dev)
+static int node_root(const struct job_cg_hier *h, const char *node)
 {
 	char name[128];
-	int mfd, sfd, fd;
+	int sfd, fd;
 
-	mfd = hier_root(h, dev);
-	if (mfd < 0)
-		return mfd;
 	if (!h->v2) {
 		snprintf(name, sizeof(name), "slurm_%s", node);
-		fd = cg_open(mfd, name, *dev, false, 0);
+		fd = cg_open(h->fd, name, h->dev, false, 0);
 		if (fd == -ENOENT)
-			fd = cg_open(mfd, "slurm", *dev, false, 0);
-		close(mfd);
+			fd = cg_open(h->fd, "slurm", h->dev, false, 0);
 		return fd;
 	}
-	sfd = cg_open(mfd, "system.slice", *dev, false, 0);
-	close(mfd);
+	sfd = cg_open(h->fd, "system.slice", h->dev, false, 0);
 	if (sfd < 0)
 		return sfd;
 	snprintf(name, sizeof(name), "%s_slurmstepd.scope", node);
-	fd = cg_open(sfd, name, *dev, false, 0);
+	fd = cg_open(sfd, name, h->dev, false, 0);
 	if (fd == -ENOENT)
-		fd = cg_open(sfd, "slurmstepd.scope", *dev, false, 0);
+		fd = cg_open(sfd, "slurmstepd.scope", h->dev, false, 0);
 	close(sfd);
 	return fd;
 }
@@ -195,7 +201,7 @@ static int node_root(const struct cg_hier *h, const char *node, dev_t *dev)
  * Open the job's directory under the node's root @root ("uid_U/job_J";
  * v2 "job_J").  Return: fd, or -errno.
  */
-static int job_cg(const struct cg_hier *h, int root, dev_t dev,
+static int job_cg(const struct job_cg_hier *h, int root,
 		  const struct job_ids *ids)
 {
 	char name[64];
@@ -203,17 +209,17 @@ static int job_cg(const struct cg_hier *h, int root, dev_t dev,
 
 	snprintf(name, sizeof(name), "job_%s", ids->job);
 	if (h->v2)
-		return cg_open(root, name, dev, false, 0);
+		return cg_open(root, name, h->dev, false, 0);
 	{
 		char uname[32];
 
 		snprintf(uname, sizeof(uname), "uid_%u",
 			 (unsigned int)ids->uid);
-		ufd = cg_open(root, uname, dev, false, 0);
+		ufd = cg_open(root, uname, h->dev, false, 0);
 	}
 	if (ufd < 0)
 		return ufd;
-	fd = cg_open(ufd, name, dev, false, 0);
+	fd = cg_open(ufd, name, h->dev, false, 0);
 	close(ufd);
 	return fd;
 }
@@ -223,28 +229,26 @@ static int job_cg(const struct cg_hier *h, int root, dev_t dev,
  * (v1: step_extern; v2: step_extern/user/task_special).  Return: fd;
  * -ENOENT if it is not there (yet); -errno.
  */
-static int extern_cg(const struct cg_hier *h, const struct job_ids *ids,
-		     const char *node)
+static int extern_cg(const struct job_cg_hier *h, const struct job_ids *ids)
 {
 	int root, job, step, user, fd;
-	dev_t dev;
 
-	root = node_root(h, node, &dev);
+	root = node_root(h, ids->node);
 	if (root < 0)
 		return root;
-	job = job_cg(h, root, dev, ids);
+	job = job_cg(h, root, ids);
 	close(root);
 	if (job < 0)
 		return job;
-	step = cg_open(job, CG_EXTERN, dev, true, ids->uid);
+	step = cg_open(job, CG_EXTERN, h->dev, true, ids->uid);
 	close(job);
 	if (step < 0 || !h->v2)
 		return step;
-	user = cg_open(step, "user", dev, false, 0);
+	user = cg_open(step, "user", h->dev, false, 0);
 	close(step);
 	if (user < 0)
 		return user;
-	fd = cg_open(user, "task_special", dev, false, 0);
+	fd = cg_open(user, "task_special", h->dev, false, 0);
 	close(user);
 	return fd;
 }
@@ -252,19 +256,18 @@ static int extern_cg(const struct cg_hier *h, const struct job_ids *ids,
 /* Does the job's directory hold a step other than the extern one?  (Then
  * the job has no extern step: its other steps start after the Prolog's
  * extern step would have.) */
-static bool has_other_step(const struct cg_hier *h, const struct job_ids *ids,
-			   const char *node)
+static bool has_other_step(const struct job_cg_hier *h,
+			   const struct job_ids *ids)
 {
 	int root, job;
 	bool other = false;
 	struct dirent *e;
-	dev_t dev;
 	DIR *d;
 
-	root = node_root(h, node, &dev);
+	root = node_root(h, ids->node);
 	if (root < 0)
 		return false;
-	job = job_cg(h, root, dev, ids);
+	job = job_cg(h, root, ids);
 	close(root);
 	if (job < 0)
 		return false;
@@ -412,17 +415,16 @@ static int join(int fd)
 
 /* The hierarchy where Slurm tracks the job's processes (v1 freezer, or
  * v2), if Slurm has a root for this node in it; NULL if none. */
-static const struct cg_hier *track_hier(const struct cg_hiers *hs,
-					const char *node)
+static const struct job_cg_hier *track_hier(const struct job_cgroups *cg,
+					    const char *node)
 {
-	for (int i = 0; i < hs->n; i++) {
-		const struct cg_hier *h = &hs->h[i];
-		dev_t dev;
+	for (int i = 0; i < cg->n; i++) {
+		const struct job_cg_hier *h = &cg->h[i];
 		int fd;
 
 		if (!h->v2 && !h->freezer)
 			continue;
-		fd = node_root(h, node, &dev);
+		fd = node_root(h, node);
 		if (fd >= 0) {
 			close(fd);
 			return h;
@@ -431,30 +433,57 @@ static const struct cg_hier *track_hier(const struct cg_hiers *hs,
 	return NULL;
 }
 
-/* Is this process in job @job's cgroups already (its /proc/self/cgroup
- * names a "job_JOB" directory)? */
-static bool in_job_cgroup(const char *job)
+/* Does the line @line of a /proc/PID/cgroup file ("ID:CONTROLLERS:/PATH",
+ * ID a number, no '\n') name a directory "job_JOB" (@want "/job_JOB/")? */
+static bool line_in_job(char *line, const char *want)
 {
-	char line[PATH_MAX + 64], want[40];
-	FILE *f = fopen("/proc/self/cgroup", "re");
-	bool in = false;
+	char *path = strchr(line, ':');
+	size_t n;
+
+	if (!path || path == line ||
+	    strspn(line, "0123456789") != (size_t)(path - line))
+		return false;
+	path = strchr(path + 1, ':');
+	if (!path || path[1] != '/')
+		return false;
+	/* "/PATH/" in the buffer (one byte is kept free for the '/'). */
+	n = strlen(path);
+	path[n] = '/';
+	path[n + 1] = '\0';
+	return strstr(path + 1, want) != NULL;
+}
+
+bool job__in_job_cgroup(FILE *f, const char *job)
+{
+	char line[JOB_CG_LINE_MAX + 1], want[40];
+	bool in = false, cut = false;
 
 	snprintf(want, sizeof(want), "/job_%s/", job);
-	while (f && !in && fgets(line, sizeof(line), f)) {
-		char *path = strchr(line, ':');
+	while (!in && fgets(line, JOB_CG_LINE_MAX, f)) {
+		size_t n = strcspn(line, "\n");
+		bool whole = line[n] == '\n' || feof(f);
 
-		/* "ID:CONTROLLERS:/PATH\n", ID a number */
-		if (!path || path == line ||
-		    strspn(line, "0123456789") != (size_t)(path - line))
-			continue;
-		path = strchr(path + 1, ':');
-		if (!path || path[1] != '/')
-			continue;
-		path[strcspn(path, "\n")] = '/';
-		in = strstr(path + 1, want) != NULL;
+		/* The rest of a line too long for the buffer, or a line cut
+		 * short: never taken for a line of its own. */
+		if (!cut && whole) {
+			line[n] = '\0';
+			in = line_in_job(line, want);
+		}
+		cut = !whole;
 	}
-	if (f)
-		fclose(f);
+	return in;
+}
+
+/* job__in_job_cgroup() of this process. */
+static bool self_in_job_cgroup(const char *job)
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	bool in;
+
+	if (!f)
+		return false;
+	in = job__in_job_cgroup(f, job);
+	fclose(f);
 	return in;
 }
 
@@ -466,39 +495,43 @@ static int check_ids(const struct job_ids *ids)
 	return ds_job_dir_name(ids->job, ids->node, name, sizeof(name));
 }
 
-bool job_cgroup_is_pending(const struct job_ids *ids)
+bool job__cg_is_pending(const struct job_cgroups *cg, const struct job_ids *ids)
 {
-	struct cg_hiers hs = { .n = 0 };
-
-	if (check_ids(ids) || in_job_cgroup(ids->job) ||
-	    mountinfo_foreach(add_hier, &hs) < 0)
-		return false;
-	return track_hier(&hs, ids->node) != NULL;
+	return !check_ids(ids) && track_hier(cg, ids->node) != NULL;
 }
 
-int job_cgroup_enter(const struct job_ids *ids, double deadline, char *why,
-		     size_t cap)
+bool job_cgroup_is_pending(const struct job_ids *ids)
 {
-	struct cg_hiers hs = { .n = 0 };
-	const struct cg_hier *track;
-	int fd, e, err = 0, joined = 0, proc = -1;
+	struct job_cgroups cg;
+	bool pending;
 
-	why[0] = '\0';
-	if (check_ids(ids) || mountinfo_foreach(add_hier, &hs) < 0 ||
-	    !(track = track_hier(&hs, ids->node))) {
-		snprintf(why, cap, "no cgroup of Slurm's for node %s",
-			 ids->node);
-		return -ENOENT;
-	}
-	/* Ready when the step's first process is tracked. */
+	if (check_ids(ids) || self_in_job_cgroup(ids->job) ||
+	    job__cg_open_mounted(&cg))
+		return false;
+	pending = job__cg_is_pending(&cg, ids);
+	job__cg_close(&cg);
+	return pending;
+}
+
+/*
+ * Wait until the job's extern step is tracked in @track: its cgroup lists
+ * a process of root's.  Return: that process's /proc descriptor, or
+ * -errno (@why said).
+ */
+static int wait_extern(const struct job_cg_hier *track,
+		       const struct job_ids *ids, double deadline, char *why,
+		       size_t cap)
+{
+	int fd, proc;
+
 	for (;;) {
-		fd = extern_cg(track, ids, ids->node);
+		fd = extern_cg(track, ids);
 		if (fd >= 0) {
 			proc = root_proc_in(fd);
 			close(fd);
 			if (proc >= 0)
-				break;
-		} else if (has_other_step(track, ids, ids->node)) {
+				return proc;
+		} else if (has_other_step(track, ids)) {
 			snprintf(
 				why, cap,
 				"job %s has no extern step (PrologFlags=Contain is not set)",
@@ -514,8 +547,17 @@ int job_cgroup_enter(const struct job_ids *ids, double deadline, char *why,
 		}
 		mc_sleep_ms(CG_POLL_MS);
 	}
-	for (int i = 0; i < hs.n; i++) {
-		fd = extern_cg(&hs.h[i], ids, ids->node);
+}
+
+/* Join the extern step's cgroup in every hierarchy that has one.
+ * Return: how many were joined, or -errno for the first failure. */
+static int join_all(const struct job_cgroups *cg, const struct job_ids *ids,
+		    char *why, size_t cap)
+{
+	int fd, e, err = 0, joined = 0;
+
+	for (int i = 0; i < cg->n; i++) {
+		fd = extern_cg(&cg->h[i], ids);
 		if (fd == -ENOENT)
 			continue; /* Slurm does not use it for this job */
 		e = fd < 0 ? fd : join(fd);
@@ -525,40 +567,81 @@ int job_cgroup_enter(const struct job_ids *ids, double deadline, char *why,
 			err = e;
 			snprintf(why, cap,
 				 "cannot join the cgroup of job %s in %s: %s",
-				 ids->job, hs.h[i].mnt, err_str(e));
+				 ids->job, cg->h[i].mnt, err_str(e));
 		}
 		joined += !e;
 	}
+	return err ? err : joined;
+}
+
+int job__cg_enter(const struct job_cgroups *cg, const struct job_ids *ids,
+		  double deadline, char *why, size_t cap)
+{
+	const struct job_cg_hier *track;
+	int proc, joined, e;
+
+	why[0] = '\0';
+	if (check_ids(ids) || !(track = track_hier(cg, ids->node))) {
+		snprintf(why, cap, "no cgroup of Slurm's for node %s",
+			 ids->node);
+		return -ENOENT;
+	}
+	/* Ready when the step's first process is tracked. */
+	proc = wait_extern(track, ids, deadline, why, cap);
+	if (proc < 0)
+		return proc;
+	joined = join_all(cg, ids, why, cap);
 	e = enter_mnt_ns(proc);
 	close(proc);
-	if (e && !err) {
-		err = e;
+	if (e && joined >= 0) {
+		joined = e;
 		snprintf(why, cap,
 			 "cannot enter the mount namespace of job %s: %s",
 			 ids->job, err_str(e));
 	}
-	return err ? err : joined ? 0 : -ENOENT;
+	return joined < 0 ? joined : joined ? 0 : -ENOENT;
+}
+
+int job_cgroup_enter(const struct job_ids *ids, double deadline, char *why,
+		     size_t cap)
+{
+	struct job_cgroups cg;
+	int err;
+
+	why[0] = '\0';
+	if (check_ids(ids) || job__cg_open_mounted(&cg)) {
+		snprintf(why, cap, "no cgroup of Slurm's for node %s",
+			 ids->node);
+		return -ENOENT;
+	}
+	err = job__cg_enter(&cg, ids, deadline, why, cap);
+	job__cg_close(&cg);
+	return err;
+}
+
+int job__cg_leave(const struct job_cgroups *cg)
+{
+	int err = 0;
+
+	for (int i = 0; i < cg->n; i++) {
+		int e = join(cg->h[i].fd);
+
+		if (e && !err)
+			err = e;
+	}
+	return err;
 }
 
 int job_cgroup_leave(const struct job_ids *ids)
 {
-	struct cg_hiers hs = { .n = 0 };
-	int err = 0;
+	struct job_cgroups cg;
+	int err;
 
-	if (check_ids(ids) || !in_job_cgroup(ids->job))
+	if (check_ids(ids) || !self_in_job_cgroup(ids->job))
 		return 0;
-	if (mountinfo_foreach(add_hier, &hs) < 0)
+	if (job__cg_open_mounted(&cg))
 		return -EIO;
-	for (int i = 0; i < hs.n; i++) {
-		dev_t dev;
-		int fd = hier_root(&hs.h[i], &dev), e;
-
-		if (fd < 0)
-			continue;
-		e = join(fd);
-		close(fd);
-		if (e && !err)
-			err = e;
-	}
+	err = job__cg_leave(&cg);
+	job__cg_close(&cg);
 	return err;
 }

@@ -120,27 +120,16 @@ static int fd_path(int fd, char *buf, size_t cap)
 	return 0;
 }
 
-/*
- * Open the job directory @name under BASE/squashcache.  With @create,
- * make what is missing; without, a missing one gives -ENOENT and one that
- * is not root's -EPERM.
- */
-int job__dir_open(const struct ds_conf *c, const char *name, bool create,
-		  struct jobdir *j)
+int job__dir_open_at(int base, const char *name, bool create, struct jobdir *j)
 {
 	struct stat st;
 	int err;
 
-	j->base = j->top = j->dir = -1;
+	j->top = j->dir = -1;
+	j->base = base;
 	if (snprintf(j->name, sizeof(j->name), "%s", name) >=
 	    (int)sizeof(j->name))
 		return -ENAMETOOLONG;
-	j->base = open(c->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (j->base < 0) {
-		err = -errno;
-		mc_err("cannot open base=%s: %s", c->base, err_str(err));
-		return err;
-	}
 	if (create) {
 		j->top = root_dir_at(j->base, JOB_TOP_NAME, 0755);
 		if (j->top >= 0)
@@ -162,6 +151,7 @@ int job__dir_open(const struct ds_conf *c, const char *name, bool create,
 		err = fd_path(j->dir, j->path, sizeof(j->path));
 	return err;
 }
+
 /* Open BASE/squashcache if it is a directory of root's only root
  * writes.  Return: the descriptor, or -errno. */
 static int open_top(const struct ds_conf *c)
@@ -243,6 +233,21 @@ int job__check_left(const struct ds_conf *c, bool clear)
 		n = 0;
 	close(top);
 	return n;
+}
+
+int job__dir_open(const struct ds_conf *c, const char *name, bool create,
+		  struct jobdir *j)
+{
+	int base, err;
+
+	j->base = j->top = j->dir = -1;
+	base = open(c->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (base < 0) {
+		err = -errno;
+		mc_err("cannot open base=%s: %s", c->base, err_str(err));
+		return err;
+	}
+	return job__dir_open_at(base, name, create, j);
 }
 
 /* Abort the FUSE connection of a mount (its daemon and readers stop

@@ -2,7 +2,10 @@
 /*
  * This file declares what the files of mountctl's job work share: root's
  * handle on one job directory (job_dir.c), used by the Prolog and Epilog
- * (job.c) and the node check (job_node.c).
+ * (job.c) and the node check (job_node.c); and the cgroup work
+ * (job_cgroup.c) on hierarchies given as descriptors.  Both take their
+ * base directories as descriptors, so that tests/unit/test_job_cgroup.c
+ * drives them against temporary trees.
  */
 #ifndef SQC_SLURM_JOB_I_H
 #define SQC_SLURM_JOB_I_H
@@ -10,6 +13,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -64,6 +68,17 @@ void job__note_left(const struct ds_conf *c, const char *line);
  * a file of root's).
  */
 int job__check_left(const struct ds_conf *c, bool clear);
+
+/**
+ * job__dir_open_at() - job__dir_open() under the base directory @base.
+ * @base: BASE, open, taken over (job__dir_close() closes it)
+ * @name: "job<ID>-<NODE>"
+ * @create: as for job__dir_open()
+ * @j: as for job__dir_open()
+ *
+ * Return: as job__dir_open().
+ */
+int job__dir_open_at(int base, const char *name, bool create, struct jobdir *j);
 
 /**
  * job__dir_close() - Close what job__dir_open() opened.
@@ -209,5 +224,105 @@ bool job__private_base(const char *base, char *dir, size_t cap);
  * Return: 0 or -errno.
  */
 int job__exe_stat(bool self, struct stat *st);
+
+#define JOB_CG_HIER_MAX 16 /* cgroup hierarchies looked at */
+#define JOB_CG_LINE_MAX (PATH_MAX + 64) /* a /proc/PID/cgroup line */
+
+/* One cgroup hierarchy, its root open. */
+struct job_cg_hier {
+	int fd; /* its root */
+	dev_t dev; /* its file system */
+	bool v2; /* the unified hierarchy */
+	bool freezer; /* v1 with the freezer controller */
+	char mnt[PATH_MAX]; /* where it is mounted, for messages */
+};
+
+/* The cgroup hierarchies the job code works in. */
+struct job_cgroups {
+	struct job_cg_hier h[JOB_CG_HIER_MAX];
+	int n;
+};
+
+/**
+ * job__cg_open_mounted() - Open the cgroup hierarchies of this machine:
+ * each cgroup or cgroup2 mount of /proc/self/mountinfo whose root is a
+ * file system of that kind (its statfs magic), not following what a
+ * user could have mounted under that type name.
+ * @cg: filled in, for job__cg_close()
+ *
+ * Return: 0 (perhaps with none); -errno if mountinfo cannot be read.
+ */
+int job__cg_open_mounted(struct job_cgroups *cg);
+
+/**
+ * job__cg_add() - Add one hierarchy by its root's descriptor, unchecked:
+ * job__cg_open_mounted() checks what it adds, a unit test adds a
+ * temporary tree laid out like one.
+ * @cg: the hierarchies
+ * @fd: the root, taken over (closed on failure too)
+ * @mnt: where it is, for messages
+ * @v2: the unified hierarchy
+ * @freezer: v1 with the freezer controller (where Slurm tracks a job)
+ *
+ * Return: 0; -E2BIG when there are JOB_CG_HIER_MAX; -errno.
+ */
+int job__cg_add(struct job_cgroups *cg, int fd, const char *mnt, bool v2,
+		bool freezer);
+
+/**
+ * job__cg_close() - Close what job__cg_open_mounted() and job__cg_add()
+ * opened.
+ * @cg: the hierarchies, emptied
+ */
+void job__cg_close(struct job_cgroups *cg);
+
+/**
+ * job__cg_is_pending() - job_cgroup_is_pending() in @cg, for a process
+ * that is not in the job's cgroups: does Slurm track this node's jobs in
+ * one of @cg (v1 freezer or v2)?
+ * @cg: the hierarchies
+ * @ids: the job
+ *
+ * Return: true if so.
+ */
+bool job__cg_is_pending(const struct job_cgroups *cg,
+			const struct job_ids *ids);
+
+/**
+ * job__cg_enter() - job_cgroup_enter() in @cg: wait for the extern step,
+ * join its cgroup in every hierarchy that has one, enter the mount
+ * namespace of its first process of root's.
+ * @cg: the hierarchies
+ * @ids: the job
+ * @deadline: mc_now() when to give up
+ * @why: set to the reason on failure
+ * @cap: its capacity
+ *
+ * Return: as job_cgroup_enter().
+ */
+int job__cg_enter(const struct job_cgroups *cg, const struct job_ids *ids,
+		  double deadline, char *why, size_t cap);
+
+/**
+ * job__cg_leave() - Move the calling process into the root cgroup of each
+ * hierarchy of @cg.
+ * @cg: the hierarchies
+ *
+ * Return: 0, or -errno of the first that failed.
+ */
+int job__cg_leave(const struct job_cgroups *cg);
+
+/**
+ * job__in_job_cgroup() - Does a /proc/PID/cgroup file name a directory
+ * "job_JOB" in one of its lines?
+ * @f: the file, read to the end (or to the first line that does)
+ * @job: the job id
+ *
+ * A line longer than JOB_CG_LINE_MAX is skipped whole, its rest never
+ * read as a line of its own.
+ *
+ * Return: true if so.
+ */
+bool job__in_job_cgroup(FILE *f, const char *job);
 
 #endif /* SQC_SLURM_JOB_I_H */

@@ -21,10 +21,14 @@
  *                    the reason a mount failed.
  *   job_epilog       (root) `mountctl job epilog`: nothing of the job left.
  *
- * Plugin arguments (plugstack.conf): conf=FILE and mountctl=PATH; any
- * other KEY=VALUE overrides that key of the config file (--set).
+ * Plugin arguments (plugstack.conf): conf=FILE; any other KEY=VALUE
+ * overrides that key of the config file (--set).  The plugin reads the
+ * file with the project's one parser (slurm/dataset.c, linked into the
+ * plugin) for the one key it needs itself, mountctl=.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -39,12 +43,13 @@
 
 #include <slurm/spank.h>
 
+#include "dataset.h"
+
 SPANK_PLUGIN(squashcache, 1);
 
 #ifndef SQC_MOUNTCTL
 #define SQC_MOUNTCTL "/usr/local/bin/mountctl"
 #endif
-#define SQC_DEFAULT_CONF "/etc/squashcache/slurm.conf"
 #define MAX_ARGS 64 /* mountctl's arguments */
 #define OUT_MAX 65536 /* what a mountctl run may print */
 
@@ -87,48 +92,44 @@ static int opt_dataset(int val, const char *optarg, int remote)
 	return 0;
 }
 
-/* mountctl= from the config file: the only key the plugin itself reads. */
-static void conf_mountctl(const char *path)
+/* A line of the config file that mountctl will refuse too. */
+static void bad_line(const char *path, int no, const char *why, void *arg)
 {
-	char line[PATH_MAX + 16];
-	FILE *f = fopen(path, "re");
-
-	while (f && fgets(line, sizeof(line), f)) {
-		char *s = line + strspn(line, " \t");
-
-		if (strncmp(s, "mountctl=", 9))
-			continue;
-		s += 9;
-		s[strcspn(s, " \t\r\n")] = '\0';
-		if (*s == '/')
-			snprintf(mountctl, sizeof(mountctl), "%s", s);
-	}
-	if (f)
-		fclose(f);
+	(void)arg;
+	slurm_error("squashcache: %s:%d: ignored: %s", path, no, why);
 }
 
+/* The config file and the plugin's arguments: what mountctl is run with,
+ * and mountctl= (else the one built in). */
 static void load_args(int ac, char **av)
 {
 	const char *conf = getenv("SQUASHCACHE_SLURM_CONF");
+	char why[512];
+	struct ds_conf c;
+	int err;
 
 	nconf = 0;
 	for (int i = 0; i < ac; i++)
 		if (!strncmp(av[i], "conf=", 5))
 			conf = av[i] + 5;
-	conf = conf && *conf ? conf : SQC_DEFAULT_CONF;
-	conf_mountctl(conf);
+	conf = conf && *conf ? conf : DS_CONF_FILE;
+	ds_conf_default(&c);
+	err = ds_conf_read(&c, conf, bad_line, NULL);
+	if (err && err != -EINVAL && err != -ENOENT)
+		slurm_error("squashcache: cannot read %s: %s", conf,
+			    strerror(-err));
 	conf_args[nconf++] = "--conf";
 	conf_args[nconf++] = conf;
 	for (int i = 0; i < ac && nconf + 2 <= MAX_ARGS / 2; i++) {
 		if (!strncmp(av[i], "conf=", 5))
 			continue;
-		if (!strncmp(av[i], "mountctl=", 9)) {
-			snprintf(mountctl, sizeof(mountctl), "%s", av[i] + 9);
-			continue;
-		}
+		if (ds_conf_set(&c, av[i], why, sizeof(why)))
+			slurm_error("squashcache: %s: ignored: %s", av[i], why);
 		conf_args[nconf++] = "--set";
 		conf_args[nconf++] = av[i];
 	}
+	snprintf(mountctl, sizeof(mountctl), "%s",
+		 c.mountctl[0] ? c.mountctl : SQC_MOUNTCTL);
 }
 
 /* Read @fd to EOF into @out (NUL-terminated, truncated at @cap). */

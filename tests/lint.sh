@@ -92,6 +92,36 @@ if git rev-parse --git-dir >/dev/null 2>&1; then
         violation "the lines above point outside the repository"
 fi
 
+# The Slurm node side (slurm/README.md).  One parser of the site config:
+# only slurm/dataset.[ch] name the file or read it; the plugin links
+# dataset.c and nothing else of the project, so dataset.c needs no other
+# file; mountctl/cmd_job.c only parses arguments.
+for f in $(grep -rlE 'squashcache/slurm\.conf|ds_conf_(line|read)\(' --include='*.[ch]' lib daemon mountctl slurm); do
+    case "$f" in
+    slurm/dataset.[ch]|slurm/job_cmd.c|slurm/squashcache_spank.c) ;;
+    *) violation "$f names or reads the site config (only slurm/dataset.c parses it)" ;;
+    esac
+done
+grep -n '#include "' slurm/squashcache_spank.c | grep -v '"dataset.h"' &&
+    violation "slurm/squashcache_spank.c includes more of the project than dataset.h"
+grep -n '#include "' slurm/dataset.c | grep -vE '"(dataset\.h|util/compiler\.h)"' &&
+    violation "slurm/dataset.c includes what the plugin does not link"
+grep -nE '\b(ds_[a-z_]+|job_[a-z_]+(prolog|epilog|env|check)[a-z_]*|fopen|getenv)\(' mountctl/cmd_job.c &&
+    violation "mountctl/cmd_job.c does work (it parses arguments; job_run() does the rest)"
+# The hooks only run mountctl: they never read the config, name mounts
+# (the image extensions are dataset.c's) or mount, unmount or start a
+# daemon themselves.
+for f in slurm/hooks/*; do
+    grep -nE 'SQUASHCACHE_SLURM_CONF|/etc/squashcache|\.sqsh|\.squashfs' "$f" &&
+        violation "$f reads the site config or names mounts (ask mountctl job config/name)"
+    grep -v '^ *#' "$f" | grep -nE '(^|;|&&|\|\||\$\(|then|do|else|exec)[[:space:]]*(fusermount3?|umount|mount|squashcached)([[:space:]]|$)' &&
+        violation "$f mounts, unmounts or starts a daemon itself (only mountctl does)"
+done
+for f in slurm/*.c; do
+    case "$f" in slurm/dataset.c) continue ;; esac
+    grep -n '"\.sqsh"' "$f" && violation "$f has mount name rules of its own (dataset.c has them)"
+done
+
 [ $bad = 0 ] && echo "lint: module boundaries hold"
 
 # Shell scripts: shellcheck's warnings and errors.

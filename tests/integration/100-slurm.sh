@@ -94,12 +94,12 @@ mkdir -p "$T/cl/hooks" "$T/cl/etc"
 for h in prolog epilog; do
     cat >"$T/cl/hooks/$h" <<EOH
 #!/bin/sh
-SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf exec "$TOP/slurm/hooks/$h" "\$@"
+SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf SQUASHCACHE_MOUNTCTL=$T/bin/mountctl exec "$TOP/slurm/hooks/$h" "\$@"
 EOH
 done
 cat >"$T/cl/hooks/task-prolog" <<EOH
 #!/bin/sh
-SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf exec "$TOP/slurm/hooks/site-task-prolog" "\$@"
+SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf SQUASHCACHE_MOUNTCTL=$T/bin/mountctl exec "$TOP/slurm/hooks/site-task-prolog" "\$@"
 EOH
 chmod 0755 "$T/cl/hooks"/*
 echo "required $BUILD/squashcache_spank.so conf=$T/squashcache-slurm.conf" >"$T/cl/etc/plugstack.conf"
@@ -346,7 +346,7 @@ note "sbcast recipe ok, and a cancelled one left nothing on either node"
 if "$T/bin/mountctl" acquire --help >/dev/null 2>&1; then
     for per in 1 2 4; do
         : >"$T/starts.log"
-        as_user env SQUASHCACHED="$T/bin/squashcached" SQUASHCACHE_IMAGE="$T/img/alpha.sqfs" SQUASHCACHE_SLURM_CONF="$T/squashcache-slurm.conf" \
+        as_user env SQUASHCACHED="$T/bin/squashcached" SQUASHCACHE_IMAGE="$T/img/alpha.sqfs" SQUASHCACHE_SLURM_CONF="$T/squashcache-slurm.conf" SQUASHCACHE_MOUNTCTL="$T/bin/mountctl" \
             srun -N2 --ntasks-per-node=$per --task-prolog="$TOP/slurm/hooks/task-prolog" "$T/bin/readit" \
             >"$T/tp$per.out" 2>&1 || { cat "$T/tp$per.out"; fail "task prolog, $per per node, failed"; }
         check_tasks "$T/tp$per.out" "$sum_a" $((2 * per))
@@ -355,7 +355,7 @@ if "$T/bin/mountctl" acquire --help >/dev/null 2>&1; then
         check_clean "task prolog $per"
     done
     note "task prolog with 1, 2, 4 tasks per node ok"
-    if as_user env SQUASHCACHED="$T/bin/squashcached" SQUASHCACHE_IMAGE="$T/img/bad.sqfs" SQUASHCACHE_SLURM_CONF="$T/squashcache-slurm.conf" \
+    if as_user env SQUASHCACHED="$T/bin/squashcached" SQUASHCACHE_IMAGE="$T/img/bad.sqfs" SQUASHCACHE_SLURM_CONF="$T/squashcache-slurm.conf" SQUASHCACHE_MOUNTCTL="$T/bin/mountctl" \
         srun -N2 --ntasks-per-node=2 --task-prolog="$TOP/slurm/hooks/task-prolog" "$T/bin/readit" \
         >"$T/tp-bad.out" 2>&1 && grep -q '^task ' "$T/tp-bad.out"; then
         cat "$T/tp-bad.out"

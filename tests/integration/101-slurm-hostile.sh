@@ -190,7 +190,7 @@ EOH
 done
 cat >"$T/cl/hooks/task-prolog" <<EOH
 #!/bin/sh
-SQUASHCACHE_SLURM_CONF=$T/conf exec "$TOP/slurm/hooks/site-task-prolog" "\$@"
+SQUASHCACHE_SLURM_CONF=$T/conf SQUASHCACHE_MOUNTCTL=$T/bin/mountctl exec "$TOP/slurm/hooks/site-task-prolog" "\$@"
 EOH
 chmod 0755 "$T/cl/hooks"/*
 echo "required $BUILD/squashcache_spank.so conf=$T/conf" >"$T/cl/etc/plugstack.conf"

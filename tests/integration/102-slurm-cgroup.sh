@@ -66,12 +66,12 @@ sum=$(cd "$T/src" && find . -type f | sort | xargs md5sum | md5sum | cut -c1-32)
 for h in prolog epilog; do
     cat >"$T/cl/hooks/$h" <<EOH
 #!/bin/sh
-SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf exec "$TOP/slurm/hooks/$h" "\$@"
+SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf SQUASHCACHE_MOUNTCTL=$T/bin/mountctl exec "$TOP/slurm/hooks/$h" "\$@"
 EOH
 done
 cat >"$T/cl/hooks/task-prolog" <<EOH
 #!/bin/sh
-SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf exec "$TOP/slurm/hooks/site-task-prolog" "\$@"
+SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf SQUASHCACHE_MOUNTCTL=$T/bin/mountctl exec "$TOP/slurm/hooks/site-task-prolog" "\$@"
 EOH
 chmod 0755 "$T/cl/hooks"/*
 echo "required $BUILD/squashcache_spank.so conf=$T/squashcache-slurm.conf" >"$T/cl/etc/plugstack.conf"

@@ -55,8 +55,8 @@ options=cache=64M
 EOC
 mkdir -p "$T/cl/hooks" "$T/cl/etc"
 for h in prolog epilog site-task-prolog; do
-    printf '#!/bin/sh\nSQUASHCACHE_SLURM_CONF=%s exec %s "$@"\n' \
-        "$T/slurm-sqc.conf" "$TOP/slurm/hooks/$h" >"$T/cl/hooks/$h"
+    printf '#!/bin/sh\nSQUASHCACHE_SLURM_CONF=%s SQUASHCACHE_MOUNTCTL=%s exec %s "$@"\n' \
+        "$T/slurm-sqc.conf" "$T/bin/mountctl" "$TOP/slurm/hooks/$h" >"$T/cl/hooks/$h"
 done
 mv "$T/cl/hooks/site-task-prolog" "$T/cl/hooks/task-prolog"
 chmod 0755 "$T/cl/hooks"/*

@@ -2,7 +2,7 @@
 /*
  * This file implements the unit tests of slurm/dataset.c: the --dataset
  * grammar and its escapes, mount names, the comment's dataset= word, the
- * site configuration and the option policy (what users may not set, and
+ * site configuration (its file too) and the option policy (what users may not set, and
  * forced options coming last).
  */
 #include <check.h>
@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "slurm/dataset.h"
 
@@ -176,6 +177,85 @@ START_TEST(test_conf)
 }
 END_TEST
 
+static int bad_lines;
+static int bad_no[8];
+
+static void on_bad(const char *path, int no, const char *reason, void *arg)
+{
+	(void)path;
+	(void)reason;
+	ck_assert_ptr_eq(arg, &bad_lines);
+	if (bad_lines < 8)
+		bad_no[bad_lines] = no;
+	bad_lines++;
+}
+
+START_TEST(test_conf_file)
+{
+	static char text[20000];
+	char path[] = "/tmp/sqc-dsconf.XXXXXX", val[4096];
+	struct ds_conf c;
+	size_t n;
+	FILE *f;
+	int fd;
+
+	/* Good lines apply, a bad one is said and skipped; a line too long
+	 * is refused whole, and its rest ("base=/evil") is no line. */
+	n = (size_t)snprintf(text, sizeof(text),
+			     "# site\nbase=/scratch\nbogus=1\noptions=");
+	memset(text + n, 'a', 9000);
+	n += 9000;
+	snprintf(text + n, sizeof(text) - n,
+		 "base=/evil\ntimeout=9\nmountctl=/opt/bin/mountctl");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+	ds_conf_default(&c);
+	bad_lines = 0;
+	ck_assert_int_eq(ds_conf_read(&c, path, on_bad, &bad_lines), -EINVAL);
+	unlink(path);
+	ck_assert_int_eq(bad_lines, 2);
+	ck_assert_int_eq(bad_no[0], 3);
+	ck_assert_int_eq(bad_no[1], 4);
+	ck_assert_str_eq(c.base, "/scratch");
+	ck_assert_str_eq(c.options, "");
+	ck_assert_uint_eq(c.timeout_s, 9);
+	ck_assert_str_eq(c.mountctl, "/opt/bin/mountctl");
+	ck_assert_int_eq(ds_conf_read(&c, path, NULL, NULL), -ENOENT);
+
+	/* What the hooks ask. */
+	ck_assert_int_eq(ds_conf_get(&c, "base", val, sizeof(val)), 0);
+	ck_assert_str_eq(val, "/scratch");
+	ck_assert_int_eq(ds_conf_get(&c, "timeout", val, sizeof(val)), 0);
+	ck_assert_str_eq(val, "9");
+	ck_assert_int_eq(ds_conf_get(&c, "prolog_spank", val, sizeof(val)), 0);
+	ck_assert_str_eq(val, "no");
+	ck_assert_int_eq(ds_conf_get(&c, "user_options", val, sizeof(val)), 0);
+	ck_assert_str_eq(val, DS_USER_OPTIONS);
+	ck_assert_int_eq(ds_conf_get(&c, "options", val, sizeof(val)), 0);
+	ck_assert_str_eq(val, "");
+	ck_assert_int_eq(ds_conf_get(&c, "state", val, sizeof(val)), -ENOENT);
+	ck_assert_int_eq(ds_conf_get(&c, "base", val, 4), -ENAMETOOLONG);
+}
+END_TEST
+
+START_TEST(test_list_name)
+{
+	/* The names `mountctl job name` gives the hooks. */
+	l.n = 3;
+	snprintf(l.im[0].path, sizeof(l.im[0].path), "/d/my data.sqfs");
+	snprintf(l.im[1].path, sizeof(l.im[1].path), "/e/my data.sqsh");
+	snprintf(l.im[2].path, sizeof(l.im[2].path), "/f/");
+	ds_list_name(&l);
+	ck_assert_str_eq(l.im[0].name, "my_data");
+	ck_assert_str_eq(l.im[1].name, "my_data-2");
+	ck_assert_str_eq(l.im[2].name, "dataset");
+}
+END_TEST
+
 START_TEST(test_policy)
 {
 	struct ds_conf c;
@@ -277,6 +357,8 @@ int main(void)
 	tcase_add_test(tc, test_names);
 	tcase_add_test(tc, test_comment);
 	tcase_add_test(tc, test_conf);
+	tcase_add_test(tc, test_conf_file);
+	tcase_add_test(tc, test_list_name);
 	tcase_add_test(tc, test_policy);
 	tcase_add_test(tc, test_allow);
 	tcase_add_test(tc, test_job_dir_env);
