@@ -58,7 +58,7 @@ _cleanup() {
         eval "$_hooks" || true
     fi
     for m in $_mounts; do
-        if grep -q " $m " /proc/self/mounts 2>/dev/null; then
+        if is_mounted "$m"; then
             fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
         fi
     done
@@ -160,9 +160,14 @@ need_kernel_squashfs() {
 }
 
 # Is MNT a mount point right now?  (/proc, not stat: stat on another
-# user's FUSE mount fails even for root.)
+# user's FUSE mount fails even for root.)  MNT is compared as a string
+# with each mount point, unescaped as /proc writes it.
 is_mounted() {
-    grep -q " $1 " /proc/self/mounts
+    _im=$1 awk 'BEGIN { m = ENVIRON["_im"] }
+        { p = $2; gsub(/\\040/, " ", p); gsub(/\\011/, "\t", p)
+          gsub(/\\012/, "\n", p); gsub(/\\134/, "\\", p)
+          if (p == m) { found = 1; exit } }
+        END { exit !found }' /proc/self/mounts
 }
 
 sqc_mount() {
@@ -212,9 +217,14 @@ sqc_mount_fg() {
     stat "$_sf_mnt" >/dev/null
 }
 
-# The pid of the daemon serving MNT (from its control socket or ps).
+# The pid of the daemon serving MNT: a squashcached whose last argument
+# is MNT, compared as a string (a path may hold '.', '[', '+').
 sqc_pid() {
-    pgrep -f "squashcached.* $1\$" | head -n 1
+    for _sp in $(pgrep -f squashcached); do
+        [ "$(tr '\0' '\n' <"/proc/$_sp/cmdline" 2>/dev/null | tail -n 1)" = "$1" ] || continue
+        echo "$_sp"
+        return 0
+    done
 }
 
 # wait_gone PID SECONDS WHAT: wait for process PID to exit; fail with
