@@ -3,10 +3,12 @@
 #
 #   cluster_start DIR [MODE]
 #                       munged (unless running), slurmctld, slurmd for the
-#                       nodes $CL_N1 and $CL_N2 (n1 and n2, but in MODE
-#                       cgroup cNNNNNn1 and cNNNNNn2, NNNNN the port: Slurm
-#                       names the nodes' cgroups after them, and they must
-#                       not be another cluster's on this machine), all
+#                       nodes $CL_N1 and $CL_N2 (named for this run:
+#                       MNNNNNRRRRn1 and ...n2, M the mode's letter, NNNNN
+#                       the port, RRRR random: Slurm names a node's cgroups
+#                       slurm_NODE, and mountctl job takes such a cgroup
+#                       for the job's, so no cgroup left by another
+#                       cluster, or a real one, may have its name), all
 #                       config, state, logs and pid files under DIR
 #                       (not under /tmp or /dev/shm, with private storage:
 #                       the nodes would not see it); Prolog/Epilog/TaskProlog and
@@ -40,14 +42,17 @@
 # start at 10 * port, so that two clusters on one machine never share a
 # job id (nor a job's cgroup).
 # The caller writes DIR/hooks/{prolog,epilog,task-prolog} and
-# DIR/etc/plugstack.conf before cluster_start.
+# DIR/etc/plugstack.conf before cluster_start, naming what the nodes and
+# the jobs' users run (hooks, the SPANK plugin, programs) in lib.sh's
+# stage_public copy ($PTOP), never in the checkout: that may be where
+# the users cannot read (a 0700 home) or the nodes cannot see (/tmp).
 # shellcheck shell=sh
 
 _cl_dir=
 _cl_munge=
 _cl_mode=
-CL_N1=n1
-CL_N2=n2
+CL_N1=
+CL_N2=
 
 # _cl_has_cgroups: the cgroup controllers the cgroup mode needs (v1
 # freezer and memory, or v2 with memory) are mounted.
@@ -92,14 +97,20 @@ cluster_start() {
     _cl_dir=$1
     _cl_mode=${2:-plain}
     port=${SQC_SLURM_PORT:-26817}
+    case "$_cl_dir" in *[[:space:]]*)
+        echo "cluster: $_cl_dir: slurm.conf cannot name a path with spaces" >&2
+        return 1
+        ;;
+    esac
     case "${CL_STORAGE:-private}:$_cl_dir" in
     private:/tmp/* | private:/dev/shm/*)
         echo "cluster: $_cl_dir: every node has a /tmp and /dev/shm of its own" >&2
         return 1
         ;;
     esac
-    CL_N1=n1
-    CL_N2=n2
+    _cl_id=$(od -An -N2 -tx1 /dev/urandom | tr -d ' \n')
+    CL_N1=p$port${_cl_id}n1
+    CL_N2=p$port${_cl_id}n2
     case "$_cl_mode" in
     plain)
         cpus=8
@@ -110,8 +121,8 @@ PrologFlags=Alloc"
         ;;
     cgroup)
         _cl_has_cgroups || return 77
-        CL_N1=c${port}n1
-        CL_N2=c${port}n2
+        CL_N1=c$port${_cl_id}n1
+        CL_N2=c$port${_cl_id}n2
         cpus=2
         cg="ProctrackType=proctrack/cgroup
 TaskPlugin=task/cgroup
