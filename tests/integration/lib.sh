@@ -134,7 +134,7 @@ need_cmd() {
 # cluster's nodes have a private one of), and its path may hold spaces.
 stage_public() {
     [ -z "${PTOP:-}" ] || return 0
-    PTOP=$T/pub
+    PTOP=$T/for-users
     mkdir -p "$PTOP/build/tests/tools" "$PTOP/slurm" "$PTOP/tests"
     cp "$BUILD/squashcached" "$BUILD/mountctl" "$PTOP/build/"
     [ ! -f "$BUILD/squashcache_spank.so" ] || cp "$BUILD/squashcache_spank.so" "$PTOP/build/"
