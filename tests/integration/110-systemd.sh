@@ -10,13 +10,17 @@
 need_fuse
 need_cmd mksquashfs "$PYTHON"
 
-WRAPPER="$TOP/systemd/squashcache-dataset"
+# The helper where the unit can name it: a path with spaces (the
+# checkout's may have them) cannot be an ExecStart= command.
+mkdir -p "$T/libexec"
+cp "$TOP/systemd/squashcache-dataset" "$T/libexec/"
+WRAPPER="$T/libexec/squashcache-dataset"
 
 note "systemd-analyze verify"
 if command -v systemd-analyze >/dev/null 2>&1; then
     mkdir -p "$T/units"
-    # The installed paths do not exist here: point them at the source tree.
-    sed "s|/usr/local/libexec/squashcache/|$TOP/systemd/|" \
+    # The installed paths do not exist here: point them at the copy.
+    sed "s|/usr/local/libexec/squashcache/|$T/libexec/|" \
         "$TOP/systemd/squashcache@.service" >"$T/units/squashcache@.service"
     # --man=no: the man page need not be installed for the check.
     systemd-analyze verify --man=no "$T/units/squashcache@.service" >"$T/verify.out" 2>&1 || {
