@@ -2,7 +2,8 @@
 # A real 2-node Slurm cluster on this machine for the hook tests (sourced).
 #
 #   cluster_start DIR [MODE]
-#                       munged (unless running), slurmctld, slurmd for the
+#                       munged (unless running: see below), slurmctld,
+#                       slurmd for the
 #                       nodes $CL_N1 and $CL_N2 (named for this run:
 #                       MNNNNNRRRRn1 and ...n2, M the mode's letter, NNNNN
 #                       the port, RRRR random: Slurm names a node's cgroups
@@ -37,6 +38,10 @@
 #   cluster_nsenter NODE CMD...
 #                       runs CMD in NODE's mount namespace (to look at its
 #                       /proc/self/mounts, /dev/shm, /tmp).
+# munged is one for every cluster on the machine: the cluster that starts
+# it marks it (/run/squashcache-test-munged), and the last cluster to
+# stop, the one that finds no slurmctld left, stops it; both under one
+# lock, so that no cluster's munged is stopped under it.
 # Ports: SQC_SLURM_PORT (default 26817) for slurmctld, +1/+2 for the
 # slurmd of the two nodes (well away from Slurm's 6817-6818).  Job ids
 # start at 10 * port, so that two clusters on one machine never share a
@@ -49,7 +54,8 @@
 # shellcheck shell=sh
 
 _cl_dir=
-_cl_munge=
+_cl_lock=/run/squashcache-test-cluster.lock
+_cl_mark=/run/squashcache-test-munged
 _cl_mode=
 CL_N1=
 CL_N2=
@@ -141,10 +147,14 @@ PrologFlags=Alloc,Contain"
     }
     mkdir -p "$_cl_dir/etc" "$_cl_dir/state/ctld" "$_cl_dir/state/d/$CL_N1" \
         "$_cl_dir/state/d/$CL_N2" "$_cl_dir/run" "$_cl_dir/log"
+    # From here until slurmctld runs, under the lock (fd 9): no other
+    # cluster's stop may take munged away meanwhile.
+    exec 9>"$_cl_lock"
+    flock 9
     if ! pgrep -x munged >/dev/null 2>&1; then
         mkdir -p /run/munge && chown munge:munge /run/munge
-        runuser -u munge -- munged || return 1
-        _cl_munge=$(cat /run/munge/munged.pid 2>/dev/null || true)
+        runuser -u munge -- munged 9>&- || { flock -u 9; return 1; }
+        cat /run/munge/munged.pid >"$_cl_mark" 2>/dev/null || true
     fi
     cat >"$_cl_dir/etc/cgroup.conf" <<EOC
 CgroupPlugin=autodetect
@@ -192,7 +202,8 @@ EOC
     SLURM_CONF=$_cl_dir/etc/slurm.conf
     export SLURM_CONF
     _cl_write_node_ns
-    slurmctld -c -f "$SLURM_CONF" || return 1
+    slurmctld -c -f "$SLURM_CONF" 9>&- || { flock -u 9; return 1; }
+    flock -u 9
     _cl_slurmd "$CL_N1" || return 1
     _cl_slurmd "$CL_N2" || return 1
     i=0
@@ -243,6 +254,26 @@ _cl_kill_ns() {
     done
 }
 
+# _cl_stop_munge: stop the munged a cluster started, if no slurmctld is
+# left on the machine (this cluster's has exited), under the lock.
+_cl_stop_munge() {
+    exec 9>"$_cl_lock"
+    flock 9
+    _sm_pid=$(cat "$_cl_mark" 2>/dev/null || true)
+    if [ -n "$_sm_pid" ] && ! pgrep -x slurmctld >/dev/null 2>&1; then
+        kill "$_sm_pid" 2>/dev/null || true
+        # Wait until it is gone: the next cluster_start must not find it
+        # still exiting and leave its cluster without munge.
+        _cl_i=0
+        while kill -0 "$_sm_pid" 2>/dev/null && [ "$_cl_i" -lt 100 ]; do
+            _cl_i=$((_cl_i + 1))
+            sleep 0.1
+        done
+        rm -f "$_cl_mark"
+    fi
+    flock -u 9
+}
+
 cluster_stop() {
     [ -n "$_cl_dir" ] || return 0
     pids=
@@ -273,16 +304,6 @@ cluster_stop() {
     if [ "$_cl_mode" = cgroup ]; then
         _cl_rm_cgroups
     fi
-    if [ -n "$_cl_munge" ]; then
-        kill "$_cl_munge" 2>/dev/null || true
-        # Wait until it is gone: the next test's cluster_start must not
-        # find it still exiting and leave the cluster without munge.
-        _cl_i=0
-        while kill -0 "$_cl_munge" 2>/dev/null && [ "$_cl_i" -lt 100 ]; do
-            _cl_i=$((_cl_i + 1))
-            sleep 0.1
-        done
-        _cl_munge=
-    fi
+    _cl_stop_munge
     _cl_dir=
 }
