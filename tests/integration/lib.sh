@@ -35,6 +35,8 @@ TOOLS="$BUILD/tests/tools"
 export SQUASHCACHED MOUNTCTL TOOLS PYTHON BUILD TOP
 
 T=$(mktemp -d "${SQC_TMPDIR:-/tmp}/sqc-test.XXXXXX")
+# stage_public's copy is this test's own, not one a parent test made.
+unset PTOP
 
 # A detached daemon's stderr is /dev/null: sanitizer reports go to files
 # under $T instead, and any report fails the test (see _cleanup).
