@@ -3,8 +3,8 @@
 #
 #   cluster_start DIR [MODE]
 #                       munged (unless running: see below), slurmctld,
-#                       slurmd for the
-#                       nodes $CL_N1 and $CL_N2 (named for this run:
+#                       slurmd for the nodes $CL_N1 and $CL_N2 (named for
+#                       this run:
 #                       MNNNNNRRRRn1 and ...n2, M the mode's letter, NNNNN
 #                       the port, RRRR random: Slurm names a node's cgroups
 #                       slurm_NODE, and mountctl job takes such a cgroup
@@ -260,7 +260,10 @@ _cl_stop_munge() {
     exec 9>"$_cl_lock"
     flock 9
     _sm_pid=$(cat "$_cl_mark" 2>/dev/null || true)
-    if [ -n "$_sm_pid" ] && ! pgrep -x slurmctld >/dev/null 2>&1; then
+    if [ "$(cat "/proc/$_sm_pid/comm" 2>/dev/null)" != munged ]; then
+        # Gone already (the pid may be another process's by now).
+        rm -f "$_cl_mark"
+    elif ! pgrep -x slurmctld >/dev/null 2>&1; then
         kill "$_sm_pid" 2>/dev/null || true
         # Wait until it is gone: the next cluster_start must not find it
         # still exiting and leave its cluster without munge.
