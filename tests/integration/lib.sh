@@ -33,6 +33,10 @@ SQUASHCACHED="$BUILD/squashcached"
 MOUNTCTL="$BUILD/mountctl"
 TOOLS="$BUILD/tests/tools"
 export SQUASHCACHED MOUNTCTL TOOLS PYTHON BUILD TOP
+# BUILD for `make -C "$TOP" BUILD=...`: relative to the tree where it is
+# in it, as make cannot take a path with spaces (the tree's may have).
+MAKE_BUILD=${BUILD#"$TOP"/}
+export MAKE_BUILD
 
 T=$(mktemp -d "${SQC_TMPDIR:-/tmp}/sqc-test.XXXXXX")
 # stage_public's copy is this test's own, not one a parent test made.
