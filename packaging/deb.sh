@@ -51,7 +51,9 @@ CFLAGS=$(dpkg-buildflags --get CFLAGS)
 CPPFLAGS=$(dpkg-buildflags --get CPPFLAGS)
 LDFLAGS=$(dpkg-buildflags --get LDFLAGS)
 export CFLAGS CPPFLAGS LDFLAGS
-$MAKE --no-print-directory BUILD="$obj" PREFIX=/usr DESTDIR="$top/$root" \
+# DESTDIR relative to the tree (make runs here): the Makefile's install
+# recipe does not quote it, and the tree's path may have spaces.
+$MAKE --no-print-directory BUILD="$obj" PREFIX=/usr DESTDIR="$root" \
     SYSTEMD_UNITDIR=/lib/systemd/system SLURM_PLUGINDIR="$plugindir" install >"$out/make.log" 2>&1 ||
     { tail -n 30 "$out/make.log" >&2; die "make install failed (log: $out/make.log)"; }
 [ -f "$root$plugindir/squashcache_spank.so" ] ||

@@ -9,7 +9,7 @@
 set -eu
 
 build="gcc make pkg-config libc6-dev fuse3 libfuse3-dev liburing-dev liblz4-dev libzstd-dev zlib1g-dev liblzma-dev liblzo2-dev"
-run="squashfs-tools util-linux procps attr"
+run="squashfs-tools util-linux procps attr acl"
 python="python3 python3-pil python3-torchvision"
 
 slurm="slurmd slurmctld slurm-client munge libslurm-dev"

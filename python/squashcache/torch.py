@@ -11,27 +11,48 @@ epoch it gives the mount the paths of those indices, in that order
 (squashcache.order()).  The tensors are the same with or without it.
 """
 
+import os
 import warnings
 
-from torch.utils.data import Sampler
+from torch.utils.data import Sampler, Subset
 
 from . import OrderError, order
 
 
 def _paths_of(source):
-    # ImageFolder and DatasetFolder keep (path, class) pairs in .samples
-    samples = getattr(source, "samples", None)
-    if samples is not None:
-        return [s[0] for s in samples]
-    return list(source)
+    """The file path of each index of @source, without reading a sample.
+
+    ImageFolder and DatasetFolder keep (path, class) pairs in .samples
+    (.imgs is its older name); a Subset takes its dataset's paths at its
+    indices; a list or tuple is taken as the paths themselves.  Any other
+    dataset is refused: listing it would load and decode every sample.
+    """
+    for attr in ("samples", "imgs"):
+        samples = getattr(source, attr, None)
+        if samples is not None:
+            return [s[0] for s in samples]
+    if isinstance(source, Subset):
+        paths = _paths_of(source.dataset)
+        return [paths[i] for i in source.indices]
+    if isinstance(source, (list, tuple)):
+        for p in source:
+            if not isinstance(p, (str, bytes, os.PathLike)):
+                raise TypeError("EpochOrder: paths holds a %s, not a file "
+                                "path" % type(p).__name__)
+        return list(source)
+    raise TypeError("EpochOrder: %s has no .samples: pass the list of its "
+                    "file paths (index -> path on the mount) instead"
+                    % type(source).__name__)
 
 
 class EpochOrder(Sampler):
     """Wrap @sampler; tell the mount each epoch's order before it starts.
 
     @sampler: any sampler of indices (RandomSampler, DistributedSampler..)
-    @paths: the dataset (anything with .samples, as ImageFolder), or a
-            sequence: index -> file path on the mount
+    @paths: the dataset (anything with .samples or .imgs, as
+            ImageFolder, or a Subset of one), or a list or tuple: index
+            -> file path on the mount.  Another dataset raises TypeError:
+            its paths cannot be had without decoding every sample.
     @mountpoint: the mount; by default the one holding the first path
     @strict: raise OrderError when the order cannot be given (default:
              warn once and go on without it)

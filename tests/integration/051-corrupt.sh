@@ -29,7 +29,10 @@ for t in sqc_ls fuzz_replay; do
     [ -x "$TOOLS/$t" ] || fail "$TOOLS/$t not built (make tests)"
 done
 
-C="$PYTHON $TOP/tests/images/corrupt.py"
+# $C is split into words where it is used: its script is a copy in $T,
+# whose path has no spaces (the tree's may).
+cp "$TOP/tests/images/corrupt.py" "$T/corrupt.py"
+C="$PYTHON $T/corrupt.py"
 RAM=8M
 CACHE=4M
 META=2M

@@ -23,7 +23,10 @@
 need_cmd mksquashfs timeout
 [ -x "$TOOLS/fuzz_replay" ] || fail "$TOOLS/fuzz_replay not built (make tests)"
 
-C="$PYTHON $TOP/tests/images/corrupt.py"
+# $C is split into words where it is used: its script is a copy in $T,
+# whose path has no spaces (the tree's may).
+cp "$TOP/tests/images/corrupt.py" "$T/corrupt.py"
+C="$PYTHON $T/corrupt.py"
 SEED=${SQC_MUTATE_SEED:-$(date +%s)}
 N=${SQC_MUTATIONS:-300}
 MOUNTS=${SQC_MUTATE_MOUNTS:-20}

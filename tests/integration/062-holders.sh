@@ -219,8 +219,9 @@ if [ "$(id -u)" -eq 0 ] && command -v useradd >/dev/null &&
     command -v setpriv >/dev/null; then
     note "a second user may neither join nor release another user's mount"
     need_test_users
-    ua=sqc-test-a
-    ub=sqc-test-b
+    ua=$TU_A
+    ub=$TU_B
+    MC=$MOUNTCTL # the copy they can run
     chmod 644 "$T/data.sqfs"
     mkdir -m 755 "$T/shared"
     chown $ua "$T/shared"

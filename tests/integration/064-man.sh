@@ -24,7 +24,7 @@ for o in $opts; do
         fail "option '$o' of daemon/options.c is not described in man/squashcached.8"
 done
 
-make -C "$TOP" --no-print-directory BUILD="$BUILD" install PREFIX="$T/prefix" \
+make -C "$TOP" --no-print-directory BUILD="$MAKE_BUILD" install PREFIX="$T/prefix" \
     MANDIR="$T/man" >"$T/install.log" 2>&1 || { cat "$T/install.log"; fail "make install failed"; }
 [ -f "$T/man/man1/mountctl.1" ] || fail "mountctl.1 not installed under MANDIR"
 [ -f "$T/man/man8/squashcached.8" ] || fail "squashcached.8 not installed under MANDIR"

@@ -18,7 +18,10 @@
 #      mksquashfs only shares whole files, whose ranges are equal) are
 #      each served from the window and dropped after their own user;
 #   4. torchvision's ImageFolder + DataLoader (4 workers) with EpochOrder
-#      gives the same tensors as without it and as the source tree.
+#      gives the same tensors as without it and as the source tree;
+#      EpochOrder takes the paths of a dataset from .samples (or .imgs,
+#      or a Subset's) and loads no sample for that, and refuses a
+#      dataset without them (tests/py/epoch_order_paths.py).
 # TIMEOUT: 300
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -258,6 +261,8 @@ note "4. ImageFolder + DataLoader with EpochOrder: the same tensors"
 if ! "$PYTHON" -c 'import torchvision' >"$T/import.log" 2>&1; then
     skip "$PYTHON cannot import torchvision: $(tail -n 1 "$T/import.log")"
 fi
+PYTHONPATH="$TOP/python" "$PYTHON" "$PY/epoch_order_paths.py" ||
+    fail "EpochOrder learnt its paths by loading samples, or took a dataset it cannot"
 "$PYTHON" "$PY/sqc_dataset.py" --profile test --classes 4 --per-class 30 \
     --seed 72 "$T/isrc"
 mkimg "$T/isrc" "$T/images.sqfs" -comp lz4 -no-xattrs

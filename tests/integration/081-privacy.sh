@@ -10,8 +10,8 @@ need_fuse
 need_cmd mksquashfs
 need_test_users
 
-ua=sqc-test-a
-ub=sqc-test-b
+ua=$TU_A
+ub=$TU_B
 mkdir -p "$T/src/pub"
 echo public >"$T/src/pub/file"
 echo secret >"$T/src/secret"

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 need_cmd mksquashfs
 
-make -C "$TOP" --no-print-directory BUILD="$BUILD" install PREFIX="$T/prefix" SLURM_PLUGINDIR="$T/prefix/lib/slurm" >"$T/install.log" 2>&1 ||
+make -C "$TOP" --no-print-directory BUILD="$MAKE_BUILD" install PREFIX="$T/prefix" SLURM_PLUGINDIR="$T/prefix/lib/slurm" >"$T/install.log" 2>&1 ||
     { cat "$T/install.log"; fail "make install failed"; }
 for f in bin/squashcached bin/mountctl lib/libsquashcache.a \
     include/squashcache/image/image.h include/squashcache/cache/cache.h \
@@ -68,7 +68,7 @@ if [ -c /dev/fuse ]; then
     [ "$(cat "$T/m/f")" = data ] || fail "installed daemon serves wrong data"
     sqc_umount "$T/m"
 fi
-make -C "$TOP" --no-print-directory BUILD="$BUILD" uninstall PREFIX="$T/prefix" SLURM_PLUGINDIR="$T/prefix/lib/slurm" >"$T/uninstall.log" 2>&1 ||
+make -C "$TOP" --no-print-directory BUILD="$MAKE_BUILD" uninstall PREFIX="$T/prefix" SLURM_PLUGINDIR="$T/prefix/lib/slurm" >"$T/uninstall.log" 2>&1 ||
     { cat "$T/uninstall.log"; fail "make uninstall failed"; }
 [ -e "$unit" ] && fail "make uninstall left squashcache@.service"
 [ -e "$T/prefix/bin/squashcached" ] && fail "make uninstall left squashcached"

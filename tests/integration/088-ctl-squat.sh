@@ -14,8 +14,8 @@ need_fuse
 need_cmd mksquashfs
 need_test_users
 
-owner=sqc-test-a
-squatter=sqc-test-b
+owner=$TU_A
+squatter=$TU_B
 squatter_uid=$(id -u $squatter)
 mkdir -p "$T/src/d"
 head -c 2000000 /dev/urandom >"$T/src/d/big"

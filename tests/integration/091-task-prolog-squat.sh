@@ -14,8 +14,8 @@ need_fuse
 need_cmd mksquashfs
 need_test_users
 
-owner=sqc-test-a
-squatter=sqc-test-b
+owner=$TU_A
+squatter=$TU_B
 mkdir -p "$T/src"
 echo hello >"$T/src/a"
 mkimg "$T/src" "$T/ds.sqfs" -comp lz4
@@ -39,7 +39,7 @@ prolog() {
         SQUASHCACHE_IMAGE="$T/ds.sqfs" SQUASHCACHE_SLURM_CONF="$T/conf" \
         SQUASHCACHE_GRACE=0 USER=$owner SLURM_JOB_ID=7 SLURM_STEP_ID=0 \
         SLURM_LOCALID=0 SLURMD_NODENAME=n1 SLURM_TASK_PID=$holder \
-        "$TOP/slurm/hooks/task-prolog" >"$T/out" 2>"$T/err"
+        "$PTOP/slurm/hooks/task-prolog" >"$T/out" 2>"$T/err"
 }
 
 mnt="$T/base/$owner/squashcache/job7.0-n1/ds"

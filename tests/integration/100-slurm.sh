@@ -24,23 +24,15 @@ done
 [ -f "$BUILD/squashcache_spank.so" ] || skip "no SPANK plugin built (libslurm-dev missing)"
 . "$TOP/tests/slurm/cluster.sh"
 
-U=sqcslurm
-chmod 0755 "$T"
-# shellcheck disable=SC2034 # used by the at_exit hook
-fusemode=$(stat -c %a /dev/fuse)
-at_exit 'chmod "$fusemode" /dev/fuse'
-chmod 0666 /dev/fuse
-if ! id "$U" >/dev/null 2>&1; then
-    useradd -M -d /nonexistent -s /bin/sh "$U"
-    at_exit 'userdel "$U" 2>/dev/null || true'
-fi
+# The job's user, of this run; what it and the nodes run is in $PTOP.
+add_test_user U
 
 # Binaries: a copy the test user can run; squashcached is a wrapper that
 # logs each start (argv names the mount point, hence node and job).
 mkdir -p "$T/bin/real" "$T/state" "$T/img" "$T/out"
 chmod 1777 "$T/out"
-cp "$BUILD/mountctl" "$T/bin/mountctl"
-cp "$BUILD/squashcached" "$T/bin/real/squashcached"
+cp "$PTOP/build/mountctl" "$T/bin/mountctl"
+cp "$PTOP/build/squashcached" "$T/bin/real/squashcached"
 : >"$T/starts.log"
 chmod 0666 "$T/starts.log"
 cat >"$T/bin/squashcached" <<EOW
@@ -94,15 +86,15 @@ mkdir -p "$T/cl/hooks" "$T/cl/etc"
 for h in prolog epilog; do
     cat >"$T/cl/hooks/$h" <<EOH
 #!/bin/sh
-SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf SQUASHCACHE_MOUNTCTL=$T/bin/mountctl exec "$TOP/slurm/hooks/$h" "\$@"
+SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf SQUASHCACHE_MOUNTCTL=$T/bin/mountctl exec "$PTOP/slurm/hooks/$h" "\$@"
 EOH
 done
 cat >"$T/cl/hooks/task-prolog" <<EOH
 #!/bin/sh
-SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf SQUASHCACHE_MOUNTCTL=$T/bin/mountctl exec "$TOP/slurm/hooks/site-task-prolog" "\$@"
+SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf SQUASHCACHE_MOUNTCTL=$T/bin/mountctl exec "$PTOP/slurm/hooks/site-task-prolog" "\$@"
 EOH
 chmod 0755 "$T/cl/hooks"/*
-echo "required $BUILD/squashcache_spank.so conf=$T/squashcache-slurm.conf" >"$T/cl/etc/plugstack.conf"
+echo "required $PTOP/build/squashcache_spank.so conf=$T/squashcache-slurm.conf" >"$T/cl/etc/plugstack.conf"
 
 at_exit 'cluster_stop'
 # The nodes' mounts go with their namespaces once their daemons are gone.
@@ -111,6 +103,8 @@ t0=$(date +%s.%N)
 cluster_start "$T/cl" || { tail -n 30 "$T/cl/log/"*.log; fail "cluster did not start"; }
 t1=$(date +%s.%N)
 note "cluster up in $(echo "$t1 - $t0" | bc 2>/dev/null || echo '?') s"
+N1=$CL_N1
+N2=$CL_N2
 
 as_user() {
     (cd "$T/out" && runuser -u "$U" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@")
@@ -148,11 +142,11 @@ left_on() {
 # Nothing of ours mounted, running or left in a node's /dev/shm, nodes idle.
 check_clean() {
     i=0
-    while [ -n "$(left_on n1)$(left_on n2)" ] || pgrep -f "$T/bin/real/squashcached" >/dev/null; do
+    while [ -n "$(left_on "$N1")$(left_on "$N2")" ] || pgrep -f "$T/bin/real/squashcached" >/dev/null; do
         i=$((i + 1))
         if [ "$i" -gt 100 ]; then
-            left_on n1 | sed 's/^/n1: /'
-            left_on n2 | sed 's/^/n2: /'
+            left_on "$N1" | sed "s/^/$N1: /"
+            left_on "$N2" | sed "s/^/$N2: /"
             pgrep -af "$T/bin/real/squashcached" || true
             fail "$1: mounts, daemons or files left behind"
         fi
@@ -177,7 +171,7 @@ as_user srun -N2 -n4 --dataset="$T/img/alpha.sqfs" "$T/bin/readit" >"$T/spank-sr
     { cat "$T/spank-srun.out"; fail "spank srun failed"; }
 check_tasks "$T/spank-srun.out" "$sum_a" 4
 j=$(last_job)
-[ "$(starts_for "$j" n1)" -eq 1 ] && [ "$(starts_for "$j" n2)" -eq 1 ] ||
+[ "$(starts_for "$j" "$N1")" -eq 1 ] && [ "$(starts_for "$j" "$N2")" -eq 1 ] ||
     { cat "$T/starts.log"; fail "spank srun: not exactly one mount per node"; }
 check_clean "spank srun"
 note "spank srun ok (job $j)"
@@ -194,7 +188,7 @@ as_user sbatch -W -N2 -o "$T/out/spank-sbatch.out" --dataset="$T/img/alpha.sqfs:
     [ "$(grep -c " $sum_b " "$T/out/spank-sbatch.out")" -eq 2 ] ||
     { cat "$T/out/spank-sbatch.out"; fail "spank sbatch: wrong bytes"; }
 j=$(last_job)
-[ "$(starts_for "$j" n1)" -eq 2 ] && [ "$(starts_for "$j" n2)" -eq 2 ] ||
+[ "$(starts_for "$j" "$N1")" -eq 2 ] && [ "$(starts_for "$j" "$N2")" -eq 2 ] ||
     { cat "$T/starts.log"; fail "spank sbatch: not one mount per image per node"; }
 check_clean "spank sbatch"
 note "spank sbatch ok"
@@ -228,7 +222,7 @@ as_user srun -N2 -n4 --comment="dataset=$T/img/beta.sqfs" "$T/bin/readit" >"$T/c
     { cat "$T/comment.out"; fail "comment srun failed"; }
 check_tasks "$T/comment.out" "$sum_b" 4
 j=$(last_job)
-[ "$(starts_for "$j" n1)" -eq 1 ] && [ "$(starts_for "$j" n2)" -eq 1 ] ||
+[ "$(starts_for "$j" "$N1")" -eq 1 ] && [ "$(starts_for "$j" "$N2")" -eq 1 ] ||
     { cat "$T/starts.log"; fail "comment: not exactly one mount per node"; }
 check_clean "comment"
 as_user srun -N1 -n1 --comment="run-42 dataset=$T/img/alpha.sqfs:ram=0,$T/img/beta.sqfs note" \
@@ -259,20 +253,20 @@ sleep 0.5
 pgrep -f "^$T/bin/real/squashcached .*job\$SLURM_JOB_ID-" || echo no-daemon
 EOB
 chmod 0755 "$T/out/kill.sh"
-as_user sbatch -W -N1 -w n1 -o "$T/out/kill.out" --dataset="$T/img/alpha.sqfs" "$T/out/kill.sh" >/dev/null || true
+as_user sbatch -W -N1 -w "$N1" -o "$T/out/kill.out" --dataset="$T/img/alpha.sqfs" "$T/out/kill.sh" >/dev/null || true
 grep -q '^killed' "$T/out/kill.out" && grep -q '^no-daemon' "$T/out/kill.out" ||
     { cat "$T/out/kill.out"; fail "the job could not kill its daemon"; }
 check_clean "kill -9"
-as_user srun -N1 -w n1 --dataset="$T/img/alpha.sqfs" "$T/bin/readit" >"$T/after-kill.out" 2>&1 ||
+as_user srun -N1 -w "$N1" --dataset="$T/img/alpha.sqfs" "$T/bin/readit" >"$T/after-kill.out" 2>&1 ||
     { cat "$T/after-kill.out"; fail "job after kill -9 failed"; }
 check_tasks "$T/after-kill.out" "$sum_a" 1
 check_clean "after kill -9"
 # The same through the Prolog/Epilog scripts.
-as_user sbatch -W -N1 -w n2 -o "$T/out/kill2.out" --comment="dataset=$T/img/alpha.sqfs" "$T/out/kill.sh" >/dev/null || true
+as_user sbatch -W -N1 -w "$N2" -o "$T/out/kill2.out" --comment="dataset=$T/img/alpha.sqfs" "$T/out/kill.sh" >/dev/null || true
 grep -q '^killed' "$T/out/kill2.out" && grep -q '^no-daemon' "$T/out/kill2.out" ||
     { cat "$T/out/kill2.out"; fail "the job could not kill its daemon (prolog)"; }
 check_clean "kill -9 (prolog)"
-as_user srun -N1 -w n2 --comment="dataset=$T/img/alpha.sqfs" "$T/bin/readit" >"$T/after-kill2.out" 2>&1 ||
+as_user srun -N1 -w "$N2" --comment="dataset=$T/img/alpha.sqfs" "$T/bin/readit" >"$T/after-kill2.out" 2>&1 ||
     { cat "$T/after-kill2.out"; fail "job after kill -9 failed (prolog)"; }
 check_tasks "$T/after-kill2.out" "$sum_a" 1
 check_clean "after kill -9 (prolog)"
@@ -287,15 +281,15 @@ while [ ! -e "$T/out/go" ]; do sleep 0.1; done
 "$T/bin/readit"
 EOB
 chmod 0755 "$T/out/hold.sh"
-as_user sbatch -N1 -n1 -w n1 -o "$T/out/two-a.out" --dataset="$T/img/alpha.sqfs" "$T/out/hold.sh" >/dev/null
-as_user sbatch -N1 -n1 -w n1 -o "$T/out/two-b.out" --dataset="$T/img/beta.sqfs" "$T/out/hold.sh" >/dev/null
+as_user sbatch -N1 -n1 -w "$N1" -o "$T/out/two-a.out" --dataset="$T/img/alpha.sqfs" "$T/out/hold.sh" >/dev/null
+as_user sbatch -N1 -n1 -w "$N1" -o "$T/out/two-b.out" --dataset="$T/img/beta.sqfs" "$T/out/hold.sh" >/dev/null
 i=0
 until [ "$(ls "$T/out/"*.up 2>/dev/null | wc -l)" -eq 2 ]; do
     i=$((i + 1))
-    [ "$i" -gt 300 ] && { squeue; fail "two jobs did not both start on n1"; }
+    [ "$i" -gt 300 ] && { squeue; fail "two jobs did not both start on $N1"; }
     sleep 0.1
 done
-[ "$(on_node n1 grep -c " /dev/shm/squashcache/job[0-9]*-n1/" /proc/self/mounts)" -eq 2 ] || fail "not two mounts on n1"
+[ "$(on_node "$N1" grep -c " /dev/shm/squashcache/job[0-9]*-$N1/" /proc/self/mounts)" -eq 2 ] || fail "not two mounts on $N1"
 [ "$(grep -c " /dev/shm/squashcache/" /proc/self/mounts)" -eq 0 ] || fail "the host sees a node's mounts"
 touch "$T/out/go"
 i=0
@@ -315,7 +309,7 @@ note "two images on one node at once ok"
 exports="ALL,MOUNTCTL=$T/bin/mountctl,SQUASHCACHED=$T/bin/squashcached,READIT=$T/bin/readit"
 : >"$T/starts.log"
 as_user sbatch -W -N2 -o "$T/out/sbcast.out" --export="$exports" \
-    "$TOP/slurm/examples/sbcast-job.sh" "$T/img/alpha.sqfs" >/dev/null ||
+    "$PTOP/slurm/examples/sbcast-job.sh" "$T/img/alpha.sqfs" >/dev/null ||
     { cat "$T/out/sbcast.out"; fail "sbcast job failed"; }
 check_tasks "$T/out/sbcast.out" "$sum_a" 2
 [ "$(grep '^task ' "$T/out/sbcast.out" | cut -d' ' -f2 | sort -u | wc -l)" -eq 2 ] || fail "sbcast: not both nodes"
@@ -330,14 +324,14 @@ EOR
 chmod 0755 "$T/bin/readit-hang"
 j=$(as_user sbatch --parsable -N2 -o "$T/out/sbcast-cancel.out" \
     --export="${exports%,READIT=*},READIT=$T/bin/readit-hang" \
-    "$TOP/slurm/examples/sbcast-job.sh" "$T/img/alpha.sqfs")
+    "$PTOP/slurm/examples/sbcast-job.sh" "$T/img/alpha.sqfs")
 i=0
-until [ -e "$T/out/sbcast-up.n1" ] && [ -e "$T/out/sbcast-up.n2" ]; do
+until [ -e "$T/out/sbcast-up.$N1" ] && [ -e "$T/out/sbcast-up.$N2" ]; do
     i=$((i + 1))
     [ "$i" -gt 300 ] && { cat "$T/out/sbcast-cancel.out"; fail "cancelled sbcast job: tasks did not start"; }
     sleep 0.1
 done
-[ -n "$(left_on n1)" ] && [ -n "$(left_on n2)" ] || fail "sbcast: no copy on a node while the job runs"
+[ -n "$(left_on "$N1")" ] && [ -n "$(left_on "$N2")" ] || fail "sbcast: no copy on a node while the job runs"
 scancel "$j"
 check_clean "sbcast, cancelled"
 note "sbcast recipe ok, and a cancelled one left nothing on either node"
@@ -347,16 +341,16 @@ if "$T/bin/mountctl" acquire --help >/dev/null 2>&1; then
     for per in 1 2 4; do
         : >"$T/starts.log"
         as_user env SQUASHCACHED="$T/bin/squashcached" SQUASHCACHE_IMAGE="$T/img/alpha.sqfs" SQUASHCACHE_SLURM_CONF="$T/squashcache-slurm.conf" SQUASHCACHE_MOUNTCTL="$T/bin/mountctl" \
-            srun -N2 --ntasks-per-node=$per --task-prolog="$TOP/slurm/hooks/task-prolog" "$T/bin/readit" \
+            srun -N2 --ntasks-per-node=$per --task-prolog="$PTOP/slurm/hooks/task-prolog" "$T/bin/readit" \
             >"$T/tp$per.out" 2>&1 || { cat "$T/tp$per.out"; fail "task prolog, $per per node, failed"; }
         check_tasks "$T/tp$per.out" "$sum_a" $((2 * per))
-        [ "$(grep -c -- '-n1/' "$T/starts.log")" -eq 1 ] && [ "$(grep -c -- '-n2/' "$T/starts.log")" -eq 1 ] ||
+        [ "$(grep -c -- "-$N1/" "$T/starts.log")" -eq 1 ] && [ "$(grep -c -- "-$N2/" "$T/starts.log")" -eq 1 ] ||
             { cat "$T/starts.log"; fail "task prolog $per: not one mount per node"; }
         check_clean "task prolog $per"
     done
     note "task prolog with 1, 2, 4 tasks per node ok"
     if as_user env SQUASHCACHED="$T/bin/squashcached" SQUASHCACHE_IMAGE="$T/img/bad.sqfs" SQUASHCACHE_SLURM_CONF="$T/squashcache-slurm.conf" SQUASHCACHE_MOUNTCTL="$T/bin/mountctl" \
-        srun -N2 --ntasks-per-node=2 --task-prolog="$TOP/slurm/hooks/task-prolog" "$T/bin/readit" \
+        srun -N2 --ntasks-per-node=2 --task-prolog="$PTOP/slurm/hooks/task-prolog" "$T/bin/readit" \
         >"$T/tp-bad.out" 2>&1 && grep -q '^task ' "$T/tp-bad.out"; then
         cat "$T/tp-bad.out"
         fail "task prolog: a bad image ran the tasks"

@@ -50,8 +50,6 @@ done
 # sets up and looks at their files and mounts from the host.
 CL_STORAGE=shared
 
-U=sqchostu
-V=sqchostv
 BASE=$T/shm
 DECOY=/var/tmp/sqc-decoy.$$
 CASES=${SQC_HOSTILE_CASES:-1 2 3 4 5 6 7 8 9}
@@ -60,16 +58,11 @@ EPILOG_BOUND=20   # seconds from a job's end until its node is idle again
 TIMEOUT_S=5       # timeout= of the site config: the prolog's budget
 chmod 0755 "$T"
 
-# --- users, /dev/fuse, decoy -----------------------------------------
-# shellcheck disable=SC2034 # used by the at_exit hook
-fusemode=$(stat -c %a /dev/fuse)
-at_exit 'chmod "$fusemode" /dev/fuse'
-chmod 0666 /dev/fuse
-for u in $U $V; do
-    id "$u" >/dev/null 2>&1 && fail "user $u exists already (left by an earlier run?)"
-    useradd -M -d /nonexistent -s /bin/sh "$u"
-done
-at_exit 'for u in $U $V; do for p in $(pgrep -u "$u"); do kill -9 "$p" 2>/dev/null; done; done; sleep 0.2; userdel "$U" 2>/dev/null; userdel "$V" 2>/dev/null; true'
+# --- users, decoy ------------------------------------------------------
+# Users of this run (lib.sh: /dev/fuse by ACL, removed at exit with
+# their processes); what they and the nodes run is in $PTOP.
+add_test_user U
+add_test_user V
 
 make_decoy() {
     mkdir -p "$DECOY/victim" "$DECOY/alpha" "$DECOY/mnt"
@@ -116,8 +109,8 @@ mkdir -p "$T/bin/real" "$T/img" "$T/out" "$T/state" "$T/allowed" \
     "$T/elsewhere" "$T/rootonly" "$T/dead" "$T/jobs"
 chmod 1777 "$T/out" "$T/allowed"
 chmod 0700 "$T/rootonly"
-cp "$BUILD/mountctl" "$T/bin/mountctl"
-cp "$BUILD/squashcached" "$T/bin/real/squashcached"
+cp "$PTOP/build/mountctl" "$T/bin/mountctl"
+cp "$PTOP/build/squashcached" "$T/bin/real/squashcached"
 : >"$T/starts.log"
 chmod 0666 "$T/starts.log"
 cat >"$T/bin/squashcached" <<EOW
@@ -182,7 +175,7 @@ for h in prolog epilog; do
 # Runs the project's $h and logs "$h JOB NODE STATUS START END".
 s=\$(date +%s.%N)
 SQUASHCACHE_SLURM_CONF=$T/conf SQUASHCACHE_MOUNTCTL=$T/bin/mountctl PATH=$T/bin:\$PATH \\
-    "$TOP/slurm/hooks/$h" "\$@"
+    "$PTOP/slurm/hooks/$h" "\$@"
 rc=\$?
 echo "$h \${SLURM_JOB_ID:-?} \${SLURMD_NODENAME:-?} \$rc \$s \$(date +%s.%N)" >>"$T/hooks.log"
 exit \$rc
@@ -190,10 +183,10 @@ EOH
 done
 cat >"$T/cl/hooks/task-prolog" <<EOH
 #!/bin/sh
-SQUASHCACHE_SLURM_CONF=$T/conf SQUASHCACHE_MOUNTCTL=$T/bin/mountctl exec "$TOP/slurm/hooks/site-task-prolog" "\$@"
+SQUASHCACHE_SLURM_CONF=$T/conf SQUASHCACHE_MOUNTCTL=$T/bin/mountctl exec "$PTOP/slurm/hooks/site-task-prolog" "\$@"
 EOH
 chmod 0755 "$T/cl/hooks"/*
-echo "required $BUILD/squashcache_spank.so conf=$T/conf" >"$T/cl/etc/plugstack.conf"
+echo "required $PTOP/build/squashcache_spank.so conf=$T/conf" >"$T/cl/etc/plugstack.conf"
 
 at_exit 'cluster_stop'
 at_exit 'stop_faultfs; for m in $(awk -v t="$T/" "index(\$2, t) == 1 {print \$2}" /proc/self/mounts); do umount -l "$m" 2>/dev/null; done; for p in $(pgrep -f "squashcached.* $T/"); do kill -9 "$p"; done; true'

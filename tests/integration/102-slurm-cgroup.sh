@@ -27,23 +27,15 @@ done
 [ -f "$BUILD/squashcache_spank.so" ] || skip "no SPANK plugin built (libslurm-dev missing)"
 . "$TOP/tests/slurm/cluster.sh"
 
-U=sqccgroup
-chmod 0755 "$T"
-# shellcheck disable=SC2034 # used by the at_exit hook
-fusemode=$(stat -c %a /dev/fuse)
-at_exit 'chmod "$fusemode" /dev/fuse'
-chmod 0666 /dev/fuse
-if ! id "$U" >/dev/null 2>&1; then
-    useradd -M -d /nonexistent -s /bin/sh "$U"
-    at_exit 'userdel "$U" 2>/dev/null || true'
-fi
+# The job's user, of this run; what it and the nodes run is in $PTOP.
+add_test_user U
 uid=$(id -u "$U")
 
 # Binaries the test user can run; squashcached logs each start.
 mkdir -p "$T/bin/real" "$T/img" "$T/out" "$T/src" "$T/cl/hooks" "$T/cl/etc"
 chmod 1777 "$T/out"
-cp "$BUILD/mountctl" "$T/bin/mountctl"
-cp "$BUILD/squashcached" "$T/bin/real/squashcached"
+cp "$PTOP/build/mountctl" "$T/bin/mountctl"
+cp "$PTOP/build/squashcached" "$T/bin/real/squashcached"
 : >"$T/starts.log"
 chmod 0666 "$T/starts.log"
 cat >"$T/bin/squashcached" <<EOW
@@ -66,15 +58,15 @@ sum=$(cd "$T/src" && find . -type f | sort | xargs md5sum | md5sum | cut -c1-32)
 for h in prolog epilog; do
     cat >"$T/cl/hooks/$h" <<EOH
 #!/bin/sh
-SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf SQUASHCACHE_MOUNTCTL=$T/bin/mountctl exec "$TOP/slurm/hooks/$h" "\$@"
+SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf SQUASHCACHE_MOUNTCTL=$T/bin/mountctl exec "$PTOP/slurm/hooks/$h" "\$@"
 EOH
 done
 cat >"$T/cl/hooks/task-prolog" <<EOH
 #!/bin/sh
-SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf SQUASHCACHE_MOUNTCTL=$T/bin/mountctl exec "$TOP/slurm/hooks/site-task-prolog" "\$@"
+SQUASHCACHE_SLURM_CONF=$T/squashcache-slurm.conf SQUASHCACHE_MOUNTCTL=$T/bin/mountctl exec "$PTOP/slurm/hooks/site-task-prolog" "\$@"
 EOH
 chmod 0755 "$T/cl/hooks"/*
-echo "required $BUILD/squashcache_spank.so conf=$T/squashcache-slurm.conf" >"$T/cl/etc/plugstack.conf"
+echo "required $PTOP/build/squashcache_spank.so conf=$T/squashcache-slurm.conf" >"$T/cl/etc/plugstack.conf"
 
 at_exit 'cluster_stop'
 at_exit 'for p in $(pgrep -f "^$T/bin/real/squashcached "); do kill -9 "$p"; done'
@@ -208,7 +200,7 @@ exec sleep 300
 EOR
 chmod 0755 "$T/bin/readit"
 j=$(as_user sbatch --parsable -W -N2 -o "$T/out/sbcast.out" --export="$exports,READIT=$T/bin/readit" \
-    "$TOP/slurm/examples/sbcast-job.sh" "$T/img/alpha.sqfs") ||
+    "$PTOP/slurm/examples/sbcast-job.sh" "$T/img/alpha.sqfs") ||
     { cat "$T/out/sbcast.out"; fail "sbcast job failed"; }
 [ "$(grep -c "^task .* $sum" "$T/out/sbcast.out")" -eq 2 ] &&
     [ "$(grep '^task ' "$T/out/sbcast.out" | cut -d' ' -f2 | sort -u | wc -l)" -eq 2 ] ||
@@ -217,7 +209,7 @@ j=$(as_user sbatch --parsable -W -N2 -o "$T/out/sbcast.out" --export="$exports,R
 check_clean "sbcast" "$j"
 j=$(as_user sbatch --parsable -N2 -o "$T/out/sbcast-cancel.out" \
     --export="$exports,READIT=$T/bin/readit,HANG=1" \
-    "$TOP/slurm/examples/sbcast-job.sh" "$T/img/alpha.sqfs")
+    "$PTOP/slurm/examples/sbcast-job.sh" "$T/img/alpha.sqfs")
 i=0
 until [ -e "$T/out/sbcast-up.$N1" ] && [ -e "$T/out/sbcast-up.$N2" ]; do
     i=$((i + 1))

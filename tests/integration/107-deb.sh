@@ -9,7 +9,10 @@
 # srun --dataset reading the mount.  Then purged, also at exit, so the
 # machine is as before.  Packages installed by hand beforehand are left
 # installed (reinstalled from this tree when of the same version; the
-# test skips when another version is installed).
+# test skips when another version is installed).  A `make install` in
+# /usr/local is left as it was: the checks look at the packages' paths
+# only, and the plugin it put where the package puts its own is kept
+# aside and put back at exit.
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" -eq 0 ] || skip "needs root: installs packages, starts a Slurm cluster, adds a test user"
 need_cmd mksquashfs apt-get dpkg-deb lintian man
@@ -62,6 +65,14 @@ else
     note "installed by hand before:$by_hand (left installed)"
     reinstall=--reinstall
 fi
+# `make install` puts its plugin in Slurm's plugin directory too, where
+# the package's goes: dpkg would replace it and the purge remove it
+# (put back after the purge: at_exit runs in order).
+if [ -e "$plugindir/squashcache_spank.so" ] && ! dpkg -S "$plugindir/squashcache_spank.so" >/dev/null 2>&1; then
+    cp -p "$plugindir/squashcache_spank.so" "$T/plugin.make-install"
+    at_exit 'cp -p "$T/plugin.make-install" "$plugindir/squashcache_spank.so"'
+    note "kept aside the plugin of a make install in $plugindir"
+fi
 # shellcheck disable=SC2086
 (cd "$TOP" && apt_q install $reinstall ./build/deb/*.deb) >"$T/apt.log" 2>&1 ||
     { tail -n 30 "$T/apt.log"; fail "apt-get install ./build/deb/*.deb failed"; }
@@ -105,27 +116,25 @@ grep -q "ExecStart=/usr/libexec/squashcache/squashcache-dataset start %i" /lib/s
     fail "the unit does not run the installed helper"
 /usr/bin/mountctl --version | grep -q "^mountctl $ver\$" || fail "mountctl --version: $(/usr/bin/mountctl --version 2>&1)"
 /usr/bin/squashcached --version | grep -q "^squashcached $ver " || fail "squashcached --version: $(/usr/bin/squashcached --version 2>&1)"
-[ "$(man -w squashcache_spank)" = /usr/share/man/man8/squashcache_spank.8.gz ] ||
-    fail "man -w squashcache_spank: $(man -w squashcache_spank 2>&1)"
-man -w mountctl >/dev/null && man -w squashcached >/dev/null || fail "man -w mountctl/squashcached"
-(cd / && /usr/bin/python3 -c 'import squashcache; print(squashcache.__file__)') |
+# The system's manual and Python path, without /usr/local: a make
+# install there comes first in both.
+sysman() { man -M /usr/share/man "$@"; }
+[ "$(sysman -w squashcache_spank)" = /usr/share/man/man8/squashcache_spank.8.gz ] ||
+    fail "man -w squashcache_spank: $(sysman -w squashcache_spank 2>&1)"
+sysman -w mountctl >/dev/null && sysman -w squashcached >/dev/null || fail "man -w mountctl/squashcached"
+(cd / && /usr/bin/python3 -c 'import sys
+sys.path = [p for p in sys.path if not p.startswith("/usr/local/")]
+import squashcache
+print(squashcache.__file__)') |
     grep -qx /usr/lib/python3/dist-packages/squashcache/__init__.py ||
     fail "the packaged Python module squashcache does not import"
 grep -q /usr/bin/mountctl "$plugindir/squashcache_spank.so" || fail "the plugin does not default to /usr/bin/mountctl"
 dpkg-query -W -f='${Depends}\n' squashcache | grep -q 'libfuse3-3' || fail "squashcache does not depend on libfuse3-3"
-note "installed: $(wc -l <"$T/files") paths, mountctl $ver, man page at $(man -w squashcache_spank)"
+note "installed: $(wc -l <"$T/files") paths, mountctl $ver, man page at $(sysman -w squashcache_spank)"
 
 # --- 4. One job on a cluster that uses the installed files only -------
-U=sqcdeb
-chmod 0755 "$T"
-# shellcheck disable=SC2034 # used by the at_exit hook
-fusemode=$(stat -c %a /dev/fuse)
-at_exit 'chmod "$fusemode" /dev/fuse'
-chmod 0666 /dev/fuse
-if ! id "$U" >/dev/null 2>&1; then
-    useradd -M -d /nonexistent -s /bin/sh "$U"
-    at_exit 'userdel "$U" 2>/dev/null || true'
-fi
+# The job's user, of this run (lib.sh).
+add_test_user U
 mkdir -p "$T/shm" "$T/src/sub" "$T/img" "$T/out"
 chmod 1777 "$T/shm" "$T/out"
 head -c 2000000 /dev/urandom >"$T/src/big.bin"
@@ -170,7 +179,7 @@ t0=$(date +%s)
     srun -N2 -n2 --dataset="$T/img/alpha.sqfs" "$T/readit") >"$T/job.out" 2>&1 ||
     { cat "$T/job.out"; tail -n 20 "$T/cl/log/"slurmd-*.log; fail "srun --dataset with the installed plugin failed"; }
 cat "$T/job.out"
-[ "$(grep -c "^task n[12] $sum /usr/bin/squashcached $T/shm/squashcache/job" "$T/job.out")" -eq 2 ] ||
+[ "$(grep -c "^task \($CL_N1\|$CL_N2\) $sum /usr/bin/squashcached $T/shm/squashcache/job" "$T/job.out")" -eq 2 ] ||
     fail "not two tasks that read the image through /usr/bin/squashcached"
 [ "$(grep '^task ' "$T/job.out" | cut -d' ' -f2 | sort -u | wc -l)" -eq 2 ] || fail "the tasks did not run on both nodes"
 i=0

@@ -22,16 +22,8 @@ done
 # sets up and looks at their files and mounts from the host.
 CL_STORAGE=shared
 
-U=sqcctr
-chmod 0755 "$T"
-# shellcheck disable=SC2034 # used by the at_exit hook
-fusemode=$(stat -c %a /dev/fuse)
-at_exit 'chmod "$fusemode" /dev/fuse'
-chmod 0666 /dev/fuse
-if ! id "$U" >/dev/null 2>&1; then
-    useradd -M -d /nonexistent -s /bin/sh "$U"
-    at_exit 'userdel "$U" 2>/dev/null || true'
-fi
+# The job's user, of this run; what it and the nodes run is in $PTOP.
+add_test_user U
 # bwrap is not setuid in Debian: the user namespace must be open to users.
 runuser -u "$U" -- bwrap --unshare-user --ro-bind / / true 2>"$T/userns.err" ||
     skip "bwrap cannot make a user namespace here: $(cat "$T/userns.err")"
@@ -42,7 +34,7 @@ chmod 0755 "$base"
 at_exit 'for m in $(grep -o " $base/[^ ]*" /proc/self/mounts); do umount -l "$m" 2>/dev/null || true; done; rm -rf "$base"'
 mkdir -p "$T/bin" "$T/src/sub" "$T/img" "$T/out"
 chmod 1777 "$T/out"
-cp "$BUILD/mountctl" "$BUILD/squashcached" "$T/bin/"
+cp "$PTOP/build/mountctl" "$PTOP/build/squashcached" "$T/bin/"
 head -c 2000000 /dev/urandom >"$T/src/big.bin"
 echo hello >"$T/src/sub/hello.txt"
 mkimg "$T/src" "$T/img/alpha.sqfs"
@@ -56,11 +48,11 @@ EOC
 mkdir -p "$T/cl/hooks" "$T/cl/etc"
 for h in prolog epilog site-task-prolog; do
     printf '#!/bin/sh\nSQUASHCACHE_SLURM_CONF=%s SQUASHCACHE_MOUNTCTL=%s exec %s "$@"\n' \
-        "$T/slurm-sqc.conf" "$T/bin/mountctl" "$TOP/slurm/hooks/$h" >"$T/cl/hooks/$h"
+        "$T/slurm-sqc.conf" "$T/bin/mountctl" "$PTOP/slurm/hooks/$h" >"$T/cl/hooks/$h"
 done
 mv "$T/cl/hooks/site-task-prolog" "$T/cl/hooks/task-prolog"
 chmod 0755 "$T/cl/hooks"/*
-echo "required $BUILD/squashcache_spank.so conf=$T/slurm-sqc.conf" >"$T/cl/etc/plugstack.conf"
+echo "required $PTOP/build/squashcache_spank.so conf=$T/slurm-sqc.conf" >"$T/cl/etc/plugstack.conf"
 at_exit 'cluster_stop'
 cluster_start "$T/cl" || { tail -n 30 "$T/cl/log/"*.log; fail "cluster did not start"; }
 

@@ -10,13 +10,17 @@
 need_fuse
 need_cmd mksquashfs "$PYTHON"
 
-WRAPPER="$TOP/systemd/squashcache-dataset"
+# The helper where the unit can name it: a path with spaces (the
+# checkout's may have them) cannot be an ExecStart= command.
+mkdir -p "$T/libexec"
+cp "$TOP/systemd/squashcache-dataset" "$T/libexec/"
+WRAPPER="$T/libexec/squashcache-dataset"
 
 note "systemd-analyze verify"
 if command -v systemd-analyze >/dev/null 2>&1; then
     mkdir -p "$T/units"
-    # The installed paths do not exist here: point them at the source tree.
-    sed "s|/usr/local/libexec/squashcache/|$TOP/systemd/|" \
+    # The installed paths do not exist here: point them at the copy.
+    sed "s|/usr/local/libexec/squashcache/|$T/libexec/|" \
         "$TOP/systemd/squashcache@.service" >"$T/units/squashcache@.service"
     # --man=no: the man page need not be installed for the check.
     systemd-analyze verify --man=no "$T/units/squashcache@.service" >"$T/verify.out" 2>&1 || {
@@ -163,19 +167,18 @@ wait "$PID" || fail "the restarted daemon did not exit 0"
 is_mounted "$T/mnt" && fail "still mounted after the last SIGTERM"
 
 note "USER=: the helper, run as root, starts the daemon as that user"
-if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; then
-    # /dev/fuse is 0600 where no udev ran (a fresh VM); Debian's udev
-    # makes it 0666, which a user's mount needs.
-    fuse_mode=$(stat -c %a /dev/fuse)
-    at_exit "chmod $fuse_mode /dev/fuse"
-    chmod 0666 /dev/fuse
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
+    # A user of this run (lib.sh: /dev/fuse by ACL, the daemon a copy it
+    # can run, removed at exit).
+    u=
+    add_test_user u
     chmod 711 "$T"
     # systemd's own notify socket is writable by every user, as this one now.
     chmod 666 "$T/notify.sock"
     mkdir -m 755 "$T/pub"
     cp "$T/img.sqfs" "$T/pub/img.sqfs"
     chmod 644 "$T/pub/img.sqfs"
-    printf 'IMAGE=%s\nMOUNTPOINT=%s\nUSER=nobody\n' "$T/pub/img.sqfs" "$T/pub/mnt" >"$T/datasets/u.conf"
+    printf 'IMAGE=%s\nMOUNTPOINT=%s\nUSER=%s\n' "$T/pub/img.sqfs" "$T/pub/mnt" "$u" >"$T/datasets/u.conf"
     NOTIFY_SOCKET="$T/notify.sock" SQUASHCACHE_DATASETS_DIR="$T/datasets" \
         SQUASHCACHED="$SQUASHCACHED" "$WRAPPER" start u >>"$T/daemon.log" 2>&1 &
     PID=$!
@@ -183,15 +186,15 @@ if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 && command -v setpriv >/dev
     _mounts="$T/pub/mnt $_mounts"
     wait_line READY=1 4
     [ "$(count "MAINPID=$PID")" -eq 1 ] || fail "USER=: MAINPID is not the started pid $PID"
-    [ "$(stat -c %U "/proc/$PID")" = nobody ] || fail "USER=nobody: the daemon runs as $(stat -c %U "/proc/$PID")"
-    grep " $T/pub/mnt " /proc/self/mounts | grep -q "user_id=$(id -u nobody)," ||
-        fail "USER=nobody: the mount is not nobody's: $(grep " $T/pub/mnt " /proc/self/mounts)"
-    # Private to its user by default (no allow_other): nobody reads it.
-    setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups cmp "$T/src/dir/hello" "$T/pub/mnt/dir/hello" ||
-        fail "USER=nobody: the user cannot read its mount"
+    [ "$(stat -c %U "/proc/$PID")" = "$u" ] || fail "USER=$u: the daemon runs as $(stat -c %U "/proc/$PID")"
+    grep " $T/pub/mnt " /proc/self/mounts | grep -q "user_id=$(id -u "$u")," ||
+        fail "USER=$u: the mount is not $u's: $(grep " $T/pub/mnt " /proc/self/mounts)"
+    # Private to its user by default (no allow_other): only it reads it.
+    as "$u" cmp "$T/src/dir/hello" "$T/pub/mnt/dir/hello" ||
+        fail "USER=$u: the user cannot read its mount"
     kill -TERM "$PID"
-    wait "$PID" || fail "USER=nobody: the daemon did not exit 0 on SIGTERM"
-    is_mounted "$T/pub/mnt" && fail "USER=nobody: still mounted after SIGTERM"
+    wait "$PID" || fail "USER=$u: the daemon did not exit 0 on SIGTERM"
+    is_mounted "$T/pub/mnt" && fail "USER=$u: still mounted after SIGTERM"
     if ! grep -q '^[[:space:]]*user_allow_other' /etc/fuse.conf 2>/dev/null; then
         echo OPTIONS=allow_other >>"$T/datasets/u.conf"
         SQUASHCACHE_DATASETS_DIR="$T/datasets" SQUASHCACHED="$SQUASHCACHED" \
@@ -200,7 +203,7 @@ if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 && command -v setpriv >/dev
             fail "allow_other without user_allow_other says: $(cat "$T/out")"
     fi
 else
-    echo "not root or no user 'nobody': USER= not tested"
+    echo "not root or no setpriv: USER= not tested"
 fi
 
 note "bad configuration: clear errors"

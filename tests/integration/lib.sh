@@ -17,8 +17,10 @@
 #   hold_reclaim         pause proactive reclaim (DAMON) until exit
 #   stat_of MNT KEY      one value of the daemon's stats (KEY like fuse.read)
 #   wait_stat MNT KEY MIN SECONDS WHAT         wait for a stat to reach MIN
-#   need_test_users      users sqc-test-a and sqc-test-b (root), and
+#   need_test_users      two users for this run, $TU_A and $TU_B (root)
+#   add_test_user VAR    one more, its name in $VAR (root)
 #   as USER CMD...       CMD run as one of them
+#   stage_public         what test users and nodes run, copied to $PTOP
 # shellcheck shell=sh
 
 set -eu
@@ -31,8 +33,14 @@ SQUASHCACHED="$BUILD/squashcached"
 MOUNTCTL="$BUILD/mountctl"
 TOOLS="$BUILD/tests/tools"
 export SQUASHCACHED MOUNTCTL TOOLS PYTHON BUILD TOP
+# BUILD for `make -C "$TOP" BUILD=...`: relative to the tree where it is
+# in it, as make cannot take a path with spaces (the tree's may have).
+MAKE_BUILD=${BUILD#"$TOP"/}
+export MAKE_BUILD
 
 T=$(mktemp -d "${SQC_TMPDIR:-/tmp}/sqc-test.XXXXXX")
+# stage_public's copy is this test's own, not one a parent test made.
+unset PTOP
 
 # A detached daemon's stderr is /dev/null: sanitizer reports go to files
 # under $T instead, and any report fails the test (see _cleanup).
@@ -58,12 +66,15 @@ _cleanup() {
         eval "$_hooks" || true
     fi
     for m in $_mounts; do
-        if grep -q " $m " /proc/self/mounts 2>/dev/null; then
+        if is_mounted "$m"; then
             fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
         fi
     done
     for p in $_pids; do
         kill "$p" 2>/dev/null || true
+    done
+    for u in $_users; do
+        _tu_remove "$u" || rc=1
     done
     for r in "$T"/sanitizer-report.*; do
         [ -s "$r" ] || continue
@@ -120,19 +131,96 @@ need_cmd() {
     done
 }
 
-# need_test_users: the users sqc-test-a and sqc-test-b, made if missing,
-# for tests of what one user may do to another's mount (needs root).
-# /dev/fuse is open to users until exit, and $T is readable by them (and
-# writable with SQC_SANITIZE, whose reports of their processes go there).
-need_test_users() {
-    need_root
-    need_cmd useradd setpriv
-    for _tu in sqc-test-a sqc-test-b; do
-        id "$_tu" >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh "$_tu"
+# stage_public: a copy of what test users and a cluster's nodes run or
+# read, in $PTOP (under $T, root's, mode 0755), laid out as the checkout
+# is: build/ (squashcached, mountctl, squashcache_spank.so, tests/tools/),
+# slurm/hooks, slurm/examples, tests/py, python.  SQUASHCACHED, MOUNTCTL
+# and TOOLS name the copies from then on.  The checkout may be where they
+# cannot go (a 0700 home) or what a node does not see (/tmp, which the
+# cluster's nodes have a private one of), and its path may hold spaces.
+stage_public() {
+    [ -z "${PTOP:-}" ] || return 0
+    PTOP=$T/for-users
+    mkdir -p "$PTOP/build/tests/tools" "$PTOP/slurm" "$PTOP/tests"
+    cp "$BUILD/squashcached" "$BUILD/mountctl" "$PTOP/build/"
+    [ ! -f "$BUILD/squashcache_spank.so" ] || cp "$BUILD/squashcache_spank.so" "$PTOP/build/"
+    for _sp in "$BUILD"/tests/tools/*; do
+        [ -f "$_sp" ] && [ -x "$_sp" ] && cp "$_sp" "$PTOP/build/tests/tools/"
     done
-    _tu_mode=$(stat -c %a /dev/fuse)
-    at_exit "chmod $_tu_mode /dev/fuse"
-    chmod 0666 /dev/fuse
+    cp -R "$TOP/slurm/hooks" "$TOP/slurm/examples" "$PTOP/slurm/"
+    cp -R "$TOP/tests/py" "$PTOP/tests/"
+    cp -R "$TOP/python" "$PTOP/"
+    chmod -R u+rwX,go+rX,go-w "$PTOP"
+    chmod 755 "$T"
+    SQUASHCACHED=$PTOP/build/squashcached
+    MOUNTCTL=$PTOP/build/mountctl
+    TOOLS=$PTOP/build/tests/tools
+    export SQUASHCACHED MOUNTCTL TOOLS PTOP
+    # Every directory above $T must let others through.
+    setpriv --reuid=65534 --regid=65534 --clear-groups -- test -x "$MOUNTCTL" ||
+        fail "other users cannot reach $T: set SQC_TMPDIR to a directory they can (e.g. /var/tmp)"
+}
+
+# Users made for this run: "sqct<pid>u<n>", the pid this test's shell.
+# Each is removed at exit, after the unmounts, with its processes, and
+# its entry in /dev/fuse's ACL (the users' access to it: the device's
+# mode is never changed, as other tests run at the same time).  Changes
+# to the user database and to the ACL are made under one lock; a user
+# whose test is gone without its exit (SIGKILL) is removed by the next
+# run that makes one.
+_users=""
+_tu_n=0
+_tu_lock=/run/squashcache-test-users.lock
+
+_tu_remove() {
+    _tr_i=0
+    while pkill -9 -u "$1" 2>/dev/null; do
+        _tr_i=$((_tr_i + 1))
+        [ $_tr_i -lt 100 ] || break
+        sleep 0.05
+    done
+    flock "$_tu_lock" sh -c '
+        setfacl -x "u:$1" /dev/fuse 2>/dev/null
+        # No other named entry left: the ACL as it was, mode included.
+        getfacl -cp /dev/fuse 2>/dev/null | grep -q "^\(user\|group\):[^:]" ||
+            setfacl -b /dev/fuse
+        i=0
+        until userdel "$1" 2>/dev/null || ! id "$1" >/dev/null 2>&1; do
+            i=$((i + 1))
+            [ $i -lt 50 ] || { echo "cannot remove user $1" >&2; exit 1; }
+            sleep 0.1
+        done' sh "$1"
+}
+
+# _tu_sweep: users of this kind whose test shell is gone.
+_tu_sweep() {
+    for _ts in $(getent passwd | sed -n 's/^\(sqct\([0-9]*\)u[0-9]*\):.*/\1 \2/p' | tr ' ' ':'); do
+        [ -d "/proc/${_ts#*:}" ] || _tu_remove "${_ts%:*}"
+    done
+}
+
+add_test_user() {
+    need_root
+    need_cmd useradd userdel setpriv setfacl getfacl flock pkill
+    _tu_sweep
+    _tu_n=$((_tu_n + 1))
+    _tu=sqct$$u$_tu_n
+    flock "$_tu_lock" useradd --system --no-create-home --home-dir /nonexistent \
+        --shell /bin/sh "$_tu" || fail "cannot add test user $_tu"
+    _users="$_users $_tu"
+    flock "$_tu_lock" setfacl -m "u:$_tu:rw" /dev/fuse ||
+        fail "cannot give $_tu /dev/fuse (setfacl)"
+    eval "$1=\$_tu"
+    stage_public
+}
+
+# need_test_users: two users of this run, $TU_A and $TU_B, for tests of
+# what one user may do to another's mount (needs root); their programs
+# from stage_public.  $T is readable by them (and writable with
+# SQC_SANITIZE, whose reports of their processes go there).
+need_test_users() {
+    add_test_user TU_A
+    add_test_user TU_B
     chmod 755 "$T"
     [ -z "${SQC_SANITIZE:-}" ] || chmod 1777 "$T"
 }
@@ -160,9 +248,14 @@ need_kernel_squashfs() {
 }
 
 # Is MNT a mount point right now?  (/proc, not stat: stat on another
-# user's FUSE mount fails even for root.)
+# user's FUSE mount fails even for root.)  MNT is compared as a string
+# with each mount point, unescaped as /proc writes it.
 is_mounted() {
-    grep -q " $1 " /proc/self/mounts
+    _im=$1 awk 'BEGIN { m = ENVIRON["_im"] }
+        { p = $2; gsub(/\\040/, " ", p); gsub(/\\011/, "\t", p)
+          gsub(/\\012/, "\n", p); gsub(/\\134/, "\\", p)
+          if (p == m) { found = 1; exit } }
+        END { exit !found }' /proc/self/mounts
 }
 
 sqc_mount() {
@@ -212,9 +305,14 @@ sqc_mount_fg() {
     stat "$_sf_mnt" >/dev/null
 }
 
-# The pid of the daemon serving MNT (from its control socket or ps).
+# The pid of the daemon serving MNT: a squashcached whose last argument
+# is MNT, compared as a string (a path may hold '.', '[', '+').
 sqc_pid() {
-    pgrep -f "squashcached.* $1\$" | head -n 1
+    for _sp in $(pgrep -f squashcached); do
+        [ "$(tr '\0' '\n' <"/proc/$_sp/cmdline" 2>/dev/null | tail -n 1)" = "$1" ] || continue
+        echo "$_sp"
+        return 0
+    done
 }
 
 # wait_gone PID SECONDS WHAT: wait for process PID to exit; fail with

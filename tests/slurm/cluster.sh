@@ -2,11 +2,14 @@
 # A real 2-node Slurm cluster on this machine for the hook tests (sourced).
 #
 #   cluster_start DIR [MODE]
-#                       munged (unless running), slurmctld, slurmd for the
-#                       nodes $CL_N1 and $CL_N2 (n1 and n2, but in MODE
-#                       cgroup cNNNNNn1 and cNNNNNn2, NNNNN the port: Slurm
-#                       names the nodes' cgroups after them, and they must
-#                       not be another cluster's on this machine), all
+#                       munged (unless running: see below), slurmctld,
+#                       slurmd for the nodes $CL_N1 and $CL_N2 (named for
+#                       this run:
+#                       MNNNNNRRRRn1 and ...n2, M the mode's letter, NNNNN
+#                       the port, RRRR random: Slurm names a node's cgroups
+#                       slurm_NODE, and mountctl job takes such a cgroup
+#                       for the job's, so no cgroup left by another
+#                       cluster, or a real one, may have its name), all
 #                       config, state, logs and pid files under DIR
 #                       (not under /tmp or /dev/shm, with private storage:
 #                       the nodes would not see it); Prolog/Epilog/TaskProlog and
@@ -35,19 +38,27 @@
 #   cluster_nsenter NODE CMD...
 #                       runs CMD in NODE's mount namespace (to look at its
 #                       /proc/self/mounts, /dev/shm, /tmp).
+# munged is one for every cluster on the machine: the cluster that starts
+# it marks it (/run/squashcache-test-munged), and the last cluster to
+# stop, the one that finds no slurmctld left, stops it; both under one
+# lock, so that no cluster's munged is stopped under it.
 # Ports: SQC_SLURM_PORT (default 26817) for slurmctld, +1/+2 for the
 # slurmd of the two nodes (well away from Slurm's 6817-6818).  Job ids
 # start at 10 * port, so that two clusters on one machine never share a
 # job id (nor a job's cgroup).
 # The caller writes DIR/hooks/{prolog,epilog,task-prolog} and
-# DIR/etc/plugstack.conf before cluster_start.
+# DIR/etc/plugstack.conf before cluster_start, naming what the nodes and
+# the jobs' users run (hooks, the SPANK plugin, programs) in lib.sh's
+# stage_public copy ($PTOP), never in the checkout: that may be where
+# the users cannot read (a 0700 home) or the nodes cannot see (/tmp).
 # shellcheck shell=sh
 
 _cl_dir=
-_cl_munge=
+_cl_lock=/run/squashcache-test-cluster.lock
+_cl_mark=/run/squashcache-test-munged
 _cl_mode=
-CL_N1=n1
-CL_N2=n2
+CL_N1=
+CL_N2=
 
 # _cl_has_cgroups: the cgroup controllers the cgroup mode needs (v1
 # freezer and memory, or v2 with memory) are mounted.
@@ -92,14 +103,20 @@ cluster_start() {
     _cl_dir=$1
     _cl_mode=${2:-plain}
     port=${SQC_SLURM_PORT:-26817}
+    case "$_cl_dir" in *[[:space:]]*)
+        echo "cluster: $_cl_dir: slurm.conf cannot name a path with spaces" >&2
+        return 1
+        ;;
+    esac
     case "${CL_STORAGE:-private}:$_cl_dir" in
     private:/tmp/* | private:/dev/shm/*)
         echo "cluster: $_cl_dir: every node has a /tmp and /dev/shm of its own" >&2
         return 1
         ;;
     esac
-    CL_N1=n1
-    CL_N2=n2
+    _cl_id=$(od -An -N2 -tx1 /dev/urandom | tr -d ' \n')
+    CL_N1=p$port${_cl_id}n1
+    CL_N2=p$port${_cl_id}n2
     case "$_cl_mode" in
     plain)
         cpus=8
@@ -110,8 +127,8 @@ PrologFlags=Alloc"
         ;;
     cgroup)
         _cl_has_cgroups || return 77
-        CL_N1=c${port}n1
-        CL_N2=c${port}n2
+        CL_N1=c$port${_cl_id}n1
+        CL_N2=c$port${_cl_id}n2
         cpus=2
         cg="ProctrackType=proctrack/cgroup
 TaskPlugin=task/cgroup
@@ -130,10 +147,14 @@ PrologFlags=Alloc,Contain"
     }
     mkdir -p "$_cl_dir/etc" "$_cl_dir/state/ctld" "$_cl_dir/state/d/$CL_N1" \
         "$_cl_dir/state/d/$CL_N2" "$_cl_dir/run" "$_cl_dir/log"
+    # From here until slurmctld runs, under the lock (fd 9): no other
+    # cluster's stop may take munged away meanwhile.
+    exec 9>"$_cl_lock"
+    flock 9
     if ! pgrep -x munged >/dev/null 2>&1; then
         mkdir -p /run/munge && chown munge:munge /run/munge
-        runuser -u munge -- munged || return 1
-        _cl_munge=$(cat /run/munge/munged.pid 2>/dev/null || true)
+        runuser -u munge -- munged 9>&- || { flock -u 9; return 1; }
+        cat /run/munge/munged.pid >"$_cl_mark" 2>/dev/null || true
     fi
     cat >"$_cl_dir/etc/cgroup.conf" <<EOC
 CgroupPlugin=autodetect
@@ -181,7 +202,8 @@ EOC
     SLURM_CONF=$_cl_dir/etc/slurm.conf
     export SLURM_CONF
     _cl_write_node_ns
-    slurmctld -c -f "$SLURM_CONF" || return 1
+    slurmctld -c -f "$SLURM_CONF" 9>&- || { flock -u 9; return 1; }
+    flock -u 9
     _cl_slurmd "$CL_N1" || return 1
     _cl_slurmd "$CL_N2" || return 1
     i=0
@@ -232,6 +254,29 @@ _cl_kill_ns() {
     done
 }
 
+# _cl_stop_munge: stop the munged a cluster started, if no slurmctld is
+# left on the machine (this cluster's has exited), under the lock.
+_cl_stop_munge() {
+    exec 9>"$_cl_lock"
+    flock 9
+    _sm_pid=$(cat "$_cl_mark" 2>/dev/null || true)
+    if [ "$(cat "/proc/$_sm_pid/comm" 2>/dev/null)" != munged ]; then
+        # Gone already (the pid may be another process's by now).
+        rm -f "$_cl_mark"
+    elif ! pgrep -x slurmctld >/dev/null 2>&1; then
+        kill "$_sm_pid" 2>/dev/null || true
+        # Wait until it is gone: the next cluster_start must not find it
+        # still exiting and leave its cluster without munge.
+        _cl_i=0
+        while kill -0 "$_sm_pid" 2>/dev/null && [ "$_cl_i" -lt 100 ]; do
+            _cl_i=$((_cl_i + 1))
+            sleep 0.1
+        done
+        rm -f "$_cl_mark"
+    fi
+    flock -u 9
+}
+
 cluster_stop() {
     [ -n "$_cl_dir" ] || return 0
     pids=
@@ -262,16 +307,6 @@ cluster_stop() {
     if [ "$_cl_mode" = cgroup ]; then
         _cl_rm_cgroups
     fi
-    if [ -n "$_cl_munge" ]; then
-        kill "$_cl_munge" 2>/dev/null || true
-        # Wait until it is gone: the next test's cluster_start must not
-        # find it still exiting and leave the cluster without munge.
-        _cl_i=0
-        while kill -0 "$_cl_munge" 2>/dev/null && [ "$_cl_i" -lt 100 ]; do
-            _cl_i=$((_cl_i + 1))
-            sleep 0.1
-        done
-        _cl_munge=
-    fi
+    _cl_stop_munge
     _cl_dir=
 }
