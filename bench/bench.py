@@ -459,6 +459,10 @@ class Loaders:
             ds = RawDataset()
             collate = collate_count
             bs = self.cfg["dl_batch"]
+        elif mode == "decode":
+            ds = DecodeDataset()
+            collate = None
+            bs = self.cfg["pil_batch"]
         else:
             ds = PilDataset()
             collate = None
@@ -511,6 +515,29 @@ class PilDataset:
             img = Image.open(f)
             img = img.convert("RGB")
         return PilDataset.tf(img)
+
+    def __len__(self):
+        return 1 << 40
+
+
+class DecodeDataset:
+    """What a training epoch does with each JPEG: torchvision's ImageNet
+    training transform (RandomResizedCrop(224), RandomHorizontalFlip,
+    ToTensor) on the PIL decode of the file, as ImageFolder's default
+    loader opens it."""
+    tf = None
+
+    def __getitem__(self, path):
+        from PIL import Image
+        if DecodeDataset.tf is None:
+            import torchvision.transforms as T
+            DecodeDataset.tf = T.Compose([T.RandomResizedCrop(224),
+                                          T.RandomHorizontalFlip(),
+                                          T.ToTensor()])
+        with open(path, "rb") as f:
+            img = Image.open(f)
+            img = img.convert("RGB")
+        return DecodeDataset.tf(img)
 
     def __len__(self):
         return 1 << 40
@@ -600,14 +627,15 @@ def pass_dl(loaders, mode, workers, paths, deadline=None):
     return out
 
 
-def pass_train(loaders, workers, root, seed):
+def pass_train(loaders, workers, root, seed, mode="raw"):
     """What a training script does first: ImageFolder(root), then one
-    shuffled raw-bytes epoch of its samples."""
+    shuffled epoch of its samples: raw bytes, or (mode "decode") each
+    image decoded and augmented as a training epoch does."""
     import torchvision.datasets as D
     t0 = time.perf_counter()
     d = D.ImageFolder(root)
     listed = time.perf_counter() - t0
-    r = pass_dl(loaders, "raw", workers,
+    r = pass_dl(loaders, mode, workers,
                 shuffled([p for p, _ in d.samples], seed))
     r["list_seconds"] = listed
     r["seconds"] = time.perf_counter() - t0
@@ -736,7 +764,7 @@ class Bench:
                     r = pass_imagefolder(root, ds["name"] == "small")
                 elif kind == "train":
                     r = pass_train(self.loaders, measure["workers"], root,
-                                   seed)
+                                   seed, measure.get("mode", "raw"))
                 elif kind == "dl":
                     paths = self.lists[ds["name"]]
                     if measure.get("subset"):
@@ -1050,7 +1078,9 @@ class Bench:
                     raise RuntimeError("%d files failed" % r["errors"])
                 return r, secs
 
+            cpu0 = proc_cpu(c.pid) if c and c.pid else None
             r, rec["epoch_s"] = epoch(self.cfg["seed"] + rep)
+            cpu1 = proc_cpu(c.pid) if c and c.pid else None
             rec["total_s"] = time.monotonic() - t_start
             s_mid = self._pfs_stats(pfs)
             if isinstance(c, Squashcached):
@@ -1062,6 +1092,11 @@ class Bench:
             # that what it reads from storage is what the contender lost.
             drop_caches()
             _, rec["epoch2_s"] = epoch(self.cfg["seed"] + rep + 1000)
+            cpu2 = proc_cpu(c.pid) if c and c.pid else None
+            if None not in (cpu0, cpu1, cpu2):
+                # the daemon's CPU during each epoch (staging included)
+                rec["daemon_cpu_epoch_s"] = cpu1 - cpu0
+                rec["daemon_cpu_epoch2_s"] = cpu2 - cpu1
             rec["pfs2"] = numeric_delta(self._pfs_stats(pfs), s_mid)
             rec["files"] = r.get("files")
             rec["bytes"] = r.get("bytes")
@@ -1393,7 +1428,7 @@ class Bench:
             if m["kind"] == "dl":
                 self.loaders.get(m["mode"], m["workers"])
             elif m["kind"] == "train":
-                self.loaders.get("raw", m["workers"])
+                self.loaders.get(m.get("mode", "raw"), m["workers"])
         for rd in cfg["slow"]["readers"] if cfg["slow"]["enabled"] else []:
             if rd["kind"] == "dl":
                 self.loaders.get(rd["mode"], rd["workers"])
@@ -1449,6 +1484,10 @@ def default_measures(pil_subset):
         {"id": "dl_raw_w4", "kind": "dl", "mode": "raw", "workers": 4,
          "set": "small"},
         {"id": "train_w4", "kind": "train", "workers": 4, "set": "images"},
+        # decode-bound: ImageFolder + the training transform, as many
+        # workers as cores (sh bench/run.sh decode; not in "default")
+        {"id": "train_dec", "kind": "train", "mode": "decode",
+         "workers": os.cpu_count() or 1, "set": "images"},
         {"id": "dl_pil_w2", "kind": "dl", "mode": "pil", "workers": 2,
          "set": "images", "subset": pil_subset},
         {"id": "dl_pil_w4", "kind": "dl", "mode": "pil", "workers": 4,
@@ -1500,7 +1539,8 @@ def config_from_env():
         # repetition at 300,000 files and says little the 16-thread one
         # does not
         measures = [m for m in measures
-                    if (m["id"], m["set"]) != ("cread_t4", "small")]
+                    if (m["id"], m["set"]) != ("cread_t4", "small") and
+                    m["id"] != "train_dec"]
     elif only != "all":
         keep = set(only.split(","))
         measures = [m for m in measures if m["id"] in keep or
@@ -1512,6 +1552,8 @@ def config_from_env():
         {"id": "dl_raw_w8", "kind": "dl", "mode": "raw", "workers": 8,
          "set": "images"},
         {"id": "cread_t16", "kind": "cread", "threads": 16, "set": "small"},
+        {"id": "dl_dec", "kind": "dl", "mode": "decode",
+         "workers": os.cpu_count() or 1, "set": "images"},
     ]
     only_slow = env("SLOW_READERS", "cread_t16/images,dl_raw_w4/images,"
                     "dl_raw_w8/images")

@@ -19,6 +19,9 @@ MEASURE_NAMES = {
     "dl_raw_w4": "DataLoader raw bytes, 4 workers",
     "dl_raw_w8": "DataLoader raw bytes, 8 workers",
     "train_w4": "ImageFolder, then DataLoader raw bytes, 4 workers",
+    "train_dec": "ImageFolder, then DataLoader decode + augment, "
+                 "a worker per core",
+    "dl_dec": "DataLoader decode + augment, a worker per core",
     "dl_pil_w2": "DataLoader PIL+RandomResizedCrop, 2 workers",
     "dl_pil_w4": "DataLoader PIL+RandomResizedCrop, 4 workers",
     "cread_t4": "C reader, 4 threads",
@@ -396,6 +399,79 @@ class Report:
             s, (self.cfg["datasets"][s].get("gen") or {}).get("files", 0))
             for s in sets], rows))
         self.w()
+
+    def decode_table(self):
+        """Decode-bound epochs (sh bench/run.sh decode): the training
+        transform's epoch on each contender, and the daemon's CPU per
+        1,000 files, first (cold) and warm."""
+        m, s = "train_dec", "images"
+        slow = [(p, [x for x in p["runs"] if x["reader"] == "dl_dec"])
+                for p in self.slow_profiles()]
+        slow = [(p, runs) for p, runs in slow if runs]
+        if (m, s) not in self.keys and not slow:
+            return
+        self.w("## Decode-bound epochs")
+        self.w()
+        self.w("`ImageFolder(root)`, then one shuffled epoch of a DataLoader "
+               "with a worker per core whose samples are decoded by PIL and "
+               "go through RandomResizedCrop(224), RandomHorizontalFlip and "
+               "ToTensor.  Seconds median [min–max]; ratio = tmpfs s / "
+               "contender s, same repetition, median; daemon CPU = its "
+               "utime+stime during the pass, per 1,000 files read.")
+        self.w()
+        if (m, s) in self.keys:
+            rows = []
+            for c in self.contenders:
+                for ph in ("first", "warm"):
+                    recs = [self.p[(m, s, c, ph, r)] for r in self.reps
+                            if "seconds" in self.p.get((m, s, c, ph, r), {})]
+                    cpu = [x["daemon"]["cpu_s"] * 1000 / x["files"]
+                           for x in recs if (x.get("daemon") or {}).get(
+                               "cpu_s") is not None and x.get("files")]
+                    rows.append([c, ph, mrange(self.secs(m, s, c, ph), 3),
+                                 "–" if c == "tmpfs" else
+                                 self.ratio(m, s, c, ph),
+                                 fmt(med(cpu), 3) if cpu else "–"])
+            self.w("Image in RAM (/dev/shm); **first** = page cache dropped, "
+                   "fresh mount (tmpfs: the extracted tree), then the pass.")
+            self.w()
+            self.w(table(["contender", "phase", "seconds", "ratio to tmpfs",
+                          "daemon CPU s / 1,000 files"], rows))
+            self.w()
+        for p, runs in slow:
+            rows = []
+            names = []
+            for x in runs:
+                if x["contender"] not in names:
+                    names.append(x["contender"])
+            for n in names:
+                ok = [x for x in runs if x["contender"] == n and
+                      "total_s" in x]
+                c1 = [x["daemon_cpu_epoch_s"] * 1000 / x["files"] for x in ok
+                      if x.get("daemon_cpu_epoch_s") is not None and
+                      x.get("files")]
+                c2 = [x["daemon_cpu_epoch2_s"] * 1000 / x["files"]
+                      for x in ok if x.get("daemon_cpu_epoch2_s") is not None
+                      and x.get("files")]
+                rows.append([SLOW_NAMES.get(n, n),
+                             mrange([x["total_s"] for x in ok]),
+                             mrange([x["prep_s"] for x in ok
+                                     if x.get("prep_s")]),
+                             mrange([x["epoch_s"] for x in ok]),
+                             mrange([x["epoch2_s"] for x in ok
+                                     if x.get("epoch2_s") is not None]),
+                             fmt(med(c1), 3) if c1 else "–",
+                             fmt(med(c2), 3) if c2 else "–"])
+            self.w("Image (or tar) on the slow storage `%s`: cold = page "
+                   "cache dropped, then copy/untar or a fresh mount and the "
+                   "first epoch; epoch 2 after the page cache is dropped "
+                   "again." % p["profile"])
+            self.w()
+            self.w(table(["contender", "total s", "copy/untar s",
+                          "epoch 1 s", "epoch 2 s",
+                          "daemon CPU s / 1,000 files, epoch 1",
+                          "epoch 2"], rows))
+            self.w()
 
     def daemon_table(self):
         dm = [c for c in self.others if c == "squashfuse_ll" or
@@ -1059,6 +1135,7 @@ class Report:
         self.ratio_table()
         self.mount_table()
         self.slow_table()
+        self.decode_table()
         self.daemon_table()
         self.sqc_table()
         self.abs_table()

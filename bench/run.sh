@@ -14,6 +14,11 @@
 #                              quarter of the image against the kernel's
 #                              squashfs and squashfuse_ll on the same storage
 #   sh bench/run.sh ram --quick     the same with 400 images
+#   sh bench/run.sh decode     decode-bound epochs: ImageFolder + the
+#                              training transform, a worker per core, on
+#                              squashcached against tmpfs, image in RAM
+#                              and on slow storage (20,000 images)
+#   sh bench/run.sh decode --quick  the same with 400 images
 #
 # Steps: generate the seeded data sets (cached under $BENCH_WORK), build
 # their SquashFS images and tars (cached too, with the time each took),
@@ -32,15 +37,17 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 QUICK=0
 SCALE=0
 RAM=0
+DECODE=0
 for a in "$@"; do
 	case $a in
 	--quick) QUICK=1 ;;
 	-h | --help)
-		sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,31p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	scale) SCALE=1 ;;
 	ram) RAM=1 ;;
+	decode) DECODE=1 ;;
 	*)
 		echo "bench: unknown argument '$a' (try --help)" >&2
 		exit 2
@@ -53,8 +60,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-if [ $SCALE = 1 ] && [ $RAM = 1 ]; then
-	echo "bench: 'scale' and 'ram' are two runs; give one" >&2
+if [ $((SCALE + RAM + DECODE)) -gt 1 ]; then
+	echo "bench: 'scale', 'ram' and 'decode' are separate runs; give one" >&2
 	exit 2
 fi
 
@@ -95,6 +102,23 @@ elif [ $SCALE = 1 ]; then
 	: "${SLOW_REPS:=1}" "${PIL_SUBSET:=100}" "${SLOW_TIMEOUT:=300}"
 	SLOW=0
 	export SLOW
+elif [ $DECODE = 1 ]; then
+	# Decode-bound epochs (issue #31 item 3): train_dec on the images set
+	# in RAM, and the same transform's epochs with the image (or the tar)
+	# on slow storage.  The small set is not used.
+	if [ $QUICK = 1 ]; then
+		: "${IMG_CLASSES:=4}" "${IMG_PER_CLASS:=100}" "${REPS:=2}"
+		: "${SLOW_REPS:=1}" "${PASS_TIMEOUT:=300}" "${SLOW_TIMEOUT:=300}"
+		SUFFIX=-decode-quick
+	else
+		: "${IMG_CLASSES:=20}" "${IMG_PER_CLASS:=1000}" "${REPS:=5}"
+		: "${SLOW_REPS:=3}" "${PASS_TIMEOUT:=1200}" "${SLOW_TIMEOUT:=900}"
+		SUFFIX=-decode
+	fi
+	: "${MEASURES:=train_dec}" "${CONTENDERS:=tmpfs,squashcached}"
+	: "${SLOW_PROFILES:=pfs,pfs_slow}" "${SLOW_READERS:=dl_dec/images}"
+	: "${SLOW_CONTENDERS:=sqc_stage,untar_tmpfs}" "${PIL_SUBSET:=100}"
+	export MEASURES CONTENDERS SLOW_PROFILES SLOW_READERS SLOW_CONTENDERS
 elif [ $QUICK = 1 ]; then
 	: "${IMG_CLASSES:=4}" "${IMG_PER_CLASS:=100}"
 	: "${SMALL_FILES:=10000}" "${SMALL_DIRS:=64}"
@@ -189,6 +213,12 @@ elif [ $RAM = 1 ]; then
 	key2=
 	build_set images "$key1" --classes "$RAM_CLASSES" \
 		--per-class "$RAM_PER_CLASS" --seed "$SEED_IMAGES"
+elif [ $DECODE = 1 ]; then
+	set1=images set2=
+	key1=images-${IMG_CLASSES}x${IMG_PER_CLASS}-s$SEED_IMAGES
+	key2=
+	build_set images "$key1" --classes "$IMG_CLASSES" \
+		--per-class "$IMG_PER_CLASS" --seed "$SEED_IMAGES"
 else
 	set1=images set2=small
 	key1=images-${IMG_CLASSES}x${IMG_PER_CLASS}-s$SEED_IMAGES
@@ -268,6 +298,8 @@ EOF
 	if [ $RAM = 1 ]; then
 		# the tar is not read: it stays on disk
 		set_json "$set1" "$key1" "$BENCH_WORK/$key1.tar"
+	elif [ -z "$key2" ]; then
+		set_json "$set1" "$key1" "$STORE/$key1.tar"
 	else
 		set_json "$set1" "$key1" "$STORE/$key1.tar"
 		echo ","
