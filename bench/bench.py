@@ -208,6 +208,7 @@ class Contender:
     name = "?"
     exe = None
     is_fuse = False
+    mount_timeout = 120  # seconds the mount command may take
 
     def __init__(self, cfg, reg):
         self.cfg = cfg
@@ -231,7 +232,8 @@ class Contender:
         cmd = self.mount_cmd(image, mnt, extra)
         t0 = time.monotonic()
         r = subprocess.run(cmd, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, timeout=120)
+                           stderr=subprocess.PIPE, text=True,
+                           timeout=self.mount_timeout)
         secs = time.monotonic() - t0
         if r.returncode != 0:
             raise RuntimeError("%s failed (%d): %s" % (
@@ -382,6 +384,23 @@ class SquashcachedBase(Squashcached):
         super().__init__(dict(cfg, build=cfg["base_build"]), reg)
 
 
+class Zerofs(Contender):
+    """bench/zerofs: the FUSE floor.  It loads the image's tree and (unless
+    ZEROFS_OPTS has `pattern`) every file's bytes into memory before it
+    mounts, then answers each request from memory with no other work,
+    with squashcached's mount options and /dev/fuse transport.  Its mount
+    command's time is that load: it is left out of mount to first byte."""
+    name = "zerofs"
+    exe = "zerofs"
+    is_fuse = True
+    mount_timeout = 1800  # 1.28M files' bytes are read before the mount
+
+    def mount_cmd(self, image, mnt, extra):
+        opts = [o for o in (self.cfg.get("zerofs_opts"), extra) if o]
+        return [os.path.join(self.cfg["build"], "bench", "zerofs")] + \
+            (["-o", ",".join(opts)] if opts else []) + [image, mnt]
+
+
 # The larger-than-RAM case's contenders (Bench.ram()).
 RAM_SQC = ("sqc_quarter", "sqc_quarter_order")
 RAM_PEERS = ("direct_kernel", "direct_squashfuse_ll")
@@ -392,7 +411,7 @@ CONTENDERS = {"tmpfs": Tmpfs, "kernel": Kernel, "squashfuse_ll": Squashfuse,
               "squashcached_no_uring": SquashcachedNoUring,
               "squashcached_no_statahead": SquashcachedNoStatahead,
               "squashcached_list_attrs": SquashcachedListAttrs,
-              "squashcached_base": SquashcachedBase}
+              "squashcached_base": SquashcachedBase, "zerofs": Zerofs}
 
 
 class Watchdog:
@@ -677,6 +696,9 @@ class Bench:
         if isinstance(c, Squashcached) and not os.access(
                 os.path.join(c.cfg["build"], "squashcached"), os.X_OK):
             return False, "%s/squashcached not built" % c.cfg["build"]
+        if c.name == "zerofs" and not os.access(
+                os.path.join(c.cfg["build"], "bench", "zerofs"), os.X_OK):
+            return False, "%s/bench/zerofs not built" % c.cfg["build"]
         if c.name == "kernel":
             with open("/proc/filesystems") as f:
                 if "squashfs" not in f.read():
@@ -709,7 +731,8 @@ class Bench:
         for ds in self.cfg["datasets"].values():
             probe = self.lists[ds["name"]][len(self.lists[ds["name"]]) // 2]
             for c in self.order(rep):
-                if c.name == "tmpfs":
+                # zerofs's mount command is its load of the whole set
+                if c.name in ("tmpfs", "zerofs"):
                     continue
                 rec = {"rep": rep, "set": ds["name"], "contender": c.name}
                 try:
@@ -1604,6 +1627,7 @@ def config_from_env():
         "tar_blocking": env("TAR_BLOCKING", 2048),
         "warm_tries": env("WARM_TRIES", 3),
         "sqc_opts": env("SQC_OPTS", ""),
+        "zerofs_opts": env("ZEROFS_OPTS", ""),
         "base_build": os.path.abspath(env("BASE_BUILD", "build-base")),
         "first_drop": "before_mount",
         "warmup_file": os.environ["WARMUP_FILE"],

@@ -151,7 +151,7 @@ for t in mksquashfs tar fusermount3 mount losetup; do
 	}
 done
 make -s --no-print-directory BUILD="$BUILD" "$BUILD/squashcached" \
-	"$BUILD/bench/preader" "$BUILD/bench/slowfs"
+	"$BUILD/bench/preader" "$BUILD/bench/slowfs" "$BUILD/bench/zerofs"
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
@@ -262,6 +262,7 @@ mkdir -p "$STORE" "$SCRATCH/tmpfs" "$SCRATCH/build/bench"
 cp "$BUILD/squashcached" "$BUILD/bench/preader" "$BUILD/bench/slowfs" \
 	"$SCRATCH/build/"
 mv "$SCRATCH/build/preader" "$SCRATCH/build/slowfs" "$SCRATCH/build/bench/"
+cp "$BUILD/bench/zerofs" "$SCRATCH/build/bench/"
 [ -x "$BUILD/mountctl" ] && cp "$BUILD/mountctl" "$SCRATCH/build/"
 SQC_BINARY="$BUILD/squashcached, built $(date -r "$BUILD/squashcached" \
 	'+%Y-%m-%d %H:%M:%S'), sha256 $(sha256sum <"$BUILD/squashcached" |
