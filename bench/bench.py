@@ -20,6 +20,7 @@ Phases of a pass, per contender:
   cold   page cache dropped again (squashcached keeps its own RAM cache)
   warm   the same pass again at once
 """
+import io
 import json
 import os
 import random
@@ -562,6 +563,81 @@ class DecodeDataset:
         return 1 << 40
 
 
+class H5Dataset:
+    """The HDF5 recipe's Dataset, as the course writes it: the length
+    read in __init__ (the file opened and closed there), the file opened
+    lazily on the first __getitem__ in each worker and kept open, each
+    sample's bytes from the vlen dataset, PIL decoding from a BytesIO.
+    mode "raw" returns the bytes' length instead of decoding."""
+
+    def __init__(self, path, split, mode):
+        import h5py
+        self.path, self.split, self.mode = path, split, mode
+        self.h5 = self.images = self.targets = None
+        with h5py.File(path, "r") as f:
+            self.n = len(f[split + "/targets"])
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if self.h5 is None:
+            import h5py
+            self.h5 = h5py.File(self.path, "r")
+            self.images = self.h5[self.split + "/images"]
+            self.targets = self.h5[self.split + "/targets"]
+        data = self.images[i]
+        target = int(self.targets[i])
+        if self.mode == "raw":
+            return len(data), target
+        from PIL import Image
+        img = Image.open(io.BytesIO(data.tobytes())).convert("RGB")
+        return train_transform()(img), target
+
+
+_TF = []
+
+
+def train_transform():
+    """RandomResizedCrop(224), RandomHorizontalFlip, ToTensor."""
+    if not _TF:
+        import torchvision.transforms as T
+        _TF.append(T.Compose([T.RandomResizedCrop(224),
+                              T.RandomHorizontalFlip(), T.ToTensor()]))
+    return _TF[0]
+
+
+def raw_len_loader(path):
+    with open(path, "rb") as f:
+        return len(f.read())
+
+
+def folder_dataset(root, mode):
+    """ImageFolder as a training script makes it: decoded with the
+    training transform, or (raw) a loader returning the bytes' count."""
+    import torchvision.datasets as D
+    if mode == "raw":
+        return D.ImageFolder(root, loader=raw_len_loader)
+    return D.ImageFolder(root, transform=train_transform())
+
+
+def collate_raw(batch):
+    return sum(n for n, _ in batch)
+
+
+def hdf5_epoch(loader, mode):
+    """One epoch: (samples, their bytes; None when decoded)."""
+    files = total = 0
+    for b in loader:
+        if mode == "raw":
+            total += b
+        else:
+            files += b[0].shape[0]
+    if mode == "raw":
+        return len(loader.dataset), total
+    return files, None
+
+
 def collate_count(batch):
     return sum(batch)
 
@@ -918,6 +994,8 @@ class Bench:
                     prof["latency_ms"], prof["meta_latency_ms"],
                     prof["bw"], sc["blksize"], sc["threads"],
                     prof["stripes"], prof["stripe_size"]))
+        if prof.get("cached"):
+            opts += ",cached"
         cmd = [os.path.join(self.cfg["build"], "bench", "slowfs"), "-o",
                opts, self.cfg["store"], pfs]
         out["command"] = " ".join(cmd)
@@ -1423,6 +1501,143 @@ class Bench:
             rec["foreign_drops"] = foreign
         return rec
 
+    # -- the HDF5 recipe side by side (sh bench/run.sh hdf5) --
+
+    def hdf5(self):
+        """Per storage (the store in RAM, then each slowfs profile), per
+        mode (raw, decoded), per repetition, each way in turn: the HDF5
+        file, squashcached on the image, the tar extracted into
+        /dev/shm; hdf5_one() makes one run."""
+        hc = self.cfg["hdf5"]
+        ds = self.cfg["datasets"]["images"]
+        self.res["hdf5"] = {"storages": []}
+        for prof in hc["profiles"]:
+            out = {"profile": prof["name"], "runs": []}
+            self.res["hdf5"]["storages"].append(out)
+            if prof["name"] == "ram":
+                where, pfs = self.cfg["store"], None
+                out["params"] = {"where": where}
+            else:
+                if hc["cached"]:
+                    prof = dict(prof, cached=True)
+                pfs = where = self._start_slowfs(prof, out)
+                self._calibrate(pfs, out)
+            try:
+                for rep in range(hc["reps"]):
+                    for mode in hc["modes"]:
+                        k = rep % len(hc["contenders"])
+                        for name in hc["contenders"][k:] + \
+                                hc["contenders"][:k]:
+                            rec = self.hdf5_one(where, pfs, name, mode, ds,
+                                                rep)
+                            rec["profile"] = prof["name"]
+                            out["runs"].append(rec)
+                            self.checkpoint()
+                            log("hdf5 %s rep %d %-7s %-12s %s" % (
+                                prof["name"], rep, mode, name,
+                                rec.get("error") or
+                                "epoch 1 %.2f s (prep %.2f), epoch 2 %.2f s"
+                                % (rec["epoch1_s"], rec.get("prep_s", 0),
+                                   rec["epoch2_s"])))
+            finally:
+                if pfs:
+                    self._stop_slowfs(pfs)
+
+    def hdf5_loader(self, dset, mode, seed):
+        import torch
+        import torch.utils.data as tud
+        g = torch.Generator()
+        g.manual_seed(seed)
+        hc = self.cfg["hdf5"]
+        kw = {"collate_fn": collate_raw} if mode == "raw" else {}
+        return tud.DataLoader(
+            dset, batch_size=hc["batch_raw"] if mode == "raw" else
+            hc["batch_decoded"], sampler=tud.RandomSampler(dset, generator=g),
+            num_workers=hc["workers"], persistent_workers=True,
+            worker_init_fn=worker_init, timeout=hc["timeout"], **kw)
+
+    def hdf5_one(self, where, pfs, name, mode, ds, rep):
+        """One run: page cache dropped; the way's preparation (untar,
+        mount); the dataset made and the first epoch (cold), then a
+        second epoch at once (the workers and their open file stay)."""
+        hc = self.cfg["hdf5"]
+        scratch = self.cfg["scratch"]
+        local = os.path.join(scratch, "h5local")
+        rec = {"rep": rep, "mode": mode, "contender": name,
+               "load1": load1()}
+        c = None
+        loader = None
+        run(["rm", "-rf", local], check=False)
+        os.makedirs(local)
+        drop_caches()
+        s0 = self._pfs_stats(pfs) if pfs else {}
+        drops0 = drops()
+        try:
+            t0 = time.monotonic()
+            if name == "hdf5":
+                prep_root = os.path.join(where, os.path.basename(ds["h5"]))
+            elif name == "squashcached":
+                c = Squashcached(self.cfg, self.reg)
+                rec["mount_s"] = c.mount(
+                    ds, image=os.path.join(where,
+                                           os.path.basename(ds["image"])),
+                    mnt=os.path.join(scratch, "mnt", "h5-sqc"),
+                    extra="stage=full" if pfs else None)
+                c.after_mount()
+                prep_root = c.mnt
+            elif name == "untar_tmpfs":
+                run(["tar", "-x", "-b", str(self.cfg["tar_blocking"]), "-f",
+                     os.path.join(where, os.path.basename(ds["tar"])),
+                     "-C", local], timeout=3600)
+                rec["untar_s"] = time.monotonic() - t0
+                prep_root = local
+            else:
+                raise ValueError(name)
+            rec["prep_s"] = time.monotonic() - t0
+            cpu0 = proc_cpu(c.pid) if c and c.pid else None
+            guard = c or Tmpfs(self.cfg, self.reg)
+            with Watchdog(guard, hc["timeout"]) as wd:
+                t1 = time.monotonic()
+                if name == "hdf5":
+                    dset = H5Dataset(prep_root, "train", mode)
+                else:
+                    dset = folder_dataset(prep_root, mode)
+                rec["dataset_s"] = time.monotonic() - t1
+                loader = self.hdf5_loader(dset, mode,
+                                          self.cfg["seed"] + rep)
+                rec["files"], rec["bytes"] = hdf5_epoch(loader, mode)
+                rec["epoch1_s"] = time.monotonic() - t1
+                rec["total_s"] = time.monotonic() - t0
+                s1 = self._pfs_stats(pfs) if pfs else {}
+                cpu1 = proc_cpu(c.pid) if c and c.pid else None
+                t2 = time.monotonic()
+                hdf5_epoch(loader, mode)
+                rec["epoch2_s"] = time.monotonic() - t2
+            if wd.fired:
+                raise RuntimeError("aborted after %d s" % hc["timeout"])
+            if pfs:
+                rec["pfs"] = numeric_delta(s1, s0)
+                rec["pfs2"] = numeric_delta(self._pfs_stats(pfs), s1)
+            if cpu0 is not None and cpu1 is not None:
+                rec["daemon_cpu_epoch_s"] = cpu1 - cpu0
+                cpu2 = proc_cpu(c.pid)
+                if cpu2 is not None:
+                    rec["daemon_cpu_epoch2_s"] = cpu2 - cpu1
+        except Exception as e:  # noqa: BLE001 - recorded
+            rec["error"] = str(e)[:500]
+        finally:
+            it = getattr(loader, "_iterator", None)
+            if it is not None:
+                try:
+                    it._shutdown_workers()
+                except Exception:  # noqa: BLE001 - best effort
+                    pass
+            if c:
+                c.umount()
+            rec["foreign_drops"] = drops() - drops0
+            run(["rm", "-rf", local], check=False)
+        return rec
+
     # -- the whole run --
 
     def checkpoint(self):
@@ -1437,6 +1652,13 @@ class Bench:
         cfg = self.cfg
         measures = cfg["measures"]
         self.loaders = Loaders(cfg)
+        if cfg["hdf5"]["enabled"]:
+            # sh bench/run.sh hdf5: that comparison alone
+            t0 = time.monotonic()
+            self.hdf5()
+            self.res["hdf5_seconds"] = time.monotonic() - t0
+            self.res["main_seconds"] = 0.0
+            return self.res
         if cfg["ram"]["enabled"]:
             # sh bench/run.sh ram: that case alone
             for rd in cfg["ram"]["readers"]:
@@ -1544,7 +1766,7 @@ def config_from_env():
     with open(os.environ["DATASETS_JSON"]) as f:
         datasets = json.load(f)
     for ds in datasets.values():
-        for k in ("gen_json", "build_json"):
+        for k in ("gen_json", "build_json", "h5_build_json"):
             try:
                 with open(ds[k]) as f:
                     ds[k.replace("_json", "")] = json.load(f)
@@ -1582,6 +1804,7 @@ def config_from_env():
                     "dl_raw_w8/images")
     # sh bench/run.sh ram: larger than RAM, on the images set
     ram_mode = env("RAM", 0) == 1
+    h5_mode = env("HDF5", 0) == 1
     keep = set(env("RAM_READERS", "dl_raw_w4/images").split(","))
     ram_readers = [m for m in slow_readers if m["set"] == "images" and
                    (m["id"] in keep or "%s/%s" % (m["id"], m["set"]) in keep)]
@@ -1613,10 +1836,10 @@ def config_from_env():
         "store": os.environ["STORE"],
         "datasets": datasets,
         "scale": scale,
-        "contenders": [] if ram_mode else
+        "contenders": [] if ram_mode or h5_mode else
         env("CONTENDERS", "tmpfs,kernel,squashfuse_ll,"
             "squashcached").split(","),
-        "measures": [] if ram_mode else measures,
+        "measures": [] if ram_mode or h5_mode else measures,
         "reps": env("REPS", 3),
         "slow_reps": env("SLOW_REPS", 3),
         "seed": env("SEED", 42),
@@ -1642,6 +1865,23 @@ def config_from_env():
             "readers": slow_readers,
             "contenders": slow_cont.split(","),
             "profiles": slow_profiles,
+        },
+        "hdf5": {
+            "enabled": h5_mode,
+            # "ram": the files in /dev/shm as they are; then slowfs
+            "profiles": [dict(profiles.get(n, {}), name=n) for n in
+                         env("H5_STORAGES", "ram,pfs,pfs_slow").split(",")
+                         if n == "ram" or n in profiles],
+            "contenders": env("H5_CONTENDERS", "hdf5,squashcached,"
+                              "untar_tmpfs").split(","),
+            "modes": env("H5_MODES", "raw,decoded").split(","),
+            "reps": env("H5_REPS", 3),
+            "workers": env("H5_WORKERS", os.cpu_count() or 1),
+            "batch_raw": env("DL_BATCH", 64),
+            "batch_decoded": env("PIL_BATCH", 32),
+            "timeout": env("SLOW_TIMEOUT", 900),
+            # slowfs with the page cache (a PFS client with RAM to spare)
+            "cached": env("H5_PFS_CACHED", 0) != 0,
         },
         "ram": {
             "enabled": ram_mode,

@@ -19,6 +19,10 @@
 #                              squashcached against tmpfs, image in RAM
 #                              and on slow storage (20,000 images)
 #   sh bench/run.sh decode --quick  the same with 400 images
+#   sh bench/run.sh hdf5       the HDF5 recipe HPC courses teach against
+#                              ImageFolder over squashcached and over the
+#                              untarred tree, in RAM and on slow storage
+#   sh bench/run.sh hdf5 --quick    the same with 400 images
 #
 # Steps: generate the seeded data sets (cached under $BENCH_WORK), build
 # their SquashFS images and tars (cached too, with the time each took),
@@ -38,16 +42,18 @@ QUICK=0
 SCALE=0
 RAM=0
 DECODE=0
+HDF5=0
 for a in "$@"; do
 	case $a in
 	--quick) QUICK=1 ;;
 	-h | --help)
-		sed -n '3,31p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,35p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	scale) SCALE=1 ;;
 	ram) RAM=1 ;;
 	decode) DECODE=1 ;;
+	hdf5) HDF5=1 ;;
 	*)
 		echo "bench: unknown argument '$a' (try --help)" >&2
 		exit 2
@@ -60,8 +66,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-if [ $((SCALE + RAM + DECODE)) -gt 1 ]; then
-	echo "bench: 'scale', 'ram' and 'decode' are separate runs; give one" >&2
+if [ $((SCALE + RAM + DECODE + HDF5)) -gt 1 ]; then
+	echo "bench: 'scale', 'ram', 'decode' and 'hdf5' are separate runs; give one" >&2
 	exit 2
 fi
 
@@ -119,6 +125,23 @@ elif [ $DECODE = 1 ]; then
 	: "${SLOW_PROFILES:=pfs,pfs_slow}" "${SLOW_READERS:=dl_dec/images}"
 	: "${SLOW_CONTENDERS:=sqc_stage,untar_tmpfs}" "${PIL_SUBSET:=100}"
 	export MEASURES CONTENDERS SLOW_PROFILES SLOW_READERS SLOW_CONTENDERS
+elif [ $HDF5 = 1 ]; then
+	# The HDF5 recipe side by side (issue #31 item 2): the images set as
+	# an HDF5 file, an image and a tar, each read in RAM and through
+	# slowfs.  No main part, no slow case.
+	if [ $QUICK = 1 ]; then
+		: "${IMG_CLASSES:=4}" "${IMG_PER_CLASS:=100}" "${H5_REPS:=1}"
+		: "${SLOW_TIMEOUT:=300}"
+		SUFFIX=-hdf5-quick
+	else
+		: "${IMG_CLASSES:=20}" "${IMG_PER_CLASS:=1000}" "${H5_REPS:=3}"
+		: "${SLOW_TIMEOUT:=1800}"
+		SUFFIX=-hdf5
+	fi
+	: "${REPS:=1}" "${SLOW_REPS:=1}" "${PIL_SUBSET:=100}"
+	: "${PASS_TIMEOUT:=300}"
+	SLOW=0
+	export SLOW HDF5 H5_REPS
 elif [ $QUICK = 1 ]; then
 	: "${IMG_CLASSES:=4}" "${IMG_PER_CLASS:=100}"
 	: "${SMALL_FILES:=10000}" "${SMALL_DIRS:=64}"
@@ -213,7 +236,7 @@ elif [ $RAM = 1 ]; then
 	key2=
 	build_set images "$key1" --classes "$RAM_CLASSES" \
 		--per-class "$RAM_PER_CLASS" --seed "$SEED_IMAGES"
-elif [ $DECODE = 1 ]; then
+elif [ $DECODE = 1 ] || [ $HDF5 = 1 ]; then
 	set1=images set2=
 	key1=images-${IMG_CLASSES}x${IMG_PER_CLASS}-s$SEED_IMAGES
 	key2=
@@ -227,6 +250,22 @@ else
 		--per-class "$IMG_PER_CLASS" --seed "$SEED_IMAGES"
 	build_set small "$key2" --files "$SMALL_FILES" --dirs "$SMALL_DIRS" \
 		--seed "$SEED_SMALL"
+fi
+
+# The HDF5 file of the images set, as the course converts it (timed,
+# cached like the image and the tar).
+if [ $HDF5 = 1 ]; then
+	"$PYTHON" -c 'import h5py' 2>/dev/null || {
+		echo "bench: $PYTHON cannot import h5py (sh tests/deps.sh bench)" >&2
+		exit 1
+	}
+	h5=$BENCH_WORK/$key1.h5
+	if [ ! -f "$h5.build.json" ]; then
+		rm -f "$h5"
+		say "h5build images"
+		"$PYTHON" bench/h5build.py "$BENCH_WORK/$key1" "$h5" >"$h5.tmp.json"
+		mv "$h5.tmp.json" "$h5.build.json"
+	fi
 fi
 
 # -- scratch in /dev/shm, and the trap that always cleans it ----------------
@@ -281,6 +320,7 @@ for key in $key1 $key2; do
 		cp "$BENCH_WORK/$key.tar" "$STORE/"
 	fi
 done
+[ $HDF5 = 0 ] || cp "$BENCH_WORK/$key1.h5" "$STORE/"
 
 # set_json SET KEY TAR: one data set's entry of datasets.json
 set_json() {
@@ -291,6 +331,7 @@ set_json() {
   "build_json": "$BENCH_WORK/$2-$comp_key.sqfs.build.json",
   "image": "$STORE/$2-$comp_key.sqfs",
   "tar": "$3",
+  "h5": "$STORE/$2.h5", "h5_build_json": "$BENCH_WORK/$2.h5.build.json",
   "tmpfs_root": "$SCRATCH/tmpfs/$1"}
 EOF
 }
