@@ -475,8 +475,8 @@ class Loaders:
                 return len(self.items)
 
         sampler = ListSampler()
-        if mode == "raw":
-            ds = RawDataset()
+        if mode in ("raw", "rawfd"):
+            ds = RawDataset() if mode == "raw" else RawFdDataset()
             collate = collate_count
             bs = self.cfg["dl_batch"]
         elif mode == "decode":
@@ -517,6 +517,29 @@ class RawDataset:
     def __getitem__(self, path):
         with open(path, "rb") as f:
             return len(f.read())
+
+    def __len__(self):
+        return 1 << 40
+
+
+# python/: squashcache.torch for the rawfd measures (the workers fork
+# from this process, so they have it too)
+PYDIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                     "python")
+
+
+class RawFdDataset:
+    """Raw bytes through squashcache.torch.read_bytes(): os.open and
+    os.read, without CPython's isatty() ioctl per open."""
+    read = None
+
+    def __getitem__(self, path):
+        if RawFdDataset.read is None:
+            if PYDIR not in sys.path:
+                sys.path.insert(0, PYDIR)
+            from squashcache.torch import read_bytes
+            RawFdDataset.read = read_bytes
+        return len(RawFdDataset.read(path))
 
     def __len__(self):
         return 1 << 40
@@ -708,7 +731,7 @@ def pass_dl(loaders, mode, workers, paths, deadline=None):
     total = 0
     try:
         for b in loader:
-            total += b if mode == "raw" else b.shape[0]
+            total += b if mode in ("raw", "rawfd") else b.shape[0]
             if deadline is not None and time.monotonic() > deadline:
                 raise EpochTimeout("epoch stopped after %.0f s" % (
                     time.perf_counter() - t0))
@@ -717,7 +740,7 @@ def pass_dl(loaders, mode, workers, paths, deadline=None):
         raise
     secs = time.perf_counter() - t0
     out = {"seconds": secs, "files": len(paths)}
-    if mode == "raw":
+    if mode in ("raw", "rawfd"):
         out["bytes"] = total
     return out
 
@@ -1728,6 +1751,11 @@ def default_measures(pil_subset):
          "set": "images"},
         {"id": "dl_raw_w4", "kind": "dl", "mode": "raw", "workers": 4,
          "set": "small"},
+        # the same with squashcache.torch.read_bytes() (no isatty ioctl)
+        {"id": "dl_rawfd_w4", "kind": "dl", "mode": "rawfd", "workers": 4,
+         "set": "images"},
+        {"id": "dl_rawfd_w4", "kind": "dl", "mode": "rawfd", "workers": 4,
+         "set": "small"},
         {"id": "train_w4", "kind": "train", "workers": 4, "set": "images"},
         # decode-bound: ImageFolder + the training transform, as many
         # workers as cores (sh bench/run.sh decode; not in "default")
@@ -1756,6 +1784,9 @@ def scale_measures():
         {"id": "dl_raw_w4", "kind": "dl", "mode": "raw", "workers": 4,
          "set": "scale"},
         {"id": "cread_t16", "kind": "cread", "threads": 16, "set": "scale"},
+        # opt-in (MEASURES=...,dl_rawfd_w4): read_bytes(), no isatty
+        {"id": "dl_rawfd_w4", "kind": "dl", "mode": "rawfd", "workers": 4,
+         "set": "scale"},
         {"id": "imagefolder", "kind": "imagefolder", "set": "scale_q"},
         {"id": "walk_py", "kind": "pywalk", "set": "scale_q"},
     ]
@@ -1777,7 +1808,7 @@ def config_from_env():
     measures = scale_measures() if scale else default_measures(pil_subset)
     only = env("MEASURES", "default")
     if only == "default" and scale:
-        pass
+        measures = [m for m in measures if m["id"] != "dl_rawfd_w4"]
     elif only == "default":
         # the 4-thread C reader on the small set is left out by default: on
         # the kernel and squashfuse_ll it adds about 20 minutes per
@@ -1785,7 +1816,7 @@ def config_from_env():
         # does not
         measures = [m for m in measures
                     if (m["id"], m["set"]) != ("cread_t4", "small") and
-                    m["id"] != "train_dec"]
+                    m["id"] not in ("train_dec", "dl_rawfd_w4")]
     elif only != "all":
         keep = set(only.split(","))
         measures = [m for m in measures if m["id"] in keep or

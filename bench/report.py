@@ -18,6 +18,8 @@ MEASURE_NAMES = {
     "dl_raw_w2": "DataLoader raw bytes, 2 workers",
     "dl_raw_w4": "DataLoader raw bytes, 4 workers",
     "dl_raw_w8": "DataLoader raw bytes, 8 workers",
+    "dl_rawfd_w4": "DataLoader raw bytes via squashcache.torch.read_bytes "
+                   "(no isatty ioctl), 4 workers",
     "train_w4": "ImageFolder, then DataLoader raw bytes, 4 workers",
     "train_dec": "ImageFolder, then DataLoader decode + augment, "
                  "a worker per core",
