@@ -476,10 +476,13 @@ class Report:
                                      if x.get("epoch2_s") is not None]),
                              fmt(med(c1), 3) if c1 else "–",
                              fmt(med(c2), 3) if c2 else "–"])
+            lim = self.slow_limit(p, "images")
             self.w("Image (or tar) on the slow storage `%s`: cold = page "
                    "cache dropped, then copy/untar or a fresh mount and the "
                    "first epoch; epoch 2 after the page cache is dropped "
-                   "again." % p["profile"])
+                   "again.  The storage's transfer time for the image "
+                   "(its bytes / the 8-stream aggregate measured): %s s." %
+                   (p["profile"], fmt(lim)))
             self.w()
             self.w(table(["contender", "total s", "copy/untar s",
                           "epoch 1 s", "epoch 2 s",
