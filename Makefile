@@ -10,6 +10,8 @@
 #                        (default /var/tmp/squashcache-bench/results)
 #   make bench-scale     ImageNet's file count (1.28M files), see bench/README.md
 #   make bench-ram       a data set 4 times the RAM budget behind slow storage
+#   make bench-decode    decode-bound epochs (the training transform)
+#   make bench-hdf5      the HDF5 recipe side by side with squashcached
 #   make install PREFIX=/usr/local   (SYSTEMD_UNITDIR= for the unit)
 #   make deb             Debian packages squashcache and squashcache-slurm
 #                        in build/deb/ (packaging/), checked with lintian
@@ -102,7 +104,7 @@ MOUNTCTL := $(BUILD)/mountctl
 
 .PHONY: all check check-unit check-integration check-tsan deps deps-check \
 	deps-demo deb dist rpm tests fuzz fuzz-run format format-check lint install \
-	uninstall clean demo bench bench-scale bench-ram soak
+	uninstall clean demo bench bench-scale bench-ram bench-decode bench-hdf5 soak
 
 # The SPANK plugin is built only where Slurm's headers are installed, and
 # never with sanitizers (slurmd and srun load it and have no ASan runtime).
@@ -225,6 +227,15 @@ bench-scale: deps-check
 bench-ram: deps-check
 	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(TOOL_BINS)
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh ram
+
+bench-decode: deps-check
+	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(TOOL_BINS)
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh decode
+
+bench-hdf5: deps-check
+	@sh tests/deps.sh bench
+	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(TOOL_BINS)
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh hdf5
 
 # Debian packages from this tree (packaging/deb.sh), then lintian: any
 # error fails.  Needs no network once tests/deps.sh has what it lists.

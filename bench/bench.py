@@ -20,6 +20,7 @@ Phases of a pass, per contender:
   cold   page cache dropped again (squashcached keeps its own RAM cache)
   warm   the same pass again at once
 """
+import io
 import json
 import os
 import random
@@ -208,6 +209,7 @@ class Contender:
     name = "?"
     exe = None
     is_fuse = False
+    mount_timeout = 120  # seconds the mount command may take
 
     def __init__(self, cfg, reg):
         self.cfg = cfg
@@ -231,7 +233,8 @@ class Contender:
         cmd = self.mount_cmd(image, mnt, extra)
         t0 = time.monotonic()
         r = subprocess.run(cmd, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, timeout=120)
+                           stderr=subprocess.PIPE, text=True,
+                           timeout=self.mount_timeout)
         secs = time.monotonic() - t0
         if r.returncode != 0:
             raise RuntimeError("%s failed (%d): %s" % (
@@ -382,6 +385,23 @@ class SquashcachedBase(Squashcached):
         super().__init__(dict(cfg, build=cfg["base_build"]), reg)
 
 
+class Zerofs(Contender):
+    """bench/zerofs: the FUSE floor.  It loads the image's tree and (unless
+    ZEROFS_OPTS has `pattern`) every file's bytes into memory before it
+    mounts, then answers each request from memory with no other work,
+    with squashcached's mount options and /dev/fuse transport.  Its mount
+    command's time is that load: it is left out of mount to first byte."""
+    name = "zerofs"
+    exe = "zerofs"
+    is_fuse = True
+    mount_timeout = 1800  # 1.28M files' bytes are read before the mount
+
+    def mount_cmd(self, image, mnt, extra):
+        opts = [o for o in (self.cfg.get("zerofs_opts"), extra) if o]
+        return [os.path.join(self.cfg["build"], "bench", "zerofs")] + \
+            (["-o", ",".join(opts)] if opts else []) + [image, mnt]
+
+
 # The larger-than-RAM case's contenders (Bench.ram()).
 RAM_SQC = ("sqc_quarter", "sqc_quarter_order")
 RAM_PEERS = ("direct_kernel", "direct_squashfuse_ll")
@@ -392,7 +412,7 @@ CONTENDERS = {"tmpfs": Tmpfs, "kernel": Kernel, "squashfuse_ll": Squashfuse,
               "squashcached_no_uring": SquashcachedNoUring,
               "squashcached_no_statahead": SquashcachedNoStatahead,
               "squashcached_list_attrs": SquashcachedListAttrs,
-              "squashcached_base": SquashcachedBase}
+              "squashcached_base": SquashcachedBase, "zerofs": Zerofs}
 
 
 class Watchdog:
@@ -455,10 +475,14 @@ class Loaders:
                 return len(self.items)
 
         sampler = ListSampler()
-        if mode == "raw":
-            ds = RawDataset()
+        if mode in ("raw", "rawfd"):
+            ds = RawDataset() if mode == "raw" else RawFdDataset()
             collate = collate_count
             bs = self.cfg["dl_batch"]
+        elif mode == "decode":
+            ds = DecodeDataset()
+            collate = None
+            bs = self.cfg["pil_batch"]
         else:
             ds = PilDataset()
             collate = None
@@ -498,6 +522,29 @@ class RawDataset:
         return 1 << 40
 
 
+# python/: squashcache.torch for the rawfd measures (the workers fork
+# from this process, so they have it too)
+PYDIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                     "python")
+
+
+class RawFdDataset:
+    """Raw bytes through squashcache.torch.read_bytes(): os.open and
+    os.read, without CPython's isatty() ioctl per open."""
+    read = None
+
+    def __getitem__(self, path):
+        if RawFdDataset.read is None:
+            if PYDIR not in sys.path:
+                sys.path.insert(0, PYDIR)
+            from squashcache.torch import read_bytes
+            RawFdDataset.read = read_bytes
+        return len(RawFdDataset.read(path))
+
+    def __len__(self):
+        return 1 << 40
+
+
 class PilDataset:
     tf = None
 
@@ -514,6 +561,104 @@ class PilDataset:
 
     def __len__(self):
         return 1 << 40
+
+
+class DecodeDataset:
+    """What a training epoch does with each JPEG: torchvision's ImageNet
+    training transform (RandomResizedCrop(224), RandomHorizontalFlip,
+    ToTensor) on the PIL decode of the file, as ImageFolder's default
+    loader opens it."""
+    tf = None
+
+    def __getitem__(self, path):
+        from PIL import Image
+        if DecodeDataset.tf is None:
+            import torchvision.transforms as T
+            DecodeDataset.tf = T.Compose([T.RandomResizedCrop(224),
+                                          T.RandomHorizontalFlip(),
+                                          T.ToTensor()])
+        with open(path, "rb") as f:
+            img = Image.open(f)
+            img = img.convert("RGB")
+        return DecodeDataset.tf(img)
+
+    def __len__(self):
+        return 1 << 40
+
+
+class H5Dataset:
+    """The HDF5 recipe's Dataset, as the course writes it: the length
+    read in __init__ (the file opened and closed there), the file opened
+    lazily on the first __getitem__ in each worker and kept open, each
+    sample's bytes from the vlen dataset, PIL decoding from a BytesIO.
+    mode "raw" returns the bytes' length instead of decoding."""
+
+    def __init__(self, path, split, mode):
+        import h5py
+        self.path, self.split, self.mode = path, split, mode
+        self.h5 = self.images = self.targets = None
+        with h5py.File(path, "r") as f:
+            self.n = len(f[split + "/targets"])
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if self.h5 is None:
+            import h5py
+            self.h5 = h5py.File(self.path, "r")
+            self.images = self.h5[self.split + "/images"]
+            self.targets = self.h5[self.split + "/targets"]
+        data = self.images[i]
+        target = int(self.targets[i])
+        if self.mode == "raw":
+            return len(data), target
+        from PIL import Image
+        img = Image.open(io.BytesIO(data.tobytes())).convert("RGB")
+        return train_transform()(img), target
+
+
+_TF = []
+
+
+def train_transform():
+    """RandomResizedCrop(224), RandomHorizontalFlip, ToTensor."""
+    if not _TF:
+        import torchvision.transforms as T
+        _TF.append(T.Compose([T.RandomResizedCrop(224),
+                              T.RandomHorizontalFlip(), T.ToTensor()]))
+    return _TF[0]
+
+
+def raw_len_loader(path):
+    with open(path, "rb") as f:
+        return len(f.read())
+
+
+def folder_dataset(root, mode):
+    """ImageFolder as a training script makes it: decoded with the
+    training transform, or (raw) a loader returning the bytes' count."""
+    import torchvision.datasets as D
+    if mode == "raw":
+        return D.ImageFolder(root, loader=raw_len_loader)
+    return D.ImageFolder(root, transform=train_transform())
+
+
+def collate_raw(batch):
+    return sum(n for n, _ in batch)
+
+
+def hdf5_epoch(loader, mode):
+    """One epoch: (samples, their bytes; None when decoded)."""
+    files = total = 0
+    for b in loader:
+        if mode == "raw":
+            total += b
+        else:
+            files += b[0].shape[0]
+    if mode == "raw":
+        return len(loader.dataset), total
+    return files, None
 
 
 def collate_count(batch):
@@ -586,7 +731,7 @@ def pass_dl(loaders, mode, workers, paths, deadline=None):
     total = 0
     try:
         for b in loader:
-            total += b if mode == "raw" else b.shape[0]
+            total += b if mode in ("raw", "rawfd") else b.shape[0]
             if deadline is not None and time.monotonic() > deadline:
                 raise EpochTimeout("epoch stopped after %.0f s" % (
                     time.perf_counter() - t0))
@@ -595,19 +740,20 @@ def pass_dl(loaders, mode, workers, paths, deadline=None):
         raise
     secs = time.perf_counter() - t0
     out = {"seconds": secs, "files": len(paths)}
-    if mode == "raw":
+    if mode in ("raw", "rawfd"):
         out["bytes"] = total
     return out
 
 
-def pass_train(loaders, workers, root, seed):
+def pass_train(loaders, workers, root, seed, mode="raw"):
     """What a training script does first: ImageFolder(root), then one
-    shuffled raw-bytes epoch of its samples."""
+    shuffled epoch of its samples: raw bytes, or (mode "decode") each
+    image decoded and augmented as a training epoch does."""
     import torchvision.datasets as D
     t0 = time.perf_counter()
     d = D.ImageFolder(root)
     listed = time.perf_counter() - t0
-    r = pass_dl(loaders, "raw", workers,
+    r = pass_dl(loaders, mode, workers,
                 shuffled([p for p, _ in d.samples], seed))
     r["list_seconds"] = listed
     r["seconds"] = time.perf_counter() - t0
@@ -649,6 +795,9 @@ class Bench:
         if isinstance(c, Squashcached) and not os.access(
                 os.path.join(c.cfg["build"], "squashcached"), os.X_OK):
             return False, "%s/squashcached not built" % c.cfg["build"]
+        if c.name == "zerofs" and not os.access(
+                os.path.join(c.cfg["build"], "bench", "zerofs"), os.X_OK):
+            return False, "%s/bench/zerofs not built" % c.cfg["build"]
         if c.name == "kernel":
             with open("/proc/filesystems") as f:
                 if "squashfs" not in f.read():
@@ -681,7 +830,8 @@ class Bench:
         for ds in self.cfg["datasets"].values():
             probe = self.lists[ds["name"]][len(self.lists[ds["name"]]) // 2]
             for c in self.order(rep):
-                if c.name == "tmpfs":
+                # zerofs's mount command is its load of the whole set
+                if c.name in ("tmpfs", "zerofs"):
                     continue
                 rec = {"rep": rep, "set": ds["name"], "contender": c.name}
                 try:
@@ -736,7 +886,7 @@ class Bench:
                     r = pass_imagefolder(root, ds["name"] == "small")
                 elif kind == "train":
                     r = pass_train(self.loaders, measure["workers"], root,
-                                   seed)
+                                   seed, measure.get("mode", "raw"))
                 elif kind == "dl":
                     paths = self.lists[ds["name"]]
                     if measure.get("subset"):
@@ -867,6 +1017,8 @@ class Bench:
                     prof["latency_ms"], prof["meta_latency_ms"],
                     prof["bw"], sc["blksize"], sc["threads"],
                     prof["stripes"], prof["stripe_size"]))
+        if prof.get("cached"):
+            opts += ",cached"
         cmd = [os.path.join(self.cfg["build"], "bench", "slowfs"), "-o",
                opts, self.cfg["store"], pfs]
         out["command"] = " ".join(cmd)
@@ -1050,7 +1202,9 @@ class Bench:
                     raise RuntimeError("%d files failed" % r["errors"])
                 return r, secs
 
+            cpu0 = proc_cpu(c.pid) if c and c.pid else None
             r, rec["epoch_s"] = epoch(self.cfg["seed"] + rep)
+            cpu1 = proc_cpu(c.pid) if c and c.pid else None
             rec["total_s"] = time.monotonic() - t_start
             s_mid = self._pfs_stats(pfs)
             if isinstance(c, Squashcached):
@@ -1062,6 +1216,11 @@ class Bench:
             # that what it reads from storage is what the contender lost.
             drop_caches()
             _, rec["epoch2_s"] = epoch(self.cfg["seed"] + rep + 1000)
+            cpu2 = proc_cpu(c.pid) if c and c.pid else None
+            if None not in (cpu0, cpu1, cpu2):
+                # the daemon's CPU during each epoch (staging included)
+                rec["daemon_cpu_epoch_s"] = cpu1 - cpu0
+                rec["daemon_cpu_epoch2_s"] = cpu2 - cpu1
             rec["pfs2"] = numeric_delta(self._pfs_stats(pfs), s_mid)
             rec["files"] = r.get("files")
             rec["bytes"] = r.get("bytes")
@@ -1365,6 +1524,143 @@ class Bench:
             rec["foreign_drops"] = foreign
         return rec
 
+    # -- the HDF5 recipe side by side (sh bench/run.sh hdf5) --
+
+    def hdf5(self):
+        """Per storage (the store in RAM, then each slowfs profile), per
+        mode (raw, decoded), per repetition, each way in turn: the HDF5
+        file, squashcached on the image, the tar extracted into
+        /dev/shm; hdf5_one() makes one run."""
+        hc = self.cfg["hdf5"]
+        ds = self.cfg["datasets"]["images"]
+        self.res["hdf5"] = {"storages": []}
+        for prof in hc["profiles"]:
+            out = {"profile": prof["name"], "runs": []}
+            self.res["hdf5"]["storages"].append(out)
+            if prof["name"] == "ram":
+                where, pfs = self.cfg["store"], None
+                out["params"] = {"where": where}
+            else:
+                if hc["cached"]:
+                    prof = dict(prof, cached=True)
+                pfs = where = self._start_slowfs(prof, out)
+                self._calibrate(pfs, out)
+            try:
+                for rep in range(hc["reps"]):
+                    for mode in hc["modes"]:
+                        k = rep % len(hc["contenders"])
+                        for name in hc["contenders"][k:] + \
+                                hc["contenders"][:k]:
+                            rec = self.hdf5_one(where, pfs, name, mode, ds,
+                                                rep)
+                            rec["profile"] = prof["name"]
+                            out["runs"].append(rec)
+                            self.checkpoint()
+                            log("hdf5 %s rep %d %-7s %-12s %s" % (
+                                prof["name"], rep, mode, name,
+                                rec.get("error") or
+                                "epoch 1 %.2f s (prep %.2f), epoch 2 %.2f s"
+                                % (rec["epoch1_s"], rec.get("prep_s", 0),
+                                   rec["epoch2_s"])))
+            finally:
+                if pfs:
+                    self._stop_slowfs(pfs)
+
+    def hdf5_loader(self, dset, mode, seed):
+        import torch
+        import torch.utils.data as tud
+        g = torch.Generator()
+        g.manual_seed(seed)
+        hc = self.cfg["hdf5"]
+        kw = {"collate_fn": collate_raw} if mode == "raw" else {}
+        return tud.DataLoader(
+            dset, batch_size=hc["batch_raw"] if mode == "raw" else
+            hc["batch_decoded"], sampler=tud.RandomSampler(dset, generator=g),
+            num_workers=hc["workers"], persistent_workers=True,
+            worker_init_fn=worker_init, timeout=hc["timeout"], **kw)
+
+    def hdf5_one(self, where, pfs, name, mode, ds, rep):
+        """One run: page cache dropped; the way's preparation (untar,
+        mount); the dataset made and the first epoch (cold), then a
+        second epoch at once (the workers and their open file stay)."""
+        hc = self.cfg["hdf5"]
+        scratch = self.cfg["scratch"]
+        local = os.path.join(scratch, "h5local")
+        rec = {"rep": rep, "mode": mode, "contender": name,
+               "load1": load1()}
+        c = None
+        loader = None
+        run(["rm", "-rf", local], check=False)
+        os.makedirs(local)
+        drop_caches()
+        s0 = self._pfs_stats(pfs) if pfs else {}
+        drops0 = drops()
+        try:
+            t0 = time.monotonic()
+            if name == "hdf5":
+                prep_root = os.path.join(where, os.path.basename(ds["h5"]))
+            elif name == "squashcached":
+                c = Squashcached(self.cfg, self.reg)
+                rec["mount_s"] = c.mount(
+                    ds, image=os.path.join(where,
+                                           os.path.basename(ds["image"])),
+                    mnt=os.path.join(scratch, "mnt", "h5-sqc"),
+                    extra="stage=full" if pfs else None)
+                c.after_mount()
+                prep_root = c.mnt
+            elif name == "untar_tmpfs":
+                run(["tar", "-x", "-b", str(self.cfg["tar_blocking"]), "-f",
+                     os.path.join(where, os.path.basename(ds["tar"])),
+                     "-C", local], timeout=3600)
+                rec["untar_s"] = time.monotonic() - t0
+                prep_root = local
+            else:
+                raise ValueError(name)
+            rec["prep_s"] = time.monotonic() - t0
+            cpu0 = proc_cpu(c.pid) if c and c.pid else None
+            guard = c or Tmpfs(self.cfg, self.reg)
+            with Watchdog(guard, hc["timeout"]) as wd:
+                t1 = time.monotonic()
+                if name == "hdf5":
+                    dset = H5Dataset(prep_root, "train", mode)
+                else:
+                    dset = folder_dataset(prep_root, mode)
+                rec["dataset_s"] = time.monotonic() - t1
+                loader = self.hdf5_loader(dset, mode,
+                                          self.cfg["seed"] + rep)
+                rec["files"], rec["bytes"] = hdf5_epoch(loader, mode)
+                rec["epoch1_s"] = time.monotonic() - t1
+                rec["total_s"] = time.monotonic() - t0
+                s1 = self._pfs_stats(pfs) if pfs else {}
+                cpu1 = proc_cpu(c.pid) if c and c.pid else None
+                t2 = time.monotonic()
+                hdf5_epoch(loader, mode)
+                rec["epoch2_s"] = time.monotonic() - t2
+            if wd.fired:
+                raise RuntimeError("aborted after %d s" % hc["timeout"])
+            if pfs:
+                rec["pfs"] = numeric_delta(s1, s0)
+                rec["pfs2"] = numeric_delta(self._pfs_stats(pfs), s1)
+            if cpu0 is not None and cpu1 is not None:
+                rec["daemon_cpu_epoch_s"] = cpu1 - cpu0
+                cpu2 = proc_cpu(c.pid)
+                if cpu2 is not None:
+                    rec["daemon_cpu_epoch2_s"] = cpu2 - cpu1
+        except Exception as e:  # noqa: BLE001 - recorded
+            rec["error"] = str(e)[:500]
+        finally:
+            it = getattr(loader, "_iterator", None)
+            if it is not None:
+                try:
+                    it._shutdown_workers()
+                except Exception:  # noqa: BLE001 - best effort
+                    pass
+            if c:
+                c.umount()
+            rec["foreign_drops"] = drops() - drops0
+            run(["rm", "-rf", local], check=False)
+        return rec
+
     # -- the whole run --
 
     def checkpoint(self):
@@ -1379,6 +1675,13 @@ class Bench:
         cfg = self.cfg
         measures = cfg["measures"]
         self.loaders = Loaders(cfg)
+        if cfg["hdf5"]["enabled"]:
+            # sh bench/run.sh hdf5: that comparison alone
+            t0 = time.monotonic()
+            self.hdf5()
+            self.res["hdf5_seconds"] = time.monotonic() - t0
+            self.res["main_seconds"] = 0.0
+            return self.res
         if cfg["ram"]["enabled"]:
             # sh bench/run.sh ram: that case alone
             for rd in cfg["ram"]["readers"]:
@@ -1393,7 +1696,7 @@ class Bench:
             if m["kind"] == "dl":
                 self.loaders.get(m["mode"], m["workers"])
             elif m["kind"] == "train":
-                self.loaders.get("raw", m["workers"])
+                self.loaders.get(m.get("mode", "raw"), m["workers"])
         for rd in cfg["slow"]["readers"] if cfg["slow"]["enabled"] else []:
             if rd["kind"] == "dl":
                 self.loaders.get(rd["mode"], rd["workers"])
@@ -1448,7 +1751,16 @@ def default_measures(pil_subset):
          "set": "images"},
         {"id": "dl_raw_w4", "kind": "dl", "mode": "raw", "workers": 4,
          "set": "small"},
+        # the same with squashcache.torch.read_bytes() (no isatty ioctl)
+        {"id": "dl_rawfd_w4", "kind": "dl", "mode": "rawfd", "workers": 4,
+         "set": "images"},
+        {"id": "dl_rawfd_w4", "kind": "dl", "mode": "rawfd", "workers": 4,
+         "set": "small"},
         {"id": "train_w4", "kind": "train", "workers": 4, "set": "images"},
+        # decode-bound: ImageFolder + the training transform, as many
+        # workers as cores (sh bench/run.sh decode; not in "default")
+        {"id": "train_dec", "kind": "train", "mode": "decode",
+         "workers": os.cpu_count() or 1, "set": "images"},
         {"id": "dl_pil_w2", "kind": "dl", "mode": "pil", "workers": 2,
          "set": "images", "subset": pil_subset},
         {"id": "dl_pil_w4", "kind": "dl", "mode": "pil", "workers": 4,
@@ -1472,6 +1784,9 @@ def scale_measures():
         {"id": "dl_raw_w4", "kind": "dl", "mode": "raw", "workers": 4,
          "set": "scale"},
         {"id": "cread_t16", "kind": "cread", "threads": 16, "set": "scale"},
+        # opt-in (MEASURES=...,dl_rawfd_w4): read_bytes(), no isatty
+        {"id": "dl_rawfd_w4", "kind": "dl", "mode": "rawfd", "workers": 4,
+         "set": "scale"},
         {"id": "imagefolder", "kind": "imagefolder", "set": "scale_q"},
         {"id": "walk_py", "kind": "pywalk", "set": "scale_q"},
     ]
@@ -1482,7 +1797,7 @@ def config_from_env():
     with open(os.environ["DATASETS_JSON"]) as f:
         datasets = json.load(f)
     for ds in datasets.values():
-        for k in ("gen_json", "build_json"):
+        for k in ("gen_json", "build_json", "h5_build_json"):
             try:
                 with open(ds[k]) as f:
                     ds[k.replace("_json", "")] = json.load(f)
@@ -1493,14 +1808,15 @@ def config_from_env():
     measures = scale_measures() if scale else default_measures(pil_subset)
     only = env("MEASURES", "default")
     if only == "default" and scale:
-        pass
+        measures = [m for m in measures if m["id"] != "dl_rawfd_w4"]
     elif only == "default":
         # the 4-thread C reader on the small set is left out by default: on
         # the kernel and squashfuse_ll it adds about 20 minutes per
         # repetition at 300,000 files and says little the 16-thread one
         # does not
         measures = [m for m in measures
-                    if (m["id"], m["set"]) != ("cread_t4", "small")]
+                    if (m["id"], m["set"]) != ("cread_t4", "small") and
+                    m["id"] not in ("train_dec", "dl_rawfd_w4")]
     elif only != "all":
         keep = set(only.split(","))
         measures = [m for m in measures if m["id"] in keep or
@@ -1512,11 +1828,14 @@ def config_from_env():
         {"id": "dl_raw_w8", "kind": "dl", "mode": "raw", "workers": 8,
          "set": "images"},
         {"id": "cread_t16", "kind": "cread", "threads": 16, "set": "small"},
+        {"id": "dl_dec", "kind": "dl", "mode": "decode",
+         "workers": os.cpu_count() or 1, "set": "images"},
     ]
     only_slow = env("SLOW_READERS", "cread_t16/images,dl_raw_w4/images,"
                     "dl_raw_w8/images")
     # sh bench/run.sh ram: larger than RAM, on the images set
     ram_mode = env("RAM", 0) == 1
+    h5_mode = env("HDF5", 0) == 1
     keep = set(env("RAM_READERS", "dl_raw_w4/images").split(","))
     ram_readers = [m for m in slow_readers if m["set"] == "images" and
                    (m["id"] in keep or "%s/%s" % (m["id"], m["set"]) in keep)]
@@ -1548,10 +1867,10 @@ def config_from_env():
         "store": os.environ["STORE"],
         "datasets": datasets,
         "scale": scale,
-        "contenders": [] if ram_mode else
+        "contenders": [] if ram_mode or h5_mode else
         env("CONTENDERS", "tmpfs,kernel,squashfuse_ll,"
             "squashcached").split(","),
-        "measures": [] if ram_mode else measures,
+        "measures": [] if ram_mode or h5_mode else measures,
         "reps": env("REPS", 3),
         "slow_reps": env("SLOW_REPS", 3),
         "seed": env("SEED", 42),
@@ -1562,6 +1881,7 @@ def config_from_env():
         "tar_blocking": env("TAR_BLOCKING", 2048),
         "warm_tries": env("WARM_TRIES", 3),
         "sqc_opts": env("SQC_OPTS", ""),
+        "zerofs_opts": env("ZEROFS_OPTS", ""),
         "base_build": os.path.abspath(env("BASE_BUILD", "build-base")),
         "first_drop": "before_mount",
         "warmup_file": os.environ["WARMUP_FILE"],
@@ -1576,6 +1896,23 @@ def config_from_env():
             "readers": slow_readers,
             "contenders": slow_cont.split(","),
             "profiles": slow_profiles,
+        },
+        "hdf5": {
+            "enabled": h5_mode,
+            # "ram": the files in /dev/shm as they are; then slowfs
+            "profiles": [dict(profiles.get(n, {}), name=n) for n in
+                         env("H5_STORAGES", "ram,pfs,pfs_slow").split(",")
+                         if n == "ram" or n in profiles],
+            "contenders": env("H5_CONTENDERS", "hdf5,squashcached,"
+                              "untar_tmpfs").split(","),
+            "modes": env("H5_MODES", "raw,decoded").split(","),
+            "reps": env("H5_REPS", 3),
+            "workers": env("H5_WORKERS", os.cpu_count() or 1),
+            "batch_raw": env("DL_BATCH", 64),
+            "batch_decoded": env("PIL_BATCH", 32),
+            "timeout": env("SLOW_TIMEOUT", 900),
+            # slowfs with the page cache (a PFS client with RAM to spare)
+            "cached": env("H5_PFS_CACHED", 0) != 0,
         },
         "ram": {
             "enabled": ram_mode,

@@ -18,7 +18,12 @@ MEASURE_NAMES = {
     "dl_raw_w2": "DataLoader raw bytes, 2 workers",
     "dl_raw_w4": "DataLoader raw bytes, 4 workers",
     "dl_raw_w8": "DataLoader raw bytes, 8 workers",
+    "dl_rawfd_w4": "DataLoader raw bytes via squashcache.torch.read_bytes "
+                   "(no isatty ioctl), 4 workers",
     "train_w4": "ImageFolder, then DataLoader raw bytes, 4 workers",
+    "train_dec": "ImageFolder, then DataLoader decode + augment, "
+                 "a worker per core",
+    "dl_dec": "DataLoader decode + augment, a worker per core",
     "dl_pil_w2": "DataLoader PIL+RandomResizedCrop, 2 workers",
     "dl_pil_w4": "DataLoader PIL+RandomResizedCrop, 4 workers",
     "cread_t4": "C reader, 4 threads",
@@ -79,6 +84,7 @@ class Report:
         self.r = res
         self.cfg = res["config"]
         self.ram_mode = (self.cfg.get("ram") or {}).get("enabled", False)
+        self.h5_mode = (self.cfg.get("hdf5") or {}).get("enabled", False)
         self.contenders = [c for c in self.cfg["contenders"]
                            if c not in res.get("skipped", {})]
         self.others = [c for c in self.contenders if c != "tmpfs"]
@@ -142,7 +148,13 @@ class Report:
             " (quick smoke run)" if quick else "", r["started"],
             mi.get("squashcache_commit") or "?", mi["host"]))
         self.w()
-        if self.ram_mode:
+        if self.h5_mode:
+            self.w("Command: `%s` (from `make bench-hdf5` or directly), run "
+                   "%s to %s: %.0f s measuring (the HDF5 comparison "
+                   "alone)." % (r.get("command") or "bench/run.sh hdf5",
+                                r["started"], r["finished"],
+                                r["bench_seconds"]))
+        elif self.ram_mode:
             self.w("Command: `%s` (from `make bench-ram` or directly), run "
                    "%s to %s: %.0f s measuring (the larger-than-RAM case "
                    "alone)." % (r.get("command") or "bench/run.sh ram",
@@ -214,6 +226,9 @@ class Report:
         if self.ram_mode:
             self.ram_params()
             return
+        if self.h5_mode:
+            self.h5_params()
+            return
         c = self.cfg
         self.w("Parameters: %d repetitions, contenders interleaved and rotated "
                "per repetition (%s); shuffle seed %d + repetition; "
@@ -240,6 +255,7 @@ class Report:
     def loads(self):
         """1-min load at the start of every pass and larger-than-RAM run."""
         runs = [x for p in self.ram_profiles() for x in p["runs"]]
+        runs += [x for p in self.h5_storages() for x in p["runs"]]
         return [p["load1"] for p in self.r["passes"] + runs if "load1" in p]
 
     def datasets(self):
@@ -372,7 +388,8 @@ class Report:
         self.w()
         sets = list(self.cfg["datasets"])
         rows = []
-        for c in self.contenders:
+        # zerofs's mount is its load of the set: not measured here
+        for c in [c for c in self.contenders if c != "zerofs"]:
             row = [c]
             for s in sets:
                 if c == "tmpfs":
@@ -397,9 +414,85 @@ class Report:
             for s in sets], rows))
         self.w()
 
+    def decode_table(self):
+        """Decode-bound epochs (sh bench/run.sh decode): the training
+        transform's epoch on each contender, and the daemon's CPU per
+        1,000 files, first (cold) and warm."""
+        m, s = "train_dec", "images"
+        slow = [(p, [x for x in p["runs"] if x["reader"] == "dl_dec"])
+                for p in self.slow_profiles()]
+        slow = [(p, runs) for p, runs in slow if runs]
+        if (m, s) not in self.keys and not slow:
+            return
+        self.w("## Decode-bound epochs")
+        self.w()
+        self.w("`ImageFolder(root)`, then one shuffled epoch of a DataLoader "
+               "with a worker per core whose samples are decoded by PIL and "
+               "go through RandomResizedCrop(224), RandomHorizontalFlip and "
+               "ToTensor.  Seconds median [min–max]; ratio = tmpfs s / "
+               "contender s, same repetition, median; daemon CPU = its "
+               "utime+stime during the pass, per 1,000 files read.")
+        self.w()
+        if (m, s) in self.keys:
+            rows = []
+            for c in self.contenders:
+                for ph in ("first", "warm"):
+                    recs = [self.p[(m, s, c, ph, r)] for r in self.reps
+                            if "seconds" in self.p.get((m, s, c, ph, r), {})]
+                    cpu = [x["daemon"]["cpu_s"] * 1000 / x["files"]
+                           for x in recs if (x.get("daemon") or {}).get(
+                               "cpu_s") is not None and x.get("files")]
+                    rows.append([c, ph, mrange(self.secs(m, s, c, ph), 3),
+                                 "–" if c == "tmpfs" else
+                                 self.ratio(m, s, c, ph),
+                                 fmt(med(cpu), 3) if cpu else "–"])
+            self.w("Image in RAM (/dev/shm); **first** = page cache dropped, "
+                   "fresh mount (tmpfs: the extracted tree), then the pass.")
+            self.w()
+            self.w(table(["contender", "phase", "seconds", "ratio to tmpfs",
+                          "daemon CPU s / 1,000 files"], rows))
+            self.w()
+        for p, runs in slow:
+            rows = []
+            names = []
+            for x in runs:
+                if x["contender"] not in names:
+                    names.append(x["contender"])
+            for n in names:
+                ok = [x for x in runs if x["contender"] == n and
+                      "total_s" in x]
+                c1 = [x["daemon_cpu_epoch_s"] * 1000 / x["files"] for x in ok
+                      if x.get("daemon_cpu_epoch_s") is not None and
+                      x.get("files")]
+                c2 = [x["daemon_cpu_epoch2_s"] * 1000 / x["files"]
+                      for x in ok if x.get("daemon_cpu_epoch2_s") is not None
+                      and x.get("files")]
+                rows.append([SLOW_NAMES.get(n, n),
+                             mrange([x["total_s"] for x in ok]),
+                             mrange([x["prep_s"] for x in ok
+                                     if x.get("prep_s")]),
+                             mrange([x["epoch_s"] for x in ok]),
+                             mrange([x["epoch2_s"] for x in ok
+                                     if x.get("epoch2_s") is not None]),
+                             fmt(med(c1), 3) if c1 else "–",
+                             fmt(med(c2), 3) if c2 else "–"])
+            lim = self.slow_limit(p, "images")
+            self.w("Image (or tar) on the slow storage `%s`: cold = page "
+                   "cache dropped, then copy/untar or a fresh mount and the "
+                   "first epoch; epoch 2 after the page cache is dropped "
+                   "again.  The storage's transfer time for the image "
+                   "(its bytes / the 8-stream aggregate measured): %s s." %
+                   (p["profile"], fmt(lim)))
+            self.w()
+            self.w(table(["contender", "total s", "copy/untar s",
+                          "epoch 1 s", "epoch 2 s",
+                          "daemon CPU s / 1,000 files, epoch 1",
+                          "epoch 2"], rows))
+            self.w()
+
     def daemon_table(self):
-        dm = [c for c in self.others if c == "squashfuse_ll" or
-              c.startswith("squashcached")]
+        dm = [c for c in self.others if c in ("squashfuse_ll", "zerofs")
+              or c.startswith("squashcached")]
         if not dm:
             return
         self.w("## Daemon CPU and memory")
@@ -731,6 +824,19 @@ class Report:
                "squashcached: `squashcached -o log=FILE IMG MNT` (defaults: "
                "the image is on tmpfs, so stage=auto means no staging). All "
                "images and tars are in /dev/shm.")
+        if "zerofs" in self.contenders:
+            self.w("- zerofs (the FUSE floor): `bench/zerofs%s IMG MNT` "
+                   "loads the image's tree%s into memory before it mounts, "
+                   "then answers every request from memory and does nothing "
+                   "else: squashcached's mount options and timeouts, open "
+                   "and opendir answered ENOSYS, READDIRPLUS, /dev/fuse "
+                   "(no io_uring).  It is left out of mount to first byte "
+                   "(its mount is the load)." % (
+                       " -o " + self.cfg["zerofs_opts"]
+                       if self.cfg.get("zerofs_opts") else "",
+                       " (names and sizes; the bytes a fixed pattern)"
+                       if "pattern" in (self.cfg.get("zerofs_opts") or "")
+                       else " and every file's bytes"))
         self.w("- C reader: `preader read ROOT LIST THREADS SEED`: the list "
                "shuffled with the seed, each thread open/read(1 MiB buffer, to "
                "EOF)/close per file.  Walks: Python `os.walk` + `os.lstat` "
@@ -1046,7 +1152,138 @@ class Report:
                "epoch (before the hint) to its end.")
         self.w()
 
+    # -- the HDF5 recipe (sh bench/run.sh hdf5) --
+
+    def h5_storages(self):
+        return [p for p in (self.r.get("hdf5") or {}).get("storages", [])
+                if p.get("runs")]
+
+    def h5_params(self):
+        hc = self.cfg["hdf5"]
+        self.w("Parameters: %d repetitions per storage and mode, the ways "
+               "rotated each repetition (%s); modes %s; DataLoader with %d "
+               "workers (persistent within a run), batch %d raw / %d "
+               "decoded, RandomSampler seeded with %d + repetition; slowfs "
+               "%s; epoch time limit %d s." % (
+                   hc["reps"], ", ".join(hc["contenders"]),
+                   ", ".join(hc["modes"]), hc["workers"], hc["batch_raw"],
+                   hc["batch_decoded"], self.cfg["seed"],
+                   "with the page cache (`cached`, H5_PFS_CACHED=1)"
+                   if hc.get("cached") else "with direct_io (no client "
+                   "page cache: every epoch reads the storage)",
+                   hc["timeout"]))
+        self.w()
+
+    H5_NAMES = {"hdf5": "HDF5 file (h5py, lazily opened per worker)",
+                "squashcached": "ImageFolder over squashcached",
+                "untar_tmpfs": "untar into /dev/shm, ImageFolder"}
+
+    def h5_section(self):
+        self.w("## The HDF5 recipe side by side")
+        self.w()
+        self.w("Each run: page cache dropped; the way's preparation (untar "
+               "from the storage into /dev/shm, or the mount: "
+               "`squashcached -o stage=full` on slow storage, defaults in "
+               "RAM; nothing for the HDF5 file); then the Dataset made "
+               "(ImageFolder's scan, or the HDF5 file's length read in "
+               "`__init__`), a DataLoader, and **epoch 1** timed from the "
+               "Dataset's creation to its last batch (worker start-up "
+               "included, the same for every way); **epoch 2** at once, on "
+               "the same workers (the HDF5 file stays open in each).  "
+               "**total** = preparation + epoch 1.  Median [min–max] "
+               "seconds; *vs HDF5* = the HDF5 file's time / this way's, per "
+               "repetition, median (> 1: faster than HDF5).")
+        self.w()
+        for st in self.h5_storages():
+            where = ("files in RAM (/dev/shm)" if st["profile"] == "ram"
+                     else "slowfs profile `%s`: %s" % (
+                         st["profile"], st.get("command")))
+            self.w("### Storage: %s" % where)
+            self.w()
+            for mode in self.cfg["hdf5"]["modes"]:
+                runs = [x for x in st["runs"] if x["mode"] == mode]
+                if not runs:
+                    continue
+                self.w("**%s**" % ("raw bytes (no decoding)" if mode == "raw"
+                                   else "decoded: PIL + RandomResizedCrop"
+                                   "(224) + RandomHorizontalFlip + ToTensor"))
+                self.w()
+                rows = []
+                for n in self.cfg["hdf5"]["contenders"]:
+                    ok = [x for x in runs if x["contender"] == n and
+                          "epoch1_s" in x]
+                    bad = [x for x in runs if x["contender"] == n and
+                           "error" in x]
+                    ref = {(x["rep"]): x for x in runs
+                           if x["contender"] == "hdf5" and "epoch1_s" in x}
+
+                    def vs(key, ok=ok, ref=ref):
+                        v = [ref[x["rep"]][key] / x[key] for x in ok
+                             if x["rep"] in ref and x.get(key)]
+                        return fmt(med(v)) if v else "–"
+                    rd = [x["pfs"].get("read_bytes", 0) for x in ok
+                          if "pfs" in x]
+                    rd2 = [x["pfs2"].get("read_bytes", 0) for x in ok
+                           if "pfs2" in x]
+                    cpu = [x["daemon_cpu_epoch_s"] * 1000 / x["files"]
+                           for x in ok if x.get("daemon_cpu_epoch_s")
+                           is not None and x.get("files")]
+                    rows.append([
+                        self.H5_NAMES.get(n, n),
+                        mrange([x["total_s"] for x in ok]) +
+                        (" (%d failed: %s)" % (len(bad), bad[0]["error"][:80])
+                         if bad else ""),
+                        mrange([x["prep_s"] for x in ok]),
+                        mrange([x["epoch1_s"] for x in ok]),
+                        vs("total_s"), vs("epoch1_s"),
+                        mrange([x["epoch2_s"] for x in ok]), vs("epoch2_s"),
+                        mb(med(rd)) if rd else "–",
+                        mb(med(rd2)) if rd2 else "–",
+                        fmt(med(cpu), 3) if cpu else "–"])
+                self.w(table(["way", "total s", "prep s", "epoch 1 s",
+                              "total vs HDF5", "epoch 1 vs HDF5",
+                              "epoch 2 s", "epoch 2 vs HDF5",
+                              "read from storage, epoch 1",
+                              "epoch 2", "daemon CPU s / 1,000 files, "
+                              "epoch 1"], rows))
+                self.w()
+        self.h5_convert()
+
+    def h5_convert(self):
+        ds = self.cfg["datasets"].get("images") or {}
+        g, b, h = ds.get("gen") or {}, ds.get("build") or {}, \
+            ds.get("h5_build") or {}
+        self.w("### Converting the set")
+        self.w()
+        self.w("Timed once when the files were built (cached in "
+               "$BENCH_WORK; built %s on %s): the HDF5 file by "
+               "`bench/h5build.py` (h5py %s, HDF5 %s: per file, its bytes "
+               "into a variable-length uint8 dataset and its class into "
+               "the targets dataset), the image by `%s`, the tar by `%s`."
+               % (b.get("built_at"), b.get("host"), h.get("h5py"),
+                  h.get("hdf5"), b.get("mksquashfs_cmd"), b.get("tar_cmd")))
+        self.w()
+        self.w(table(["", "seconds", "size", "size / the files' bytes"], [
+            ["the files (%s)" % g.get("files"), "–", mb(g.get("bytes")),
+             "1.00"],
+            ["HDF5 file", fmt(h.get("seconds")), mb(h.get("h5_bytes")),
+             fmt(h["h5_bytes"] / g["bytes"], 3)
+             if h.get("h5_bytes") and g.get("bytes") else "–"],
+            ["SquashFS image", fmt(b.get("mksquashfs_s")),
+             mb(b.get("image_bytes")),
+             fmt(b["image_bytes"] / g["bytes"], 3)
+             if b.get("image_bytes") and g.get("bytes") else "–"],
+            ["tar", fmt(b.get("tar_s")), mb(b.get("tar_bytes")),
+             fmt(b["tar_bytes"] / g["bytes"], 3)
+             if b.get("tar_bytes") and g.get("bytes") else "–"]]))
+        self.w()
+
     def render(self):
+        if self.h5_mode:
+            self.header()
+            self.h5_section()
+            self.datasets()
+            return "\n".join(self.out) + "\n"
         if self.ram_mode:
             self.header()
             self.ram_targets()
@@ -1059,6 +1296,7 @@ class Report:
         self.ratio_table()
         self.mount_table()
         self.slow_table()
+        self.decode_table()
         self.daemon_table()
         self.sqc_table()
         self.abs_table()

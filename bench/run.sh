@@ -14,6 +14,15 @@
 #                              quarter of the image against the kernel's
 #                              squashfs and squashfuse_ll on the same storage
 #   sh bench/run.sh ram --quick     the same with 400 images
+#   sh bench/run.sh decode     decode-bound epochs: ImageFolder + the
+#                              training transform, a worker per core, on
+#                              squashcached against tmpfs, image in RAM
+#                              and on slow storage (20,000 images)
+#   sh bench/run.sh decode --quick  the same with 400 images
+#   sh bench/run.sh hdf5       the HDF5 recipe HPC courses teach against
+#                              ImageFolder over squashcached and over the
+#                              untarred tree, in RAM and on slow storage
+#   sh bench/run.sh hdf5 --quick    the same with 400 images
 #
 # Steps: generate the seeded data sets (cached under $BENCH_WORK), build
 # their SquashFS images and tars (cached too, with the time each took),
@@ -32,15 +41,19 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 QUICK=0
 SCALE=0
 RAM=0
+DECODE=0
+HDF5=0
 for a in "$@"; do
 	case $a in
 	--quick) QUICK=1 ;;
 	-h | --help)
-		sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,35p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	scale) SCALE=1 ;;
 	ram) RAM=1 ;;
+	decode) DECODE=1 ;;
+	hdf5) HDF5=1 ;;
 	*)
 		echo "bench: unknown argument '$a' (try --help)" >&2
 		exit 2
@@ -53,8 +66,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-if [ $SCALE = 1 ] && [ $RAM = 1 ]; then
-	echo "bench: 'scale' and 'ram' are two runs; give one" >&2
+if [ $((SCALE + RAM + DECODE + HDF5)) -gt 1 ]; then
+	echo "bench: 'scale', 'ram', 'decode' and 'hdf5' are separate runs; give one" >&2
 	exit 2
 fi
 
@@ -95,6 +108,40 @@ elif [ $SCALE = 1 ]; then
 	: "${SLOW_REPS:=1}" "${PIL_SUBSET:=100}" "${SLOW_TIMEOUT:=300}"
 	SLOW=0
 	export SLOW
+elif [ $DECODE = 1 ]; then
+	# Decode-bound epochs (issue #31 item 3): train_dec on the images set
+	# in RAM, and the same transform's epochs with the image (or the tar)
+	# on slow storage.  The small set is not used.
+	if [ $QUICK = 1 ]; then
+		: "${IMG_CLASSES:=4}" "${IMG_PER_CLASS:=100}" "${REPS:=2}"
+		: "${SLOW_REPS:=1}" "${PASS_TIMEOUT:=300}" "${SLOW_TIMEOUT:=300}"
+		SUFFIX=-decode-quick
+	else
+		: "${IMG_CLASSES:=20}" "${IMG_PER_CLASS:=1000}" "${REPS:=5}"
+		: "${SLOW_REPS:=3}" "${PASS_TIMEOUT:=1200}" "${SLOW_TIMEOUT:=900}"
+		SUFFIX=-decode
+	fi
+	: "${MEASURES:=train_dec}" "${CONTENDERS:=tmpfs,squashcached}"
+	: "${SLOW_PROFILES:=pfs,pfs_slow}" "${SLOW_READERS:=dl_dec/images}"
+	: "${SLOW_CONTENDERS:=sqc_stage,untar_tmpfs}" "${PIL_SUBSET:=100}"
+	export MEASURES CONTENDERS SLOW_PROFILES SLOW_READERS SLOW_CONTENDERS
+elif [ $HDF5 = 1 ]; then
+	# The HDF5 recipe side by side (issue #31 item 2): the images set as
+	# an HDF5 file, an image and a tar, each read in RAM and through
+	# slowfs.  No main part, no slow case.
+	if [ $QUICK = 1 ]; then
+		: "${IMG_CLASSES:=4}" "${IMG_PER_CLASS:=100}" "${H5_REPS:=1}"
+		: "${SLOW_TIMEOUT:=300}"
+		SUFFIX=-hdf5-quick
+	else
+		: "${IMG_CLASSES:=20}" "${IMG_PER_CLASS:=1000}" "${H5_REPS:=3}"
+		: "${SLOW_TIMEOUT:=1800}"
+		SUFFIX=-hdf5
+	fi
+	: "${REPS:=1}" "${SLOW_REPS:=1}" "${PIL_SUBSET:=100}"
+	: "${PASS_TIMEOUT:=300}"
+	SLOW=0
+	export SLOW HDF5 H5_REPS
 elif [ $QUICK = 1 ]; then
 	: "${IMG_CLASSES:=4}" "${IMG_PER_CLASS:=100}"
 	: "${SMALL_FILES:=10000}" "${SMALL_DIRS:=64}"
@@ -127,7 +174,7 @@ for t in mksquashfs tar fusermount3 mount losetup; do
 	}
 done
 make -s --no-print-directory BUILD="$BUILD" "$BUILD/squashcached" \
-	"$BUILD/bench/preader" "$BUILD/bench/slowfs"
+	"$BUILD/bench/preader" "$BUILD/bench/slowfs" "$BUILD/bench/zerofs"
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
@@ -189,6 +236,12 @@ elif [ $RAM = 1 ]; then
 	key2=
 	build_set images "$key1" --classes "$RAM_CLASSES" \
 		--per-class "$RAM_PER_CLASS" --seed "$SEED_IMAGES"
+elif [ $DECODE = 1 ] || [ $HDF5 = 1 ]; then
+	set1=images set2=
+	key1=images-${IMG_CLASSES}x${IMG_PER_CLASS}-s$SEED_IMAGES
+	key2=
+	build_set images "$key1" --classes "$IMG_CLASSES" \
+		--per-class "$IMG_PER_CLASS" --seed "$SEED_IMAGES"
 else
 	set1=images set2=small
 	key1=images-${IMG_CLASSES}x${IMG_PER_CLASS}-s$SEED_IMAGES
@@ -197,6 +250,22 @@ else
 		--per-class "$IMG_PER_CLASS" --seed "$SEED_IMAGES"
 	build_set small "$key2" --files "$SMALL_FILES" --dirs "$SMALL_DIRS" \
 		--seed "$SEED_SMALL"
+fi
+
+# The HDF5 file of the images set, as the course converts it (timed,
+# cached like the image and the tar).
+if [ $HDF5 = 1 ]; then
+	"$PYTHON" -c 'import h5py' 2>/dev/null || {
+		echo "bench: $PYTHON cannot import h5py (sh tests/deps.sh bench)" >&2
+		exit 1
+	}
+	h5=$BENCH_WORK/$key1.h5
+	if [ ! -f "$h5.build.json" ]; then
+		rm -f "$h5"
+		say "h5build images"
+		"$PYTHON" bench/h5build.py "$BENCH_WORK/$key1" "$h5" >"$h5.tmp.json"
+		mv "$h5.tmp.json" "$h5.build.json"
+	fi
 fi
 
 # -- scratch in /dev/shm, and the trap that always cleans it ----------------
@@ -232,6 +301,7 @@ mkdir -p "$STORE" "$SCRATCH/tmpfs" "$SCRATCH/build/bench"
 cp "$BUILD/squashcached" "$BUILD/bench/preader" "$BUILD/bench/slowfs" \
 	"$SCRATCH/build/"
 mv "$SCRATCH/build/preader" "$SCRATCH/build/slowfs" "$SCRATCH/build/bench/"
+cp "$BUILD/bench/zerofs" "$SCRATCH/build/bench/"
 [ -x "$BUILD/mountctl" ] && cp "$BUILD/mountctl" "$SCRATCH/build/"
 SQC_BINARY="$BUILD/squashcached, built $(date -r "$BUILD/squashcached" \
 	'+%Y-%m-%d %H:%M:%S'), sha256 $(sha256sum <"$BUILD/squashcached" |
@@ -250,6 +320,7 @@ for key in $key1 $key2; do
 		cp "$BENCH_WORK/$key.tar" "$STORE/"
 	fi
 done
+[ $HDF5 = 0 ] || cp "$BENCH_WORK/$key1.h5" "$STORE/"
 
 # set_json SET KEY TAR: one data set's entry of datasets.json
 set_json() {
@@ -260,6 +331,7 @@ set_json() {
   "build_json": "$BENCH_WORK/$2-$comp_key.sqfs.build.json",
   "image": "$STORE/$2-$comp_key.sqfs",
   "tar": "$3",
+  "h5": "$STORE/$2.h5", "h5_build_json": "$BENCH_WORK/$2.h5.build.json",
   "tmpfs_root": "$SCRATCH/tmpfs/$1"}
 EOF
 }
@@ -268,6 +340,8 @@ EOF
 	if [ $RAM = 1 ]; then
 		# the tar is not read: it stays on disk
 		set_json "$set1" "$key1" "$BENCH_WORK/$key1.tar"
+	elif [ -z "$key2" ]; then
+		set_json "$set1" "$key1" "$STORE/$key1.tar"
 	else
 		set_json "$set1" "$key1" "$STORE/$key1.tar"
 		echo ","

@@ -22,9 +22,9 @@ container="bubblewrap"
 
 case "${1:-build}" in
 build) want="$build" ;;
-check) want="$build $run $python check psmisc clang clang-format valgrind shellcheck mandoc man-db groff-base systemd $slurm $deb $rpm $container" ;;
+check) want="$build $run $python check psmisc strace clang clang-format valgrind shellcheck mandoc man-db groff-base systemd $slurm $deb $rpm $container" ;;
 demo) want="$build $run $python" ;;
-bench) want="$build $run $python check squashfuse erofs-utils time" ;;
+bench) want="$build $run $python check squashfuse erofs-utils time python3-h5py strace" ;;
 fuzz) want="$build clang libclang-rt-14-dev" ;;
 slurm) want="$slurm" ;;
 deb) want="$build libslurm-dev $deb" ;;

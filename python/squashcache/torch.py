@@ -9,8 +9,24 @@
 EpochOrder yields what the sampler it wraps yields; at the start of each
 epoch it gives the mount the paths of those indices, in that order
 (squashcache.order()).  The tensors are the same with or without it.
+
+And an opt-in loader that reads files without CPython's isatty() ioctl:
+
+    from squashcache.torch import pil_loader
+    ds = torchvision.datasets.ImageFolder(mount, loader=pil_loader)
+
+CPython's open(path, "rb") asks the new file whether it is a terminal
+(an ioctl TCGETS) to choose its buffering; on a FUSE mount that is one
+round trip to the daemon per file, which the kernel does not cache.
+read_bytes() opens with os.open() and reads with os.read(): openat,
+fstat, read, close, no ioctl.  pil_loader() is torchvision's default
+loader (PIL, converted to RGB) on those bytes.  Note that squashcached
+takes that ioctl as its sign that a file is about to be read (it pushes
+the file into the page cache ahead of the reads): whether the loader
+pays off on a given mount is for bench/ to measure (`dl_rawfd_w4`).
 """
 
+import io
 import os
 import warnings
 
@@ -89,3 +105,35 @@ class EpochOrder(Sampler):
         """Passed on to the wrapped sampler (DistributedSampler has it)."""
         if hasattr(self.sampler, "set_epoch"):
             self.sampler.set_epoch(epoch)
+
+
+def read_bytes(path):
+    """The whole file at @path as bytes, without an isatty() ioctl.
+
+    One read of the size fstat gives plus one byte: the common case is
+    openat, fstat, read, close.  A file that grew or came short is read
+    on to its end.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        size = os.fstat(fd).st_size
+        data = os.read(fd, size + 1)
+        if len(data) == size:
+            return data
+        parts = [data]
+        while True:
+            more = os.read(fd, max(size, 1 << 16))
+            if not more:
+                break
+            parts.append(more)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+def pil_loader(path):
+    """torchvision's default image loader (PIL, RGB), on read_bytes()."""
+    from PIL import Image
+
+    img = Image.open(io.BytesIO(read_bytes(path)))
+    return img.convert("RGB")
