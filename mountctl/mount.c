@@ -26,6 +26,7 @@
 
 #include "ctl/ctl.h"
 #include "mountctl.h"
+#include "slurm/dataset.h"
 #include "util/err.h"
 
 extern char **environ;
@@ -331,12 +332,9 @@ static int run_daemon(char *argv[], double timeout, const char *real)
 
 int mc_default_mountpoint(const char *image, char *buf, size_t cap)
 {
-	static const char *const exts[] = { ".sqfs", ".squashfs", ".sqsh",
-					    ".img", ".sif" };
-	const char *base = getenv("SQUASHCACHE_BASE"), *name, *user;
-	char dflt[PATH_MAX];
+	const char *base = getenv("SQUASHCACHE_BASE"), *user;
+	char dflt[PATH_MAX], name[DS_NAME_MAX];
 	struct stat st;
-	size_t n;
 	int err;
 
 	if (!base || !*base) {
@@ -351,24 +349,8 @@ int mc_default_mountpoint(const char *image, char *buf, size_t cap)
 		snprintf(dflt, sizeof(dflt), "/dev/shm/%s/squashcache", user);
 		base = dflt;
 	}
-	name = strrchr(image, '/');
-	name = name ? name + 1 : image;
-	n = strlen(name);
-	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
-		size_t e = strlen(exts[i]);
-
-		if (n > e && !strcmp(name + n - e, exts[i])) {
-			n -= e;
-			break;
-		}
-	}
-	if (!n || (n == 1 && name[0] == '.') ||
-	    (n == 2 && !strncmp(name, "..", 2))) {
-		mc_err("cannot name a mount point after image '%s': give MOUNTPOINT",
-		       image);
-		return -EINVAL;
-	}
-	if ((size_t)snprintf(buf, cap, "%s/%.*s", base, (int)n, name) >= cap) {
+	ds_image_name(image, name);
+	if ((size_t)snprintf(buf, cap, "%s/%s", base, name) >= cap) {
 		mc_err("default mount point for '%s' is too long: give MOUNTPOINT",
 		       image);
 		return -ENAMETOOLONG;

@@ -68,8 +68,10 @@ extern const struct mc_cmd mc_cmd_job;
 
 /**
  * mc_default_mountpoint() - Where IMAGE is mounted when no MOUNTPOINT is
- * given: $SQUASHCACHE_BASE/<image name less .sqfs, .squashfs, .sqsh, .img
- * or .sif>, the base defaulting to /dev/shm/$USER/squashcache.
+ * given: $SQUASHCACHE_BASE/<the image's mount name, ds_image_name(): its
+ * file name less .sqfs, .squashfs, .sqsh, .img or .sif, the name every
+ * Slurm hook gives it too>, the base defaulting to
+ * /dev/shm/$USER/squashcache.
  * @image: the image path
  * @buf: destination
  * @cap: its capacity

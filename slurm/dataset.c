@@ -422,8 +422,7 @@ static int parse_image(const char *s, size_t n, struct ds_image *im, char *why,
 	return 0;
 }
 
-/* The mount name of @path, before making it unique. */
-static void base_name(const char *path, char *out)
+void ds_image_name(const char *path, char *out)
 {
 	static const char *const exts[] = { ".sqfs", ".squashfs", ".sqsh",
 					    ".img", ".sif" };
@@ -470,7 +469,7 @@ void ds_list_name(struct ds_list *l)
 	for (unsigned int i = 0; i < l->n; i++) {
 		char base[DS_NAME_MAX];
 
-		base_name(l->im[i].path, base);
+		ds_image_name(l->im[i].path, base);
 		snprintf(l->im[i].name, DS_NAME_MAX, "%s", base);
 		for (unsigned int k = 2; name_taken(l, i, l->im[i].name); k++)
 			snprintf(l->im[i].name, DS_NAME_MAX, "%.*s-%u",

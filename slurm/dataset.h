@@ -136,6 +136,18 @@ int ds_conf_get(const struct ds_conf *c, const char *key, char *buf,
 		size_t cap);
 
 /**
+ * ds_image_name() - The mount name of one image (see above), before a list
+ * makes it unique: also the default mount point's name of `mountctl mount
+ * IMAGE` and `mountctl acquire IMAGE`.
+ * @path: the image's path
+ * @out: DS_NAME_MAX bytes, set (never empty, never "." or "..": a
+ *       leading '.' becomes '_')
+ *
+ * Context: cannot fail.
+ */
+void ds_image_name(const char *path, char *out);
+
+/**
  * ds_list_name() - Give the images of @l their mount names (see above),
  * as ds_list_parse() does.
  * @l: the list, its paths set

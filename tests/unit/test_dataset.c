@@ -256,6 +256,24 @@ START_TEST(test_list_name)
 }
 END_TEST
 
+START_TEST(test_image_name)
+{
+	/* One image's name: also mountctl's default mount point's. */
+	char n[DS_NAME_MAX];
+
+	ds_image_name("/d/train set.sqfs", n);
+	ck_assert_str_eq(n, "train_set");
+	ds_image_name("..", n);
+	ck_assert_str_eq(n, "_.");
+	ds_image_name("/d/.hidden.img", n);
+	ck_assert_str_eq(n, "_hidden");
+	ds_image_name("a/b\\c.squashfs", n);
+	ck_assert_str_eq(n, "b_c");
+	ds_image_name("/d/.sif", n);
+	ck_assert_str_eq(n, "_sif");
+}
+END_TEST
+
 START_TEST(test_policy)
 {
 	struct ds_conf c;
@@ -359,6 +377,7 @@ int main(void)
 	tcase_add_test(tc, test_conf);
 	tcase_add_test(tc, test_conf_file);
 	tcase_add_test(tc, test_list_name);
+	tcase_add_test(tc, test_image_name);
 	tcase_add_test(tc, test_policy);
 	tcase_add_test(tc, test_allow);
 	tcase_add_test(tc, test_job_dir_env);
