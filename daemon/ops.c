@@ -15,8 +15,8 @@
  * immutable, so entries and attributes are given long timeouts, files and
  * directories are opened without a round trip where the kernel allows it
  * (it then keeps their page cache and caches listings), and readdirplus
- * fills the dentry cache while listing (for regular files, only once
- * listing ahead clears list_names, see statahead.c).
+ * fills the dentry cache while listing (for regular files, only where
+ * listing ahead does not answer names_only, see statahead.c).
  *
  * The operations call no feature: what the features act on (a request
  * served, a file read, a directory listed, ...) they emit as events
@@ -127,16 +127,9 @@ static void sqcd_init(void *userdata, struct fuse_conn_info *conn)
 
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS;
-	/* Readdirplus for a listing's first batch, and for the next one
-	 * after a lookup or a stat in the directory; plain listings, a
-	 * third of the bytes, for the rest.  Listing ahead has its own
-	 * listings all plus (statahead.c); -o list_attrs wants every
-	 * reader's listing plus. */
-	if (atomic_load(&d->list_names) &&
-	    (conn->capable & FUSE_CAP_READDIRPLUS_AUTO))
-		conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
-	else
-		conn->want &= ~(unsigned int)FUSE_CAP_READDIRPLUS_AUTO;
+	/* Every listing readdirplus, unless a feature asks otherwise
+	 * (listing ahead, see SQCD_EV_INIT below). */
+	conn->want &= ~(unsigned int)FUSE_CAP_READDIRPLUS_AUTO;
 	conn->want &= ~(unsigned int)FUSE_CAP_AUTO_INVAL_DATA;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
@@ -150,19 +143,21 @@ static void sqcd_init(void *userdata, struct fuse_conn_info *conn)
 	d->no_opendir = !d->o.timeout &&
 			(conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT);
 	/* Raw bytes that are not staged go from the image's page cache to
-	 * the kernel by splice (splice.c); over io_uring a reply is copied
-	 * into the ring entry, so a pipe would be one copy more. */
-	if (!d->o.no_splice && !atomic_load(&d->replies_copied) &&
-	    (conn->capable & FUSE_CAP_SPLICE_WRITE)) {
+	 * the kernel by splice (splice.c), unless a feature asks otherwise
+	 * (io_uring, see SQCD_EV_INIT below). */
+	if (!d->o.no_splice && (conn->capable & FUSE_CAP_SPLICE_WRITE))
 		conn->want |= FUSE_CAP_SPLICE_WRITE;
-		d->splice = true;
-	}
 	/* Large requests: the kernel derives max_pages from max_write. */
 	conn->max_write = 1u << 20;
 	conn->max_read = 0;
 	conn->max_readahead = conn->max_readahead ? conn->max_readahead :
 						    1u << 20;
 	conn->time_gran = 1000000000;
+	/* The features' say: listing ahead wants plain listings past a
+	 * first batch, io_uring no splicing (statahead.c, uring.c). */
+	sqcd_emit(&d->events,
+		  &(struct sqcd_event){ .type = SQCD_EV_INIT, .conn = conn });
+	d->splice = conn->want & FUSE_CAP_SPLICE_WRITE;
 	log_debug("init: proto %u.%u, no_open %d, no_opendir %d, readahead %u",
 		  conn->proto_major, conn->proto_minor, d->no_open,
 		  d->no_opendir, conn->max_readahead);
@@ -538,12 +533,9 @@ static int do_readdir(struct sqcd *d, fuse_ino_t node, off_t off,
 	err = img_dir_open(d->img, &dir, cookie, &it);
 	if (err)
 		return err;
-	/* A reader's listing while list_names holds, or listing ahead's
-	 * of what such a reader is about to list: listing ahead makes the
-	 * regular files' inodes later, if a reader wants them. */
-	r->names =
-		r->plus && atomic_load(&d->list_names) &&
-		(!sqcd_from_lister(d, r->req) || atomic_load(&d->lister_names));
+	/* Listing ahead makes the regular files' inodes later, if a reader
+	 * wants them. */
+	r->names = r->plus && sqcd_ask(&d->events.names_only, r->req);
 	while ((err = img_dir_next(&it, &de)) == 1) {
 		err = add_entry(d, r, &dir, &de);
 		if (err < 0)
