@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * This file declares what the daemon's files share: the running daemon's
- * state, its options, and the entry points of ops.c, splice.c and stats.c.
+ * state, its options, a feature as the core knows it (struct
+ * sqcd_feature; sqcd_feature() is main.c's), and the entry points of
+ * ops.c, splice.c and stats.c.
  */
 #ifndef SQC_DAEMON_DAEMON_H
 #define SQC_DAEMON_DAEMON_H

@@ -47,7 +47,7 @@ void warm_free(void *f);
 
 /**
  * warm_on_event() - Hear the core's events (events.h).
- * @w: the module (struct warm)
+ * @f: the module (struct warm)
  * @ev: the event:
  *      SQCD_EV_ENTRY_LISTED: a listed file is kept until a read follows,
  *      then queued (files are pushed in the order their data lies in the
