@@ -908,6 +908,16 @@ void uring_gate(atomic_uint **busy, unsigned int *max)
 	*max = atomic_load(&self->u->stopping) ? 0 : self->u->per_queue - 1;
 }
 
+void uring_on_event(void *f, const struct sqcd_event *ev)
+{
+	struct uring *u = f;
+
+	/* A ring entry takes a copy of each reply, so a pipe would be one
+	 * copy more: none is spliced. */
+	if (ev->type == SQCD_EV_INIT && atomic_load(&u->state) == URING_OFFERED)
+		ev->conn->want &= ~(unsigned int)FUSE_CAP_SPLICE_WRITE;
+}
+
 #else /* !SQC_HAVE_URING: built without liburing */
 
 int uring_start(struct sqcd *d, void **out)
@@ -954,6 +964,12 @@ void uring_gate(atomic_uint **busy, unsigned int *max)
 {
 	(void)busy;
 	(void)max;
+}
+
+void uring_on_event(void *f, const struct sqcd_event *ev)
+{
+	(void)f;
+	(void)ev;
 }
 
 #endif /* SQC_HAVE_URING */
@@ -1008,16 +1024,6 @@ void uring_stats_json(struct uring *u, struct json_buf *b)
 			"\"uring_available\":%s,\"uring_unavailable\":\"%s\"",
 			uring_threads(u), (unsigned long long)requests(u),
 			ok ? "true" : "false", why);
-}
-
-void uring_on_event(void *f, const struct sqcd_event *ev)
-{
-	struct uring *u = f;
-
-	/* A ring entry takes a copy of each reply, so a pipe would be one
-	 * copy more: none is spliced. */
-	if (ev->type == SQCD_EV_INIT && atomic_load(&u->state) == URING_OFFERED)
-		ev->conn->want &= ~(unsigned int)FUSE_CAP_SPLICE_WRITE;
 }
 
 const struct sqcd_feature uring_feature = {
