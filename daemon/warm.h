@@ -4,7 +4,7 @@
  * listing showed the kernel, and files being opened, are pushed into the
  * kernel's page cache (see warm.c).  The module owns its thread, its queue
  * and its counters; it hears the core's events (warm_on_event()) and is
- * started and stopped by main.c.
+ * started and stopped through features[] in main.c.
  */
 #ifndef SQC_DAEMON_WARM_H
 #define SQC_DAEMON_WARM_H
