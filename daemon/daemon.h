@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * This file declares what the daemon's files share: the running daemon's
- * state, its options, and the entry points of ops.c, splice.c and stats.c.
+ * state, its options, a feature as the core knows it (struct
+ * sqcd_feature; sqcd_feature() is main.c's), and the entry points of
+ * ops.c, splice.c and stats.c.
  */
 #ifndef SQC_DAEMON_DAEMON_H
 #define SQC_DAEMON_DAEMON_H
@@ -90,21 +92,6 @@ struct sqcd {
 	atomic_bool no_open; /* the kernel skips open for files (set by init) */
 	bool no_opendir; /* and for directories */
 	bool splice; /* replies may splice from the image file */
-	/* The transport copies every reply into a buffer of its own (an
-	 * io_uring entry), so a pipe would be one copy more: set by uring.c
-	 * when the kernel's INIT offers io_uring, before sqcd_init(). */
-	atomic_bool replies_copied;
-	/* Readers' listings give regular files names only, and the kernel
-	 * chooses plain listings past a first batch: set by listing ahead
-	 * (statahead.c) when it starts, before sqcd_init(), and cleared for
-	 * good once a reader looks up such a file. */
-	atomic_bool list_names;
-	/* Listing ahead's lister process (pid; its requests carry it):
-	 * its listings carry every attribute, unless it is listing ahead
-	 * of a reader that got names only (lister_names, set by the
-	 * listing thread around such a listing). */
-	atomic_int lister_pid;
-	atomic_bool lister_names;
 	struct timespec started; /* CLOCK_MONOTONIC at start */
 	_Atomic uint64_t ops[SQCD_OP__COUNT]; /* requests per kind */
 	_Atomic uint64_t bytes_served; /* file bytes replied */
@@ -142,6 +129,10 @@ struct sqcd_feature {
 	void (*ready)(void *f);
 	uint32_t events; /* SQCD_EV_BIT()s its handler hears */
 	void (*on_event)(void *f, const struct sqcd_event *ev); /* or NULL */
+	/* whether a READDIRPLUS reply to a request gives regular files
+	 * names only (struct sqcd_events' names_only), or NULL: one
+	 * feature of features[] at most answers it */
+	bool (*names_only)(void *f, fuse_req_t req);
 };
 
 /**
@@ -157,17 +148,6 @@ struct sqcd_feature {
 void *sqcd_feature(const struct sqcd *d, const struct sqcd_feature *ft);
 
 extern const struct fuse_lowlevel_ops sqcd_ops;
-
-/**
- * sqcd_from_lister() - Whether a request comes from listing ahead's lister
- * process (daemon/lister.c), not from a reader.
- * @d: the daemon
- * @req: the request
- */
-static inline bool sqcd_from_lister(struct sqcd *d, fuse_req_t req)
-{
-	return fuse_req_ctx(req)->pid == atomic_load(&d->lister_pid);
-}
 
 /**
  * sqcd_drop_listing() - Have the kernel drop its cached listing of a

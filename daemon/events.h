@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * This file declares the core's events: what the core tells the features,
- * through one interface.  The FUSE operations (ops.c) and the core hook of
- * listing ahead emit named events with sqcd_emit(); the features table in
- * main.c subscribes each feature's handler (<feature>_on_event()) to the
- * events it hears, in the table's order, once the feature has started.
- * The core never calls a feature from a request, and a feature never
- * calls another: a feature that has something to say (listing ahead has
- * listed the mount) emits an event too.
+ * through one interface.  The FUSE operations (ops.c) and listing ahead
+ * emit named events with sqcd_emit(); the features table in main.c
+ * subscribes each feature's handler (<feature>_on_event()) to the events
+ * it hears, in the table's order, once the feature has started.  The core
+ * calls a feature from a request only through these events and through
+ * the one question it asks them (sqcd_ask(): does a listing give names
+ * only?), and a feature never calls another: a feature that has something
+ * to say (listing ahead has listed the mount) emits an event too.
  *
  * Dispatch is on the hot path of every request: no allocation and no
  * lock, a loop over the few handlers subscribed to that event, none at
@@ -48,6 +49,8 @@ enum sqcd_ev {
 			      * readers about to come (no members) */
 	SQCD_EV_FORGOTTEN, /* the kernel dropped inode @ino, and its pages
 			    * and entries */
+	SQCD_EV_INIT, /* the kernel's INIT: a handler may change what the
+		       * daemon asks for (@conn->want) before the reply */
 	SQCD_EV__COUNT
 };
 
@@ -67,6 +70,8 @@ struct sqcd_event {
 	bool eof; /* DIR_LISTED: the reply ends it, with entries */
 	bool names; /* DIR_LISTED: regular files got names only in it (or it
 		     * is a plain listing) */
+	struct fuse_conn_info *conn; /* INIT: what the kernel offers and the
+				      * daemon asks for */
 };
 
 /* The most handlers per event: one per feature at most. */
@@ -78,11 +83,22 @@ struct sqcd_sub {
 	void *f; /* the feature's handle (struct warm, ...) */
 };
 
-/* The handlers of each event, in subscription order. */
+/* A question the core asks of the one feature that can answer it. */
+struct sqcd_query {
+	bool (*fn)(void *f, fuse_req_t req); /* or NULL: nobody answers */
+	void *f; /* the feature's handle */
+};
+
+/* The handlers of each event, in subscription order, and who answers the
+ * core's questions. */
 struct sqcd_events {
 	uint32_t heard; /* SQCD_EV_BIT()s of events with a handler */
 	unsigned int n[SQCD_EV__COUNT]; /* handlers per event */
 	struct sqcd_sub sub[SQCD_EV__COUNT][SQCD_EV_SUBS_MAX];
+	/* Whether a READDIRPLUS reply to @req gives regular files names
+	 * only, keeping their inodes for later (listing ahead's
+	 * names_only); false without an answer. */
+	struct sqcd_query names_only;
 };
 
 /**
@@ -132,6 +148,22 @@ static inline void sqcd_emit(const struct sqcd_events *evs,
 
 	for (unsigned int i = 0; i < evs->n[ev->type]; i++)
 		s[i].fn(s[i].f, ev);
+}
+
+/**
+ * sqcd_ask() - Ask a question of the feature that answers it.
+ * @q: the question (a member of struct sqcd_events)
+ * @req: the request it is asked about
+ *
+ * On the hot path: one pointer load, and a call only while a feature
+ * answers.
+ *
+ * Return: the answer; false when no feature answers.
+ * Context: any thread; cannot fail.
+ */
+static inline bool sqcd_ask(const struct sqcd_query *q, fuse_req_t req)
+{
+	return q->fn && q->fn(q->f, req);
 }
 
 /**

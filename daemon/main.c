@@ -267,7 +267,7 @@ void *sqcd_feature(const struct sqcd *d, const struct sqcd_feature *ft)
 }
 
 /* Start every feature in order, and subscribe those that are on to their
- * events.  Return: 0 or the first -errno. */
+ * events and the core's questions.  Return: 0 or the first -errno. */
 static int start_features(struct sqcd *d)
 {
 	for (size_t i = 0; i < NFEATURES; i++) {
@@ -281,6 +281,10 @@ static int start_features(struct sqcd *d)
 		if (d->features[i] && ft->on_event)
 			sqcd_subscribe(&d->events, ft->events, ft->on_event,
 				       d->features[i]);
+		if (d->features[i] && ft->names_only)
+			d->events.names_only =
+				(struct sqcd_query){ ft->names_only,
+						     d->features[i] };
 	}
 	return 0;
 }

@@ -5,9 +5,13 @@
  * fuse_reply_*() call on every path; an error exit is
  * `return (void)fuse_reply_err(req, reply_errno(d, err))`, where
  * reply_errno() turns -EFSCORRUPTED and -EIO into EIO and counts them.
- * An operation whose work takes more than a few calls keeps that work in
- * do_<op>() (0 or -errno: do_lookup(), do_readdir()), and replies once it
- * returns; the others are short enough to read whole.
+ * An operation that asks lib/image anything is a thin wrapper: it counts
+ * the request, calls do_<op>() (0 or -errno: do_lookup(), do_getattr(),
+ * do_readlink(), do_read(), do_readdir(), do_getxattr(), do_listxattr()),
+ * and replies once it returns.  The others reply from the request and the
+ * mount's settings once they have counted it and told the features (open,
+ * opendir, release, releasedir, statfs, forget, ioctl, and EROFS for
+ * anything that would write).
  *
  * Node ids are derived from inode references, with no table: the root is
  * FUSE_ROOT_ID and any other inode is its reference + 2, so forget needs
@@ -15,8 +19,8 @@
  * immutable, so entries and attributes are given long timeouts, files and
  * directories are opened without a round trip where the kernel allows it
  * (it then keeps their page cache and caches listings), and readdirplus
- * fills the dentry cache while listing (for regular files, only once
- * listing ahead clears list_names, see statahead.c).
+ * fills the dentry cache while listing (for regular files, only where
+ * listing ahead does not answer names_only, see statahead.c).
  *
  * The operations call no feature: what the features act on (a request
  * served, a file read, a directory listed, ...) they emit as events
@@ -127,16 +131,9 @@ static void sqcd_init(void *userdata, struct fuse_conn_info *conn)
 
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS;
-	/* Readdirplus for a listing's first batch, and for the next one
-	 * after a lookup or a stat in the directory; plain listings, a
-	 * third of the bytes, for the rest.  Listing ahead has its own
-	 * listings all plus (statahead.c); -o list_attrs wants every
-	 * reader's listing plus. */
-	if (atomic_load(&d->list_names) &&
-	    (conn->capable & FUSE_CAP_READDIRPLUS_AUTO))
-		conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
-	else
-		conn->want &= ~(unsigned int)FUSE_CAP_READDIRPLUS_AUTO;
+	/* Every listing readdirplus, unless a feature asks otherwise
+	 * (listing ahead, see SQCD_EV_INIT below). */
+	conn->want &= ~(unsigned int)FUSE_CAP_READDIRPLUS_AUTO;
 	conn->want &= ~(unsigned int)FUSE_CAP_AUTO_INVAL_DATA;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
@@ -150,19 +147,21 @@ static void sqcd_init(void *userdata, struct fuse_conn_info *conn)
 	d->no_opendir = !d->o.timeout &&
 			(conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT);
 	/* Raw bytes that are not staged go from the image's page cache to
-	 * the kernel by splice (splice.c); over io_uring a reply is copied
-	 * into the ring entry, so a pipe would be one copy more. */
-	if (!d->o.no_splice && !atomic_load(&d->replies_copied) &&
-	    (conn->capable & FUSE_CAP_SPLICE_WRITE)) {
+	 * the kernel by splice (splice.c), unless a feature asks otherwise
+	 * (io_uring, see SQCD_EV_INIT below). */
+	if (!d->o.no_splice && (conn->capable & FUSE_CAP_SPLICE_WRITE))
 		conn->want |= FUSE_CAP_SPLICE_WRITE;
-		d->splice = true;
-	}
 	/* Large requests: the kernel derives max_pages from max_write. */
 	conn->max_write = 1u << 20;
 	conn->max_read = 0;
 	conn->max_readahead = conn->max_readahead ? conn->max_readahead :
 						    1u << 20;
 	conn->time_gran = 1000000000;
+	/* The features' say: listing ahead wants plain listings past a
+	 * first batch, io_uring no splicing (statahead.c, uring.c). */
+	sqcd_emit(&d->events,
+		  &(struct sqcd_event){ .type = SQCD_EV_INIT, .conn = conn });
+	d->splice = conn->want & FUSE_CAP_SPLICE_WRITE;
 	log_debug("init: proto %u.%u, no_open %d, no_opendir %d, readahead %u",
 		  conn->proto_major, conn->proto_minor, d->no_open,
 		  d->no_opendir, conn->max_readahead);
@@ -252,22 +251,44 @@ static void sqcd_forget_multi(fuse_req_t req, size_t count_,
 	fuse_reply_none(req);
 }
 
+static int do_getattr(struct sqcd *d, fuse_ino_t node, struct stat *st)
+{
+	struct img_inode ino;
+	int err;
+
+	err = get_inode(d, node, &ino);
+	if (err)
+		return err;
+	fill_stat(&ino, st);
+	return 0;
+}
+
 /* Valid replies: fuse_reply_attr, fuse_reply_err. */
 static void sqcd_getattr(fuse_req_t req, fuse_ino_t node,
 			 struct fuse_file_info *fi)
 {
 	struct sqcd *d = req_daemon(req);
-	struct img_inode ino;
 	struct stat st;
 	int err;
 
 	(void)fi;
 	count(d, SQCD_OP_GETATTR);
-	err = get_inode(d, node, &ino);
+	err = do_getattr(d, node, &st);
 	if (err)
 		return (void)fuse_reply_err(req, reply_errno(d, err));
-	fill_stat(&ino, &st);
 	fuse_reply_attr(req, &st, SQCD_TIMEOUT);
+}
+
+static int do_readlink(struct sqcd *d, fuse_ino_t node, char *target,
+		       size_t cap)
+{
+	struct img_inode ino;
+	int err;
+
+	err = get_inode(d, node, &ino);
+	if (err)
+		return err;
+	return img_readlink(d->img, &ino, target, cap);
 }
 
 /* Valid replies: fuse_reply_readlink, fuse_reply_err. */
@@ -275,13 +296,10 @@ static void sqcd_readlink(fuse_req_t req, fuse_ino_t node)
 {
 	struct sqcd *d = req_daemon(req);
 	char target[IMG_SYMLINK_MAX + 1];
-	struct img_inode ino;
 	int err;
 
 	count(d, SQCD_OP_READLINK);
-	err = get_inode(d, node, &ino);
-	if (!err)
-		err = img_readlink(d->img, &ino, target, sizeof(target));
+	err = do_readlink(d, node, target, sizeof(target));
 	if (err)
 		return (void)fuse_reply_err(req, reply_errno(d, err));
 	fuse_reply_readlink(req, target);
@@ -358,6 +376,32 @@ static void reply_bytes(struct sqcd *d, fuse_req_t req,
 	fuse_reply_iov(req, iov, (int)b->n);
 }
 
+/* Make @size bytes at @off of @node ready in @b (sqcd_bytes_ready());
+ * on success the caller sends them, then calls sqcd_bytes_put(). */
+static int do_read(struct sqcd *d, fuse_req_t req, fuse_ino_t node, size_t size,
+		   off_t off, struct sqcd_bytes *b)
+{
+	struct img_inode ino;
+	int err;
+
+	if (off < 0)
+		return -EINVAL;
+	err = get_inode(d, node, &ino);
+	if (err)
+		return err;
+	sqcd_emit(&d->events, &(struct sqcd_event){ .type = SQCD_EV_RANGE_READ,
+						    .req = req,
+						    .node = node,
+						    .ino = &ino,
+						    .off = (uint64_t)off,
+						    .size = size });
+	err = sqcd_bytes_map(d, &ino, (uint64_t)off, size, b);
+	if (err)
+		return err;
+	read_ahead(d, &ino, (uint64_t)off + b->total);
+	return sqcd_bytes_ready(d, &ino, (uint64_t)off, size, b);
+}
+
 /* Valid replies: fuse_reply_iov, fuse_reply_data, fuse_reply_err. */
 static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 		      struct fuse_file_info *fi)
@@ -368,28 +412,11 @@ static void sqcd_read(fuse_req_t req, fuse_ino_t node, size_t size, off_t off,
 	struct sqcd_bytes b = { .spans = spans,
 				.cap = READ_SPANS_MAX,
 				.rc = &rc };
-	struct img_inode ino;
 	int err;
 
 	(void)fi;
 	count(d, SQCD_OP_READ);
-	if (off < 0)
-		return (void)fuse_reply_err(req, EINVAL);
-	err = get_inode(d, node, &ino);
-	if (!err)
-		sqcd_emit(&d->events,
-			  &(struct sqcd_event){ .type = SQCD_EV_RANGE_READ,
-						.req = req,
-						.node = node,
-						.ino = &ino,
-						.off = (uint64_t)off,
-						.size = size });
-	if (!err)
-		err = sqcd_bytes_map(d, &ino, (uint64_t)off, size, &b);
-	if (err)
-		return (void)fuse_reply_err(req, reply_errno(d, err));
-	read_ahead(d, &ino, (uint64_t)off + b.total);
-	err = sqcd_bytes_ready(d, &ino, (uint64_t)off, size, &b);
+	err = do_read(d, req, node, size, off, &b);
 	if (err)
 		return (void)fuse_reply_err(req, reply_errno(d, err));
 	reply_bytes(d, req, &b);
@@ -538,12 +565,9 @@ static int do_readdir(struct sqcd *d, fuse_ino_t node, off_t off,
 	err = img_dir_open(d->img, &dir, cookie, &it);
 	if (err)
 		return err;
-	/* A reader's listing while list_names holds, or listing ahead's
-	 * of what such a reader is about to list: listing ahead makes the
-	 * regular files' inodes later, if a reader wants them. */
-	r->names =
-		r->plus && atomic_load(&d->list_names) &&
-		(!sqcd_from_lister(d, r->req) || atomic_load(&d->lister_names));
+	/* Listing ahead makes the regular files' inodes later, if a reader
+	 * wants them. */
+	r->names = r->plus && sqcd_ask(&d->events.names_only, r->req);
 	while ((err = img_dir_next(&it, &de)) == 1) {
 		err = add_entry(d, r, &dir, &de);
 		if (err < 0)
@@ -623,27 +647,36 @@ static void sqcd_statfs(fuse_req_t req, fuse_ino_t node)
 	fuse_reply_statfs(req, &st);
 }
 
+static int do_getxattr(struct sqcd *d, fuse_ino_t node, const char *name,
+		       void *buf, size_t size, size_t *len)
+{
+	struct img_inode ino;
+	int err;
+
+	if (!img_has_xattrs(d->img))
+		return -ENODATA;
+	err = get_inode(d, node, &ino);
+	if (err)
+		return err;
+	return img_xattr_get(d->img, &ino, name, buf, size, len);
+}
+
 /* Valid replies: fuse_reply_buf, fuse_reply_xattr, fuse_reply_err. */
 static void sqcd_getxattr(fuse_req_t req, fuse_ino_t node, const char *name,
 			  size_t size)
 {
 	struct sqcd *d = req_daemon(req);
-	struct img_inode ino;
 	size_t len = 0;
 	char *buf = NULL;
 	int err;
 
 	count(d, SQCD_OP_GETXATTR);
-	if (!img_has_xattrs(d->img))
-		return (void)fuse_reply_err(req, ENODATA);
 	if (size) {
 		buf = malloc(size);
 		if (!buf)
 			return (void)fuse_reply_err(req, ENOMEM);
 	}
-	err = get_inode(d, node, &ino);
-	if (!err)
-		err = img_xattr_get(d->img, &ino, name, buf, size, &len);
+	err = do_getxattr(d, node, name, buf, size, &len);
 	if (err)
 		fuse_reply_err(req, reply_errno(d, err));
 	else if (size)
@@ -669,39 +702,53 @@ static size_t filter_trusted(char *list, size_t len)
 	return out;
 }
 
+/* The names of @node's attributes that the caller may see, into *@list
+ * (NULL without any; the caller frees it), @len bytes long. */
+static int do_listxattr(struct sqcd *d, fuse_req_t req, fuse_ino_t node,
+			char **list, size_t *len)
+{
+	struct img_inode ino;
+	char *buf;
+	size_t cap;
+	int err;
+
+	*list = NULL;
+	*len = 0;
+	if (!img_has_xattrs(d->img))
+		return 0;
+	err = get_inode(d, node, &ino);
+	if (!err)
+		err = img_xattr_list(d->img, &ino, NULL, 0, len);
+	if (err)
+		return err;
+	cap = *len;
+	buf = malloc(cap + 1);
+	if (!buf)
+		return -ENOMEM;
+	err = img_xattr_list(d->img, &ino, buf, cap + 1, len);
+	if (err) {
+		free(buf);
+		return err;
+	}
+	if (fuse_req_ctx(req)->uid != 0)
+		*len = filter_trusted(buf, *len);
+	*list = buf;
+	return 0;
+}
+
 /* Valid replies: fuse_reply_buf, fuse_reply_xattr, fuse_reply_err. */
 static void sqcd_listxattr(fuse_req_t req, fuse_ino_t node, size_t size)
 {
 	struct sqcd *d = req_daemon(req);
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct img_inode ino;
-	size_t len = 0, cap;
-	char *buf = NULL;
+	size_t len;
+	char *buf;
 	int err;
 
 	count(d, SQCD_OP_LISTXATTR);
-	if (!img_has_xattrs(d->img)) {
-		if (size)
-			return (void)fuse_reply_buf(req, NULL, 0);
-		return (void)fuse_reply_xattr(req, 0);
-	}
-	err = get_inode(d, node, &ino);
-	if (!err)
-		err = img_xattr_list(d->img, &ino, NULL, 0, &len);
+	err = do_listxattr(d, req, node, &buf, &len);
 	if (err)
-		return (void)fuse_reply_err(req, reply_errno(d, err));
-	cap = len;
-	buf = malloc(cap + 1);
-	if (!buf)
-		return (void)fuse_reply_err(req, ENOMEM);
-	err = img_xattr_list(d->img, &ino, buf, cap + 1, &len);
-	if (err) {
-		free(buf);
-		return (void)fuse_reply_err(req, reply_errno(d, err));
-	}
-	if (ctx->uid != 0)
-		len = filter_trusted(buf, len);
-	if (!size)
+		fuse_reply_err(req, reply_errno(d, err));
+	else if (!size)
 		fuse_reply_xattr(req, len);
 	else if (size < len)
 		fuse_reply_err(req, ERANGE);

@@ -135,6 +135,16 @@ struct statahead {
 	pthread_t thread; /* the listing thread */
 	bool running; /* @thread was started */
 	atomic_bool stop; /* the daemon is stopping (set under @lock) */
+	/* Readers' listings give regular files names only, and the kernel
+	 * chooses plain listings past a first batch: set at start, cleared
+	 * for good once a reader looks up such a file. */
+	atomic_bool list_names;
+	/* The lister process (pid; its requests carry it): its listings
+	 * carry every attribute, unless it is listing ahead of a reader
+	 * that got names only (@lister_names, set by the listing thread
+	 * around such a listing). */
+	atomic_int lister_pid;
+	atomic_bool lister_names;
 
 	pthread_mutex_t lock; /* protects the fields up to @walk_gen */
 	struct lister *lister; /* the process the thread lists through */
@@ -167,6 +177,12 @@ struct statahead {
 	_Atomic uint64_t names_dirs; /* directories listed names only */
 	_Atomic uint64_t filled_dirs; /* and listed again by the thread */
 };
+
+/* Whether @req comes from the lister process, not from a reader. */
+static bool from_lister(struct statahead *sa, fuse_req_t req)
+{
+	return fuse_req_ctx(req)->pid == atomic_load(&sa->lister_pid);
+}
 
 /* Remember directory @ino.  Called with sa->lock held. */
 static void remember_dir(struct statahead *sa, uint32_t parent,
@@ -298,9 +314,9 @@ static int pull(struct statahead *sa, bool all, bool names, const char *path,
 		sqcd_drop_listing(sa->d, ref);
 	if (atomic_load(&sa->stop))
 		return -ECANCELED;
-	atomic_store(&sa->d->lister_names, names);
+	atomic_store(&sa->lister_names, names);
 	err = lister_list(sa->lister, path, names, &n);
-	atomic_store(&sa->d->lister_names, false);
+	atomic_store(&sa->lister_names, false);
 	if (err)
 		return err;
 	atomic_fetch_add(all ? &sa->all_dirs : &sa->dirs_listed, 1);
@@ -387,7 +403,7 @@ static void run_all(struct statahead *sa)
 static void run_walk(struct statahead *sa, uint32_t ino, unsigned int gen)
 {
 	struct listing_run r = { .gen = gen,
-				 .names = atomic_load(&sa->d->list_names) };
+				 .names = atomic_load(&sa->list_names) };
 	struct idx_walk_dir at = { .ino = ino };
 	uint32_t parent;
 	char *slash;
@@ -498,7 +514,7 @@ static int start_lister(struct statahead *sa)
 			err_str(err));
 		return err;
 	}
-	atomic_store(&sa->d->lister_pid, (int)lister_pid(l));
+	atomic_store(&sa->lister_pid, (int)lister_pid(l));
 	pthread_mutex_lock(&sa->lock);
 	sa->lister = l;
 	if (sa->stop) /* statahead_stop() came first */
@@ -581,7 +597,7 @@ int statahead_start(struct sqcd *d, void **out)
 	sa->root = root.ino;
 	sa->window = d->o.statahead;
 	sa->all = d->o.statahead_all;
-	atomic_store(&d->list_names, sa->window > 0 && !d->o.list_attrs);
+	atomic_store(&sa->list_names, sa->window > 0 && !d->o.list_attrs);
 	pthread_mutex_init(&sa->lock, NULL);
 	pthread_cond_init(&sa->more, NULL);
 	idx_dirs_init(&sa->dirs, 1024, STATAHEAD_TABLE_BUDGET);
@@ -686,8 +702,7 @@ void statahead_stats_json(struct statahead *sa, struct json_buf *b)
 			names[state & 3], SA_U64(all_dirs), SA_U64(all_entries),
 			secs, SA_U64(table_dirs), SA_U64(table_bytes),
 			(unsigned long long)(sa ? STATAHEAD_TABLE_BUDGET : 0),
-			sa && atomic_load(&sa->d->list_names) ? "true" :
-								"false",
+			sa && atomic_load(&sa->list_names) ? "true" : "false",
 			SA_U64(names_dirs), SA_U64(filled_dirs));
 #undef SA_U64
 }
@@ -717,7 +732,7 @@ static void looked_up(struct statahead *sa, fuse_req_t req,
 	struct idx_dir *e;
 	uint32_t want;
 
-	if (!sa->window || sqcd_from_lister(sa->d, req))
+	if (!sa->window || from_lister(sa, req))
 		return;
 	want = (uint32_t)MIN(dir->size / ENTRY_BYTES / 8, UINT32_MAX);
 	want = MAX(want, LOOKUPS_MIN);
@@ -734,7 +749,7 @@ static void looked_up(struct statahead *sa, fuse_req_t req,
 	if (e && e->state == DIR_NAMES && child->type == IMG_REG &&
 	    !sa->filling) {
 		sa->filling = true;
-		atomic_store(&sa->d->list_names, false);
+		atomic_store(&sa->list_names, false);
 		/* A reader that stats what it listed: once the listings are
 		 * done again, walk the tree from the top (within the window:
 		 * what is listed already is only gone through). */
@@ -809,12 +824,12 @@ static void listed(struct statahead *sa, fuse_req_t req,
 	struct idx_dir *e;
 	bool reader, walk;
 
-	reader = !sqcd_from_lister(sa->d, req);
+	reader = !from_lister(sa, req);
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, dir->ino);
 	if (e && eof) {
 		walk = reader;
-		if (names && (reader || atomic_load(&sa->d->lister_names))) {
+		if (names && (reader || atomic_load(&sa->lister_names))) {
 			listed_names(sa, e);
 			/* A reader that lists names only and looks up none
 			 * of them (ImageFolder) gets listings of names
@@ -822,7 +837,7 @@ static void listed(struct statahead *sa, fuse_req_t req,
 			 * walk that stats looks up in the first one that
 			 * has files, and the listings would be made again
 			 * with attributes. */
-			walk = reader && atomic_load(&sa->d->list_names) &&
+			walk = reader && atomic_load(&sa->list_names) &&
 			       ++sa->reader_names >= NAMES_AHEAD_AFTER;
 		} else {
 			e->state = DIR_LISTED;
@@ -877,9 +892,29 @@ void statahead_on_event(void *arg, const struct sqcd_event *ev)
 	case SQCD_EV_FORGOTTEN:
 		forgot(sa, ev->ino);
 		break;
+	case SQCD_EV_INIT:
+		/* Readdirplus for a listing's first batch, and for the next
+		 * one after a lookup or a stat in the directory; plain
+		 * listings, a third of the bytes, for the rest.  The
+		 * lister's own listings are all plus; -o list_attrs wants
+		 * every reader's listing plus. */
+		if (atomic_load(&sa->list_names) &&
+		    (ev->conn->capable & FUSE_CAP_READDIRPLUS_AUTO))
+			ev->conn->want |= FUSE_CAP_READDIRPLUS_AUTO;
+		break;
 	default:
 		break;
 	}
+}
+
+/* A reader's listing while list_names holds, or the lister's of what such
+ * a reader is about to list: regular files get names only. */
+static bool names_only(void *arg, fuse_req_t req)
+{
+	struct statahead *sa = arg;
+
+	return atomic_load(&sa->list_names) &&
+	       (!from_lister(sa, req) || atomic_load(&sa->lister_names));
 }
 
 const struct sqcd_feature statahead_feature = {
@@ -891,6 +926,7 @@ const struct sqcd_feature statahead_feature = {
 	.events = SQCD_EV_BIT(SQCD_EV_LOOKED_UP) |
 		  SQCD_EV_BIT(SQCD_EV_ENTRY_LISTED) |
 		  SQCD_EV_BIT(SQCD_EV_DIR_LISTED) |
-		  SQCD_EV_BIT(SQCD_EV_FORGOTTEN),
+		  SQCD_EV_BIT(SQCD_EV_FORGOTTEN) | SQCD_EV_BIT(SQCD_EV_INIT),
 	.on_event = statahead_on_event,
+	.names_only = names_only,
 };

@@ -126,7 +126,10 @@ void statahead_ready(void *f);
  *      thread walk on from there, or, if it got names only (@ev->names),
  *      list it again once that phase ends;
  *      SQCD_EV_FORGOTTEN: a directory the kernel dropped may be listed
- *      again.
+ *      again;
+ *      SQCD_EV_INIT: while readers' listings give names only, the kernel
+ *      is asked to choose plain listings past a first batch
+ *      (FUSE_CAP_READDIRPLUS_AUTO).
  *      Others are ignored.
  *
  * Context: FUSE workers and io_uring threads; takes the feature's lock,
@@ -135,8 +138,10 @@ void statahead_ready(void *f);
 void statahead_on_event(void *f, const struct sqcd_event *ev);
 
 /* The feature as the core knows it (daemon.h): statahead_start(),
- * statahead_stop(), statahead_free(), statahead_ready() and the events
- * statahead_on_event() hears. */
+ * statahead_stop(), statahead_free(), statahead_ready(), the events
+ * statahead_on_event() hears, and its answer to names_only (events.h):
+ * a reader's listing while names only holds, and the lister's ahead of
+ * such a reader, give regular files names only. */
 extern const struct sqcd_feature statahead_feature;
 
 #endif /* SQC_DAEMON_STATAHEAD_H */

@@ -231,35 +231,39 @@ static void order_json(struct json_buf *b, struct order *ord)
 		(unsigned long long)os.errors, os.threads);
 }
 
+/* The name of each kind of request in the stats, in enum sqcd_op order. */
+static const char *const op_names[SQCD_OP__COUNT] = {
+	[SQCD_OP_LOOKUP] = "lookup",
+	[SQCD_OP_GETATTR] = "getattr",
+	[SQCD_OP_READLINK] = "readlink",
+	[SQCD_OP_OPEN] = "open",
+	[SQCD_OP_READ] = "read",
+	[SQCD_OP_OPENDIR] = "opendir",
+	[SQCD_OP_READDIR] = "readdir",
+	[SQCD_OP_READDIRPLUS] = "readdirplus",
+	[SQCD_OP_STATFS] = "statfs",
+	[SQCD_OP_GETXATTR] = "getxattr",
+	[SQCD_OP_LISTXATTR] = "listxattr",
+	[SQCD_OP_WRITE] = "write",
+	[SQCD_OP_IOCTL] = "ioctl",
+};
+
 /* The core's "fuse" members (requests per kind, bytes, flags). */
 static void fuse_json(struct sqcd *d, struct json_buf *b)
 {
-	json_buf_printf(
-		b,
-		"\"fuse\":{\"lookup\":%llu,\"getattr\":%llu,\"readlink\":%llu,"
-		"\"open\":%llu,\"read\":%llu,\"opendir\":%llu,\"readdir\":%llu,"
-		"\"readdirplus\":%llu,\"statfs\":%llu,\"getxattr\":%llu,"
-		"\"listxattr\":%llu,\"write\":%llu,\"ioctl\":%llu,"
-		"\"bytes_served\":%llu,"
-		"\"eio\":%llu,\"readaheads\":%llu,\"spliced\":%llu,"
-		"\"no_open\":%s,",
-		(unsigned long long)d->ops[SQCD_OP_LOOKUP],
-		(unsigned long long)d->ops[SQCD_OP_GETATTR],
-		(unsigned long long)d->ops[SQCD_OP_READLINK],
-		(unsigned long long)d->ops[SQCD_OP_OPEN],
-		(unsigned long long)d->ops[SQCD_OP_READ],
-		(unsigned long long)d->ops[SQCD_OP_OPENDIR],
-		(unsigned long long)d->ops[SQCD_OP_READDIR],
-		(unsigned long long)d->ops[SQCD_OP_READDIRPLUS],
-		(unsigned long long)d->ops[SQCD_OP_STATFS],
-		(unsigned long long)d->ops[SQCD_OP_GETXATTR],
-		(unsigned long long)d->ops[SQCD_OP_LISTXATTR],
-		(unsigned long long)d->ops[SQCD_OP_WRITE],
-		(unsigned long long)d->ops[SQCD_OP_IOCTL],
-		(unsigned long long)d->bytes_served, (unsigned long long)d->eio,
-		(unsigned long long)d->readaheads,
-		(unsigned long long)d->spliced,
-		atomic_load(&d->no_open) ? "true" : "false");
+	json_buf_printf(b, "\"fuse\":{");
+	for (unsigned int op = 0; op < SQCD_OP__COUNT; op++)
+		json_buf_printf(b, "\"%s\":%llu,", op_names[op],
+				(unsigned long long)d->ops[op]);
+	json_buf_printf(b,
+			"\"bytes_served\":%llu,"
+			"\"eio\":%llu,\"readaheads\":%llu,\"spliced\":%llu,"
+			"\"no_open\":%s,",
+			(unsigned long long)d->bytes_served,
+			(unsigned long long)d->eio,
+			(unsigned long long)d->readaheads,
+			(unsigned long long)d->spliced,
+			atomic_load(&d->no_open) ? "true" : "false");
 }
 
 void sqcd_stats_json(struct sqcd *d, struct json_buf *b)

@@ -439,10 +439,8 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 	memcpy(&init, (char *)buf + sizeof(in), sizeof(init));
 	if ((init.flags & URING_INIT_EXT) && (init.flags2 & URING_INIT_FLAG2)) {
 		atomic_store(&u->init_unique, in.unique);
+		/* Before the INIT event (uring_on_event()). */
 		atomic_store(&u->state, URING_OFFERED);
-		/* Before sqcd_init(): a ring entry takes a copy of each
-		 * reply, so none is to be spliced. */
-		atomic_store(&d->replies_copied, true);
 	} else {
 		log_info("the kernel does not offer io_uring for this mount");
 		pthread_mutex_lock(&u->lock);
@@ -454,8 +452,8 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 }
 
 /*
- * Replies are not spliced on the io_uring path: sqcd_init() asks for no
- * FUSE_CAP_SPLICE_WRITE once io_uring is offered (d->replies_copied).
+ * Replies are not spliced on the io_uring path: the INIT event takes
+ * FUSE_CAP_SPLICE_WRITE back once io_uring is offered (uring_on_event()).
  * Should libfuse splice a reply to a request this thread holds all the
  * same, the message (header and data, all in the pipe) is read out and put
  * into the entry, so the request is answered and serve() does not wait for
@@ -910,6 +908,16 @@ void uring_gate(atomic_uint **busy, unsigned int *max)
 	*max = atomic_load(&self->u->stopping) ? 0 : self->u->per_queue - 1;
 }
 
+void uring_on_event(void *f, const struct sqcd_event *ev)
+{
+	struct uring *u = f;
+
+	/* A ring entry takes a copy of each reply, so a pipe would be one
+	 * copy more: none is spliced. */
+	if (ev->type == SQCD_EV_INIT && atomic_load(&u->state) == URING_OFFERED)
+		ev->conn->want &= ~(unsigned int)FUSE_CAP_SPLICE_WRITE;
+}
+
 #else /* !SQC_HAVE_URING: built without liburing */
 
 int uring_start(struct sqcd *d, void **out)
@@ -956,6 +964,12 @@ void uring_gate(atomic_uint **busy, unsigned int *max)
 {
 	(void)busy;
 	(void)max;
+}
+
+void uring_on_event(void *f, const struct sqcd_event *ev)
+{
+	(void)f;
+	(void)ev;
 }
 
 #endif /* SQC_HAVE_URING */
@@ -1017,4 +1031,6 @@ const struct sqcd_feature uring_feature = {
 	.start = uring_start,
 	.stop = uring_stop,
 	.free = uring_free,
+	.events = SQCD_EV_BIT(SQCD_EV_INIT),
+	.on_event = uring_on_event,
 };

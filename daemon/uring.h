@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 struct sqcd;
+struct sqcd_event;
 struct sqcd_feature;
 struct uring;
 struct json_buf;
@@ -111,8 +112,19 @@ void *uring_reply_buf(void);
  */
 void uring_gate(atomic_uint **busy, unsigned int *max);
 
+/**
+ * uring_on_event() - Hear the core's events (events.h).
+ * @f: the feature (struct uring)
+ * @ev: the event: SQCD_EV_INIT, once the kernel offered io_uring, asks
+ *      for no FUSE_CAP_SPLICE_WRITE (a ring entry copies every reply);
+ *      others are ignored.
+ *
+ * Context: the thread that answers INIT; cannot fail.
+ */
+void uring_on_event(void *f, const struct sqcd_event *ev);
+
 /* The feature as the core knows it (daemon.h): uring_start(), uring_stop(),
- * uring_free(). */
+ * uring_free(), and the event uring_on_event() hears. */
 extern const struct sqcd_feature uring_feature;
 
 #endif /* SQC_DAEMON_URING_H */

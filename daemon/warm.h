@@ -4,7 +4,7 @@
  * listing showed the kernel, and files being opened, are pushed into the
  * kernel's page cache (see warm.c).  The module owns its thread, its queue
  * and its counters; it hears the core's events (warm_on_event()) and is
- * started and stopped by main.c.
+ * started and stopped through features[] in main.c.
  */
 #ifndef SQC_DAEMON_WARM_H
 #define SQC_DAEMON_WARM_H
@@ -47,7 +47,7 @@ void warm_free(void *f);
 
 /**
  * warm_on_event() - Hear the core's events (events.h).
- * @w: the module (struct warm)
+ * @f: the module (struct warm)
  * @ev: the event:
  *      SQCD_EV_ENTRY_LISTED: a listed file is kept until a read follows,
  *      then queued (files are pushed in the order their data lies in the

@@ -51,17 +51,40 @@ bool img_name_is_valid(const char *name, size_t len)
 	return true;
 }
 
-/* Read index entry @i of @dir's index; entries are read in order, so the
- * caller passes the position reached by the previous call. */
+/* A walk over a directory's index, entry by entry in order. */
+struct index_walk {
+	struct img_meta_buf mb; /* .held set by index_start(); data needs
+				   no zeroing */
+	uint64_t block; /* where the next entry is */
+	uint32_t off;
+	uint32_t left; /* entries not read yet */
+	uint32_t read; /* entries read */
+};
+
+static void index_start(struct index_walk *w, const struct img_inode *dir)
+{
+	w->mb.held = UINT64_MAX;
+	w->block = dir->dir.idx_block;
+	w->off = dir->dir.idx_off;
+	w->left = dir->dir.idx_count;
+	w->read = 0;
+}
+
+/* Read the next entry of @dir's index.  Return: 1 if read into @out, 0
+ * past the last one, -errno. */
 static int index_next(struct img *img, const struct img_inode *dir,
-		      struct img_meta_buf *mb, uint64_t *block, uint32_t *off,
-		      struct dir_index *out)
+		      struct index_walk *w, struct dir_index *out)
 {
 	const struct img_region rg = img__inode_region(img);
 	struct sqfs_disk_dir_index d;
 	int err;
 
-	err = img__meta_buf_read(img, NULL, &rg, mb, block, off, &d, sizeof(d));
+	if (!w->left)
+		return 0;
+	w->left--;
+	w->read++;
+	err = img__meta_buf_read(img, NULL, &rg, &w->mb, &w->block, &w->off, &d,
+				 sizeof(d));
 	if (err)
 		return err;
 	out->index = le32_dec(d.index);
@@ -71,8 +94,8 @@ static int index_next(struct img *img, const struct img_inode *dir,
 		return IMG_CORRUPT(
 			img, "directory inode %u has an index name of %u bytes",
 			dir->ino, out->name_len);
-	err = img__meta_buf_read(img, NULL, &rg, mb, block, off, out->name,
-				 out->name_len);
+	err = img__meta_buf_read(img, NULL, &rg, &w->mb, &w->block, &w->off,
+				 out->name, out->name_len);
 	if (err)
 		return err;
 	out->name[out->name_len] = '\0';
@@ -82,7 +105,7 @@ static int index_next(struct img *img, const struct img_inode *dir,
 			img,
 			"directory inode %u has an index entry outside its listing",
 			dir->ino);
-	return 0;
+	return 1;
 }
 
 static void iter_seek(struct img_dir_iter *it, const struct img_inode *dir,
@@ -98,13 +121,10 @@ static void iter_seek(struct img_dir_iter *it, const struct img_inode *dir,
 int img_dir_open(struct img *img, const struct img_inode *dir, uint64_t cookie,
 		 struct img_dir_iter *it)
 {
-	struct img_meta_buf mb; /* .held set below; data needs no zeroing */
+	struct index_walk w;
 	struct dir_index x, prev;
-	uint64_t block;
-	uint32_t off;
 	int err;
 
-	mb.held = UINT64_MAX;
 	if (dir->type != IMG_DIR)
 		return -ENOTDIR;
 	memset(it, 0, offsetof(struct img_dir_iter, mb));
@@ -120,14 +140,10 @@ int img_dir_open(struct img *img, const struct img_inode *dir, uint64_t cookie,
 	it->skip_to = (uint32_t)cookie;
 	if (!cookie || !dir->dir.idx_count)
 		return 0;
-	block = dir->dir.idx_block;
-	off = dir->dir.idx_off;
+	index_start(&w, dir);
 	prev.index = 0;
-	for (uint32_t i = 0; i < dir->dir.idx_count; i++) {
-		err = index_next(img, dir, &mb, &block, &off, &x);
-		if (err)
-			return err;
-		if (i && x.index <= prev.index)
+	while ((err = index_next(img, dir, &w, &x)) == 1) {
+		if (w.read > 1 && x.index <= prev.index)
 			return IMG_CORRUPT(
 				img,
 				"directory inode %u has an index out of order",
@@ -137,7 +153,7 @@ int img_dir_open(struct img *img, const struct img_inode *dir, uint64_t cookie,
 		iter_seek(it, dir, &x);
 		prev = x;
 	}
-	return 0;
+	return err < 0 ? err : 0;
 }
 
 /* Read and check the header of the next run of entries. */
@@ -252,27 +268,21 @@ int img_dir_next(struct img_dir_iter *it, struct img_dirent *out)
 
 int img__dir_check_index(struct img *img, const struct img_inode *dir)
 {
-	struct img_meta_buf mb; /* .held set below; data needs no zeroing */
 	struct img_dir_iter it, at;
+	struct index_walk w;
 	struct img_dirent de;
 	struct dir_index x;
-	uint64_t block;
-	uint32_t off, prev = 0;
+	uint32_t prev = 0;
 	int err;
 
-	mb.held = UINT64_MAX;
 	if (dir->type != IMG_DIR || !dir->dir.idx_count)
 		return 0;
 	err = img_dir_open(img, dir, 0, &it);
 	if (err)
 		return err;
-	block = dir->dir.idx_block;
-	off = dir->dir.idx_off;
-	for (uint32_t i = 0; i < dir->dir.idx_count; i++) {
-		err = index_next(img, dir, &mb, &block, &off, &x);
-		if (err)
-			return err;
-		if (i && x.index <= prev)
+	index_start(&w, dir);
+	while ((err = index_next(img, dir, &w, &x)) == 1) {
+		if (w.read > 1 && x.index <= prev)
 			return IMG_CORRUPT(
 				img,
 				"directory inode %u has an index out of order",
@@ -307,20 +317,17 @@ int img__dir_check_index(struct img *img, const struct img_inode *dir)
 					       "directory inode %u has an index name that is not its header's first name",
 					       dir->ino);
 	}
-	return 0;
+	return err;
 }
 
 int img_dir_lookup(struct img *img, const struct img_inode *dir,
 		   const char *name, size_t len, struct img_dirent *out)
 {
-	struct img_meta_buf mb; /* .held set below; data needs no zeroing */
 	struct img_dir_iter it;
+	struct index_walk w;
 	struct dir_index x;
-	uint64_t block;
-	uint32_t off;
 	int err, c;
 
-	mb.held = UINT64_MAX;
 	if (dir->type != IMG_DIR)
 		return -ENOTDIR;
 	if (len > SQFS_NAME_LEN)
@@ -329,12 +336,8 @@ int img_dir_lookup(struct img *img, const struct img_inode *dir,
 	if (err)
 		return err;
 	/* Jump to the last index point whose first name is <= @name. */
-	block = dir->dir.idx_block;
-	off = dir->dir.idx_off;
-	for (uint32_t i = 0; i < dir->dir.idx_count; i++) {
-		err = index_next(img, dir, &mb, &block, &off, &x);
-		if (err)
-			return err;
+	index_start(&w, dir);
+	while ((err = index_next(img, dir, &w, &x)) == 1) {
 		if (name_cmp(x.name, x.name_len, name, len) > 0)
 			break;
 		if (x.index < it.pos)
@@ -344,6 +347,8 @@ int img_dir_lookup(struct img *img, const struct img_inode *dir,
 				dir->ino);
 		iter_seek(&it, dir, &x);
 	}
+	if (err < 0)
+		return err;
 	while ((err = img_dir_next(&it, out)) == 1) {
 		c = name_cmp(out->name, out->name_len, name, len);
 		if (c == 0)

@@ -209,42 +209,23 @@ static int data_fill(void *arg, uint64_t pos, void *buf, size_t cap,
 	struct data_fill *a = arg;
 	struct img *img = a->img;
 	uint32_t stored = a->word & SQFS_BLOCK_LEN_MASK;
-	const void *src;
-	void *scratch;
 	size_t got;
 	int err;
 
-	if (a->word & SQFS_BLOCK_UNCOMPRESSED) {
-		if (stored > cap)
-			return IMG_CORRUPT(
-				img,
-				"uncompressed block at %llu is larger than a block",
-				(unsigned long long)pos);
-		err = img__read(img, a->rc, pos, buf, stored);
-		if (err)
-			return err;
-		got = stored;
-	} else {
-		scratch = img__scratch();
-		if (!scratch)
-			return -ENOMEM;
-		err = img__src(img, a->rc, pos, stored, scratch,
-			       IMG_SCRATCH_SIZE, &src);
-		if (err)
-			return err;
-		err = dec_decompress(img->codec, src, stored, buf, cap, &got);
-		if (err == -EFSCORRUPTED)
-			return IMG_CORRUPT(
-				img,
-				"data block at %llu (%u bytes) does not decompress",
-				(unsigned long long)pos, stored);
-		if (err)
-			return err;
-		atomic_fetch_add_explicit(&img->decompressions, 1,
-					  memory_order_relaxed);
-		atomic_fetch_add_explicit(&img->decompressed_bytes, got,
-					  memory_order_relaxed);
-	}
+	err = img__unpack(img, a->rc, pos, stored,
+			  !(a->word & SQFS_BLOCK_UNCOMPRESSED), buf, cap, &got);
+	if (err == -EFBIG)
+		return IMG_CORRUPT(
+			img,
+			"uncompressed block at %llu is larger than a block",
+			(unsigned long long)pos);
+	if (err == -EBADMSG)
+		return IMG_CORRUPT(
+			img,
+			"data block at %llu (%u bytes) does not decompress",
+			(unsigned long long)pos, stored);
+	if (err)
+		return err;
 	a->filled = true;
 	if (a->want ? got != a->want : got == 0)
 		return IMG_CORRUPT(

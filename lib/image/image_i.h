@@ -151,6 +151,28 @@ int img__read(struct img *img, const struct img_read_ctx *rc, uint64_t off,
 	      void *dst, size_t len);
 
 /**
+ * img__unpack() - The bytes of a block, as stored or decompressed.
+ * @img: image
+ * @rc: on whose behalf, or NULL for a reader of the mount
+ * @pos: byte offset of what is stored
+ * @stored: bytes stored there
+ * @compressed: they are compressed (else they are the block)
+ * @out: where the block goes
+ * @cap: bytes at @out
+ * @got: set to the block's length
+ *
+ * The two errors of the bytes themselves are not said, so that the
+ * caller names the block in its IMG_CORRUPT().
+ *
+ * Return: 0; -EFBIG if stored uncompressed and larger than @cap;
+ * -EBADMSG if they do not decompress into @cap bytes; -ENOMEM; others as
+ * img__src().  Context: any thread.
+ */
+int img__unpack(struct img *img, const struct img_read_ctx *rc, uint64_t pos,
+		size_t stored, bool compressed, void *out, size_t cap,
+		size_t *got);
+
+/**
  * img__staged_ptr() - Point at staged bytes without copying.
  * @img: image
  * @rc: on whose behalf, or NULL for a reader of the mount

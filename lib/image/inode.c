@@ -203,34 +203,49 @@ static int read_body(struct body *b, void *d, size_t size)
 			      (uint8_t *)d + hdr, size - hdr);
 }
 
+/*
+ * Read the extended inode struct @d of @size bytes (read_body()), and
+ * decode what every extended layout with an xattr id before its own
+ * fields has: @nlink and @xattr, members of @d.
+ */
+static int read_ext_body(struct body *b, struct img_inode *out, void *d,
+			 size_t size, const struct le32 *nlink,
+			 const struct le32 *xattr)
+{
+	int err;
+
+	err = read_body(b, d, size);
+	if (err)
+		return err;
+	out->nlink = le32_dec(*nlink);
+	return check_xattr(b->img, out, le32_dec(*xattr));
+}
+
 static int decode_dir_body(struct body *b, struct img_inode *out)
 {
 	struct sqfs_disk_ldir ld;
 	struct sqfs_disk_dir d;
 	int err;
 
-	if (!out->extended) {
-		err = read_body(b, &d, sizeof(d));
+	if (out->extended) {
+		err = read_ext_body(b, out, &ld, sizeof(ld), &ld.nlink,
+				    &ld.xattr);
 		if (err)
 			return err;
-		out->nlink = le32_dec(d.nlink);
-		return decode_dir(b->img, out, le32_dec(d.start_block),
-				  le16_dec(d.offset), le16_dec(d.size),
-				  le32_dec(d.parent));
+		out->dir.idx_count = le16_dec(ld.idx_count);
+		out->dir.idx_block = b->block;
+		out->dir.idx_off = b->off;
+		return decode_dir(b->img, out, le32_dec(ld.start_block),
+				  le16_dec(ld.offset), le32_dec(ld.size),
+				  le32_dec(ld.parent));
 	}
-	err = read_body(b, &ld, sizeof(ld));
+	err = read_body(b, &d, sizeof(d));
 	if (err)
 		return err;
-	out->nlink = le32_dec(ld.nlink);
-	err = check_xattr(b->img, out, le32_dec(ld.xattr));
-	if (err)
-		return err;
-	out->dir.idx_count = le16_dec(ld.idx_count);
-	out->dir.idx_block = b->block;
-	out->dir.idx_off = b->off;
-	return decode_dir(b->img, out, le32_dec(ld.start_block),
-			  le16_dec(ld.offset), le32_dec(ld.size),
-			  le32_dec(ld.parent));
+	out->nlink = le32_dec(d.nlink);
+	return decode_dir(b->img, out, le32_dec(d.start_block),
+			  le16_dec(d.offset), le16_dec(d.size),
+			  le32_dec(d.parent));
 }
 
 static int decode_reg_body(struct body *b, struct img_inode *out)
@@ -251,11 +266,7 @@ static int decode_reg_body(struct body *b, struct img_inode *out)
 				   le32_dec(d.size), le32_dec(d.frag),
 				   le32_dec(d.frag_off));
 	}
-	err = read_body(b, &ld, sizeof(ld));
-	if (err)
-		return err;
-	out->nlink = le32_dec(ld.nlink);
-	err = check_xattr(b->img, out, le32_dec(ld.xattr));
+	err = read_ext_body(b, out, &ld, sizeof(ld), &ld.nlink, &ld.xattr);
 	if (err)
 		return err;
 	size = le64_dec(ld.size);

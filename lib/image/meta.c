@@ -35,9 +35,7 @@ static int meta_fill(void *arg, uint64_t pos, void *buf, size_t cap,
 	uint8_t hdr[SQFS_META_HDR];
 	uint8_t *out = (uint8_t *)buf + META_ENTRY_HDR;
 	size_t stored, got;
-	const void *src;
 	uint64_t next;
-	void *scratch;
 	uint16_t h;
 	int err;
 
@@ -52,33 +50,15 @@ static int meta_fill(void *arg, uint64_t pos, void *buf, size_t cap,
 			img, "metadata block at %llu has stored length %zu",
 			(unsigned long long)pos, stored);
 	next = pos + SQFS_META_HDR + stored;
-	if (h & SQFS_META_UNCOMPRESSED) {
-		err = img__read(img, a->rc, pos + SQFS_META_HDR, out, stored);
-		if (err)
-			return err;
-		got = stored;
-	} else {
-		scratch = img__scratch();
-		if (!scratch)
-			return -ENOMEM;
-		err = img__src(img, a->rc, pos + SQFS_META_HDR, stored, scratch,
-			       IMG_SCRATCH_SIZE, &src);
-		if (err)
-			return err;
-		err = dec_decompress(img->codec, src, stored, out,
-				     SQFS_META_SIZE, &got);
-		if (err == -EFSCORRUPTED || (!err && got == 0))
-			return IMG_CORRUPT(
-				img,
-				"metadata block at %llu does not decompress",
-				(unsigned long long)pos);
-		if (err)
-			return err;
-		atomic_fetch_add_explicit(&img->decompressions, 1,
-					  memory_order_relaxed);
-		atomic_fetch_add_explicit(&img->decompressed_bytes, got,
-					  memory_order_relaxed);
-	}
+	err = img__unpack(img, a->rc, pos + SQFS_META_HDR, stored,
+			  !(h & SQFS_META_UNCOMPRESSED), out, SQFS_META_SIZE,
+			  &got);
+	if (err == -EBADMSG || (!err && got == 0))
+		return IMG_CORRUPT(img,
+				   "metadata block at %llu does not decompress",
+				   (unsigned long long)pos);
+	if (err)
+		return err;
 	memcpy(buf, &next, sizeof(next));
 	*len = META_ENTRY_HDR + got;
 	return 0;

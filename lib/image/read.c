@@ -7,7 +7,8 @@
  * or, outside it, from the window another module holds in RAM (struct
  * img_window: the epoch order's) or the file with a read of just the
  * range (source.c).  What a read may do comes with it (struct
- * img_read_ctx).
+ * img_read_ctx).  img__unpack() reads a stored block through it, and
+ * decompresses it where it is stored compressed.
  */
 #define LOG_MOD "image"
 
@@ -142,4 +143,36 @@ int img__read(struct img *img, const struct img_read_ctx *rc, uint64_t off,
 		return 0;
 	}
 	return file_read(img, rc, off, dst, len);
+}
+
+int img__unpack(struct img *img, const struct img_read_ctx *rc, uint64_t pos,
+		size_t stored, bool compressed, void *out, size_t cap,
+		size_t *got)
+{
+	const void *src;
+	void *scratch;
+	int err;
+
+	if (!compressed) {
+		if (stored > cap)
+			return -EFBIG;
+		*got = stored;
+		return img__read(img, rc, pos, out, stored);
+	}
+	scratch = img__scratch();
+	if (!scratch)
+		return -ENOMEM;
+	err = img__src(img, rc, pos, stored, scratch, IMG_SCRATCH_SIZE, &src);
+	if (err)
+		return err;
+	err = dec_decompress(img->codec, src, stored, out, cap, got);
+	if (err == -EFSCORRUPTED)
+		return -EBADMSG;
+	if (err)
+		return err;
+	atomic_fetch_add_explicit(&img->decompressions, 1,
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&img->decompressed_bytes, *got,
+				  memory_order_relaxed);
+	return 0;
 }
