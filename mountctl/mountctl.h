@@ -407,4 +407,15 @@ int mc_keep_ask(const char *path, int op, const char *name, uint64_t a,
 int mc_keep_list(const char *path,
 		 void (*fn)(void *arg, const struct keep_msg *e), void *arg);
 
+/**
+ * mc_kept_print() - Append the kept copies the caller may see to @b.
+ * @path: the keeper's socket, or NULL for the default
+ * @json: as a JSON array of {uid, image, bytes, complete_bytes, last_use,
+ *        in_use}, else for people
+ * @b: buffer
+ *
+ * Return: 0, or -errno with nothing appended (-ENOENT: no keeper runs).
+ */
+int mc_kept_print(const char *path, bool json, struct json_buf *b);
+
 #endif /* SQC_MOUNTCTL_MOUNTCTL_H */
