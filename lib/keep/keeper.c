@@ -180,8 +180,9 @@ static void drop_changed(struct keeper *k, const struct conn *c)
 		if (!strcmp(p->name, c->name) ||
 		    (p->key.dev == c->key.dev && p->key.ino == c->key.ino &&
 		     p->key.offset == c->key.offset)) {
-			log_info("the image of the kept copy of '%s' (uid %u) changed; dropping it",
-				 p->name, (unsigned int)p->uid);
+			log_info(
+				"the image of the kept copy of '%s' (uid %u) changed; dropping it",
+				p->name, (unsigned int)p->uid);
 			drop_copy(k, p);
 		}
 	}
@@ -316,7 +317,8 @@ static int on_forget(struct keeper *k, struct conn *c, const struct keep_msg *m)
 
 	for (p = k->copies; p; p = next) {
 		next = p->next;
-		if (!visible(p, c->uid) || (m->name[0] && strcmp(p->name, m->name)))
+		if (!visible(p, c->uid) ||
+		    (m->name[0] && strcmp(p->name, m->name)))
 			continue;
 		n++;
 		if (p->conn != KEPT)
