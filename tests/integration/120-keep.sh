@@ -93,7 +93,7 @@ mount_keep() {
 # wait_done MNT SECONDS: until staging is done
 wait_done() {
     _wd_i=0
-    until [ "$(stat_of "$1" stage.state)" = done ]; do
+    until [ "$(stat_of "$1" stage.state)" = "done" ]; do
         _wd_i=$((_wd_i + 1))
         [ $_wd_i -lt $(($2 * 50)) ] || fail "$1 not staged within $2 s ($(stat_of "$1" stage.staged) bytes)"
         sleep 0.02
@@ -183,7 +183,7 @@ FAULTFS_DELAY_US=100000 start_faultfs "$T/src3.sqfs" "$T/store" "$T/failfile"
 mount_keep "" "$T/store/image" "$T/mf" -o threads=2
 wait_stat "$T/mf" stage.staged 2000000 60 "staging did not start"
 pid=$(sqc_pid "$T/mf")
-[ "$(stat_of "$T/mf" stage.state)" != done ] || fail "staging ended before the kill: slow storage is too fast"
+[ "$(stat_of "$T/mf" stage.state)" != "done" ] || fail "staging ended before the kill: slow storage is too fast"
 kill -9 "$pid"
 wait_gone "$pid" 10 "the killed daemon"
 fusermount3 -u -z "$T/mf" 2>/dev/null || umount -l "$T/mf"
