@@ -113,8 +113,9 @@ static void backing(void *arg, int fd, uint64_t offset, uint64_t size,
 	err = ask(k, fd, offset, size);
 	if (err) {
 		k->answer = "error";
-		log_warn("the keeper at '%s' failed: %s; staging without keeping",
-			 k->path, err_str(err));
+		log_warn(
+			"the keeper at '%s' failed: %s; staging without keeping",
+			k->path, err_str(err));
 		if (k->memfd >= 0)
 			close(k->memfd);
 		k->memfd = -1;
@@ -146,6 +147,20 @@ int keep_prepare(struct sqcd *d, void **f)
 	return 0;
 }
 
+/* The copy was refused (stage.h): have the keeper drop it once this
+ * mount ends, rather than keep it for the next. */
+static void forget(struct keep *k)
+{
+	struct keep_msg m = { .op = KEEP_FORGET };
+	int fd;
+
+	memcpy(m.name, k->d->o.image_abs,
+	       MIN(strlen(k->d->o.image_abs), sizeof(m.name) - 1));
+	if (!keep_send(k->sock, &m, -1) && !keep_recv(k->sock, &m, &fd) &&
+	    fd >= 0)
+		close(fd);
+}
+
 /* The image is open and maps the copy: the descriptor is not needed. */
 static int keep_start(struct sqcd *d, void **f)
 {
@@ -158,8 +173,10 @@ static int keep_start(struct sqcd *d, void **f)
 		close(k->memfd);
 	k->memfd = -1;
 	stage_get_stats(img_stage(d->img), &ss);
-	if (ss.backing == STAGE_BACKING_REFUSED)
+	if (ss.backing == STAGE_BACKING_REFUSED) {
 		k->answer = "refused";
+		forget(k);
+	}
 	return 0;
 }
 

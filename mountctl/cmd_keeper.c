@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -104,7 +105,10 @@ static void accept_one(struct server *sv)
 {
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
-	int c = accept4(sv->pfd[0].fd, NULL, NULL, SOCK_CLOEXEC);
+	/* Non-blocking: a client that does not read its answers has its
+	 * connection closed, and never stops the keeper. */
+	int c = accept4(sv->pfd[0].fd, NULL, NULL,
+			SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 	if (c < 0)
 		return;
@@ -158,6 +162,7 @@ static uint64_t mem_available(void)
 
 static void serve(struct server *sv)
 {
+	struct timespec now, last = { 0, 0 };
 	uint64_t avail;
 
 	while (!stopping) {
@@ -170,7 +175,11 @@ static void serve(struct server *sv)
 				serve_one(sv, i);
 		if (n > 0 && sv->pfd[0].revents & POLLIN)
 			accept_one(sv);
-		/* Memory is short: kept copies go first. */
+		/* Once a second: memory is short, kept copies go first. */
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec == last.tv_sec)
+			continue;
+		last = now;
 		avail = mem_available();
 		if (avail < sv->floor)
 			keeper_evict(sv->k, sv->floor - avail);

@@ -188,6 +188,17 @@ static void drop_changed(struct keeper *k, const struct conn *c)
 	}
 }
 
+/* A name for display, shown to root by mountctl status: control
+ * characters become '?'. */
+static void name_copy(char *dst, const char *src)
+{
+	for (size_t i = 0; i < KEEP_NAME_MAX; i++) {
+		unsigned char ch = (unsigned char)src[i];
+
+		dst[i] = ch && (ch < 0x20 || ch == 0x7f) ? '?' : (char)ch;
+	}
+}
+
 /* GET: the copy of the image @fd for @c's user, or NONE. */
 static int on_get(struct keeper *k, struct conn *c, const struct keep_msg *m,
 		  int fd)
@@ -204,7 +215,7 @@ static int on_get(struct keeper *k, struct conn *c, const struct keep_msg *m,
 		return answer(c->fd, KEEP_DONE, -EINVAL, 0, -1);
 	keep_key_of(&sb, m->a, &c->key);
 	c->file_size = (uint64_t)sb.st_size;
-	memcpy(c->name, m->name, sizeof(c->name));
+	name_copy(c->name, m->name);
 	drop_changed(k, c);
 	for (p = k->copies; p; p = p->next) {
 		if (p->uid != c->uid || p->conn != KEPT || p->forgotten ||

@@ -28,9 +28,9 @@ struct cl {
 
 static void cl_open(struct cl *c)
 {
-	ck_assert_int_eq(
-		socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sv),
-		0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
+				    c->sv),
+			 0);
 }
 
 static void cl_close(struct keeper *k, struct cl *c)
@@ -66,10 +66,10 @@ static char *image_new(void)
 	return path;
 }
 
-/* A mount of @path by @uid on @c: GET, and PUT a new copy if NONE.
- * Return: 1 if a copy was given, 0 if one was made. */
-static int mount_on(struct keeper *k, struct cl *c, uid_t uid,
-		    const char *path)
+/* A mount of @path by @uid on @c: GET (with @name), and PUT a new copy
+ * if NONE.  Return: 1 if a copy was given, 0 if one was made. */
+static int mount_on_named(struct keeper *k, struct cl *c, uid_t uid,
+			  const char *path, const char *name)
 {
 	struct keep_msg m = { .op = KEEP_GET, .b = IMG_SIZE }, ans;
 	struct keep_key key;
@@ -77,7 +77,7 @@ static int mount_on(struct keeper *k, struct cl *c, uid_t uid,
 	int img = open(path, O_RDONLY), copy;
 
 	ck_assert_int_ge(img, 0);
-	strcpy(m.name, path);
+	strcpy(m.name, name);
 	cl_open(c);
 	copy = ask(k, c, uid, &m, img, &ans);
 	if (ans.op == KEEP_COPY) {
@@ -89,9 +89,8 @@ static int mount_on(struct keeper *k, struct cl *c, uid_t uid,
 	ck_assert_int_eq(ans.op, KEEP_NONE);
 	ck_assert_int_eq(fstat(img, &sb), 0);
 	keep_key_of(&sb, 0, &key);
-	ck_assert_int_eq(stage_backing_new(IMG_SIZE, &key, sizeof(key), "t",
-					   &copy),
-			 0);
+	ck_assert_int_eq(
+		stage_backing_new(IMG_SIZE, &key, sizeof(key), "t", &copy), 0);
 	m = (struct keep_msg){ .op = KEEP_PUT };
 	ck_assert_int_eq(ask(k, c, uid, &m, copy, &ans), -1);
 	ck_assert_int_eq(ans.op, KEEP_DONE);
@@ -99,6 +98,11 @@ static int mount_on(struct keeper *k, struct cl *c, uid_t uid,
 	close(copy);
 	close(img);
 	return 0;
+}
+
+static int mount_on(struct keeper *k, struct cl *c, uid_t uid, const char *path)
+{
+	return mount_on_named(k, c, uid, path, path);
 }
 
 START_TEST(test_wire)
@@ -138,8 +142,7 @@ START_TEST(test_keep_uid_identity)
 	ck_assert_uint_eq(keeper_kept(k, &n), 0); /* in use */
 	ck_assert_uint_eq(n, 1);
 	cl_close(k, &a);
-	ck_assert_uint_eq(keeper_kept(k, NULL),
-			  stage_backing_size(IMG_SIZE));
+	ck_assert_uint_eq(keeper_kept(k, NULL), stage_backing_size(IMG_SIZE));
 	ck_assert_int_eq(mount_on(k, &b, 1001, path), 0); /* another user */
 	cl_close(k, &b);
 	ck_assert_int_eq(mount_on(k, &a, 1000, path), 1);
@@ -277,6 +280,45 @@ START_TEST(test_keep_put_checked)
 }
 END_TEST
 
+/* A name with control characters is listed with '?' for them. */
+START_TEST(test_keep_name_shown)
+{
+	char *path = image_new();
+	struct keep_msg m = { .op = KEEP_GET, .name = "a\033[2Jb\n" }, ans;
+	struct keeper *k;
+	struct cl c, l;
+	int img = open(path, O_RDONLY);
+
+	ck_assert_int_eq(keeper_new(1ull << 30, &k), 0);
+	cl_open(&c);
+	ck_assert_int_eq(ask(k, &c, 1000, &m, img, &ans), -1);
+	ck_assert_int_eq(ans.op, KEEP_NONE);
+	cl_close(k, &c);
+	ck_assert_int_eq(mount_on(k, &c, 1000, path), 0);
+	cl_open(&l);
+	m = (struct keep_msg){ .op = KEEP_LIST };
+	ck_assert_int_eq(ask(k, &l, 1000, &m, -1, &ans), -1);
+	ck_assert_str_eq(ans.name, path);
+	cl_close(k, &l);
+	cl_close(k, &c);
+	/* And through PUT, the name of the GET before it. */
+	cl_open(&c);
+	m = (struct keep_msg){ .op = KEEP_FORGET };
+	ck_assert_int_eq(ask(k, &c, 1000, &m, -1, &ans), -1);
+	cl_close(k, &c);
+	ck_assert_int_eq(mount_on_named(k, &c, 1000, path, "a\033[2Jb\n"), 0);
+	cl_close(k, &c);
+	cl_open(&l);
+	m = (struct keep_msg){ .op = KEEP_LIST };
+	ck_assert_int_eq(ask(k, &l, 1000, &m, -1, &ans), -1);
+	ck_assert_str_eq(ans.name, "a?[2Jb?");
+	cl_close(k, &l);
+	keeper_free(k);
+	unlink(path);
+	free(path);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("keep");
@@ -289,6 +331,7 @@ int main(void)
 	tcase_add_test(tc, test_keep_budget);
 	tcase_add_test(tc, test_keep_list_forget);
 	tcase_add_test(tc, test_keep_put_checked);
+	tcase_add_test(tc, test_keep_name_shown);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
