@@ -97,14 +97,14 @@ out_close:
 
 /* Check the header @t of a copy of @fsize bytes.  Return: as
  * stage_backing_check(). */
-static int trailer_valid(const struct trailer *t, uint64_t fsize,
-			 uint64_t size, const void *key, size_t key_len)
+static int trailer_valid(const struct trailer *t, uint64_t fsize, uint64_t size,
+			 const void *key, size_t key_len)
 {
 	if (memcmp(t->magic, TRAILER_MAGIC, sizeof(t->magic)) ||
 	    t->version != TRAILER_VERSION ||
-	    t->chunk_size != STAGE_CHUNK_SIZE || !t->size ||
-	    t->size > fsize || stage_backing_size(t->size) != fsize ||
-	    !t->key_len || t->key_len > STAGE_KEY_MAX)
+	    t->chunk_size != STAGE_CHUNK_SIZE || !t->size || t->size > fsize ||
+	    stage_backing_size(t->size) != fsize || !t->key_len ||
+	    t->key_len > STAGE_KEY_MAX)
 		return -EBADMSG;
 	if (size && t->size != size)
 		return -ESTALE;
@@ -125,8 +125,8 @@ static uint64_t complete_bytes(const uint8_t *s, uint64_t size)
 	return sum;
 }
 
-int stage_backing_check(int fd, uint64_t *size, const void *key,
-			size_t key_len, uint64_t *complete)
+int stage_backing_check(int fd, uint64_t *size, const void *key, size_t key_len,
+			uint64_t *complete)
 {
 	struct trailer t;
 	struct stat sb;
@@ -182,16 +182,18 @@ int stage__backing_map(struct stage *st, const struct stage_opts *o)
 		return 0;
 	err = stage_backing_check(b->fd, &size, b->key, b->key_len, NULL);
 	if (err) {
-		log_warn("the kept copy of '%s' does not match it (%s); staging afresh",
-			 st->src.name, err_str(err));
+		log_warn(
+			"the kept copy of '%s' does not match it (%s); staging afresh",
+			st->src.name, err_str(err));
 		st->backing = STAGE_BACKING_REFUSED;
 		return 0;
 	}
 	len = (size_t)stage_backing_size(size);
 	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
 	if (m == MAP_FAILED) {
-		log_warn("cannot map the kept copy of '%s' (%s); staging afresh",
-			 st->src.name, err_str(errno));
+		log_warn(
+			"cannot map the kept copy of '%s' (%s); staging afresh",
+			st->src.name, err_str(errno));
 		st->backing = STAGE_BACKING_REFUSED;
 		return 0;
 	}

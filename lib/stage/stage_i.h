@@ -4,8 +4,9 @@
  * nobody else: struct stage, the chunk, plan and pacing helpers, and the
  * stager threads' interface.
  *
- * Design.  The staged copy is one anonymous mapping as long as the range,
- * laid out at the same offsets, so any staged range is contiguous and can
+ * Design.  The staged copy is one mapping as long as the range (anonymous,
+ * or a backing copy's memfd mapped shared: backing.c), laid out at the
+ * same offsets, so any staged range is contiguous and can
  * be handed to a decompressor without a copy.  Pages of chunks that are not
  * planned are never touched and cost no memory; the plan holds at most the
  * RAM budget.
