@@ -16,7 +16,10 @@
 #   (e) a keeper killed with SIGKILL: the daemons keep serving, and the
 #       next mount (with a new keeper) stages afresh;
 #   (d) a --keep budget smaller than two copies keeps only the most
-#       recently used.
+#       recently used; mountctl keeper --evict frees kept copies for
+#       root and is refused to a user;
+#   (g) memory short (--min-available above what is available): the
+#       keeper drops kept copies within a few seconds.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_fuse
@@ -238,4 +241,36 @@ mount_keep "" "$T/src3.sqfs" "$T/m3"
 wait_done "$T/m3" 1
 [ "$(stat_of "$T/m3" keep.answer)" = copy ] || fail "the recent copy was not kept"
 sqc_umount "$T/m3"
+wait_kept "$T/src3.sqfs" 0
+as $A "$MOUNTCTL" keeper --evict 1 --socket "$K" 2>/dev/null &&
+    fail "a user may evict"
+[ "$(kept_field "$T/src3.sqfs" 0 in_use)" = False ] || fail "a user's evict dropped a copy"
+"$MOUNTCTL" keeper --evict 1 --socket "$K" >/dev/null || fail "root cannot evict"
+[ "$(kept_field "$T/src3.sqfs" 0 bytes)" = none ] || fail "evict left the copy: $(kept_json)"
+kill "$KPID"
+wait_gone "$KPID" 10 "the keeper"
+
+note "(g) memory short: kept copies are dropped"
+"$MOUNTCTL" keeper --socket "$K" --keep 1G --min-available 100% \
+    2>>"$T/keeper.log" &
+KPID=$!
+_pids="$KPID $_pids"
+_g_i=0
+until "$MOUNTCTL" status --kept --socket "$K" >/dev/null 2>&1; do
+    _g_i=$((_g_i + 1))
+    [ $_g_i -lt 250 ] || fail "the keeper did not start"
+    sleep 0.02
+done
+mount_keep "" "$T/src.sqfs" "$T/m1"
+wait_done "$T/m1" 60
+[ "$(stat_of "$T/m1" keep.answer)" = new ] || fail "(g) keep.answer $(stat_of "$T/m1" keep.answer)"
+sqc_umount "$T/m1"
+_g_i=0
+until [ "$(kept_field "$T/src.sqfs" 0 bytes)" = none ]; do
+    _g_i=$((_g_i + 1))
+    [ $_g_i -lt 250 ] || fail "memory short, yet the copy is kept after 5 s: $(kept_json)"
+    sleep 0.02
+done
+grep -q "dropping the kept copy of '$T/src.sqfs'" "$T/keeper.log" ||
+    fail "the keeper did not say it dropped the copy"
 echo "keep ok"
