@@ -18,6 +18,9 @@
 #   (d) a --keep budget smaller than two copies keeps only the most
 #       recently used; mountctl keeper --evict frees kept copies for
 #       root and is refused to a user;
+#   (h) no keeper, or a socket a user listens on: the mount stages as
+#       without -o keep (answer "no keeper"), and gives the user's
+#       socket nothing;
 #   (g) memory short (--min-available above what is available): the
 #       keeper drops kept copies within a few seconds.
 . "$(dirname "$0")/lib.sh"
@@ -124,6 +127,38 @@ IMG="$T/img.sqfs"
 cp "$T/src.sqfs" "$IMG"
 uid_a=$(id -u $A)
 uid_b=$(id -u $B)
+
+note "(h) no keeper, or a user's socket: staged as without keep"
+mkdir -m 0777 "$T/fake"
+as $A "$PYTHON" -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind(sys.argv[1])
+s.listen()
+s.settimeout(60)
+try:
+    c, _ = s.accept()
+    open(sys.argv[2], "w").write("connected")
+except OSError:
+    pass' "$T/fake/k.sock" "$T/fake/got" &
+_pids="$! $_pids"
+_h_i=0
+until [ -S "$T/fake/k.sock" ]; do
+    _h_i=$((_h_i + 1))
+    [ $_h_i -lt 250 ] || fail "the user's socket did not appear"
+    sleep 0.02
+done
+for sock in "$T/none.sock" "$T/fake/k.sock"; do
+    mkdir -p "$T/mh"
+    chown $A "$T/mh"
+    _mounts="$T/mh $_mounts"
+    as $A "$SQUASHCACHED" -o "keep=$sock" "$IMG" "$T/mh"
+    wait_done "$T/mh" 60
+    [ "$(stat_of "$T/mh" keep.answer)" = "no keeper" ] ||
+        fail "keep=$sock: keep.answer $(stat_of "$T/mh" keep.answer)"
+    as $A diff -r "$T/src" "$T/mh" || fail "keep=$sock: files differ"
+    sqc_umount "$T/mh"
+done
+[ ! -e "$T/fake/got" ] || fail "the daemon connected to a user's socket"
 
 start_keeper 1G
 
