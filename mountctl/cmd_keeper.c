@@ -27,6 +27,9 @@
 #include "util/size.h"
 
 #define KEEPER_CONNS 1024 /* connections at once, at most */
+/* Of one user but root: a user cannot take every connection's place (a
+ * node runs a few mounts per user; each holds one). */
+#define KEEPER_CONNS_PER_USER 64
 #define KEEPER_DIR_MODE 0755
 
 struct server {
@@ -101,6 +104,16 @@ static int listen_at(const char *path)
 	return s;
 }
 
+/* Connections of @uid now. */
+static unsigned int conns_of(const struct server *sv, uid_t uid)
+{
+	unsigned int n = 0;
+
+	for (nfds_t i = 1; i < sv->n; i++)
+		n += sv->uid[i] == uid;
+	return n;
+}
+
 static void accept_one(struct server *sv)
 {
 	struct ucred cr;
@@ -113,7 +126,8 @@ static void accept_one(struct server *sv)
 	if (c < 0)
 		return;
 	if (sv->n > KEEPER_CONNS ||
-	    getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len)) {
+	    getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) ||
+	    (cr.uid != 0 && conns_of(sv, cr.uid) >= KEEPER_CONNS_PER_USER)) {
 		close(c);
 		return;
 	}
@@ -305,7 +319,8 @@ const struct mc_cmd mc_cmd_keeper = {
 		"staged.  Kept copies of all users together stay within --keep,\n"
 		"the least recently used dropped first; when MemAvailable falls\n"
 		"below --min-available, kept copies are dropped too.  Copies are\n"
-		"held in memory only: when the keeper ends, they are gone.\n"
+		"held in memory only: when the keeper ends, they are gone.  A\n"
+		"user other than root has at most 64 connections at once.\n"
 		"\n"
 		"  -k, --keep SIZE           kept copies at most (default 25%)\n"
 		"  -m, --min-available SIZE  drop kept copies below this much\n"

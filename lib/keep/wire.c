@@ -15,6 +15,10 @@
 
 #include "keep/keep.h"
 
+/* The message is the wire format: its size is fixed (tests and other
+ * clients build it by hand). */
+_Static_assert(sizeof(struct keep_msg) == 304, "struct keep_msg layout");
+
 void keep_key_of(const struct stat *sb, uint64_t offset, struct keep_key *out)
 {
 	memset(out, 0, sizeof(*out));

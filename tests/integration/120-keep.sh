@@ -10,7 +10,9 @@
 #       back with touch -d, is not adopted: the copy is made again and
 #       the files are the new image's;
 #   (c) another user mounting the same image (readable by both) gets no
-#       copy of the first user's, and lists only their own;
+#       copy of the first user's, and lists only their own; a user
+#       holds at most 64 connections to the keeper, and others are
+#       served meanwhile;
 #   (f) a daemon killed with SIGKILL mid-stage leaves its copy with only
 #       its complete chunks, and the next mount reads exactly the rest;
 #   (e) a keeper killed with SIGKILL: the daemons keep serving, and the
@@ -214,6 +216,38 @@ assert v and all(e["uid"] == int(sys.argv[1]) for e in v), v' "$uid_b" ||
 as $B "$MOUNTCTL" forget --all --socket "$K" >/dev/null || fail "user b cannot forget"
 [ "$(kept_field "$IMG" "$uid_b" bytes)" = none ] || fail "user b's copy survived forget"
 [ "$(kept_field "$IMG" "$uid_a" in_use)" = False ] || fail "user b's forget dropped user a's copy"
+# 70 connections of user b, each asking LIST (struct keep_msg: magic
+# "SQPK", op 3, then zeros to 304 bytes): 64 are answered.
+as $B "$PYTHON" - "$K" "$T/fake/conns" <<'PY' &
+import socket, struct, sys, time
+msg = struct.pack("<II", 0x4b505153, 3) + bytes(304 - 8)
+socks, answered = [], 0
+for i in range(70):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(sys.argv[1])
+    socks.append(s)
+time.sleep(0.5)
+for s in socks:
+    s.settimeout(5)
+    try:
+        s.send(msg)
+        if s.recv(4096):
+            answered += 1
+    except OSError:
+        pass
+open(sys.argv[2], "w").write(str(answered))
+time.sleep(5)
+PY
+_pids="$! $_pids"
+_c_i=0
+until [ -s "$T/fake/conns" ]; do
+    _c_i=$((_c_i + 1))
+    [ $_c_i -lt 500 ] || fail "user b's connections did not finish"
+    sleep 0.02
+done
+[ "$(cat "$T/fake/conns")" = 64 ] || fail "user b got $(cat "$T/fake/conns") connections answered, not 64"
+[ "$(kept_field "$IMG" "$uid_a" in_use)" = False ] || fail "root not served while user b holds connections"
+kept_json $A >/dev/null || fail "user a not served while user b holds connections"
 
 note "(f) a daemon killed mid-stage: the next mount reads exactly the rest"
 : >"$T/failfile"
