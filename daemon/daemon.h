@@ -55,6 +55,7 @@ struct sqcd_opts {
 	double grace; /* -o grace=S: holderless seconds before unmounting */
 	unsigned int timeout; /* -o timeout=S: unmount when idle (idle.c) */
 	struct img_opts img; /* ram=, cache=, meta=, stage= */
+	const char *keep; /* -o keep[=PATH]: the keeper's socket, or NULL */
 	uint64_t order_window; /* -o order_window=SIZE: the epoch order's */
 	/* the memory the daemon may use, read at start: the defaults of
 	 * ram= and warm= come from it (memlimit.h) */

@@ -25,6 +25,7 @@
 #include "detach.h"
 #include "holders.h"
 #include "idle.h"
+#include "keep.h"
 #include "lister.h"
 #include "options.h"
 #include "statahead.h"
@@ -216,6 +217,10 @@ static const struct {
 	 * "release".  Stops after the unmount: it holds the directory lock
 	 * that acquirers wait on, released once the mount is gone. */
 	{ &holders_feature, true },
+	/* Set up before the image is opened (keep_prepare()); holds the
+	 * keeper's connection until freed, after the stager threads are
+	 * joined: closing it hands the copy back. */
+	{ &keep_feature, true },
 	/* Stops once every thread that serves requests (FUSE workers,
 	 * io_uring) is joined: none can touch the idle state any more.
 	 * Hears requests and handles: a mount is idle without either. */
@@ -420,6 +425,11 @@ static int open_image(struct sqcd *d, int *status)
 	err = image_name(d);
 	if (err)
 		return err;
+	err = keep_prepare(d, &d->features[feature_at(&keep_feature)]);
+	if (err) {
+		fprintf(stderr, "squashcached: out of memory\n");
+		return err;
+	}
 	/* An inherited descriptor is reopened as it is, never by name. */
 	err = img_open(fd_image ? d->o.image : d->o.image_abs, &d->o.img,
 		       &d->img);

@@ -14,6 +14,7 @@
 #include "daemon.h"
 #include "detach.h"
 #include "options.h"
+#include "keep/keep.h"
 #include "util/size.h"
 #include "util/version.h"
 
@@ -72,6 +73,10 @@ static void usage(FILE *f)
 		"  readahead=N        blocks decoded ahead of sequential reads (default 4)\n"
 		"  timeout=S          unmount after S seconds with no open file and no\n"
 		"                     request (default 0 = never)\n"
+		"  keep[=PATH]        stage into a copy the keeper (mountctl keeper)\n"
+		"                     keeps after the mount, and start from the copy\n"
+		"                     it kept of this image (preview; PATH: its socket,\n"
+		"                     default /run/squashcache/keeper.sock)\n"
 		"  ctl=PATH           control socket path (default: abstract, from the\n"
 		"                     mountpoint; mountctl finds it)\n"
 		"  log=FILE           append the log to FILE once detached (default:\n"
@@ -186,6 +191,10 @@ static int parse_flag(struct sqcd_opts *o, const char *opt)
 		o->statahead_all = true;
 		return 0;
 	}
+	if (!strcmp(opt, "keep")) {
+		o->keep = KEEP_SOCKET;
+		return 0;
+	}
 	if (!strcmp(opt, "debug")) {
 		o->debug = true;
 		o->foreground = true;
@@ -215,6 +224,15 @@ static int parse_one(struct sqcd_opts *o, char *opt)
 	*val++ = '\0';
 	if (!strcmp(opt, "ram"))
 		return parse_size_opt(o, opt, val, &o->img.ram);
+	if (!strcmp(opt, "keep")) {
+		if (val[0] != '/') {
+			fprintf(stderr,
+				"squashcached: -o keep=PATH takes the keeper's socket, an absolute path\n");
+			return -EINVAL;
+		}
+		o->keep = val;
+		return 0;
+	}
 	if (!strcmp(opt, "cache"))
 		return parse_size_opt(o, opt, val, &o->img.data_cache);
 	if (!strcmp(opt, "meta"))

@@ -40,6 +40,8 @@
  *           table_budget} (listing ahead; see statahead_stats_json())
  *   prefetch: {workers, queued, done, dropped, errors}
  *   idle:   {timeout, open, idle_s} (-o timeout=S; only timeout when 0)
+ *   keep:   {socket, answer, keeper_complete, adopted, adopted_chunks}
+ *           (only with -o keep; keep.h)
  *   process: {rss_bytes, cpu_user_s, cpu_sys_s, threads}
  */
 
@@ -50,6 +52,7 @@
 #include "daemon.h"
 #include "holders.h"
 #include "idle.h"
+#include "keep.h"
 #include "statahead.h"
 #include "uring.h"
 #include "warm.h"
@@ -297,6 +300,8 @@ void sqcd_stats_json(struct sqcd *d, struct json_buf *b)
 			b); /* feature call site: warming */
 	statahead_stats_json(sqcd_feature(d, &statahead_feature),
 			     b); /* feature call site */
+	keep_stats_json(sqcd_feature(d, &keep_feature),
+			b); /* feature call site: keep (only when on) */
 	json_buf_printf(b,
 			"\"prefetch\":{\"workers\":%u,\"queued\":%llu,"
 			"\"done\":%llu,\"dropped\":%llu,\"errors\":%llu},",

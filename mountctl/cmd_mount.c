@@ -44,6 +44,7 @@ static int run(int argc, char **argv)
 		{ "options", required_argument, NULL, 'o' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "sif", no_argument, NULL, 'S' },
+		{ "keep", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -70,6 +71,10 @@ static int run(int argc, char **argv)
 			break;
 		case 'S':
 			sif = true;
+			break;
+		case 'K':
+			if (mc_append_opts(&opts, "keep"))
+				goto out_free;
 			break;
 		case 'h':
 			mc_usage(&mc_cmd_mount, stdout);
@@ -103,7 +108,7 @@ out_free:
 
 const struct mc_cmd mc_cmd_mount = {
 	.name = "mount",
-	.args = "[-o OPTIONS] [--timeout S] [--sif] IMAGE [MOUNTPOINT]",
+	.args = "[-o OPTIONS] [--timeout S] [--sif] [--keep] IMAGE [MOUNTPOINT]",
 	.summary = "mount a SquashFS image with squashcached",
 	.help = "\n"
 		"Creates MOUNTPOINT (mode 0700, and its parents) if missing, starts\n"
@@ -120,6 +125,9 @@ const struct mc_cmd mc_cmd_mount = {
 		"      --sif          IMAGE is an Apptainer SIF file: mount its\n"
 		"                     SquashFS partition (also done when the file\n"
 		"                     starts with the SIF magic), i.e. -o offset=N\n"
+		"      --keep         stage into a copy the keeper holds after the\n"
+		"                     mount, and start from the one it kept of this\n"
+		"                     image (-o keep; needs mountctl keeper; preview)\n"
 		"  -h, --help         this text\n"
 		"\n"
 		"Exit status: 0 mounted; squashcached's status if it failed (1);\n"

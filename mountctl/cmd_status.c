@@ -24,6 +24,8 @@
 
 struct out {
 	bool json; /* --json */
+	bool kept; /* --kept: the keeper's copies, not the mounts */
+	const char *socket; /* --socket: the keeper's, or NULL */
 	bool first; /* nothing printed yet */
 	struct json_buf b; /* the output being built */
 };
@@ -255,6 +257,14 @@ static int snapshot(struct out *o, char **paths, int n)
 		free(all);
 		if (o->first && !o->json)
 			json_buf_printf(&o->b, "no squashcache mounts\n");
+		/* And what a keeper holds for the caller, if one runs. */
+		if (!o->json) {
+			size_t len = o->b.len;
+
+			json_buf_printf(&o->b, "\n");
+			if (mc_kept_print(o->socket, false, &o->b))
+				o->b.len = len;
+		}
 	}
 	for (int i = 0; i < n; i++) {
 		err = mc_resolve(paths[i], path, &m);
@@ -288,11 +298,28 @@ static int snapshot(struct out *o, char **paths, int n)
 	return all_ok ? MC_EXIT_OK : MC_EXIT_FAIL;
 }
 
+/* --kept: the keeper's copies the caller may see.  Return: exit code. */
+static int kept(struct out *o)
+{
+	int err = mc_kept_print(o->socket, o->json, &o->b);
+
+	if (err == -ENOENT)
+		mc_err("no keeper runs (see mountctl keeper)");
+	else if (err)
+		mc_err("cannot ask the keeper: %s", err_str(err));
+	if (!err && o->b.len)
+		fwrite(o->b.p, 1, o->b.len, stdout);
+	json_buf_release(&o->b);
+	return err ? MC_EXIT_FAIL : MC_EXIT_OK;
+}
+
 static int run(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "watch", no_argument, NULL, 'w' },
+		{ "kept", no_argument, NULL, 'k' },
+		{ "socket", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -300,8 +327,14 @@ static int run(int argc, char **argv)
 	bool watch = false;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "jwh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jwks:h", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'k':
+			o.kept = true;
+			break;
+		case 's':
+			o.socket = optarg;
+			break;
 		case 'j':
 			o.json = true;
 			break;
@@ -316,6 +349,8 @@ static int run(int argc, char **argv)
 			return MC_EXIT_USAGE;
 		}
 	}
+	if (o.kept)
+		return kept(&o);
 	for (;;) {
 		if (watch && isatty(STDOUT_FILENO))
 			fputs("\033[H\033[J", stdout);
@@ -330,11 +365,12 @@ static int run(int argc, char **argv)
 
 const struct mc_cmd mc_cmd_status = {
 	.name = "status",
-	.args = "[--json] [--watch] [MOUNTPOINT...]",
+	.args = "[--json] [--watch] [MOUNTPOINT...] | --kept [--json] [--socket PATH]",
 	.summary = "show staging, cache and traffic of squashcache mounts",
 	.help = "\n"
 		"Asks the daemon of each MOUNTPOINT, or of every squashcache mount\n"
-		"(yours, or everybody's for root), for its stats.\n"
+		"(yours, or everybody's for root), for its stats.  Without\n"
+		"MOUNTPOINT, the staged copies a keeper holds for you follow.\n"
 		"\n"
 		"  -j, --json         print a JSON array, one object per mount, with\n"
 		"                     schema, mountpoint, image, pid, healthy,\n"
@@ -342,6 +378,12 @@ const struct mc_cmd mc_cmd_status = {
 		"                     at top level (see mountctl(1)); a stale mount\n"
 		"                     has healthy false and a problem\n"
 		"  -w, --watch        print again every second until interrupted\n"
+		"  -k, --kept         list the staged copies the keeper holds for\n"
+		"                     you (root: everybody's) instead of mounts;\n"
+		"                     with --json a JSON array of {uid, image, bytes,\n"
+		"                     complete_bytes, last_use, in_use} (preview)\n"
+		"  -s, --socket PATH  the keeper's socket (default\n"
+		"                     /run/squashcache/keeper.sock)\n"
 		"  -h, --help         this text\n"
 		"\n"
 		"Exit status: 0 every daemon answered, 1 otherwise, 2 usage error.\n",

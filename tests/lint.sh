@@ -47,6 +47,7 @@ out=$(
     allowed index util image
     allowed json util
     allowed ctl util json
+    allowed keep util stage
 )
 [ -n "$out" ] && { echo "$out"; bad=1; }
 

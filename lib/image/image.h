@@ -41,6 +41,16 @@ struct img_opts {
 	uint64_t ram; /* bytes of the compressed image to stage in RAM */
 	enum stage_mode stage; /* what to stage */
 	uint64_t offset; /* bytes before the image in the file (SIF, ...) */
+	/*
+	 * Where to stage, or NULL for anonymous memory: called once by
+	 * img_open(), before anything is staged, with the image file's
+	 * descriptor, the image's offset in it and the bytes to stage; it
+	 * fills @out (stage.h: struct stage_backing) or sets out->fd to -1.
+	 * The caller keeps out->fd and out->key until img_open() returns.
+	 */
+	void (*backing)(void *arg, int fd, uint64_t offset, uint64_t size,
+			struct stage_backing *out);
+	void *backing_arg; /* passed to it */
 };
 
 /* The decoded, validated superblock. */

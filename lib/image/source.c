@@ -113,6 +113,7 @@ static void stage_watch(void *arg)
 int img__stage_open(struct img *img, const struct img_opts *o)
 {
 	struct stage_src src = { stage_read, stage_watch, img, img->path };
+	struct stage_backing b = { .fd = -1 };
 	struct stage_opts so = {
 		.size = img->sb.bytes_used,
 		/* Planned before the tables are checked: the superblock's
@@ -124,6 +125,12 @@ int img__stage_open(struct img *img, const struct img_opts *o)
 
 	if (so.mode == STAGE_AUTO)
 		so.mode = img->in_ram ? STAGE_NONE : STAGE_FULL;
+	/* Only what will be staged is worth a backing copy. */
+	if (o->backing && so.mode != STAGE_NONE && so.budget && so.size) {
+		o->backing(o->backing_arg, img->fd, img->offset, so.size, &b);
+		if (b.fd >= 0)
+			so.backing = &b;
+	}
 	return stage_new(&src, &so, &img->stage);
 }
 

@@ -39,6 +39,8 @@ void img_opts_default(struct img_opts *o)
 	o->ram = memlimit_budget(&ml);
 	o->stage = STAGE_AUTO;
 	o->offset = 0;
+	o->backing = NULL; /* anonymous memory */
+	o->backing_arg = NULL;
 }
 
 static int open_file(struct img *img)

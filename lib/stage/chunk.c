@@ -80,6 +80,7 @@ int stage__chunk_read(struct stage *st, uint32_t c, uint32_t n,
 			if (atomic_exchange(&st->fill_end, c + n) == c)
 				atomic_store(&st->follow, c + n);
 		}
+		stage__backing_mark(st, c, n);
 		done = STAGE_CHUNK_STAGED;
 	} else {
 		/* Give the untouched pages back; readers go to the source. */

@@ -22,7 +22,16 @@
  * when no address space was left (then st->mem is NULL); -ENOMEM. */
 static int map_range(struct stage *st, const struct stage_opts *o)
 {
-	st->mem = mmap(NULL, (size_t)st->size, PROT_READ | PROT_WRITE,
+	st->chunk = calloc(st->nchunks, sizeof(*st->chunk));
+	st->plan = calloc(st->nchunks, sizeof(*st->plan));
+	if (st->nchunks && (!st->chunk || !st->plan))
+		return -ENOMEM;
+	if (st->size && o->mode != STAGE_NONE && o->budget)
+		stage__backing_map(st, o);
+	if (st->mem)
+		return 0;
+	st->map_len = (size_t)st->size;
+	st->mem = mmap(NULL, st->map_len, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (st->mem == MAP_FAILED) {
 		st->mem = NULL;
@@ -30,12 +39,7 @@ static int map_range(struct stage *st, const struct stage_opts *o)
 			log_warn(
 				"cannot reserve address space to stage '%s' (%s); reading on demand",
 				st->src.name, err_str(errno));
-		return 0;
 	}
-	st->chunk = calloc(st->nchunks, sizeof(*st->chunk));
-	st->plan = calloc(st->nchunks, sizeof(*st->plan));
-	if (!st->chunk || !st->plan)
-		return -ENOMEM;
 	return 0;
 }
 
@@ -115,7 +119,7 @@ void stage_free(struct stage *st)
 		return;
 	stage__stager_free(st->stager);
 	if (st->mem)
-		munmap(st->mem, (size_t)st->size);
+		munmap(st->mem, st->map_len);
 	free(st->chunk);
 	free(st->plan);
 	pthread_cond_destroy(&st->cond);
@@ -154,6 +158,8 @@ void stage_get_stats(struct stage *st, struct stage_stats *out)
 	out->base = atomic_load(&st->base);
 	out->by_readers = atomic_load(&st->by_readers);
 	out->error = atomic_load(&st->error);
+	out->backing = (enum stage_backing_use)st->backing;
+	out->adopted = st->adopted;
 	out->inflight = out->inflight_max = out->target = 0;
 	out->read_ms_min = out->read_ms = 0;
 	pthread_mutex_lock(&st->lock);

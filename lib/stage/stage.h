@@ -53,6 +53,30 @@ struct stage_src {
 	const char *name; /* what is staged, for the log ("'%s'") */
 };
 
+/*
+ * A copy to stage into instead of an anonymous mapping (stage_opts.backing):
+ * a descriptor of stage_backing_size() bytes made by stage_backing_new(),
+ * the range's bytes at their offsets, then a trailer saying what the copy
+ * is of (@key, the owner's identity of the range) and, per chunk, whether
+ * its bytes are complete.  Another process may hold the descriptor after
+ * the stage is gone and give it to a later stage of the same range: that
+ * one starts with the complete chunks staged and reads only the others.
+ */
+#define STAGE_KEY_MAX 64 /* bytes of a backing's key, at most */
+
+struct stage_backing {
+	int fd; /* the copy, mapped shared; the caller keeps it */
+	const void *key; /* what the copy must be of */
+	size_t key_len; /* its bytes, 1..STAGE_KEY_MAX */
+};
+
+/* Whether a stage uses its backing (struct stage_stats.backing). */
+enum stage_backing_use {
+	STAGE_BACKING_NONE, /* none given: an anonymous mapping */
+	STAGE_BACKING_USED, /* staged into the backing */
+	STAGE_BACKING_REFUSED, /* its trailer did not match: anonymous */
+};
+
 struct stage_opts {
 	uint64_t size; /* bytes of the range */
 	uint64_t meta_start; /* the metadata: from here to the end, staged
@@ -60,6 +84,7 @@ struct stage_opts {
 	enum stage_mode mode; /* FULL, META or NONE (the owner resolves
 				 AUTO) */
 	uint64_t budget; /* bytes of RAM allowed */
+	const struct stage_backing *backing; /* or NULL: anonymous memory */
 };
 
 /* stage_get() flags. */
@@ -82,6 +107,8 @@ struct stage_stats {
 	double read_ms; /* their mean time in the last round, ms */
 	double seconds; /* staging time so far (or total when done) */
 	int error; /* errno that stopped the stager, or 0 */
+	enum stage_backing_use backing; /* whether a backing copy is used */
+	uint64_t adopted; /* bytes complete in it at stage_new() */
 };
 
 /**
@@ -249,5 +276,48 @@ bool stage_is_done(struct stage *st);
  * Context: any thread; cannot fail.
  */
 void stage_get_stats(struct stage *st, struct stage_stats *out);
+
+/**
+ * stage_backing_size() - Bytes of a backing copy of a range.
+ * @size: bytes of the range
+ *
+ * The range rounded up to a page, the trailer, rounded up to a page.
+ * Return: the size.  Context: any thread.
+ */
+uint64_t stage_backing_size(uint64_t size);
+
+/**
+ * stage_backing_new() - Make an empty backing copy of a range.
+ * @size: bytes of the range
+ * @key: what the copy is of; @key_len bytes, 1..STAGE_KEY_MAX
+ * @key_len: its length
+ * @name: for /proc/PID/fd (memfd_create()'s name)
+ * @out: set to the descriptor
+ *
+ * A memfd (close-on-exec) of stage_backing_size() bytes, its trailer
+ * written with no chunk complete, sealed against growing and shrinking.
+ *
+ * Return: 0; -EINVAL for a bad key; -errno of memfd_create(), ftruncate().
+ * Ownership: the caller closes *@out.  Context: any thread.
+ */
+int stage_backing_new(uint64_t size, const void *key, size_t key_len,
+		      const char *name, int *out);
+
+/**
+ * stage_backing_check() - Read the trailer of a backing copy.
+ * @fd: the copy
+ * @size: bytes of the range it must hold, or 0 for any (set on return)
+ * @key: what it must be of, or NULL for any
+ * @key_len: bytes of @key
+ * @complete: set to the bytes of its complete chunks, or NULL
+ *
+ * Return: 0; -EBADMSG if its magic, version or chunk size is wrong, or its
+ * size does not fit the trailer; -ESTALE if it is of another range (size
+ * or key); -errno of fstat()/pread().
+ * Context: any thread; a copy being staged into may gain complete chunks
+ * meanwhile.
+ */
+int stage_backing_check(int fd, uint64_t *size, const void *key, size_t key_len,
+			uint64_t *complete);
 
 #endif /* SQC_STAGE_STAGE_H */

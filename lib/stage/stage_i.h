@@ -4,8 +4,9 @@
  * nobody else: struct stage, the chunk, plan and pacing helpers, and the
  * stager threads' interface.
  *
- * Design.  The staged copy is one anonymous mapping as long as the range,
- * laid out at the same offsets, so any staged range is contiguous and can
+ * Design.  The staged copy is one mapping as long as the range (anonymous,
+ * or a backing copy's memfd mapped shared: backing.c), laid out at the
+ * same offsets, so any staged range is contiguous and can
  * be handed to a decompressor without a copy.  Pages of chunks that are not
  * planned are never touched and cost no memory; the plan holds at most the
  * RAM budget.
@@ -80,7 +81,13 @@ struct stage {
 	struct stage_src src; /* how to read the range */
 	uint64_t size; /* bytes of the range */
 	uint64_t meta_start; /* where the metadata starts, <= size */
-	uint8_t *mem; /* anonymous mapping of size, or NULL */
+	uint8_t *mem; /* mapping of size (anonymous or the backing), or NULL */
+	size_t map_len; /* bytes mapped at mem */
+	/* With a backing copy: its trailer's byte per chunk, set to 1 once
+	 * the chunk's bytes are in place; else NULL. */
+	uint8_t *trail;
+	int backing; /* enum stage_backing_use */
+	uint64_t adopted; /* bytes complete in the backing at start */
 	uint32_t nchunks; /* chunks covering size */
 	/* Per chunk, enum stage_chunk_state.  Only the thread that moved a
 	 * chunk from PLANNED to INFLIGHT writes its bytes; it stores STAGED
@@ -127,6 +134,20 @@ static inline uint64_t stage__chunks_len(const struct stage *st, uint32_t c,
 
 	return MIN((uint64_t)n << STAGE_CHUNK_SHIFT, st->size - start);
 }
+
+/* backing.c */
+
+/*
+ * Map @o->backing for st->size bytes: set st->mem, st->map_len, st->trail
+ * and st->backing, and mark the chunks it holds complete STAGED.  Return:
+ * 0 with st->mem NULL if there is no backing, or it is refused or cannot
+ * be mapped (logged): the caller maps anonymous memory then.
+ * Context: stage_new(), after st->chunk is allocated.
+ */
+int stage__backing_map(struct stage *st, const struct stage_opts *o);
+
+/* Mark chunks [c, c + n) complete in the backing, their bytes in place. */
+void stage__backing_mark(struct stage *st, uint32_t c, uint32_t n);
 
 /* chunk.c */
 

@@ -4,7 +4,10 @@
  * memory: the stager threads bring the whole range in, each byte read
  * once, and say so; a reader stages a planned chunk itself and a warming
  * read takes only what is staged; a budget and a metadata-only plan stop
- * where they should; resuming grows the plan; a failed read stops it.
+ * where they should; resuming grows the plan; a failed read stops it; a
+ * stage on a backing copy leaves its complete chunks there for the next
+ * stage, which reads only the others, and a copy of something else is
+ * refused.
  */
 /* TSAN: yes */
 #include <check.h>
@@ -14,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "stage/stage.h"
 #include "util/log.h"
@@ -69,7 +74,7 @@ static struct stage *open_stage(struct mem_src *m, enum stage_mode mode,
 				uint64_t budget)
 {
 	struct stage_src src = { mem_read, mem_watch, m, "test" };
-	struct stage_opts o = { SIZE, META, mode, budget };
+	struct stage_opts o = { SIZE, META, mode, budget, NULL };
 	struct stage *st;
 
 	ck_assert_int_eq(stage_new(&src, &o, &st), 0);
@@ -261,6 +266,113 @@ START_TEST(test_failure)
 }
 END_TEST
 
+#define CHUNK (128u << 10) /* lib/stage's chunk */
+
+static struct stage *open_backed(struct mem_src *m, int fd, const char *key)
+{
+	struct stage_src src = { mem_read, mem_watch, m, "test" };
+	struct stage_backing b = { fd, key, strlen(key) };
+	struct stage_opts o = { SIZE, META, STAGE_FULL, 1ull << 30, &b };
+	struct stage *st;
+
+	ck_assert_int_eq(stage_new(&src, &o, &st), 0);
+	return st;
+}
+
+/* A reader stages three chunks into a copy; the stage after it adopts them
+ * and reads only the rest, and the copy says all is complete. */
+START_TEST(test_backing_adopt)
+{
+	struct mem_src *m = src_new();
+	struct stage_stats ss;
+	struct stage *st;
+	uint64_t size = 0, complete = 0;
+	const void *p;
+	int fd;
+
+	ck_assert_int_eq(stage_backing_new(SIZE, "k1", 2, "test", &fd), 0);
+	ck_assert_int_eq(stage_backing_check(fd, &size, "k1", 2, &complete), 0);
+	ck_assert_uint_eq(size, SIZE);
+	ck_assert_uint_eq(complete, 0);
+	st = open_backed(m, fd, "k1");
+	ck_assert_int_eq(stage_get(st, 10, 3 * CHUNK - 20, 0, m, &p), 0);
+	stage_get_stats(st, &ss);
+	ck_assert_int_eq(ss.backing, STAGE_BACKING_USED);
+	ck_assert_uint_eq(ss.adopted, 0);
+	stage_free(st);
+	ck_assert_uint_eq(atomic_load(&m->readers), 3 * CHUNK);
+	ck_assert_int_eq(stage_backing_check(fd, &size, "k1", 2, &complete), 0);
+	ck_assert_uint_eq(complete, 3 * CHUNK);
+
+	atomic_store(&m->readers, 0);
+	st = open_backed(m, fd, "k1");
+	stage_get_stats(st, &ss);
+	ck_assert_uint_eq(ss.adopted, 3 * CHUNK);
+	ck_assert_uint_eq(ss.staged, 3 * CHUNK);
+	ck_assert_int_eq(
+		stage_get(st, 0, 3 * CHUNK, STAGE_GET_STAGED_ONLY, m, &p), 0);
+	while (stage_next(st) == 1)
+		;
+	ck_assert_uint_eq(atomic_load(&m->stager), SIZE - 3 * CHUNK);
+	ck_assert_uint_eq(atomic_load(&m->readers), 0);
+	ck_assert_int_eq(stage_get(st, 0, SIZE, STAGE_GET_STAGED_ONLY, m, &p),
+			 0);
+	ck_assert_mem_eq(p, m->bytes, SIZE);
+	stage_free(st);
+	ck_assert_int_eq(stage_backing_check(fd, &size, NULL, 0, &complete), 0);
+	ck_assert_uint_eq(complete, SIZE);
+	close(fd);
+	src_free(m);
+}
+END_TEST
+
+/* A copy of another key or size, or with a broken trailer, is refused:
+ * the stage reads everything into anonymous memory. */
+START_TEST(test_backing_refused)
+{
+	struct mem_src *m = src_new();
+	struct stage_stats ss;
+	struct stage *st;
+	uint64_t size = SIZE + 1;
+	char junk[8] = "NOTSTAGE";
+	struct stat sb;
+	int fd;
+
+	ck_assert_int_eq(stage_backing_new(SIZE, "k1", 2, "test", &fd), 0);
+	st = open_backed(m, fd, "k1");
+	while (stage_next(st) == 1)
+		;
+	stage_free(st);
+	ck_assert_int_eq(stage_backing_check(fd, &size, "k1", 2, NULL),
+			 -ESTALE);
+	size = 0;
+	ck_assert_int_eq(stage_backing_check(fd, &size, "k2", 2, NULL),
+			 -ESTALE);
+	atomic_store(&m->stager, 0);
+	st = open_backed(m, fd, "k2");
+	stage_get_stats(st, &ss);
+	ck_assert_int_eq(ss.backing, STAGE_BACKING_REFUSED);
+	ck_assert_uint_eq(ss.adopted, 0);
+	while (stage_next(st) == 1)
+		;
+	ck_assert_uint_eq(atomic_load(&m->stager), SIZE);
+	stage_free(st);
+	/* Sealed: it can neither grow nor shrink. */
+	ck_assert_int_ne(ftruncate(fd, 1 << 30), 0);
+	ck_assert_int_eq(fstat(fd, &sb), 0);
+	ck_assert_int_eq(pwrite(fd, junk, sizeof(junk), sb.st_size - 96), 8);
+	ck_assert_int_eq(stage_backing_check(fd, &size, NULL, 0, NULL),
+			 -EBADMSG);
+	atomic_store(&m->stager, 0);
+	st = open_backed(m, fd, "k1");
+	stage_get_stats(st, &ss);
+	ck_assert_int_eq(ss.backing, STAGE_BACKING_REFUSED);
+	stage_free(st);
+	close(fd);
+	src_free(m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("stage");
@@ -275,6 +387,8 @@ int main(void)
 	tcase_add_test(tc, test_readers);
 	tcase_add_test(tc, test_plans);
 	tcase_add_test(tc, test_failure);
+	tcase_add_test(tc, test_backing_adopt);
+	tcase_add_test(tc, test_backing_refused);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

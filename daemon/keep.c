@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements the keep feature (keep.h): asking the keeper for
+ * a copy of the image when it is opened, making and handing it a new one
+ * when it has none, and the feature's life and stats.
+ */
+#define LOG_MOD "keep"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "keep.h"
+#include "keep/keep.h"
+#include "util/compiler.h"
+#include "util/err.h"
+#include "util/log.h"
+
+#define KEEP_TIMEOUT_S 5 /* the keeper answers at once, or is stuck */
+
+struct keep {
+	struct sqcd *d;
+	const char *path; /* the keeper's socket */
+	int sock; /* the connection, open while the copy is used, or -1 */
+	int memfd; /* the copy until the image is opened, or -1 */
+	struct keep_key key; /* the image's identity */
+	const char *answer; /* what came of asking, for the stats */
+	uint64_t keeper_complete; /* bytes complete in the copy given */
+};
+
+/* Give the keeper a new copy of @size bytes.  Return: 0 or -errno. */
+static int put_new(struct keep *k, uint64_t size)
+{
+	struct keep_msg m = { .op = KEEP_PUT };
+	int err, fd;
+
+	err = stage_backing_new(size, &k->key, sizeof(k->key), "squashcache",
+				&k->memfd);
+	if (err)
+		return err;
+	err = keep_send(k->sock, &m, k->memfd);
+	if (!err)
+		err = keep_recv(k->sock, &m, &fd);
+	if (!err && fd >= 0)
+		close(fd);
+	if (!err && (m.op != KEEP_DONE || m.status))
+		err = m.op != KEEP_DONE ? -EPROTO : m.status;
+	return err;
+}
+
+/* Ask for the copy of the image @fd.  Return: 0 or -errno. */
+static int ask(struct keep *k, int fd, uint64_t offset, uint64_t size)
+{
+	struct keep_msg m = { .op = KEEP_GET, .a = offset, .b = size };
+	int err;
+
+	/* For display: a longer name is cut (the identity is the file's). */
+	memcpy(m.name, k->d->o.image_abs,
+	       MIN(strlen(k->d->o.image_abs), sizeof(m.name) - 1));
+	err = keep_send(k->sock, &m, fd);
+	if (!err)
+		err = keep_recv(k->sock, &m, &k->memfd);
+	if (err)
+		return err;
+	if (m.op == KEEP_COPY && k->memfd >= 0) {
+		k->answer = "copy";
+		k->keeper_complete = m.a;
+		return 0;
+	}
+	if (m.op != KEEP_NONE)
+		return m.op == KEEP_DONE && m.status ? m.status : -EPROTO;
+	k->answer = "new";
+	return put_new(k, size);
+}
+
+static int connect_keeper(struct keep *k)
+{
+	struct timeval tv = { KEEP_TIMEOUT_S, 0 };
+	int err = keep_connect(k->path, &k->sock);
+
+	if (err)
+		return err;
+	setsockopt(k->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(k->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	return 0;
+}
+
+/* img_opts.backing: the copy to stage into, from the keeper. */
+static void backing(void *arg, int fd, uint64_t offset, uint64_t size,
+		    struct stage_backing *out)
+{
+	struct keep *k = arg;
+	struct stat sb;
+	int err;
+
+	out->fd = -1;
+	if (fstat(fd, &sb)) {
+		k->answer = "error";
+		return;
+	}
+	keep_key_of(&sb, offset, &k->key);
+	err = connect_keeper(k);
+	if (err) {
+		k->answer = "no keeper";
+		log_info("no keeper at '%s' (%s); staging without keeping",
+			 k->path, err_str(err));
+		return;
+	}
+	err = ask(k, fd, offset, size);
+	if (err) {
+		k->answer = "error";
+		log_warn(
+			"the keeper at '%s' failed: %s; staging without keeping",
+			k->path, err_str(err));
+		if (k->memfd >= 0)
+			close(k->memfd);
+		k->memfd = -1;
+		close(k->sock);
+		k->sock = -1;
+		return;
+	}
+	out->fd = k->memfd;
+	out->key = &k->key;
+	out->key_len = sizeof(k->key);
+}
+
+int keep_prepare(struct sqcd *d, void **f)
+{
+	struct keep *k;
+
+	if (!d->o.keep)
+		return 0;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	k->d = d;
+	k->path = d->o.keep;
+	k->sock = k->memfd = -1;
+	k->answer = "off";
+	d->o.img.backing = backing;
+	d->o.img.backing_arg = k;
+	*f = k;
+	return 0;
+}
+
+/* The copy was refused (stage.h): have the keeper drop it once this
+ * mount ends, rather than keep it for the next. */
+static void forget(struct keep *k)
+{
+	struct keep_msg m = { .op = KEEP_FORGET };
+	int fd;
+
+	memcpy(m.name, k->d->o.image_abs,
+	       MIN(strlen(k->d->o.image_abs), sizeof(m.name) - 1));
+	if (!keep_send(k->sock, &m, -1) && !keep_recv(k->sock, &m, &fd) &&
+	    fd >= 0)
+		close(fd);
+}
+
+/* The image is open and maps the copy: the descriptor is not needed. */
+static int keep_start(struct sqcd *d, void **f)
+{
+	struct keep *k = *f;
+	struct stage_stats ss;
+
+	if (!k)
+		return 0;
+	if (k->memfd >= 0)
+		close(k->memfd);
+	k->memfd = -1;
+	stage_get_stats(img_stage(d->img), &ss);
+	if (ss.backing == STAGE_BACKING_REFUSED) {
+		k->answer = "refused";
+		forget(k);
+	}
+	return 0;
+}
+
+static void keep_stop(void *f)
+{
+	(void)f;
+}
+
+/* Once the stager threads are joined: closing the connection hands the
+ * copy back to the keeper. */
+static void keep_free(void *f)
+{
+	struct keep *k = f;
+
+	if (!k)
+		return;
+	if (k->memfd >= 0)
+		close(k->memfd);
+	if (k->sock >= 0)
+		close(k->sock);
+	free(k);
+}
+
+void keep_stats_json(struct keep *k, struct json_buf *b)
+{
+	struct stage_stats ss;
+
+	if (!k)
+		return;
+	stage_get_stats(img_stage(k->d->img), &ss);
+	json_buf_printf(b, "\"keep\":{\"socket\":");
+	json_buf_str(b, k->path);
+	json_buf_printf(b,
+			",\"answer\":\"%s\",\"keeper_complete\":%llu,"
+			"\"adopted\":%llu,\"adopted_chunks\":%llu},",
+			k->answer, (unsigned long long)k->keeper_complete,
+			(unsigned long long)ss.adopted,
+			(unsigned long long)((ss.adopted + (128u << 10) - 1) >>
+					     17));
+}
+
+const struct sqcd_feature keep_feature = {
+	.name = "keep",
+	.start = keep_start,
+	.stop = keep_stop,
+	.free = keep_free,
+};
