@@ -120,6 +120,9 @@ struct sqcd {
  */
 struct sqcd_feature {
 	const char *name; /* for the log */
+	/* before the image is opened: 0 or -errno; may set up what
+	 * img_open() must find in d->o.img and set *f early, or NULL */
+	int (*prepare)(struct sqcd *d, void **f);
 	/* 0 or -errno; sets *f to the feature, or to NULL when it is off
 	 * (*f may hold what was set up before: the control socket) */
 	int (*start)(struct sqcd *d, void **f);

@@ -128,7 +128,12 @@ static void backing(void *arg, int fd, uint64_t offset, uint64_t size,
 	out->key_len = sizeof(k->key);
 }
 
-int keep_prepare(struct sqcd *d, void **f)
+/*
+ * The feature's prepare(): with -o keep, set d->o.img.backing so that
+ * img_open() asks the keeper, and set the feature up (it starts with the
+ * others).  Return: 0; -ENOMEM.  Context: main(), before img_open().
+ */
+static int keep_prepare(struct sqcd *d, void **f)
 {
 	struct keep *k;
 
@@ -220,6 +225,7 @@ void keep_stats_json(struct keep *k, struct json_buf *b)
 
 const struct sqcd_feature keep_feature = {
 	.name = "keep",
+	.prepare = keep_prepare,
 	.start = keep_start,
 	.stop = keep_stop,
 	.free = keep_free,

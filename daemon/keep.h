@@ -19,18 +19,6 @@ struct json_buf;
 struct keep;
 
 /**
- * keep_prepare() - Have the image staged into a kept copy.
- * @d: daemon, options parsed, image not opened yet
- * @f: the feature's place (d->features[]): set to it, or left NULL
- *
- * With -o keep, sets d->o.img.backing so that img_open() asks the keeper,
- * and sets the feature up (it starts with the others).
- *
- * Return: 0; -ENOMEM.  Context: main(), before img_open().
- */
-int keep_prepare(struct sqcd *d, void **f);
-
-/**
  * keep_stats_json() - Append "keep":{...} to the stats, when on.
  * @k: the feature, or NULL (nothing is appended)
  * @b: buffer

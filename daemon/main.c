@@ -217,7 +217,7 @@ static const struct {
 	 * "release".  Stops after the unmount: it holds the directory lock
 	 * that acquirers wait on, released once the mount is gone. */
 	{ &holders_feature, true },
-	/* Set up before the image is opened (keep_prepare()); holds the
+	/* Set up before the image is opened (its prepare()); holds the
 	 * keeper's connection until freed, after the stager threads are
 	 * joined: closing it hands the copy back. */
 	{ &keep_feature, true },
@@ -273,6 +273,23 @@ void *sqcd_feature(const struct sqcd *d, const struct sqcd_feature *ft)
 
 /* Start every feature in order, and subscribe those that are on to their
  * events and the core's questions.  Return: 0 or the first -errno. */
+/* What features set up before the image is opened (their prepare()).
+ * Return: 0 or -errno (said). */
+static int prepare_features(struct sqcd *d)
+{
+	for (size_t i = 0; i < NFEATURES; i++) {
+		const struct sqcd_feature *ft = features[i].ft;
+		int err = ft->prepare ? ft->prepare(d, &d->features[i]) : 0;
+
+		if (err) {
+			fprintf(stderr, "squashcached: cannot prepare %s: %s\n",
+				ft->name, err_str(err));
+			return err;
+		}
+	}
+	return 0;
+}
+
 static int start_features(struct sqcd *d)
 {
 	for (size_t i = 0; i < NFEATURES; i++) {
@@ -425,11 +442,9 @@ static int open_image(struct sqcd *d, int *status)
 	err = image_name(d);
 	if (err)
 		return err;
-	err = keep_prepare(d, &d->features[feature_at(&keep_feature)]);
-	if (err) {
-		fprintf(stderr, "squashcached: out of memory\n");
+	err = prepare_features(d);
+	if (err)
 		return err;
-	}
 	/* An inherited descriptor is reopened as it is, never by name. */
 	err = img_open(fd_image ? d->o.image : d->o.image_abs, &d->o.img,
 		       &d->img);
