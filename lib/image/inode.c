@@ -223,7 +223,9 @@ static int read_ext_body(struct body *b, struct img_inode *out, void *d,
 
 static int decode_dir_body(struct body *b, struct img_inode *out)
 {
-	struct sqfs_disk_ldir ld;
+	/* Zeroed: read_ext_body() is given pointers into it before it is
+	 * read, which gcc -O0 takes for a use of uninitialized memory. */
+	struct sqfs_disk_ldir ld = { 0 };
 	struct sqfs_disk_dir d;
 	int err;
 
@@ -250,7 +252,7 @@ static int decode_dir_body(struct body *b, struct img_inode *out)
 
 static int decode_reg_body(struct body *b, struct img_inode *out)
 {
-	struct sqfs_disk_lreg ld;
+	struct sqfs_disk_lreg ld = { 0 }; /* as in decode_dir_body() */
 	struct sqfs_disk_reg d;
 	uint64_t size;
 	int err;
