@@ -7,7 +7,9 @@
  * where they should; resuming grows the plan; a failed read stops it; a
  * stage on a backing copy leaves its complete chunks there for the next
  * stage, which reads only the others, and a copy of something else is
- * refused.
+ * refused; two processes staging one copy at once read each chunk once
+ * in all, and one killed mid-read leaves its chunk to the other, which
+ * reads it again once and does not hang.
  */
 /* TSAN: yes */
 #include <check.h>
@@ -17,7 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "stage/stage.h"
@@ -373,6 +378,177 @@ START_TEST(test_backing_refused)
 }
 END_TEST
 
+#define NCHUNKS ((SIZE + CHUNK - 1) / CHUNK)
+#define STALL 5u /* the chunk whose read stalls in test_backing_killed */
+
+/* A source that processes share (a shared mapping): it counts the reads
+ * of each chunk, all processes' together. */
+struct shared_src {
+	const uint8_t *bytes; /* the range (each process's copy of it) */
+	_Atomic uint32_t reads[NCHUNKS]; /* reads that covered each chunk */
+	int stalled; /* a pipe: a byte once the stalled read began */
+};
+
+static bool stall_here; /* this process's read of STALL never ends */
+
+static int shared_read(void *arg, uint64_t off, void *dst, size_t len,
+		       const void *reader)
+{
+	struct shared_src *s = arg;
+
+	(void)reader;
+	for (uint64_t c = off / CHUNK; c <= (off + len - 1) / CHUNK; c++) {
+		atomic_fetch_add(&s->reads[c], 1);
+		if (stall_here && c == STALL) {
+			if (write(s->stalled, "x", 1) != 1)
+				_exit(3);
+			for (;;)
+				pause();
+		}
+	}
+	/* Slow enough that two stages overlap. */
+	nanosleep(&(struct timespec){ 0, 200000 }, NULL);
+	memcpy(dst, s->bytes + off, len);
+	return 0;
+}
+
+static struct shared_src *shared_new(const struct mem_src *m)
+{
+	struct shared_src *s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	ck_assert_ptr_ne(s, MAP_FAILED);
+	memset(s, 0, sizeof(*s));
+	s->bytes = m->bytes;
+	return s;
+}
+
+static struct stage *shared_stage(struct shared_src *s, int fd)
+{
+	struct stage_src src = { shared_read, NULL, s, "test" };
+	struct stage_backing b = { fd, "k1", 2 };
+	struct stage_opts o = { SIZE, META, STAGE_FULL, 1ull << 30, &b };
+	struct stage *st;
+
+	return stage_new(&src, &o, &st) ? NULL : st;
+}
+
+/* One of two processes: wait for @go, stage the copy with threads while
+ * reading it chunk by chunk from the end, and check every byte.  Exits. */
+static void __attribute__((noreturn))
+share_child(struct shared_src *s, const struct mem_src *m, int fd, int go)
+{
+	struct stage *st;
+	const void *p;
+	char b;
+
+	if (read(go, &b, 1) != 0 || !(st = shared_stage(s, fd)) ||
+	    stage_start(st, 4))
+		_exit(1);
+	for (uint32_t c = NCHUNKS; c-- > 0;)
+		if (stage_get(st, (uint64_t)c * CHUNK, 1, 0, s, &p))
+			_exit(2);
+	stage_wait(st, -1);
+	if (stage_get(st, 0, SIZE, STAGE_GET_STAGED_ONLY, s, &p) ||
+	    memcmp(p, m->bytes, SIZE))
+		_exit(4);
+	stage_free(st);
+	_exit(0);
+}
+
+/* Two processes stage one copy at once: every chunk is read once in all,
+ * and both see every byte right. */
+START_TEST(test_backing_shared)
+{
+	struct mem_src *m = src_new();
+	struct shared_src *s = shared_new(m);
+	uint64_t size = 0, complete = 0;
+	int fd, go[2], status;
+	pid_t pid[2];
+
+	ck_assert_int_eq(stage_backing_new(SIZE, "k1", 2, "test", &fd), 0);
+	ck_assert_int_eq(pipe(go), 0);
+	for (int i = 0; i < 2; i++) {
+		pid[i] = fork();
+		ck_assert_int_ge(pid[i], 0);
+		if (!pid[i]) {
+			close(go[1]);
+			share_child(s, m, fd, go[0]);
+		}
+	}
+	close(go[1]); /* both start */
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(waitpid(pid[i], &status, 0), pid[i]);
+		ck_assert(WIFEXITED(status));
+		ck_assert_int_eq(WEXITSTATUS(status), 0);
+	}
+	for (uint32_t c = 0; c < NCHUNKS; c++)
+		ck_assert_uint_eq(atomic_load(&s->reads[c]), 1);
+	ck_assert_int_eq(stage_backing_check(fd, &size, "k1", 2, &complete), 0);
+	ck_assert_uint_eq(complete, SIZE);
+	close(go[0]);
+	close(fd);
+	munmap(s, sizeof(*s));
+	src_free(m);
+}
+END_TEST
+
+/* A process killed in the middle of a chunk's read (and not reaped yet)
+ * leaves its claim; another stage of the copy takes it over at once,
+ * reads that chunk again, once, and every other chunk once. */
+START_TEST(test_backing_killed)
+{
+	struct mem_src *m = src_new();
+	struct shared_src *s = shared_new(m);
+	struct stage_stats ss;
+	struct stage *st;
+	const void *p;
+	int fd, pfd[2], status;
+	struct timespec t0, t1;
+	pid_t pid;
+	char b;
+
+	ck_assert_int_eq(stage_backing_new(SIZE, "k1", 2, "test", &fd), 0);
+	ck_assert_int_eq(pipe(pfd), 0);
+	s->stalled = pfd[1];
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		stall_here = true;
+		st = shared_stage(s, fd);
+		if (st)
+			stage_get(st, (uint64_t)STALL * CHUNK, 1, 0, s, &p);
+		_exit(1);
+	}
+	ck_assert_int_eq(read(pfd[0], &b, 1), 1);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	st = shared_stage(s, fd);
+	ck_assert_ptr_nonnull(st);
+	while (stage_next(st) == 1)
+		;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	/* Well within the bound for a live owner's claim (5 s). */
+	ck_assert_int_lt(t1.tv_sec - t0.tv_sec, 3);
+	ck_assert_int_eq(stage_get(st, 0, SIZE, STAGE_GET_STAGED_ONLY, s, &p),
+			 0);
+	ck_assert_mem_eq(p, m->bytes, SIZE);
+	stage_get_stats(st, &ss);
+	ck_assert_uint_eq(ss.staged, SIZE);
+	stage_free(st);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFSIGNALED(status));
+	for (uint32_t c = 0; c < NCHUNKS; c++)
+		ck_assert_uint_eq(atomic_load(&s->reads[c]),
+				  c == STALL ? 2 : 1);
+	close(pfd[0]);
+	close(pfd[1]);
+	close(fd);
+	munmap(s, sizeof(*s));
+	src_free(m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("stage");
@@ -389,6 +565,8 @@ int main(void)
 	tcase_add_test(tc, test_failure);
 	tcase_add_test(tc, test_backing_adopt);
 	tcase_add_test(tc, test_backing_refused);
+	tcase_add_test(tc, test_backing_shared);
+	tcase_add_test(tc, test_backing_killed);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
