@@ -385,7 +385,8 @@ static void keep_copy(struct keeper *k, struct copy *p)
 		return; /* still shared by another mount */
 	p->seq = ++k->seq;
 	p->last_use = (int64_t)time(NULL);
-	/* An older kept copy of the same (a second mount at once) goes. */
+	/* An older kept copy of the same goes (two mounts whose GETs both
+	 * came before either PUT made one each). */
 	for (q = k->copies; q; q = next) {
 		next = q->next;
 		if (q != p && !q->users && q->uid == p->uid &&

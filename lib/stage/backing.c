@@ -139,13 +139,25 @@ static int trailer_valid(const struct trailer *t, uint64_t fsize, uint64_t size,
 	return 0;
 }
 
-/* Bytes of the complete chunks of a range of @size, by their words @s. */
+/* Whether @w is a chunk's word: empty, done, or a claim of a pid
+ * (1..PID_MAX_LIMIT, 2^22). */
+static bool word_valid(uint32_t w)
+{
+	uint32_t pid = w & ~WORD_CLAIM;
+
+	return w <= WORD_DONE || (w & WORD_CLAIM && pid && pid <= 1u << 22);
+}
+
+/* Bytes of the complete chunks of a range of @size, by their words @s;
+ * UINT64_MAX if a word is not one. */
 static uint64_t complete_bytes(const uint32_t *s, uint64_t size)
 {
 	uint64_t n = nchunks_of(size), sum = 0;
 
 	for (uint64_t c = 0; c < n; c++)
-		if (s[c] == WORD_DONE)
+		if (!word_valid(s[c]))
+			return UINT64_MAX;
+		else if (s[c] == WORD_DONE)
 			sum += MIN((uint64_t)STAGE_CHUNK_SIZE,
 				   size - (c << STAGE_CHUNK_SHIFT));
 	return sum;
@@ -182,6 +194,8 @@ int stage_backing_check(int fd, uint64_t *size, const void *key, size_t key_len,
 	err = n == (ssize_t)words ? 0 : -EBADMSG;
 	if (!err)
 		*complete = complete_bytes(s, t.size);
+	if (!err && *complete == UINT64_MAX)
+		err = -EBADMSG;
 	free(s);
 	return err;
 }
@@ -202,14 +216,14 @@ static void adopt_chunks(struct stage *st)
 int stage__backing_map(struct stage *st, const struct stage_opts *o)
 {
 	const struct stage_backing *b = o->backing;
-	uint64_t size = st->size;
+	uint64_t size = st->size, complete;
 	size_t len;
 	void *m;
 	int err;
 
 	if (!b || b->fd < 0)
 		return 0;
-	err = stage_backing_check(b->fd, &size, b->key, b->key_len, NULL);
+	err = stage_backing_check(b->fd, &size, b->key, b->key_len, &complete);
 	if (err) {
 		log_warn(
 			"the kept copy of '%s' does not match it (%s); staging afresh",

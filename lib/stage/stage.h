@@ -316,8 +316,9 @@ int stage_backing_new(uint64_t size, const void *key, size_t key_len,
  * @key_len: bytes of @key
  * @complete: set to the bytes of its complete chunks, or NULL
  *
- * Return: 0; -EBADMSG if its magic, version or chunk size is wrong, or its
- * size does not fit the trailer; -ESTALE if it is of another range (size
+ * Return: 0; -EBADMSG if its magic, version or chunk size is wrong, its
+ * size does not fit the trailer, or (with @complete) a chunk's word is
+ * neither empty, complete nor a claim of a pid; -ESTALE if it is of another range (size
  * or key); -errno of fstat()/pread().
  * Context: any thread; a copy being staged into may gain complete chunks
  * meanwhile.

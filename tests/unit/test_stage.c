@@ -338,7 +338,7 @@ START_TEST(test_backing_refused)
 	struct mem_src *m = src_new();
 	struct stage_stats ss;
 	struct stage *st;
-	uint64_t size = SIZE + 1;
+	uint64_t size = SIZE + 1, complete;
 	char junk[8] = "NOTSTAGE";
 	struct stat sb;
 	int fd;
@@ -362,6 +362,24 @@ START_TEST(test_backing_refused)
 		;
 	ck_assert_uint_eq(atomic_load(&m->stager), SIZE);
 	stage_free(st);
+	/* A chunk's word that is no state (2, a claim of pid 0): refused. */
+	for (int i = 0; i < 2; i++) {
+		uint32_t w = i ? 0x80000000u : 2, zero = 0;
+		off_t at = (SIZE + 4095) / 4096 * 4096 + 4;
+
+		ck_assert_int_eq(pwrite(fd, &w, 4, at), 4);
+		ck_assert_int_eq(stage_backing_check(fd, &size, NULL, 0, NULL),
+				 0);
+		ck_assert_int_eq(stage_backing_check(fd, &size, NULL, 0,
+						     &complete),
+				 -EBADMSG);
+		st = open_backed(m, fd, "k1");
+		stage_get_stats(st, &ss);
+		ck_assert_int_eq(ss.backing, STAGE_BACKING_REFUSED);
+		stage_free(st);
+		ck_assert_int_eq(pwrite(fd, &zero, 4, at), 4);
+	}
+	ck_assert_int_eq(stage_backing_check(fd, &size, "k1", 2, &complete), 0);
 	/* Sealed: it can neither grow nor shrink. */
 	ck_assert_int_ne(ftruncate(fd, 1 << 30), 0);
 	ck_assert_int_eq(fstat(fd, &sb), 0);
