@@ -216,11 +216,13 @@ void keep_stats_json(struct keep *k, struct json_buf *b)
 	json_buf_str(b, k->path);
 	json_buf_printf(b,
 			",\"answer\":\"%s\",\"keeper_complete\":%llu,"
-			"\"adopted\":%llu,\"adopted_chunks\":%llu},",
+			"\"adopted\":%llu,\"adopted_chunks\":%llu,"
+			"\"peers\":%llu},",
 			k->answer, (unsigned long long)k->keeper_complete,
 			(unsigned long long)ss.adopted,
 			(unsigned long long)((ss.adopted + (128u << 10) - 1) >>
-					     17));
+					     17),
+			(unsigned long long)ss.peers);
 }
 
 const struct sqcd_feature keep_feature = {

@@ -26,7 +26,8 @@ struct keep;
  * keep: {socket, answer ("copy": the keeper had one, "new": a new copy
  * was given to it, "no keeper", "refused", "error"), keeper_complete
  * (bytes complete in the copy the keeper gave), adopted (bytes staged at
- * start from it), adopted_chunks}.
+ * start from it), adopted_chunks, peers (bytes another mount sharing
+ * the copy staged while this one ran)}.
  *
  * Context: any thread.
  */

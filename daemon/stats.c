@@ -40,7 +40,8 @@
  *           table_budget} (listing ahead; see statahead_stats_json())
  *   prefetch: {workers, queued, done, dropped, errors}
  *   idle:   {timeout, open, idle_s} (-o timeout=S; only timeout when 0)
- *   keep:   {socket, answer, keeper_complete, adopted, adopted_chunks}
+ *   keep:   {socket, answer, keeper_complete, adopted, adopted_chunks,
+ *            peers}
  *           (only with -o keep; keep.h)
  *   process: {rss_bytes, cpu_user_s, cpu_sys_s, threads}
  */

@@ -28,7 +28,9 @@
 enum keep_op {
 	/* requests */
 	KEEP_GET = 1, /* fd: the image; a: the range's offset in it, b: its
-			 size; name: for display.  Answer COPY or NONE */
+			 size; name: for display.  Answer COPY (kept, or in
+			 use by the user's other mounts of it: shared) or
+			 NONE */
 	KEEP_PUT, /* fd: a new copy (stage_backing_new()) after NONE.
 		     Answer DONE */
 	KEEP_LIST, /* answer: ENTRY per copy, then DONE (a: copies) */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * This file implements the keeper's logic (keep.h): the copies it holds,
- * each of one user and one image identity, in use by one connection or
+ * each of one user and one image identity, in use by the connections of
+ * that user's mounts of it (one copy for all: the stages share it) or
  * kept; the requests; and the budget of kept copies, least recently used
  * dropped first, whole copies, never one in use.  The caller owns the
  * sockets and tells who is asking (SO_PEERCRED); nothing here trusts a
@@ -10,7 +11,6 @@
 #define LOG_MOD "keeper"
 
 #include <errno.h>
-#include <limits.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +22,6 @@
 #include "util/err.h"
 #include "util/log.h"
 
-#define KEPT (-1) /* struct copy.conn of a copy no mount uses */
-
 struct copy {
 	struct copy *next;
 	uid_t uid; /* whose */
@@ -31,7 +29,7 @@ struct copy {
 	char name[KEEP_NAME_MAX]; /* for display */
 	int fd; /* the memfd */
 	uint64_t bytes; /* its size (sealed) */
-	int conn; /* the connection using it, or KEPT */
+	unsigned int users; /* connections using it; 0: kept */
 	bool forgotten; /* drop it once its connection closes */
 	uint64_t seq; /* of its last use: the least is dropped first */
 	int64_t last_use; /* seconds since the epoch */
@@ -117,7 +115,7 @@ uint64_t keeper_kept(const struct keeper *k, unsigned int *copies)
 	unsigned int n = 0;
 
 	for (const struct copy *c = k->copies; c; c = c->next, n++)
-		if (c->conn == KEPT)
+		if (!c->users)
 			sum += c->bytes;
 	if (copies)
 		*copies = n;
@@ -130,7 +128,7 @@ static struct copy *lru_kept(struct keeper *k)
 	struct copy *best = NULL;
 
 	for (struct copy *c = k->copies; c; c = c->next)
-		if (c->conn == KEPT && (!best || c->seq < best->seq))
+		if (!c->users && (!best || c->seq < best->seq))
 			best = c;
 	return best;
 }
@@ -174,7 +172,7 @@ static void drop_changed(struct keeper *k, const struct conn *c)
 
 	for (p = k->copies; p; p = next) {
 		next = p->next;
-		if (p->uid != c->uid || p->conn != KEPT ||
+		if (p->uid != c->uid || p->users ||
 		    !memcmp(&p->key, &c->key, sizeof(c->key)))
 			continue;
 		if (!strcmp(p->name, c->name) ||
@@ -199,7 +197,8 @@ static void name_copy(char *dst, const char *src)
 	}
 }
 
-/* GET: the copy of the image @fd for @c's user, or NONE. */
+/* GET: the copy of the image @fd for @c's user, kept or in use by the
+ * user's other mounts of it (they share it), or NONE. */
 static int on_get(struct keeper *k, struct conn *c, const struct keep_msg *m,
 		  int fd)
 {
@@ -218,10 +217,10 @@ static int on_get(struct keeper *k, struct conn *c, const struct keep_msg *m,
 	name_copy(c->name, m->name);
 	drop_changed(k, c);
 	for (p = k->copies; p; p = p->next) {
-		if (p->uid != c->uid || p->conn != KEPT || p->forgotten ||
+		if (p->uid != c->uid || p->forgotten ||
 		    memcmp(&p->key, &c->key, sizeof(c->key)))
 			continue;
-		p->conn = c->fd;
+		p->users++;
 		p->seq = ++k->seq;
 		c->copy = p;
 		c->pending = false;
@@ -276,7 +275,7 @@ static int on_put(struct keeper *k, struct conn *c, int fd)
 	memcpy(p->name, c->name, sizeof(p->name));
 	p->fd = fd;
 	p->bytes = bytes;
-	p->conn = c->fd;
+	p->users = 1;
 	p->seq = ++k->seq;
 	p->last_use = (int64_t)time(NULL);
 	p->next = k->copies;
@@ -309,7 +308,7 @@ static int on_list(struct keeper *k, struct conn *c)
 		e.a = p->bytes;
 		e.b = complete_of(p);
 		e.c = (uint64_t)p->last_use;
-		e.in_use = p->conn != KEPT;
+		e.in_use = p->users != 0;
 		memcpy(e.name, p->name, sizeof(e.name));
 		err = keep_send(c->fd, &e, -1);
 		if (err)
@@ -332,7 +331,7 @@ static int on_forget(struct keeper *k, struct conn *c, const struct keep_msg *m)
 		    (m->name[0] && strcmp(p->name, m->name)))
 			continue;
 		n++;
-		if (p->conn != KEPT)
+		if (p->users)
 			p->forgotten = true;
 		else
 			drop_copy(k, p);
@@ -375,19 +374,22 @@ int keeper_request(struct keeper *k, int conn, uid_t uid,
 	}
 }
 
-/* @p's mount ended: keep it within the budget, or drop it. */
+/* A mount of @p ended: once it was the last, keep @p within the budget,
+ * or drop it. */
 static void keep_copy(struct keeper *k, struct copy *p)
 {
 	struct copy *q, *next;
 	uint64_t kept;
 
-	p->conn = KEPT;
+	if (--p->users)
+		return; /* still shared by another mount */
 	p->seq = ++k->seq;
 	p->last_use = (int64_t)time(NULL);
-	/* An older kept copy of the same (a second mount at once) goes. */
+	/* An older kept copy of the same goes (two mounts whose GETs both
+	 * came before either PUT made one each). */
 	for (q = k->copies; q; q = next) {
 		next = q->next;
-		if (q != p && q->conn == KEPT && q->uid == p->uid &&
+		if (q != p && !q->users && q->uid == p->uid &&
 		    !memcmp(&q->key, &p->key, sizeof(p->key)))
 			drop_copy(k, q);
 	}
@@ -395,11 +397,11 @@ static void keep_copy(struct keeper *k, struct copy *p)
 		drop_copy(k, p);
 		return;
 	}
-	p->conn = INT_MAX; /* not evicted while making room */
+	p->users = 1; /* not evicted while making room */
 	kept = keeper_kept(k, NULL);
 	if (kept + p->bytes > k->budget)
 		keeper_evict(k, kept + p->bytes - k->budget);
-	p->conn = KEPT;
+	p->users = 0;
 }
 
 void keeper_closed(struct keeper *k, int conn)

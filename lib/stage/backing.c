@@ -1,33 +1,58 @@
 // SPDX-License-Identifier: MIT
 /*
  * This file implements the backing copy of a stage: a memfd laid out as
- * the range, page-rounded, then the trailer: one byte per chunk (1 once
- * the chunk's bytes are complete), and in the last bytes of the file its
- * header (struct trailer), found from the file's size alone.  A stage maps it
- * shared, so what it stages outlives it in whoever else holds the
- * descriptor (the keeper, docs/design.md "Keeping a staged copy"), and a
- * later stage of the same range (same size and key) starts with the
- * complete chunks staged.  The state byte of a chunk is written only after
- * its bytes, so a process killed mid-read leaves that chunk incomplete.
- * Nothing here knows what the range or the key is.
+ * the range, page-rounded, then the trailer: one 32-bit word per chunk,
+ * and in the last bytes of the file its header (struct trailer), found
+ * from the file's size alone.  A stage maps it shared, so what it stages
+ * outlives it in whoever else holds the descriptor (the keeper,
+ * docs/design.md "Keeping a staged copy"), and a later stage of the same
+ * range (same size and key) starts with the complete chunks staged.
+ *
+ * Several stages, in several processes, may stage one copy at once (the
+ * keeper shares it between a user's mounts of an image).  The word of a
+ * chunk says where it stands for all of them: WORD_EMPTY, WORD_DONE
+ * (its bytes are complete), or WORD_CLAIM | pid: being read by that
+ * process.  A stage claims a chunk with a compare-and-swap from EMPTY
+ * before it reads it, and stores DONE (release) only after its bytes, so
+ * that a process killed mid-read leaves that chunk incomplete; a stage
+ * that finds a chunk claimed by another waits for it (a futex on the
+ * word), and takes the claim over once its owner is gone or made no
+ * progress for CLAIM_STALE_MS.  Nothing here knows what the range or the
+ * key is.
  */
 #define LOG_MOD "stage"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "stage/stage_i.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
 
 #define TRAILER_MAGIC "SQCSTAGE"
-#define TRAILER_VERSION 1u
+#define TRAILER_VERSION 2u /* 1 had a byte per chunk and no claims */
 #define PAGE 4096u
+
+/* A chunk's word in the trailer. */
+#define WORD_EMPTY 0u /* not staged: whoever claims it reads it */
+#define WORD_DONE 1u /* its bytes are complete */
+#define WORD_CLAIM 0x80000000u /* | pid: that process reads it */
+/* A claim whose owner is alive but did not finish within this long (a
+ * reused pid, another pid namespace, storage that hangs) is taken over:
+ * at worst a chunk is read twice, its bytes the same. */
+#define CLAIM_STALE_MS 5000
+#define CLAIM_POLL_MS 10 /* a waiter looks at the owner this often */
 
 /* The trailer's header, the last bytes of the copy. */
 struct trailer {
@@ -54,7 +79,8 @@ static uint64_t nchunks_of(uint64_t size)
 
 uint64_t stage_backing_size(uint64_t size)
 {
-	return round_page(round_page(size) + nchunks_of(size) +
+	return round_page(round_page(size) +
+			  nchunks_of(size) * sizeof(uint32_t) +
 			  sizeof(struct trailer));
 }
 
@@ -113,13 +139,25 @@ static int trailer_valid(const struct trailer *t, uint64_t fsize, uint64_t size,
 	return 0;
 }
 
-/* Bytes of the complete chunks of a range of @size, by their bytes @s. */
-static uint64_t complete_bytes(const uint8_t *s, uint64_t size)
+/* Whether @w is a chunk's word: empty, done, or a claim of a pid
+ * (1..PID_MAX_LIMIT, 2^22). */
+static bool word_valid(uint32_t w)
+{
+	uint32_t pid = w & ~WORD_CLAIM;
+
+	return w <= WORD_DONE || (w & WORD_CLAIM && pid && pid <= 1u << 22);
+}
+
+/* Bytes of the complete chunks of a range of @size, by their words @s;
+ * UINT64_MAX if a word is not one. */
+static uint64_t complete_bytes(const uint32_t *s, uint64_t size)
 {
 	uint64_t n = nchunks_of(size), sum = 0;
 
 	for (uint64_t c = 0; c < n; c++)
-		if (s[c] == 1)
+		if (!word_valid(s[c]))
+			return UINT64_MAX;
+		else if (s[c] == WORD_DONE)
 			sum += MIN((uint64_t)STAGE_CHUNK_SIZE,
 				   size - (c << STAGE_CHUNK_SHIFT));
 	return sum;
@@ -130,7 +168,8 @@ int stage_backing_check(int fd, uint64_t *size, const void *key, size_t key_len,
 {
 	struct trailer t;
 	struct stat sb;
-	uint8_t *s;
+	uint32_t *s;
+	size_t words;
 	ssize_t n;
 	int err;
 
@@ -147,13 +186,16 @@ int stage_backing_check(int fd, uint64_t *size, const void *key, size_t key_len,
 	*size = t.size;
 	if (!complete)
 		return 0;
-	s = malloc(nchunks_of(t.size));
+	words = (size_t)nchunks_of(t.size) * sizeof(*s);
+	s = malloc(words);
 	if (!s)
 		return -ENOMEM;
-	n = pread(fd, s, nchunks_of(t.size), (off_t)round_page(t.size));
-	err = n == (ssize_t)nchunks_of(t.size) ? 0 : -EBADMSG;
+	n = pread(fd, s, words, (off_t)round_page(t.size));
+	err = n == (ssize_t)words ? 0 : -EBADMSG;
 	if (!err)
 		*complete = complete_bytes(s, t.size);
+	if (!err && *complete == UINT64_MAX)
+		err = -EBADMSG;
 	free(s);
 	return err;
 }
@@ -162,7 +204,8 @@ int stage_backing_check(int fd, uint64_t *size, const void *key, size_t key_len,
 static void adopt_chunks(struct stage *st)
 {
 	for (uint32_t c = 0; c < st->nchunks; c++) {
-		if (st->trail[c] != 1)
+		if (atomic_load_explicit(&st->trail[c], memory_order_acquire) !=
+		    WORD_DONE)
 			continue;
 		atomic_store(&st->chunk[c], STAGE_CHUNK_STAGED);
 		st->adopted += stage__chunks_len(st, c, 1);
@@ -173,14 +216,14 @@ static void adopt_chunks(struct stage *st)
 int stage__backing_map(struct stage *st, const struct stage_opts *o)
 {
 	const struct stage_backing *b = o->backing;
-	uint64_t size = st->size;
+	uint64_t size = st->size, complete;
 	size_t len;
 	void *m;
 	int err;
 
 	if (!b || b->fd < 0)
 		return 0;
-	err = stage_backing_check(b->fd, &size, b->key, b->key_len, NULL);
+	err = stage_backing_check(b->fd, &size, b->key, b->key_len, &complete);
 	if (err) {
 		log_warn(
 			"the kept copy of '%s' does not match it (%s); staging afresh",
@@ -199,18 +242,86 @@ int stage__backing_map(struct stage *st, const struct stage_opts *o)
 	}
 	st->mem = m;
 	st->map_len = len;
-	st->trail = st->mem + round_page(size);
+	st->trail = (_Atomic uint32_t *)(st->mem + round_page(size));
 	st->backing = STAGE_BACKING_USED;
 	adopt_chunks(st);
 	return 0;
 }
 
-void stage__backing_mark(struct stage *st, uint32_t c, uint32_t n)
+/* Whether the owner of the claim @seen is gone: its process exited (a
+ * zombie too: its pidfd polls readable), or its claim made no progress
+ * for CLAIM_STALE_MS of this caller's watch (*@held, *@since). */
+static bool owner_gone(uint32_t seen, uint32_t *held, int64_t *since)
 {
-	if (!st->trail)
-		return;
-	/* After the chunk's bytes: whoever maps the copy next sees a
-	 * complete byte only for bytes in place. */
-	atomic_thread_fence(memory_order_release);
-	memset(st->trail + c, 1, n);
+	pid_t pid = (pid_t)(seen & ~WORD_CLAIM);
+	struct pollfd p = { .events = POLLIN };
+	int64_t now = mono_ns();
+
+	p.fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (p.fd >= 0) {
+		int n = poll(&p, 1, 0);
+
+		close(p.fd);
+		if (n > 0)
+			return true;
+	} else if (errno == ESRCH || (kill(pid, 0) && errno == ESRCH)) {
+		return true;
+	}
+	if (*held != seen) {
+		*held = seen;
+		*since = now;
+		return false;
+	}
+	return now - *since >= (int64_t)CLAIM_STALE_MS * 1000000;
+}
+
+/* Sleep until the word @w changes from @seen, a wake, or CLAIM_POLL_MS. */
+static void word_wait(_Atomic uint32_t *w, uint32_t seen)
+{
+	struct timespec ts = { 0, CLAIM_POLL_MS * 1000000L };
+
+	/* Not FUTEX_PRIVATE: the word is in a mapping other processes
+	 * share. */
+	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, seen, &ts, NULL, 0);
+}
+
+int stage__backing_claim(struct stage *st, uint32_t c, bool wait)
+{
+	_Atomic uint32_t *w = &st->trail[c];
+	uint32_t me = WORD_CLAIM | (uint32_t)getpid(), seen, held = 0;
+	int64_t since = 0;
+
+	for (;;) {
+		seen = atomic_load_explicit(w, memory_order_acquire);
+		if (seen == WORD_DONE)
+			return STAGE_CLAIM_DONE;
+		/* A claim of this pid is of a process gone before it (a
+		 * stage of this process claims a chunk only once). */
+		if (seen == WORD_EMPTY || seen == me ||
+		    owner_gone(seen, &held, &since)) {
+			if (atomic_compare_exchange_strong(w, &seen, me))
+				return STAGE_CLAIM_MINE;
+			continue;
+		}
+		if (!wait)
+			return STAGE_CLAIM_BUSY;
+		word_wait(w, seen);
+	}
+}
+
+void stage__backing_done(struct stage *st, uint32_t c, uint32_t n, bool ok)
+{
+	uint32_t me = WORD_CLAIM | (uint32_t)getpid();
+
+	for (uint32_t i = c; i < c + n; i++) {
+		uint32_t seen = me;
+
+		/* After the chunk's bytes: a stage that loads DONE finds
+		 * them in place.  A claim taken over is the taker's now. */
+		atomic_compare_exchange_strong_explicit(
+			&st->trail[i], &seen, ok ? WORD_DONE : WORD_EMPTY,
+			memory_order_release, memory_order_relaxed);
+		syscall(SYS_futex, (uint32_t *)&st->trail[i], FUTEX_WAKE,
+			INT32_MAX, NULL, NULL, 0);
+	}
 }

@@ -35,9 +35,10 @@ uint32_t stage__run_claim(struct stage *st, uint32_t c, uint32_t max,
 	return n;
 }
 
-/* Count a read of chunks [c, c + n) that ended, and wake who waits. */
+/* Count a read of chunks [c, c + n) that ended, and wake who waits.
+ * @whole: it was one read of the source (the pacing measures those). */
 static void read_ended(struct stage *st, uint32_t c, uint32_t n, bool stager,
-		       int err, int64_t t0)
+		       int err, bool whole, int64_t t0)
 {
 	unsigned int was;
 
@@ -46,7 +47,7 @@ static void read_ended(struct stage *st, uint32_t c, uint32_t n, bool stager,
 	if (stager) {
 		was = st->target;
 		st->inflight--;
-		if (!err && n == STAGE_RUN && !(c % STAGE_RUN))
+		if (!err && whole && n == STAGE_RUN && !(c % STAGE_RUN))
 			stage__pace(st, mono_ns() - t0);
 		/* A slot is free: one stager may take it (more if the
 		 * target grew). */
@@ -59,13 +60,21 @@ static void read_ended(struct stage *st, uint32_t c, uint32_t n, bool stager,
 	pthread_mutex_unlock(&st->lock);
 }
 
-int stage__chunk_read(struct stage *st, uint32_t c, uint32_t n,
-		      const void *reader)
+static void set_state(struct stage *st, uint32_t c, uint32_t n, uint8_t s)
+{
+	for (uint32_t i = 0; i < n; i++)
+		atomic_store_explicit(&st->chunk[c + i], s,
+				      memory_order_release);
+}
+
+/* Read chunks [c, c + n) from the source into the staged copy (claimed in
+ * the backing, if there is one) and set their state.  Return: 0 or
+ * -errno of the read. */
+static int source_read(struct stage *st, uint32_t c, uint32_t n,
+		       const void *reader)
 {
 	uint64_t start = (uint64_t)c << STAGE_CHUNK_SHIFT;
 	uint64_t len = stage__chunks_len(st, c, n);
-	int64_t t0 = mono_ns();
-	uint8_t done;
 	int err;
 
 	err = st->src.read(st->src.arg, start, st->mem + start, (size_t)len,
@@ -80,17 +89,67 @@ int stage__chunk_read(struct stage *st, uint32_t c, uint32_t n,
 			if (atomic_exchange(&st->fill_end, c + n) == c)
 				atomic_store(&st->follow, c + n);
 		}
-		stage__backing_mark(st, c, n);
-		done = STAGE_CHUNK_STAGED;
 	} else {
 		/* Give the untouched pages back; readers go to the source. */
 		madvise(st->mem + start, (size_t)len, MADV_DONTNEED);
-		done = STAGE_CHUNK_FAILED;
 	}
-	for (uint32_t i = 0; i < n; i++)
-		atomic_store_explicit(&st->chunk[c + i], done,
-				      memory_order_release);
-	read_ended(st, c, n, !reader, err, t0);
+	if (st->trail)
+		stage__backing_done(st, c, n, !err);
+	set_state(st, c, n, err ? STAGE_CHUNK_FAILED : STAGE_CHUNK_STAGED);
+	return err;
+}
+
+/*
+ * Chunks [c, c + n) with a backing copy that other processes' stages may
+ * stage too: each is claimed in the copy before it is read, the chunks
+ * claimed in a row read in one read; one another process completed is
+ * taken as it is, one it is reading is waited for.  *@whole is cleared
+ * unless the run was one read.  Return: 0 or the first read's -errno
+ * (the chunks after it fail here too).
+ */
+static int shared_read(struct stage *st, uint32_t c, uint32_t n,
+		       const void *reader, bool *whole)
+{
+	uint32_t i = 0, j;
+	int err = 0;
+
+	while (i < n && !err) {
+		if (stage__backing_claim(st, c + i, true) == STAGE_CLAIM_DONE) {
+			uint64_t len = stage__chunks_len(st, c + i, 1);
+
+			*whole = false;
+			atomic_fetch_add(&st->staged, len);
+			atomic_fetch_add(&st->peers, len);
+			set_state(st, c + i++, 1, STAGE_CHUNK_STAGED);
+			continue;
+		}
+		for (j = i + 1;
+		     j < n &&
+		     stage__backing_claim(st, c + j, false) == STAGE_CLAIM_MINE;
+		     j++)
+			;
+		if (j - i < n)
+			*whole = false;
+		err = source_read(st, c + i, j - i, reader);
+		i = j;
+	}
+	if (i < n)
+		set_state(st, c + i, n - i, STAGE_CHUNK_FAILED);
+	return err;
+}
+
+int stage__chunk_read(struct stage *st, uint32_t c, uint32_t n,
+		      const void *reader)
+{
+	int64_t t0 = mono_ns();
+	bool whole = true;
+	int err;
+
+	if (st->trail)
+		err = shared_read(st, c, n, reader, &whole);
+	else
+		err = source_read(st, c, n, reader);
+	read_ended(st, c, n, !reader, err, whole, t0);
 	return err;
 }
 

@@ -58,9 +58,12 @@ struct stage_src {
  * a descriptor of stage_backing_size() bytes made by stage_backing_new(),
  * the range's bytes at their offsets, then a trailer saying what the copy
  * is of (@key, the owner's identity of the range) and, per chunk, whether
- * its bytes are complete.  Another process may hold the descriptor after
- * the stage is gone and give it to a later stage of the same range: that
- * one starts with the complete chunks staged and reads only the others.
+ * its bytes are complete or which process is reading them.  Another
+ * process may hold the descriptor after the stage is gone and give it to
+ * a later stage of the same range: that one starts with the complete
+ * chunks staged and reads only the others.  Stages in several processes
+ * may stage one copy at once: each chunk is read by one of them, the
+ * others wait for it; one whose reader died is read again.
  */
 #define STAGE_KEY_MAX 64 /* bytes of a backing's key, at most */
 
@@ -109,6 +112,8 @@ struct stage_stats {
 	int error; /* errno that stopped the stager, or 0 */
 	enum stage_backing_use backing; /* whether a backing copy is used */
 	uint64_t adopted; /* bytes complete in it at stage_new() */
+	uint64_t peers; /* of staged, bytes another process's stage of the
+			   shared backing staged meanwhile */
 };
 
 /**
@@ -194,8 +199,8 @@ int stage_next(struct stage *st);
  *
  * A chunk that is planned and not read yet is read here, with the planned
  * chunks after it up to the end of the range, in one read; a chunk being
- * read by another thread is waited for.  Each byte is read from the
- * source once.
+ * read by another thread, or by another process's stage of the same
+ * backing copy, is waited for.  Each byte is read from the source once.
  *
  * Return: 0; -ENODATA if a byte of the range is not in RAM and will not be
  * for this call (not planned, its read failed, or STAGE_GET_STAGED_ONLY);
@@ -311,8 +316,9 @@ int stage_backing_new(uint64_t size, const void *key, size_t key_len,
  * @key_len: bytes of @key
  * @complete: set to the bytes of its complete chunks, or NULL
  *
- * Return: 0; -EBADMSG if its magic, version or chunk size is wrong, or its
- * size does not fit the trailer; -ESTALE if it is of another range (size
+ * Return: 0; -EBADMSG if its magic, version or chunk size is wrong, its
+ * size does not fit the trailer, or (with @complete) a chunk's word is
+ * neither empty, complete nor a claim of a pid; -ESTALE if it is of another range (size
  * or key); -errno of fstat()/pread().
  * Context: any thread; a copy being staged into may gain complete chunks
  * meanwhile.

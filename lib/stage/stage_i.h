@@ -17,7 +17,11 @@
  * the whole chunk into the staged copy rather than only its range.  A
  * compare-and-swap from PLANNED to INFLIGHT decides who reads it; everyone
  * else waits on the condition variable for that read instead of reading
- * the bytes a second time.  Chunks are small (128 KiB) so that a reader
+ * the bytes a second time.  With a backing copy, other processes' stages
+ * may stage the same copy: a thread that won a chunk in its own process
+ * then claims it in the copy's trailer too (backing.c), and takes it as
+ * it is if another process completed it, or waits while one reads it.
+ * Chunks are small (128 KiB) so that a reader
  * waits for little more than its own range; the stager reads runs of them,
  * 1 MiB aligned, as many at once as the storage serves without queueing
  * them (pace.c), so a reader's read queues behind few.  The threads that
@@ -83,9 +87,9 @@ struct stage {
 	uint64_t meta_start; /* where the metadata starts, <= size */
 	uint8_t *mem; /* mapping of size (anonymous or the backing), or NULL */
 	size_t map_len; /* bytes mapped at mem */
-	/* With a backing copy: its trailer's byte per chunk, set to 1 once
-	 * the chunk's bytes are in place; else NULL. */
-	uint8_t *trail;
+	/* With a backing copy: its trailer's word per chunk, shared with the
+	 * other processes' stages of the copy (backing.c); else NULL. */
+	_Atomic uint32_t *trail;
 	int backing; /* enum stage_backing_use */
 	uint64_t adopted; /* bytes complete in the backing at start */
 	uint32_t nchunks; /* chunks covering size */
@@ -116,6 +120,7 @@ struct stage {
 	_Atomic uint64_t staged; /* bytes brought in so far */
 	_Atomic uint64_t base; /* staged when the current plan was made */
 	_Atomic uint64_t by_readers; /* of staged, chunks readers brought in */
+	_Atomic uint64_t peers; /* of staged, chunks other processes did */
 	_Atomic int state; /* enum stage_state */
 	_Atomic int error; /* errno that stopped the stager, or 0 */
 	/* A request of stage_resume(), applied by the next stage_next(). */
@@ -146,8 +151,24 @@ static inline uint64_t stage__chunks_len(const struct stage *st, uint32_t c,
  */
 int stage__backing_map(struct stage *st, const struct stage_opts *o);
 
-/* Mark chunks [c, c + n) complete in the backing, their bytes in place. */
-void stage__backing_mark(struct stage *st, uint32_t c, uint32_t n);
+/* What stage__backing_claim() found. */
+enum {
+	STAGE_CLAIM_MINE, /* claimed: the caller reads the chunk */
+	STAGE_CLAIM_DONE, /* complete in the copy: nothing to read */
+	STAGE_CLAIM_BUSY, /* another process reads it (@wait false) */
+};
+
+/*
+ * Claim chunk @c in the backing copy for this process, which holds it
+ * INFLIGHT: from empty, or from an owner gone or stale.  With @wait, a
+ * chunk another process reads is waited for (DONE once it completes, MINE
+ * if its read failed or its owner is gone).  Context: st->trail is set.
+ */
+int stage__backing_claim(struct stage *st, uint32_t c, bool wait);
+
+/* Chunks [c, c + n), claimed MINE, are read: complete (@ok, their bytes
+ * in place) or empty again; wake whoever waits for them. */
+void stage__backing_done(struct stage *st, uint32_t c, uint32_t n, bool ok);
 
 /* chunk.c */
 

@@ -5,7 +5,9 @@
  * refuses a short message; the keeper gives a user back the copy of the
  * same image and nobody else's, drops a copy whose image changed, keeps
  * kept copies within its budget least recently used first, never drops
- * one in use, refuses an unsealed copy, and lets only root evict.
+ * one in use, refuses an unsealed copy, and lets only root evict; two
+ * mounts of one image by one user at once share one copy, kept once the
+ * last ends, and another user's mount at the same time gets its own.
  */
 #include <check.h>
 #include <errno.h>
@@ -205,6 +207,39 @@ START_TEST(test_keep_budget)
 }
 END_TEST
 
+/* Two mounts of one image by one user at once share the copy; it is kept
+ * when the last one ends.  Another user's mount meanwhile gets its own. */
+START_TEST(test_keep_share)
+{
+	char *path = image_new();
+	struct keeper *k;
+	struct cl a, b, c;
+	unsigned int n;
+
+	ck_assert_int_eq(keeper_new(1ull << 30, &k), 0);
+	ck_assert_int_eq(mount_on(k, &a, 1000, path), 0);
+	ck_assert_int_eq(mount_on(k, &b, 1000, path), 1); /* a's, in use */
+	ck_assert_int_eq(mount_on(k, &c, 1001, path), 0); /* its own */
+	ck_assert_uint_eq(keeper_kept(k, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	cl_close(k, &a);
+	ck_assert_uint_eq(keeper_kept(k, NULL), 0); /* b still uses it */
+	cl_close(k, &b);
+	ck_assert_uint_eq(keeper_kept(k, &n), stage_backing_size(IMG_SIZE));
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(mount_on(k, &a, 1000, path), 1); /* kept, given */
+	ck_assert_int_eq(mount_on(k, &b, 1000, path), 1); /* shared */
+	cl_close(k, &b);
+	cl_close(k, &c);
+	cl_close(k, &a);
+	ck_assert_uint_eq(keeper_kept(k, &n), 2 * stage_backing_size(IMG_SIZE));
+	ck_assert_uint_eq(n, 2);
+	keeper_free(k);
+	unlink(path);
+	free(path);
+}
+END_TEST
+
 /* Each user lists their own copies, root all; forget drops one's own. */
 START_TEST(test_keep_list_forget)
 {
@@ -329,6 +364,7 @@ int main(void)
 	tcase_add_test(tc, test_wire);
 	tcase_add_test(tc, test_keep_uid_identity);
 	tcase_add_test(tc, test_keep_budget);
+	tcase_add_test(tc, test_keep_share);
 	tcase_add_test(tc, test_keep_list_forget);
 	tcase_add_test(tc, test_keep_put_checked);
 	tcase_add_test(tc, test_keep_name_shown);

@@ -7,7 +7,10 @@
  * where they should; resuming grows the plan; a failed read stops it; a
  * stage on a backing copy leaves its complete chunks there for the next
  * stage, which reads only the others, and a copy of something else is
- * refused.
+ * refused; two processes staging one copy at once read each chunk once
+ * in all, and one killed mid-read leaves its chunk to the other, which
+ * reads it again once and does not hang, nor for longer than the bound
+ * when the reader is alive but stuck.
  */
 /* TSAN: yes */
 #include <check.h>
@@ -17,7 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "stage/stage.h"
@@ -333,7 +339,7 @@ START_TEST(test_backing_refused)
 	struct mem_src *m = src_new();
 	struct stage_stats ss;
 	struct stage *st;
-	uint64_t size = SIZE + 1;
+	uint64_t size = SIZE + 1, complete;
 	char junk[8] = "NOTSTAGE";
 	struct stat sb;
 	int fd;
@@ -357,6 +363,24 @@ START_TEST(test_backing_refused)
 		;
 	ck_assert_uint_eq(atomic_load(&m->stager), SIZE);
 	stage_free(st);
+	/* A chunk's word that is no state (2, a claim of pid 0): refused. */
+	for (int i = 0; i < 2; i++) {
+		uint32_t w = i ? 0x80000000u : 2, zero = 0;
+		off_t at = (SIZE + 4095) / 4096 * 4096 + 4;
+
+		ck_assert_int_eq(pwrite(fd, &w, 4, at), 4);
+		ck_assert_int_eq(stage_backing_check(fd, &size, NULL, 0, NULL),
+				 0);
+		ck_assert_int_eq(stage_backing_check(fd, &size, NULL, 0,
+						     &complete),
+				 -EBADMSG);
+		st = open_backed(m, fd, "k1");
+		stage_get_stats(st, &ss);
+		ck_assert_int_eq(ss.backing, STAGE_BACKING_REFUSED);
+		stage_free(st);
+		ck_assert_int_eq(pwrite(fd, &zero, 4, at), 4);
+	}
+	ck_assert_int_eq(stage_backing_check(fd, &size, "k1", 2, &complete), 0);
 	/* Sealed: it can neither grow nor shrink. */
 	ck_assert_int_ne(ftruncate(fd, 1 << 30), 0);
 	ck_assert_int_eq(fstat(fd, &sb), 0);
@@ -369,6 +393,223 @@ START_TEST(test_backing_refused)
 	ck_assert_int_eq(ss.backing, STAGE_BACKING_REFUSED);
 	stage_free(st);
 	close(fd);
+	src_free(m);
+}
+END_TEST
+
+#define NCHUNKS ((SIZE + CHUNK - 1) / CHUNK)
+#define STALL 5u /* the chunk whose read stalls in test_backing_killed */
+
+/* A source that processes share (a shared mapping): it counts the reads
+ * of each chunk, all processes' together. */
+struct shared_src {
+	const uint8_t *bytes; /* the range (each process's copy of it) */
+	_Atomic uint32_t reads[NCHUNKS]; /* reads that covered each chunk */
+	int stalled; /* a pipe: a byte once the stalled read began */
+};
+
+static bool stall_here; /* this process's read of STALL never ends */
+
+static int shared_read(void *arg, uint64_t off, void *dst, size_t len,
+		       const void *reader)
+{
+	struct shared_src *s = arg;
+
+	(void)reader;
+	for (uint64_t c = off / CHUNK; c <= (off + len - 1) / CHUNK; c++) {
+		atomic_fetch_add(&s->reads[c], 1);
+		if (stall_here && c == STALL) {
+			if (write(s->stalled, "x", 1) != 1)
+				_exit(3);
+			for (;;)
+				pause();
+		}
+	}
+	/* Slow enough that two stages overlap. */
+	nanosleep(&(struct timespec){ 0, 200000 }, NULL);
+	memcpy(dst, s->bytes + off, len);
+	return 0;
+}
+
+static struct shared_src *shared_new(const struct mem_src *m)
+{
+	struct shared_src *s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	ck_assert_ptr_ne(s, MAP_FAILED);
+	memset(s, 0, sizeof(*s));
+	s->bytes = m->bytes;
+	return s;
+}
+
+static struct stage *shared_stage(struct shared_src *s, int fd)
+{
+	struct stage_src src = { shared_read, NULL, s, "test" };
+	struct stage_backing b = { fd, "k1", 2 };
+	struct stage_opts o = { SIZE, META, STAGE_FULL, 1ull << 30, &b };
+	struct stage *st;
+
+	return stage_new(&src, &o, &st) ? NULL : st;
+}
+
+/* One of two processes: wait for @go, stage the copy with threads while
+ * reading it chunk by chunk from the end, and check every byte.  Exits. */
+static void __attribute__((noreturn))
+share_child(struct shared_src *s, const struct mem_src *m, int fd, int go)
+{
+	struct stage *st;
+	const void *p;
+	char b;
+
+	if (read(go, &b, 1) != 0 || !(st = shared_stage(s, fd)) ||
+	    stage_start(st, 4))
+		_exit(1);
+	for (uint32_t c = NCHUNKS; c-- > 0;)
+		if (stage_get(st, (uint64_t)c * CHUNK, 1, 0, s, &p))
+			_exit(2);
+	stage_wait(st, -1);
+	if (stage_get(st, 0, SIZE, STAGE_GET_STAGED_ONLY, s, &p) ||
+	    memcmp(p, m->bytes, SIZE))
+		_exit(4);
+	stage_free(st);
+	_exit(0);
+}
+
+/* Two processes stage one copy at once: every chunk is read once in all,
+ * and both see every byte right. */
+START_TEST(test_backing_shared)
+{
+	struct mem_src *m = src_new();
+	struct shared_src *s = shared_new(m);
+	uint64_t size = 0, complete = 0;
+	int fd, go[2], status;
+	pid_t pid[2];
+
+	ck_assert_int_eq(stage_backing_new(SIZE, "k1", 2, "test", &fd), 0);
+	ck_assert_int_eq(pipe(go), 0);
+	for (int i = 0; i < 2; i++) {
+		pid[i] = fork();
+		ck_assert_int_ge(pid[i], 0);
+		if (!pid[i]) {
+			close(go[1]);
+			share_child(s, m, fd, go[0]);
+		}
+	}
+	close(go[1]); /* both start */
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(waitpid(pid[i], &status, 0), pid[i]);
+		ck_assert(WIFEXITED(status));
+		ck_assert_int_eq(WEXITSTATUS(status), 0);
+	}
+	for (uint32_t c = 0; c < NCHUNKS; c++)
+		ck_assert_uint_eq(atomic_load(&s->reads[c]), 1);
+	ck_assert_int_eq(stage_backing_check(fd, &size, "k1", 2, &complete), 0);
+	ck_assert_uint_eq(complete, SIZE);
+	close(go[0]);
+	close(fd);
+	munmap(s, sizeof(*s));
+	src_free(m);
+}
+END_TEST
+
+/* Fork a process that stages the copy @fd and stalls in its read of
+ * chunk STALL, holding its claim; return once it is in that read. */
+static pid_t stall_child(struct shared_src *s, int fd, int pfd[2])
+{
+	struct stage *st;
+	const void *p;
+	pid_t pid;
+	char b;
+
+	ck_assert_int_eq(pipe(pfd), 0);
+	s->stalled = pfd[1];
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		stall_here = true;
+		st = shared_stage(s, fd);
+		if (st)
+			stage_get(st, (uint64_t)STALL * CHUNK, 1, 0, s, &p);
+		_exit(1);
+	}
+	ck_assert_int_eq(read(pfd[0], &b, 1), 1);
+	return pid;
+}
+
+/* Stage the copy @fd to the end in this process, check its bytes, and
+ * return the seconds it took. */
+static double stage_rest(struct shared_src *s, const struct mem_src *m, int fd)
+{
+	struct timespec t0, t1;
+	struct stage_stats ss;
+	struct stage *st;
+	const void *p;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	st = shared_stage(s, fd);
+	ck_assert_ptr_nonnull(st);
+	while (stage_next(st) == 1)
+		;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ck_assert_int_eq(stage_get(st, 0, SIZE, STAGE_GET_STAGED_ONLY, s, &p),
+			 0);
+	ck_assert_mem_eq(p, m->bytes, SIZE);
+	stage_get_stats(st, &ss);
+	ck_assert_uint_eq(ss.staged, SIZE);
+	stage_free(st);
+	for (uint32_t c = 0; c < NCHUNKS; c++)
+		ck_assert_uint_eq(atomic_load(&s->reads[c]),
+				  c == STALL ? 2 : 1);
+	return (double)(t1.tv_sec - t0.tv_sec) +
+	       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+}
+
+/* A process killed in the middle of a chunk's read (and not reaped yet)
+ * leaves its claim; another stage of the copy takes it over at once,
+ * reads that chunk again, once, and every other chunk once. */
+START_TEST(test_backing_killed)
+{
+	struct mem_src *m = src_new();
+	struct shared_src *s = shared_new(m);
+	int fd, pfd[2], status;
+	pid_t pid;
+
+	ck_assert_int_eq(stage_backing_new(SIZE, "k1", 2, "test", &fd), 0);
+	pid = stall_child(s, fd, pfd);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	/* Well within the bound for a live owner's claim (5 s). */
+	ck_assert_double_lt(stage_rest(s, m, fd), 3);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFSIGNALED(status));
+	close(pfd[0]);
+	close(pfd[1]);
+	close(fd);
+	munmap(s, sizeof(*s));
+	src_free(m);
+}
+END_TEST
+
+/* A process alive but stuck in a chunk's read (storage that hangs): the
+ * other stage takes its claim over after the bound (5 s), not never. */
+START_TEST(test_backing_stuck)
+{
+	struct mem_src *m = src_new();
+	struct shared_src *s = shared_new(m);
+	int fd, pfd[2], status;
+	double took;
+	pid_t pid;
+
+	ck_assert_int_eq(stage_backing_new(SIZE, "k1", 2, "test", &fd), 0);
+	pid = stall_child(s, fd, pfd);
+	took = stage_rest(s, m, fd);
+	ck_assert_double_ge(took, 4.9);
+	ck_assert_double_lt(took, 30);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	close(pfd[0]);
+	close(pfd[1]);
+	close(fd);
+	munmap(s, sizeof(*s));
 	src_free(m);
 }
 END_TEST
@@ -389,6 +630,9 @@ int main(void)
 	tcase_add_test(tc, test_failure);
 	tcase_add_test(tc, test_backing_adopt);
 	tcase_add_test(tc, test_backing_refused);
+	tcase_add_test(tc, test_backing_shared);
+	tcase_add_test(tc, test_backing_killed);
+	tcase_add_test(tc, test_backing_stuck);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
