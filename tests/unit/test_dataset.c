@@ -185,7 +185,7 @@ START_TEST(test_conf_keep)
 		"keep=G",  "keep=1 G", "keep_socket=rel", "keep_socket=/a,b"
 	};
 	struct ds_conf c;
-	char why[256], buf[512];
+	char buf[512];
 
 	ds_conf_default(&c);
 	ck_assert(!ds_conf_keeps(&c));
