@@ -325,4 +325,18 @@ int job__cg_leave(const struct job_cgroups *cg);
  */
 bool job__in_job_cgroup(FILE *f, const char *job);
 
+/**
+ * job__keep_prolog() - The Prolog's part of keeping (keep= of the site's
+ * configuration; nothing if it is 0): start the node's keeper if none
+ * answers on keep_socket=, detached and outside every job's cgroups;
+ * then ask it to drop kept copies until the job's memory request (scontrol
+ * show job) fits in MemAvailable.
+ * @c: the site's configuration
+ * @ids: the job
+ *
+ * Return: 0 or -errno (said in syslog); the job runs either way.
+ * Context: root, the Prolog.
+ */
+int job__keep_prolog(const struct ds_conf *c, const struct job_ids *ids);
+
 #endif /* SQC_SLURM_JOB_I_H */
