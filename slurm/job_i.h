@@ -339,4 +339,22 @@ bool job__in_job_cgroup(FILE *f, const char *job);
  */
 int job__keep_prolog(const struct ds_conf *c, const struct job_ids *ids);
 
+/**
+ * job__keep_check() - check-node's part of keeping: one line per copy the
+ * keeper holds (image, owner, bytes, complete bytes, in use, last use);
+ * a copy not in use is orphaned if its owner uid is no user of the node
+ * any more, partial if fewer bytes are complete than it holds.
+ * @c: the site's configuration (keep=, keep_socket=)
+ * @clean: drop orphaned and partial copies (as their owner's uid, which
+ *         forgets that user's copies of that name only)
+ *
+ * Stale copies (the image changed) are not for root to find: that would
+ * open the user's path.  The user's next mount checks the image's
+ * identity, as the user, and a changed image's copy is dropped then.
+ *
+ * Return: orphaned and partial copies found (and a keeper that does not
+ * answer its list); 0 with keep=0 or no keeper.  Context: root.
+ */
+int job__keep_check(const struct ds_conf *c, bool clean);
+
 #endif /* SQC_SLURM_JOB_I_H */

@@ -17,6 +17,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "job_i.h"
@@ -218,16 +221,17 @@ static uint64_t job_mem(const struct job_ids *ids)
 		return 0;
 	child = fork();
 	if (child == 0) {
-		dup2(out[1], 1);
 		setsid();
+		job__child_stdio(-1);
+		dup2(out[1], 1);
 		execlp("scontrol", "scontrol", "-o", "show", "job", ids->job,
 		       (char *)NULL);
 		_exit(127);
 	}
 	close(out[1]);
-	if (child < 0 || job__wait_child(child, -1, out[0],
-					 mc_now() + SCONTROL_S, msg,
-					 sizeof(msg), res, sizeof(res))) {
+	if (child < 0 ||
+	    job__wait_child(child, -1, out[0], mc_now() + SCONTROL_S, msg,
+			    sizeof(msg), res, sizeof(res))) {
 		close(out[0]);
 		return 0;
 	}
@@ -279,4 +283,83 @@ int job__keep_prolog(const struct ds_conf *c, const struct job_ids *ids)
 	if (err)
 		say(ids, "cannot ask the keeper to evict", err);
 	return err;
+}
+
+/* Drop the kept copies named @name of @uid, as @uid: the keeper drops
+ * what a user forgets of their own, and root's FORGET by name would drop
+ * every user's.  Return: 0 or -errno. */
+static int forget_as(const char *sock, uid_t uid, const char *name)
+{
+	char msg[8], res[8];
+	pid_t child = fork();
+
+	if (child == 0) {
+		uint64_t n;
+
+		job__child_stdio(-1);
+		setsid();
+		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		    setresuid(uid, uid, uid))
+			_exit(126);
+		_exit(mc_keep_ask(sock, KEEP_FORGET, name, 0, &n) ? 1 : 0);
+	}
+	if (child < 0)
+		return -errno;
+	return job__wait_child(child, -1, -1, mc_now() + SCONTROL_S, msg,
+			       sizeof(msg), res, sizeof(res)) ?
+		       -EIO :
+		       0;
+}
+
+struct kept_check {
+	const char *sock;
+	bool clean;
+	int found; /* orphaned or partial */
+};
+
+static void check_one(void *arg, const struct keep_msg *e)
+{
+	struct kept_check *k = arg;
+	struct passwd *pw = getpwuid(e->uid);
+	const char *what = NULL;
+	char when[32] = "never";
+	time_t t = (time_t)e->c;
+	struct tm tm;
+
+	if (e->c && localtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	printf("kept copy of %s for uid %u (%s): %" PRIu64 " bytes, %" PRIu64
+	       " complete, %s, last use %s",
+	       e->name, e->uid, pw ? pw->pw_name : "no such user", e->a, e->b,
+	       e->in_use ? "in use" : "not in use", when);
+	if (!e->in_use && e->uid != 0)
+		what = !pw ? "orphaned" : e->partial ? "partial" : NULL;
+	if (what) {
+		k->found++;
+		printf(": %s", what);
+		if (k->clean)
+			printf(forget_as(k->sock, e->uid, e->name) ?
+				       ": not dropped" :
+				       ": dropped");
+	}
+	printf("\n");
+}
+
+int job__keep_check(const struct ds_conf *c, bool clean)
+{
+	struct kept_check k = { .sock = c->keep_socket, .clean = clean };
+	int err;
+
+	if (!ds_conf_keeps(c))
+		return 0;
+	fflush(stdout);
+	err = mc_keep_list(c->keep_socket, check_one, &k);
+	if (err == -ENOENT || err == -ECONNREFUSED)
+		return 0; /* no keeper: nothing kept */
+	if (err) {
+		printf("keeper at %s: cannot list its copies: %s\n",
+		       c->keep_socket, err_str(err));
+		return 1;
+	}
+	return k.found;
 }
