@@ -322,7 +322,16 @@ static void check_one(void *arg, const struct keep_msg *e)
 	struct kept_check *k = arg;
 	struct passwd *pw = getpwuid(e->uid);
 	const char *what = NULL;
-	char when[32] = "never";
+	char when[32] = "never", name[KEEP_NAME_MAX];
+	size_t i;
+
+	/* The name is the user's (their daemon gave it): one line, printable. */
+	for (i = 0; i + 1 < sizeof(name) && e->name[i]; i++)
+		name[i] = (unsigned char)e->name[i] < 0x20 ||
+					  e->name[i] == 0x7f ?
+				  '?' :
+				  e->name[i];
+	name[i] = '\0';
 	time_t t = (time_t)e->c;
 	struct tm tm;
 
@@ -330,7 +339,7 @@ static void check_one(void *arg, const struct keep_msg *e)
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
 	printf("kept copy of %s for uid %u (%s): %" PRIu64 " bytes, %" PRIu64
 	       " complete, %s, last use %s",
-	       e->name, e->uid, pw ? pw->pw_name : "no such user", e->a, e->b,
+	       name, e->uid, pw ? pw->pw_name : "no such user", e->a, e->b,
 	       e->in_use ? "in use" : "not in use", when);
 	if (!e->in_use && e->uid != 0)
 		what = !pw ? "orphaned" : e->partial ? "partial" : NULL;
