@@ -87,7 +87,6 @@ at_exit 'cluster_stop'
 at_exit 'for p in $(keeper_pid "$CL_N1") $(keeper_pid "$CL_N2"); do kill "$p"; done'
 cluster_start "$T/cl" || { tail -n 30 "$T/cl/log/"*.log; fail "cluster did not start"; }
 N1=$CL_N1
-N2=$CL_N2
 conf 0
 
 as_user() {
