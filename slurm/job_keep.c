@@ -109,6 +109,8 @@ static void exec_keeper(const struct ds_conf *c)
 	int n = 0, ne = 1;
 
 	job__child_stdio(-1);
+	/* Nothing of the Prolog's, nor of slurmd's, lives on in it. */
+	close_range(3, ~0u, 0);
 	if (setsid() < 0 || chdir("/"))
 		_exit(126);
 	/* Out of the job's cgroups, and slurmd's: the root of each. */
