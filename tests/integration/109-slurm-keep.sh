@@ -11,7 +11,10 @@
 #       twice in all, plus the superblocks of the tasks that adopt;
 #       every task reads the right bytes; each node's keeper lists the
 #       copy for the user;
-#   (c) keep=0 (the default) starts no keeper and keeps nothing.
+#   (c) keep=0 (the default) starts no keeper and keeps nothing;
+#   (d) a job whose memory request (scontrol's MinMemoryNode, here from
+#       a stand-in scontrol on the Prolog's PATH) does not fit beside the
+#       kept copies has them evicted first: it adopts nothing.
 # Each node has a config of its own (the hooks pick it by
 # SLURMD_NODENAME) with a keeper socket of its own: the test's two nodes
 # share one /run, real nodes do not.
@@ -73,9 +76,20 @@ for h in prolog epilog site-task-prolog; do
     [ "$h" = site-task-prolog ] && f=task-prolog
     cat >"$T/cl/hooks/$f" <<EOH
 #!/bin/sh
+[ -e "$T/fake-scontrol" ] && export PATH=$T/fakebin:\${PATH:-/usr/bin:/bin}
 SQUASHCACHE_SLURM_CONF=$T/conf-\$SLURMD_NODENAME SQUASHCACHE_MOUNTCTL=$T/bin/mountctl exec "$PTOP/slurm/hooks/$h" "\$@"
 EOH
 done
+# A stand-in scontrol: the job asks for 512 MiB more than MemAvailable
+# (which moves by megabytes on a busy machine between two reads).
+mkdir -p "$T/fakebin"
+cat >"$T/fakebin/scontrol" <<'EOS'
+#!/bin/sh
+echo "$*" >>"${0%/*}/../scontrol.log"
+kb=$(awk '/^MemAvailable:/ {print $2 + 524288}' /proc/meminfo)
+echo "JobId=$4 JobName=x MinCPUsNode=1 MinMemoryNode=${kb}K MinTmpDiskNode=0 Features=(null)"
+EOS
+chmod 0755 "$T/fakebin/scontrol"
 chmod 0755 "$T/cl/hooks"/*
 : >"$T/cl/etc/plugstack.conf"
 
@@ -135,4 +149,17 @@ note "(b) 8 tasks on $nodes node(s): $read_all bytes from storage in all (image 
     { cat "$T/arr.out"; fail "job array: read $read_all bytes from storage, more than twice the image ($size)"; }
 [ "$adopted" -ge $((8 - nodes)) ] || { cat "$T/arr.out"; fail "job array: only $adopted tasks adopted"; }
 [ "$(keeper_pid "$N1")" = "$kp" ] || fail "the keeper on $N1 changed: $kp, now $(keeper_pid "$N1")"
+
+# --- (d) evict for the job's memory ----------------------------------
+: >"$T/fake-scontrol"
+as_user srun -N1 -w "$N1" --comment="dataset=$T/img/k.sqfs" "$T/bin/readk" >"$T/evict.out" 2>&1 ||
+    { cat "$T/evict.out"; fail "the job after an evict failed"; }
+grep -q "^io $N1 $sum [0-9]* 0 done" "$T/evict.out" ||
+    { cat "$T/evict.out"; fail "(d) a job that needs the memory adopted a kept copy (scontrol: $(cat "$T/scontrol.log" 2>&1))"; }
+rm -f "$T/fake-scontrol"
+as_user srun -N1 -w "$N1" --comment="dataset=$T/img/k.sqfs" "$T/bin/readk" >"$T/after-evict.out" 2>&1 ||
+    { cat "$T/after-evict.out"; fail "the job after that failed"; }
+grep -q "^io $N1 $sum [0-9]* [1-9][0-9]* done" "$T/after-evict.out" ||
+    { cat "$T/after-evict.out"; fail "(d) the next job, asking for no memory, adopted nothing"; }
+note "(d) a job whose memory request does not fit beside the kept copies: evicted, staged afresh"
 exit 0
