@@ -35,7 +35,8 @@
 #    the job fails within timeout=, at submission or on the node
 #  9 U's control socket name bound first by V
 # 10 keep=: V's socket where the site put it, V's job with U's image, U
-#    filling the node beyond keep=, kill -9 of the keeper mid-job
+#    filling the node beyond keep=, kill -9 of the keeper mid-job; the
+#    keeper the Prolog starts is in the root cgroups
 # The version of this file in commit 35a263a attacks the layout of a4a6893
 # (BASE/USER/squashcache, made by the user); there every case failed.
 . "$(dirname "$0")/lib.sh"
@@ -828,6 +829,11 @@ EOP
     run_job c10b 40 srun -N1 -w "$CL_N1" --comment="dataset=$IMG" "$T/bin/readkeep"
     kp=$(keeper_pid)
     [ -n "$kp" ] || flunk "(b) no keeper after U's job"
+    # Outside every job's cgroups and slurmd's: the root of each.
+    if grep -v ':/$' "/proc/$kp/cgroup" >"$T/out/c10-cgroup" 2>&1; then
+        show "$T/out/c10-cgroup"
+        flunk "(b) the keeper is not in the root cgroups"
+    fi
     as_v timeout 40 srun -N1 -w "$CL_N1" --comment="dataset=$IMG" "$T/bin/readkeep" \
         >"$T/out/c10c.out" 2>&1 </dev/null || true
     [ "$(adopted c10c)" = 0 ] || { show "$T/out/c10c.out"; flunk "(b) V's job adopted $(adopted c10c) bytes of U's copy"; }
