@@ -14,7 +14,9 @@
 #   (c) keep=0 (the default) starts no keeper and keeps nothing;
 #   (d) a job whose memory request (scontrol's MinMemoryNode, here from
 #       a stand-in scontrol on the Prolog's PATH) does not fit beside the
-#       kept copies has them evicted first: it adopts nothing.
+#       kept copies has them evicted first: it adopts nothing;
+#   (e) the user's task prolog (mountctl acquire) mounts with keep too:
+#       it adopts the copy a Prolog's mount left.
 # Each node has a config of its own (the hooks pick it by
 # SLURMD_NODENAME) with a keeper socket of its own: the test's two nodes
 # share one /run, real nodes do not.
@@ -162,4 +164,13 @@ as_user srun -N1 -w "$N1" --comment="dataset=$T/img/k.sqfs" "$T/bin/readk" >"$T/
 grep -q "^io $N1 $sum [0-9]* [1-9][0-9]* done" "$T/after-evict.out" ||
     { cat "$T/after-evict.out"; fail "(d) the next job, asking for no memory, adopted nothing"; }
 note "(d) a job whose memory request does not fit beside the kept copies: evicted, staged afresh"
+
+# --- (e) the user's task prolog -----------------------------------------
+as_user env SQUASHCACHE_IMAGE="$T/img/k.sqfs" SQUASHCACHE_SLURM_CONF="$T/conf-$N1" \
+    SQUASHCACHE_MOUNTCTL="$T/bin/mountctl" srun -N1 -w "$N1" \
+    --task-prolog="$PTOP/slurm/hooks/task-prolog" "$T/bin/readk" >"$T/tp.out" 2>&1 ||
+    { cat "$T/tp.out"; fail "the task prolog's job failed"; }
+grep -q "^io $N1 $sum [0-9]* [1-9][0-9]* done" "$T/tp.out" ||
+    { cat "$T/tp.out"; fail "(e) the task prolog's mount adopted nothing"; }
+note "(e) the task prolog's mount adopted the kept copy"
 exit 0
