@@ -288,6 +288,10 @@ int ds_conf_set(struct ds_conf *c, const char *kv, char *why, size_t cap)
 		return set_bool(&c->prolog_spank, val, key, why, cap);
 	if (!strcmp(key, "keep"))
 		return set_size(c->keep, sizeof(c->keep), val, key, why, cap);
+	if (!strcmp(key, "keep_min_available") && !val[0]) {
+		c->keep_min_available[0] = '\0'; /* the keeper's own */
+		return 0;
+	}
 	if (!strcmp(key, "keep_min_available"))
 		return set_size(c->keep_min_available,
 				sizeof(c->keep_min_available), val, key, why,

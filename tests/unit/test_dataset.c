@@ -205,6 +205,9 @@ START_TEST(test_conf_keep)
 	ck_assert(ds_conf_keeps(&c));
 	ck_assert_int_eq(
 		ds_conf_set(&c, "keep_min_available=1G", why, sizeof(why)), 0);
+	ck_assert_int_eq(
+		ds_conf_set(&c, "keep_min_available=", why, sizeof(why)), 0);
+	ck_assert_str_eq(c.keep_min_available, "");
 	ck_assert_int_eq(ds_conf_get(&c, "keep", buf, sizeof(buf)), 0);
 	ck_assert_str_eq(buf, "512MiB");
 	ck_assert_int_eq(ds_conf_get(&c, "keep_socket", buf, sizeof(buf)), 0);
