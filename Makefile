@@ -313,6 +313,9 @@ install: all
 	sed 's|/usr/local/libexec/squashcache/|$(PREFIX)/libexec/squashcache/|' \
 		systemd/squashcache@.service >$(DESTDIR)$(SYSTEMD_UNITDIR)/squashcache@.service
 	chmod 0644 $(DESTDIR)$(SYSTEMD_UNITDIR)/squashcache@.service
+	sed 's|/usr/local/bin/|$(PREFIX)/bin/|' systemd/squashcache-keeper.service \
+		>$(DESTDIR)$(SYSTEMD_UNITDIR)/squashcache-keeper.service
+	chmod 0644 $(DESTDIR)$(SYSTEMD_UNITDIR)/squashcache-keeper.service
 	$(if $(SPANK),install -d $(DESTDIR)$(SLURM_PLUGINDIR) && \
 		install -m 0755 $(SPANK) $(DESTDIR)$(SLURM_PLUGINDIR)/)
 
@@ -322,7 +325,8 @@ uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/include/squashcache $(DESTDIR)$(PREFIX)/libexec/squashcache \
 		$(DESTDIR)$(PYTHONDIR)/squashcache
 	rm -f $(DESTDIR)$(SLURM_PLUGINDIR)/squashcache_spank.so
-	rm -f $(DESTDIR)$(SYSTEMD_UNITDIR)/squashcache@.service
+	rm -f $(DESTDIR)$(SYSTEMD_UNITDIR)/squashcache@.service \
+		$(DESTDIR)$(SYSTEMD_UNITDIR)/squashcache-keeper.service
 	rm -f $(DESTDIR)$(MANDIR)/man1/mountctl.1 $(DESTDIR)$(MANDIR)/man8/squashcached.8 \
 		$(DESTDIR)$(MANDIR)/man8/squashcache_spank.8
 

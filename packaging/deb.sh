@@ -74,6 +74,7 @@ take() {
 take squashcache usr/bin/squashcached usr/bin/mountctl \
     usr/share/man/man1/mountctl.1 usr/share/man/man8/squashcached.8 \
     lib/systemd/system/squashcache@.service \
+    lib/systemd/system/squashcache-keeper.service \
     usr/libexec/squashcache/squashcache-dataset \
     usr/lib/python3/dist-packages/squashcache/__init__.py \
     usr/lib/python3/dist-packages/squashcache/torch.py

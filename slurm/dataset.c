@@ -112,6 +112,42 @@ void ds_conf_default(struct ds_conf *c)
 	strcpy(c->base, "/dev/shm");
 	strcpy(c->user_options, DS_USER_OPTIONS);
 	c->timeout_s = DS_DEFAULT_TIMEOUT_S;
+	strcpy(c->keep, "0");
+	strcpy(c->keep_socket, DS_KEEP_SOCKET);
+}
+
+bool ds_conf_keeps(const struct ds_conf *c)
+{
+	return strspn(c->keep, "0") != strcspn(c->keep, "%KMGTiB");
+}
+
+/*
+ * keep=, keep_min_available=: a size as ram= takes it (digits, an optional
+ * K, M, G or T with "B" or "iB"), or a percentage of the node's RAM from 0
+ * to 100.  Only the syntax: the keeper reads it (mountctl keeper --keep).
+ */
+static int set_size(char *out, size_t ocap, const char *v, const char *key,
+		    char *why, size_t cap)
+{
+	static const char *const units[] = { "",    "K",   "M",	  "G",	"T",
+					     "KB",  "MB",  "GB",  "TB", "KiB",
+					     "MiB", "GiB", "TiB", "%" };
+	size_t n = strspn(v, "0123456789");
+	bool ok = n > 0 && n <= 15;
+
+	if (ok) {
+		ok = false;
+		for (size_t i = 0; i < ARRAY_SIZE(units); i++)
+			ok |= !strcmp(v + n, units[i]);
+	}
+	if (ok && v[n] == '%')
+		ok = strtoul(v, NULL, 10) <= 100;
+	if (!ok || put(out, ocap, v, strlen(v))) {
+		say(why, cap, "%s=%s: a size (512M, 4G) or a percentage (10%%)",
+		    key, v);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static int set_bool(bool *out, const char *v, const char *key, char *why,
@@ -196,6 +232,8 @@ static int string_field(struct ds_conf *c, const char *key, const char *v,
 		  K_NAMES },
 		{ "allow", c->allow, sizeof(c->allow), K_ALLOW },
 		{ "mountctl", c->mountctl, sizeof(c->mountctl), K_PATH },
+		{ "keep_socket", c->keep_socket, sizeof(c->keep_socket),
+		  K_PATH },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
@@ -205,9 +243,10 @@ static int string_field(struct ds_conf *c, const char *key, const char *v,
 		*dcap = keys[i].cap;
 		switch (keys[i].kind) {
 		case K_PATH:
-			if (*v == '/')
+			if (*v == '/' && !strchr(v, ','))
 				return 0;
-			say(why, cap, "%s=%s: give an absolute path", key, v);
+			say(why, cap, "%s=%s: give an absolute path, no ','",
+			    key, v);
 			return -EINVAL;
 		case K_OPTS:
 			return check_opt_syntax(v, why, cap);
@@ -247,6 +286,16 @@ int ds_conf_set(struct ds_conf *c, const char *kv, char *why, size_t cap)
 		return set_timeout(&c->timeout_s, val, why, cap);
 	if (!strcmp(key, "prolog_spank"))
 		return set_bool(&c->prolog_spank, val, key, why, cap);
+	if (!strcmp(key, "keep"))
+		return set_size(c->keep, sizeof(c->keep), val, key, why, cap);
+	if (!strcmp(key, "keep_min_available") && !val[0]) {
+		c->keep_min_available[0] = '\0'; /* the keeper's own */
+		return 0;
+	}
+	if (!strcmp(key, "keep_min_available"))
+		return set_size(c->keep_min_available,
+				sizeof(c->keep_min_available), val, key, why,
+				cap);
 	err = string_field(c, key, val, &dst, &dcap, why, cap);
 	if (err)
 		return err;
@@ -319,6 +368,9 @@ int ds_conf_get(const struct ds_conf *c, const char *key, char *buf, size_t cap)
 		{ "allow", c->allow },
 		{ "mountctl", c->mountctl },
 		{ "prolog_spank", c->prolog_spank ? "yes" : "no" },
+		{ "keep", c->keep },
+		{ "keep_min_available", c->keep_min_available },
+		{ "keep_socket", c->keep_socket },
 	};
 	int n = -1;
 
@@ -621,8 +673,12 @@ int ds_check_user_opts(const struct ds_conf *c, const char *opts, char *why,
 int ds_mount_opts(const struct ds_conf *c, const char *user, char *buf,
 		  size_t cap)
 {
-	const char *parts[] = { c->options, user, c->force_options };
+	char keep[sizeof(c->keep_socket) + 8];
+	const char *parts[] = { c->options, user, c->force_options,
+				ds_conf_keeps(c) ? keep : NULL };
 	size_t o = 0;
+
+	snprintf(keep, sizeof(keep), "keep=%s", c->keep_socket);
 
 	if (!cap)
 		return -ENAMETOOLONG;

@@ -42,6 +42,7 @@
 #define DS_NAME_MAX 64 /* mount name, with its NUL */
 #define DS_OPTS_MAX 1024 /* an option list, with its NUL */
 #define DS_CONF_FILE "/etc/squashcache/slurm.conf"
+#define DS_KEEP_SOCKET "/run/squashcache/keeper.sock" /* = KEEP_SOCKET */
 #define DS_DEFAULT_TIMEOUT_S 30 /* the Prolog's budget for all mounts */
 /* Options users may set unless the site says otherwise (user_options=). */
 #define DS_USER_OPTIONS                                                  \
@@ -71,12 +72,24 @@ struct ds_conf {
 	char mountctl[PATH_MAX]; /* the one the plugin and the hooks run */
 	unsigned int timeout_s; /* the Prolog's budget, seconds */
 	bool prolog_spank; /* the Prolog also reads SPANK_DATASET */
+	char keep[24]; /* the node's keeper budget, a size or "N%"; "0": off */
+	char keep_min_available[24]; /* its --min-available; "": its own */
+	char keep_socket[108]; /* its socket, DS_KEEP_SOCKET by default */
 };
+
+/**
+ * ds_conf_keeps() - Does the site keep staged copies between jobs?
+ * @c: the site's configuration
+ *
+ * Return: true if keep= is a size other than zero; every job mount then
+ * has the option keep.  Context: any thread.
+ */
+bool ds_conf_keeps(const struct ds_conf *c);
 
 /**
  * ds_conf_default() - The configuration with no file.
  * @c: filled in: base /dev/shm, no options, DS_USER_OPTIONS, no allow
- *     list, timeout DS_DEFAULT_TIMEOUT_S
+ *     list, timeout DS_DEFAULT_TIMEOUT_S, keep 0 (off), DS_KEEP_SOCKET
  */
 void ds_conf_default(struct ds_conf *c);
 
@@ -210,7 +223,8 @@ int ds_check_user_opts(const struct ds_conf *c, const char *opts, char *why,
 /**
  * ds_mount_opts() - The options a job's image is mounted with: the site's
  * options=, then the user's, then force_options= (the daemon takes the
- * last value of an option, so forced values hold).
+ * last value of an option, so forced values hold), then keep=SOCKET if
+ * the site keeps copies (ds_conf_keeps()).
  * @c: the site's configuration
  * @user: the user's options, already checked
  * @buf: destination

@@ -654,6 +654,8 @@ int job_prolog(const struct ds_conf *c, const struct job_ids *ids,
 
 	if (!l)
 		return 1;
+	/* Before any mount, and for every job: its memory comes first. */
+	(void)job__keep_prolog(c, ids);
 	if (!list || !*list)
 		goto out_free;
 	if (job_dir_of(c, ids, true, &j)) {

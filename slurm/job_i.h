@@ -325,4 +325,36 @@ int job__cg_leave(const struct job_cgroups *cg);
  */
 bool job__in_job_cgroup(FILE *f, const char *job);
 
+/**
+ * job__keep_prolog() - The Prolog's part of keeping (keep= of the site's
+ * configuration; nothing if it is 0): start the node's keeper if none
+ * answers on keep_socket=, detached and outside every job's cgroups;
+ * then ask it to drop kept copies until the job's memory request (scontrol
+ * show job) fits in MemAvailable.
+ * @c: the site's configuration
+ * @ids: the job
+ *
+ * Return: 0 or -errno (said in syslog); the job runs either way.
+ * Context: root, the Prolog.
+ */
+int job__keep_prolog(const struct ds_conf *c, const struct job_ids *ids);
+
+/**
+ * job__keep_check() - check-node's part of keeping: one line per copy the
+ * keeper holds (image, owner, bytes, complete bytes, in use, last use);
+ * a copy not in use is orphaned if its owner uid is no user of the node
+ * any more, partial if fewer bytes are complete than it holds.
+ * @c: the site's configuration (keep=, keep_socket=)
+ * @clean: drop orphaned and partial copies (as their owner's uid, which
+ *         forgets that user's copies of that name only)
+ *
+ * Stale copies (the image changed) are not for root to find: that would
+ * open the user's path.  The user's next mount checks the image's
+ * identity, as the user, and a changed image's copy is dropped then.
+ *
+ * Return: orphaned and partial copies found (and a keeper that does not
+ * answer its list); 0 with keep=0 or no keeper.  Context: root.
+ */
+int job__keep_check(const struct ds_conf *c, bool clean);
+
 #endif /* SQC_SLURM_JOB_I_H */

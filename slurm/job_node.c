@@ -234,6 +234,7 @@ int job_check_node(const struct ds_conf *c, bool clean, double min_age)
 	snprintf(top, sizeof(top), "%s/%s", base, JOB_TOP_NAME);
 	left = check_mounts(c, top, clean);
 	left += check_daemons(c, top, clean, min_age);
+	left += job__keep_check(c, clean);
 	left += job__check_left(c, clean && !left);
 	fflush(stdout);
 	return left ? MC_EXIT_FAIL : MC_EXIT_OK;

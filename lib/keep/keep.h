@@ -40,7 +40,8 @@ enum keep_op {
 	KEEP_COPY, /* fd: the copy; a: its complete bytes */
 	KEEP_NONE, /* no copy: make one and PUT it */
 	KEEP_ENTRY, /* one copy: uid, a: bytes, b: complete bytes, c: last
-		       use (seconds since the epoch), in_use, name */
+		       use (seconds since the epoch), in_use, partial (fewer
+		       bytes complete than its range), name */
 	KEEP_DONE, /* status: 0 or -errno */
 };
 
@@ -51,7 +52,7 @@ struct keep_msg {
 	uint32_t in_use; /* ENTRY: the copy is used by a mount */
 	uint64_t a, b, c; /* as enum keep_op says */
 	uint32_t uid; /* ENTRY: the owner */
-	uint32_t reserved; /* 0 */
+	uint32_t partial; /* ENTRY: as enum keep_op says; else 0 */
 	char name[KEEP_NAME_MAX]; /* NUL-terminated */
 };
 

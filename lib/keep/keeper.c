@@ -154,13 +154,16 @@ static int answer(int conn, uint32_t op, int status, uint64_t a, int fd)
 	return keep_send(conn, &m, fd);
 }
 
-/* Bytes of @c's complete chunks (its trailer). */
-static uint64_t complete_of(const struct copy *c)
+/* Bytes of @c's complete chunks (its trailer); *@range (if given): of the
+ * range it holds. */
+static uint64_t complete_of(const struct copy *c, uint64_t *range)
 {
 	uint64_t size = 0, complete = 0;
 
 	if (stage_backing_check(c->fd, &size, NULL, 0, &complete))
-		return 0;
+		size = complete = 0;
+	if (range)
+		*range = size;
 	return complete;
 }
 
@@ -224,7 +227,7 @@ static int on_get(struct keeper *k, struct conn *c, const struct keep_msg *m,
 		p->seq = ++k->seq;
 		c->copy = p;
 		c->pending = false;
-		return answer(c->fd, KEEP_COPY, 0, complete_of(p), p->fd);
+		return answer(c->fd, KEEP_COPY, 0, complete_of(p, NULL), p->fd);
 	}
 	c->pending = true;
 	return answer(c->fd, KEEP_NONE, 0, 0, -1);
@@ -301,12 +304,14 @@ static int on_list(struct keeper *k, struct conn *c)
 
 	for (struct copy *p = k->copies; p; p = p->next) {
 		struct keep_msg e = { .op = KEEP_ENTRY };
+		uint64_t range;
 
 		if (!visible(p, c->uid))
 			continue;
 		e.uid = (uint32_t)p->uid;
 		e.a = p->bytes;
-		e.b = complete_of(p);
+		e.b = complete_of(p, &range);
+		e.partial = e.b < range;
 		e.c = (uint64_t)p->last_use;
 		e.in_use = p->users != 0;
 		memcpy(e.name, p->name, sizeof(e.name));

@@ -22,6 +22,8 @@ done
 unit="$T/prefix/lib/systemd/system/squashcache@.service"
 [ -x "$T/prefix/libexec/squashcache/squashcache-dataset" ] || fail "squashcache-dataset was not installed"
 [ -f "$unit" ] || fail "squashcache@.service was not installed"
+grep -q "^ExecStart=$T/prefix/bin/mountctl keeper " "$T/prefix/lib/systemd/system/squashcache-keeper.service" ||
+    fail "squashcache-keeper.service was not installed with the installed mountctl"
 grep -q "^ExecStart=$T/prefix/libexec/squashcache/squashcache-dataset start %i\$" "$unit" ||
     fail "the installed unit does not run the installed helper: $(grep ExecStart= "$unit")"
 "$T/prefix/bin/squashcached" --version | grep -q '^squashcached ' || fail "installed squashcached does not run"
@@ -71,6 +73,7 @@ fi
 make -C "$TOP" --no-print-directory BUILD="$MAKE_BUILD" uninstall PREFIX="$T/prefix" SLURM_PLUGINDIR="$T/prefix/lib/slurm" >"$T/uninstall.log" 2>&1 ||
     { cat "$T/uninstall.log"; fail "make uninstall failed"; }
 [ -e "$unit" ] && fail "make uninstall left squashcache@.service"
+[ -e "$T/prefix/lib/systemd/system/squashcache-keeper.service" ] && fail "make uninstall left squashcache-keeper.service"
 [ -e "$T/prefix/bin/squashcached" ] && fail "make uninstall left squashcached"
 [ -e "$pydir/squashcache" ] && fail "make uninstall left the Python module"
 echo "install checks passed"

@@ -34,6 +34,9 @@
 #  8 an image on storage that never answers (faultfs FAULTFS_BLOCK):
 #    the job fails within timeout=, at submission or on the node
 #  9 U's control socket name bound first by V
+# 10 keep=: V's socket where the site put it, V's job with U's image, U
+#    filling the node beyond keep=, kill -9 of the keeper mid-job; the
+#    keeper the Prolog starts is in the root cgroups
 # The version of this file in commit 35a263a attacks the layout of a4a6893
 # (BASE/USER/squashcache, made by the user); there every case failed.
 . "$(dirname "$0")/lib.sh"
@@ -52,7 +55,7 @@ CL_STORAGE=shared
 
 BASE=$T/shm
 DECOY=/var/tmp/sqc-decoy.$$
-CASES=${SQC_HOSTILE_CASES:-1 2 3 4 5 6 7 8 9}
+CASES=${SQC_HOSTILE_CASES:-1 2 3 4 5 6 7 8 9 10}
 MODE=${SQC_HOSTILE_MODE:-plain}
 EPILOG_BOUND=20   # seconds from a job's end until its node is idle again
 TIMEOUT_S=5       # timeout= of the site config: the prolog's budget
@@ -775,6 +778,97 @@ EOP
             note "c9$1: job id $j guessed wrong"
         expect_read "c9$1"
     done
+}
+
+# 10. keep= (kept staged copies between jobs).  (a) A site that put the
+# keeper's socket where V can write: the Prolog starts no keeper there
+# and U's daemon never connects to V's listener (root's socket only).
+# (b) U's kept copy is U's: V's job with the same image (V can read it)
+# adopts nothing; U's next job adopts it.  (c) U's jobs over 5 images
+# keep at most keep= in all.  (d) kill -9 of the keeper mid-job: the
+# next Prolog starts another, and the next job stages afresh.
+sed "s|@T@|$T|g" >"$T/bin/readkeep" <<'EOR'
+#!/bin/sh
+m=$SQUASHCACHE_MOUNT
+i=0
+until "@T@/bin/mountctl" status --json "$m" | grep -q '"state": *"done"'; do
+    i=$((i + 1)); [ $i -lt 300 ] || break; sleep 0.1
+done
+s=$(cd "$m" && find . -type f | sort | xargs md5sum | md5sum | cut -c1-32)
+a=$("@T@/bin/mountctl" status --json "$m" | python3 -c 'import json, sys
+v = json.load(sys.stdin)[0]
+print(v.get("keep", {}).get("adopted", 0), v["image_io"]["read_bytes"])')
+echo "keep $SLURMD_NODENAME $SLURM_JOB_ID $s $a"
+sleep "${1:-0}"
+EOR
+chmod 0755 "$T/bin/readkeep"
+# keeper_pid: the keeper the Prologs started on $T/keep.
+keeper_pid() { pgrep -f "^mountctl keeper --keep [^ ]* --socket $T/keep/keeper.sock" || true; }
+case_10() {
+    ks=$T/keep/keeper.sock
+    # adopted NAME: what job NAME's task adopted ("none" if it read wrong).
+    adopted() { sed -n "s/^keep [^ ]* [0-9]* $SUM \([0-9]*\) .*/\1/p" "$T/out/$1.out" | head -n 1; }
+    as_v mkdir -m 0755 "$BASE/vkeep"
+    as_v python3 - "$BASE/vkeep/keeper.sock" "$T/out/v10.log" >/dev/null 2>&1 <<'EOP' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind(sys.argv[1])
+s.listen(8)
+while True:
+    c, _ = s.accept()
+    open(sys.argv[2], "a").write("connection\n")
+EOP
+    echo $! >>"$T/vpids"
+    write_conf keep=1M keep_socket="$BASE/vkeep/keeper.sock"
+    run_job c10a 40 srun -N1 -w "$CL_N1" --comment="dataset=$IMG" "$T/bin/readkeep"
+    [ "$(adopted c10a)" = 0 ] || { show "$T/out/c10a.out"; flunk "(a) U's job with V's socket: $(adopted c10a)"; }
+    [ ! -s "$T/out/v10.log" ] || flunk "(a) V's listener was connected to"
+    pgrep -f "^mountctl keeper .*$BASE/vkeep" >/dev/null && flunk "(a) a keeper started in V's directory"
+
+    write_conf keep=1M keep_socket="$ks"
+    run_job c10b 40 srun -N1 -w "$CL_N1" --comment="dataset=$IMG" "$T/bin/readkeep"
+    kp=$(keeper_pid)
+    [ -n "$kp" ] || flunk "(b) no keeper after U's job"
+    # Outside every job's cgroups and slurmd's: the root of each.
+    if grep -v ':/$' "/proc/$kp/cgroup" >"$T/out/c10-cgroup" 2>&1; then
+        show "$T/out/c10-cgroup"
+        flunk "(b) the keeper is not in the root cgroups"
+    fi
+    as_v timeout 40 srun -N1 -w "$CL_N1" --comment="dataset=$IMG" "$T/bin/readkeep" \
+        >"$T/out/c10c.out" 2>&1 </dev/null || true
+    [ "$(adopted c10c)" = 0 ] || { show "$T/out/c10c.out"; flunk "(b) V's job adopted $(adopted c10c) bytes of U's copy"; }
+    run_job c10d 40 srun -N1 -w "$CL_N1" --comment="dataset=$IMG" "$T/bin/readkeep"
+    [ "$(adopted c10d)" -gt 0 ] 2>/dev/null || { show "$T/out/c10d.out"; flunk "(b) U's next job adopted nothing"; }
+
+    for i in 1 2 3 4 5; do
+        cp "$IMG" "$T/img/k$i.sqfs"
+        chmod 0644 "$T/img/k$i.sqfs"
+        run_job "c10e$i" 40 srun -N1 -w "$CL_N1" --comment="dataset=$T/img/k$i.sqfs" "$T/bin/readkeep"
+    done
+    # Once the last job's daemon has let go of its copy (in use copies
+    # are not the budget's), all kept copies together.
+    _i=0
+    while "$T/bin/mountctl" status --kept --json --socket "$ks" | grep -q '"in_use": *true' &&
+        [ $_i -lt 100 ]; do
+        _i=$((_i + 1))
+        sleep 0.1
+    done
+    kept=$("$T/bin/mountctl" status --kept --json --socket "$ks" |
+        python3 -c 'import json, sys; print(sum(e["bytes"] for e in json.load(sys.stdin)))')
+    note "c10: U's 5 images and V's one: $kept bytes kept, keep=1M"
+    [ "$kept" -le 1048576 ] || flunk "(c) $kept bytes kept, over keep=1M"
+
+    start_job c10f srun -N1 -w "$CL_N1" --comment="dataset=$IMG" "$T/bin/readkeep" 3
+    _i=0
+    until grep -q "^keep " "$T/out/c10f.out" || [ $_i -gt 200 ]; do _i=$((_i + 1)); sleep 0.1; done
+    kill -9 "$kp" 2>/dev/null || flunk "(d) no keeper to kill"
+    wait_job c10f 40
+    run_job c10g 40 srun -N1 -w "$CL_N1" --comment="dataset=$IMG" "$T/bin/readkeep"
+    [ "$(adopted c10g)" = 0 ] || { show "$T/out/c10g.out"; flunk "(d) after the keeper's kill: adopted $(adopted c10g)"; }
+    kp2=$(keeper_pid)
+    [ -n "$kp2" ] && [ "$kp2" != "$kp" ] || flunk "(d) no new keeper after the kill ($kp, now $kp2)"
+    for p in $kp2; do kill "$p"; done
+    write_conf
 }
 
 # U's own client-side SPANK plugin: passes DATASET to the nodes unchecked.

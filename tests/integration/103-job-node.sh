@@ -3,7 +3,8 @@
 # the layout's owners and modes, a storage that never answers failing the
 # mount within timeout= and leaving nothing, and check-node finding a
 # stale mount (daemon killed) and an orphan daemon (mount gone), cleaning
-# both with --clean.
+# both with --clean; keep=: the prolog starts the keeper, check-node lists
+# kept copies and --clean drops an orphaned one (its uid no user).
 # This node has no Slurm: the test runs in a mount namespace of its own
 # without the machine's cgroup hierarchies, where mountctl job finds no
 # cgroup of Slurm's (a slurm_n1 or slurm of a real or left-over slurmd
@@ -277,4 +278,36 @@ grep -q "^failed epilog: job 5 on n1" "$T/node.out" || fail "check-node: $(cat "
 job --min-age 0 --clean check-node >"$T/node.out" || fail "check-node --clean left: $(cat "$T/node.out")"
 job --min-age 0 check-node >"$T/node.out" || fail "after --clean: $(cat "$T/node.out")"
 rmdir "$top/job5-n1"
+note "keep=: the prolog starts the keeper; check-node lists kept copies, drops an orphaned one"
+ks="$T/keep/keeper.sock"
+at_exit 'for p in $(pgrep -f "^mountctl keeper --keep 16M --socket $T/keep/"); do kill "$p"; done'
+job --set keep=16M --set keep_socket="$ks" --job 20 --datasets "$T/img.sqfs" prolog
+[ -S "$ks" ] || fail "no keeper socket after a prolog with keep=16M"
+[ "$(stat -c '%U %a' "$T/keep")" = "root 755" ] || fail "$T/keep: $(stat -c '%U %a' "$T/keep")"
+job --set keep=16M --set keep_socket="$ks" --job 20 epilog
+# A uid that is no user of the node: its copy is orphaned.
+orphan=$((3900000 + $$ % 10000))
+"$MOUNTCTL" job --set base="$T/base" --uid $orphan --gid 65534 --node n1 --set keep=16M \
+    --set keep_socket="$ks" --job 21 --datasets "$T/img.sqfs" prolog
+"$MOUNTCTL" job --set base="$T/base" --uid $orphan --gid 65534 --node n1 --set keep=16M \
+    --set keep_socket="$ks" --job 21 epilog
+i=0
+until [ "$("$MOUNTCTL" status --kept --socket "$ks" | grep -c "not in use\|kept")" -ge 2 ] &&
+    ! "$MOUNTCTL" status --kept --json --socket "$ks" | grep -q '"in_use": *true'; do
+    i=$((i + 1))
+    [ $i -lt 250 ] || fail "the keeper holds no two copies: $("$MOUNTCTL" status --kept --socket "$ks")"
+    sleep 0.02
+done
+kc() { job --set keep=16M --set keep_socket="$ks" --min-age 0 "$@" check-node >"$T/node.out"; }
+kc && fail "check-node did not report the orphaned copy: $(cat "$T/node.out")"
+grep -q "^kept copy of .* for uid $uid ($u): .*not in use, last use 20" "$T/node.out" ||
+    fail "check-node did not list the user's copy: $(cat "$T/node.out")"
+grep "for uid $uid " "$T/node.out" | grep -q "orphaned\|partial" && fail "the user's copy is not orphaned: $(cat "$T/node.out")"
+grep -q "^kept copy of .* for uid $orphan (no such user): .*: orphaned$" "$T/node.out" ||
+    fail "check-node: no orphaned copy: $(cat "$T/node.out")"
+kc --clean || true
+grep -q "for uid $orphan .*: orphaned: dropped$" "$T/node.out" || fail "check-node --clean: $(cat "$T/node.out")"
+kc || fail "after --clean: $(cat "$T/node.out")"
+grep -q "for uid $orphan " "$T/node.out" && fail "the orphaned copy is still kept: $(cat "$T/node.out")"
+grep -q "for uid $uid " "$T/node.out" || fail "--clean dropped the user's copy: $(cat "$T/node.out")"
 exit 0

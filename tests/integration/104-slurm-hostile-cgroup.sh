@@ -9,5 +9,5 @@
 # theirs), 2 (100,000 directories: the epilog's bound), 3 (symlinks and
 # a nested mount of the user's own) and 8 (storage that never answers);
 # SQC_HOSTILE_CASES picks others.
-SQC_HOSTILE_MODE=cgroup SQC_HOSTILE_CASES=${SQC_HOSTILE_CASES:-1 2 3 8} \
+SQC_HOSTILE_MODE=cgroup SQC_HOSTILE_CASES=${SQC_HOSTILE_CASES:-1 2 3 8 10} \
     exec sh "$(dirname "$0")/101-slurm-hostile.sh"

@@ -71,6 +71,7 @@ LC_ALL=C sort >"$T/main.want" <<EOF
 /usr/share/man/man1/mountctl.1.gz
 /usr/share/man/man8/squashcached.8.gz
 /usr/lib/systemd/system/squashcache@.service
+/usr/lib/systemd/system/squashcache-keeper.service
 /usr/libexec/squashcache/squashcache-dataset
 $sitelib/squashcache/__init__.py
 $sitelib/squashcache/torch.py

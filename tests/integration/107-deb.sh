@@ -86,6 +86,7 @@ dpkg -L squashcache-slurm >>"$T/files"
 for f in /usr/bin/squashcached /usr/bin/mountctl \
     /usr/share/man/man1/mountctl.1.gz /usr/share/man/man8/squashcached.8.gz \
     /lib/systemd/system/squashcache@.service /usr/libexec/squashcache/squashcache-dataset \
+    /lib/systemd/system/squashcache-keeper.service \
     /usr/share/doc/squashcache/copyright /usr/share/doc/squashcache/slurm.md.gz \
     "$plugindir/squashcache_spank.so" /usr/share/man/man8/squashcache_spank.8.gz \
     /usr/libexec/squashcache/prolog /usr/libexec/squashcache/epilog \

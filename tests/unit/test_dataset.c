@@ -177,6 +177,49 @@ START_TEST(test_conf)
 }
 END_TEST
 
+/* keep=: off by default; a size or a percentage; mounts get keep=SOCKET. */
+START_TEST(test_conf_keep)
+{
+	static const char *const bad[] = {
+		"keep=-1", "keep=1X",  "keep=101%",	  "keep=",
+		"keep=G",  "keep=1 G", "keep_socket=rel", "keep_socket=/a,b"
+	};
+	struct ds_conf c;
+	char buf[512];
+
+	ds_conf_default(&c);
+	ck_assert(!ds_conf_keeps(&c));
+	ck_assert_int_eq(ds_mount_opts(&c, "ram=1G", buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "ram=1G");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_int_eq(ds_conf_set(&c, bad[i], why, sizeof(why)),
+				 -EINVAL);
+	ck_assert(!ds_conf_keeps(&c));
+	ck_assert_int_eq(ds_conf_set(&c, "keep=00G", why, sizeof(why)), 0);
+	ck_assert(!ds_conf_keeps(&c));
+	ck_assert_int_eq(ds_conf_set(&c, "keep=0%", why, sizeof(why)), 0);
+	ck_assert(!ds_conf_keeps(&c));
+	ck_assert_int_eq(ds_conf_set(&c, "keep=10%", why, sizeof(why)), 0);
+	ck_assert(ds_conf_keeps(&c));
+	ck_assert_int_eq(ds_conf_set(&c, "keep=512MiB", why, sizeof(why)), 0);
+	ck_assert(ds_conf_keeps(&c));
+	ck_assert_int_eq(
+		ds_conf_set(&c, "keep_min_available=1G", why, sizeof(why)), 0);
+	ck_assert_int_eq(
+		ds_conf_set(&c, "keep_min_available=", why, sizeof(why)), 0);
+	ck_assert_str_eq(c.keep_min_available, "");
+	ck_assert_int_eq(ds_conf_get(&c, "keep", buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "512MiB");
+	ck_assert_int_eq(ds_conf_get(&c, "keep_socket", buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, DS_KEEP_SOCKET);
+	ck_assert_int_eq(
+		ds_conf_set(&c, "keep_socket=/run/k/s", why, sizeof(why)), 0);
+	/* Last, so that a user's keep=PATH never wins. */
+	ck_assert_int_eq(ds_mount_opts(&c, "keep=/tmp/x", buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "keep=/tmp/x,keep=/run/k/s");
+}
+END_TEST
+
 static int bad_lines;
 static int bad_no[8];
 
@@ -376,6 +419,7 @@ int main(void)
 	tcase_add_test(tc, test_comment);
 	tcase_add_test(tc, test_conf);
 	tcase_add_test(tc, test_conf_file);
+	tcase_add_test(tc, test_conf_keep);
 	tcase_add_test(tc, test_list_name);
 	tcase_add_test(tc, test_image_name);
 	tcase_add_test(tc, test_policy);

@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements the Prolog's part of keeping staged copies between
+ * jobs (keep= of the site's configuration; docs/slurm.md, "Keeping a
+ * staged image between jobs"): start the node's keeper if none answers,
+ * and ask it to drop kept copies until the job's own memory request fits
+ * beside them.
+ *
+ * The keeper (mountctl keeper) runs as root, detached from the Prolog (a
+ * session of its own, stdio on /dev/null: slurmd reads a hook's output to
+ * its end) and outside every job's cgroups (the root cgroup of each
+ * hierarchy), so that it outlives the job that started it and its memory
+ * is no job's.  Its socket's directory is root's and only root may write
+ * to it (the keeper refuses any other); Prologs that start at once take
+ * turns on a lock file there, so that one keeper runs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "job_i.h"
+#include "keep/keep.h"
+#include "mountctl/mountctl.h"
+#include "util/err.h"
+#include "util/size.h"
+
+#define KEEPER_START_S 5.0 /* the keeper answers on its socket */
+#define SCONTROL_S 5.0 /* scontrol show job answers */
+#define KEEPER_LOCK "keeper.lock"
+
+_Static_assert(sizeof(DS_KEEP_SOCKET) == sizeof(KEEP_SOCKET),
+	       "dataset.h's keeper socket is keep.h's");
+
+static void say(const struct job_ids *ids, const char *what, int err)
+{
+	openlog("squashcache", LOG_PID, LOG_DAEMON);
+	syslog(LOG_WARNING, "job %s on %s: keep: %s: %s", ids->job, ids->node,
+	       what, err_str(err));
+}
+
+/*
+ * Open the socket's directory, made root's 0755 if missing, and lock
+ * KEEPER_LOCK in it.  Return: the lock's descriptor, or -errno (-EPERM:
+ * the directory is not root's alone).
+ */
+static int lock_dir(const char *sock)
+{
+	char dir[sizeof(((struct ds_conf *)0)->keep_socket)];
+	struct stat sb;
+	char *slash;
+	int d, fd;
+
+	snprintf(dir, sizeof(dir), "%s", sock);
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return -EINVAL;
+	*slash = '\0';
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	d = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (d < 0)
+		return -errno;
+	if (fstat(d, &sb) || sb.st_uid != 0 || (sb.st_mode & 0022)) {
+		close(d);
+		return -EPERM;
+	}
+	fd = openat(d, KEEPER_LOCK,
+		    O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+		    0600);
+	close(d);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || sb.st_uid != 0 ||
+	    sb.st_nlink != 1 || flock(fd, LOCK_EX)) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+static bool keeper_answers(const char *sock)
+{
+	int s;
+
+	if (keep_connect(sock, &s))
+		return false;
+	close(s);
+	return true;
+}
+
+/* In the keeper's child: leave everything of the Prolog's, run it. */
+static void exec_keeper(const struct ds_conf *c)
+{
+	static const char *const pass[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS",
+					    "LSAN_OPTIONS" };
+	char *argv[10], *envp[ARRAY_SIZE(pass) + 2] = { "PATH=" JOB_USER_PATH };
+	struct job_cgroups cg;
+	int n = 0, ne = 1;
+
+	job__child_stdio(-1);
+	/* Nothing of the Prolog's, nor of slurmd's, lives on in it. */
+	close_range(3, ~0u, 0);
+	if (setsid() < 0 || chdir("/"))
+		_exit(126);
+	/* Out of the job's cgroups, and slurmd's: the root of each. */
+	if (!job__cg_open_mounted(&cg)) {
+		(void)job__cg_leave(&cg);
+		job__cg_close(&cg);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(pass); i++) {
+		const char *v = getenv(pass[i]);
+
+		if (v && asprintf(&envp[ne], "%s=%s", pass[i], v) > 0)
+			ne++;
+	}
+	envp[ne] = NULL;
+	argv[n++] = "mountctl";
+	argv[n++] = "keeper";
+	argv[n++] = "--keep";
+	argv[n++] = (char *)c->keep;
+	argv[n++] = "--socket";
+	argv[n++] = (char *)c->keep_socket;
+	if (c->keep_min_available[0]) {
+		argv[n++] = "--min-available";
+		argv[n++] = (char *)c->keep_min_available;
+	}
+	argv[n] = NULL;
+	execve("/proc/self/exe", argv, envp);
+	_exit(127);
+}
+
+/* Start the keeper unless one answers.  Return: 0 or -errno. */
+static int start_keeper(const struct ds_conf *c)
+{
+	int lock = lock_dir(c->keep_socket), err = 0;
+	double end = mc_now() + KEEPER_START_S;
+	pid_t child;
+
+	if (lock < 0)
+		return lock;
+	if (keeper_answers(c->keep_socket))
+		goto out_unlock;
+	child = fork();
+	if (child == 0) {
+		/* A grandchild: nobody's to reap but init's. */
+		if (fork() == 0)
+			exec_keeper(c);
+		_exit(0);
+	}
+	if (child < 0) {
+		err = -errno;
+		goto out_unlock;
+	}
+	waitpid(child, NULL, 0);
+	err = -ETIMEDOUT;
+	while (mc_now() < end) {
+		if (keeper_answers(c->keep_socket)) {
+			err = 0;
+			break;
+		}
+		mc_sleep_ms(20);
+	}
+out_unlock:
+	close(lock);
+	return err;
+}
+
+/* "500M", "2G", "1024" (megabytes, as Slurm prints memory). */
+static uint64_t slurm_mem(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	int shift = 20;
+
+	switch (*end) {
+	case 'K':
+		shift = 10;
+		break;
+	case 'G':
+		shift = 30;
+		break;
+	case 'T':
+		shift = 40;
+		break;
+	}
+	return v > 0 ? (uint64_t)(v * (double)(1ull << shift)) : 0;
+}
+
+/* The first number of SLURM_JOB_CPUS_PER_NODE ("2", "2(x3),1"), or 1. */
+static uint64_t cpus_here(void)
+{
+	const char *v = getenv("SLURM_JOB_CPUS_PER_NODE");
+	unsigned long n = v ? strtoul(v, NULL, 10) : 0;
+
+	return n ? n : 1;
+}
+
+/*
+ * The job's memory request on a node, from `scontrol show job -o ID`
+ * (slurmd gives a Prolog none in its environment): MinMemoryNode, or
+ * MinMemoryCPU times SLURM_JOB_CPUS_PER_NODE.  Return: bytes; 0 if the
+ * job asked for none or scontrol did not answer within SCONTROL_S.
+ */
+static uint64_t job_mem(const struct job_ids *ids)
+{
+	char res[8192], msg[8];
+	int out[2];
+	const char *p;
+	pid_t child;
+
+	if (pipe2(out, O_CLOEXEC))
+		return 0;
+	child = fork();
+	if (child == 0) {
+		setsid();
+		job__child_stdio(-1);
+		dup2(out[1], 1);
+		execlp("scontrol", "scontrol", "-o", "show", "job", ids->job,
+		       (char *)NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	if (child < 0 ||
+	    job__wait_child(child, -1, out[0], mc_now() + SCONTROL_S, msg,
+			    sizeof(msg), res, sizeof(res))) {
+		close(out[0]);
+		return 0;
+	}
+	close(out[0]);
+	p = strstr(res, " MinMemoryNode=");
+	if (p)
+		return slurm_mem(p + strlen(" MinMemoryNode="));
+	p = strstr(res, " MinMemoryCPU=");
+	if (p)
+		return slurm_mem(p + strlen(" MinMemoryCPU=")) * cpus_here();
+	return 0;
+}
+
+/* MemAvailable, or UINT64_MAX if it cannot be read. */
+static uint64_t mem_available(void)
+{
+	unsigned long long kb;
+	char line[128];
+	FILE *f = fopen("/proc/meminfo", "re");
+	uint64_t v = UINT64_MAX;
+
+	if (!f)
+		return v;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			v = (uint64_t)kb << 10;
+	fclose(f);
+	return v;
+}
+
+int job__keep_prolog(const struct ds_conf *c, const struct job_ids *ids)
+{
+	uint64_t want, avail, freed;
+	int err;
+
+	if (!ds_conf_keeps(c))
+		return 0;
+	err = start_keeper(c);
+	if (err) {
+		say(ids, "cannot start the keeper", err);
+		return err;
+	}
+	want = job_mem(ids);
+	avail = mem_available();
+	if (!want || avail >= want)
+		return 0;
+	err = mc_keep_ask(c->keep_socket, KEEP_EVICT, NULL, want - avail,
+			  &freed);
+	if (err)
+		say(ids, "cannot ask the keeper to evict", err);
+	return err;
+}
+
+/* Drop the kept copies named @name of @uid, as @uid: the keeper drops
+ * what a user forgets of their own, and root's FORGET by name would drop
+ * every user's.  Return: 0 or -errno. */
+static int forget_as(const char *sock, uid_t uid, const char *name)
+{
+	char msg[8], res[8];
+	pid_t child = fork();
+
+	if (child == 0) {
+		uint64_t n;
+
+		job__child_stdio(-1);
+		setsid();
+		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		    setresuid(uid, uid, uid))
+			_exit(126);
+		_exit(mc_keep_ask(sock, KEEP_FORGET, name, 0, &n) ? 1 : 0);
+	}
+	if (child < 0)
+		return -errno;
+	return job__wait_child(child, -1, -1, mc_now() + SCONTROL_S, msg,
+			       sizeof(msg), res, sizeof(res)) ?
+		       -EIO :
+		       0;
+}
+
+struct kept_check {
+	const char *sock;
+	bool clean;
+	int found; /* orphaned or partial */
+};
+
+static void check_one(void *arg, const struct keep_msg *e)
+{
+	struct kept_check *k = arg;
+	struct passwd *pw = getpwuid(e->uid);
+	const char *what = NULL;
+	char when[32] = "never", name[KEEP_NAME_MAX];
+	size_t i;
+
+	/* The name is the user's (their daemon gave it): one line, printable. */
+	for (i = 0; i + 1 < sizeof(name) && e->name[i]; i++)
+		name[i] = (unsigned char)e->name[i] < 0x20 ||
+					  e->name[i] == 0x7f ?
+				  '?' :
+				  e->name[i];
+	name[i] = '\0';
+	time_t t = (time_t)e->c;
+	struct tm tm;
+
+	if (e->c && localtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	printf("kept copy of %s for uid %u (%s): %" PRIu64 " bytes, %" PRIu64
+	       " complete, %s, last use %s",
+	       name, e->uid, pw ? pw->pw_name : "no such user", e->a, e->b,
+	       e->in_use ? "in use" : "not in use", when);
+	if (!e->in_use && e->uid != 0)
+		what = !pw ? "orphaned" : e->partial ? "partial" : NULL;
+	if (what) {
+		k->found++;
+		printf(": %s", what);
+		if (k->clean)
+			printf(forget_as(k->sock, e->uid, e->name) ?
+				       ": not dropped" :
+				       ": dropped");
+	}
+	printf("\n");
+}
+
+int job__keep_check(const struct ds_conf *c, bool clean)
+{
+	struct kept_check k = { .sock = c->keep_socket, .clean = clean };
+	int err;
+
+	if (!ds_conf_keeps(c))
+		return 0;
+	fflush(stdout);
+	err = mc_keep_list(c->keep_socket, check_one, &k);
+	if (err == -ENOENT || err == -ECONNREFUSED)
+		return 0; /* no keeper: nothing kept */
+	if (err) {
+		printf("keeper at %s: cannot list its copies: %s\n",
+		       c->keep_socket, err_str(err));
+		return 1;
+	}
+	return k.found;
+}
