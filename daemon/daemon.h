@@ -106,6 +106,9 @@ struct sqcd {
 	 * or NULL when off: set before the session loop, read-only
 	 * afterwards until freed */
 	void *features[SQCD_FEATURES_MAX];
+	/* the table of each place, set by main.c before anything starts:
+	 * sqcd_feature() finds a feature without knowing main.c's list */
+	const struct sqcd_feature *feature_tables[SQCD_FEATURES_MAX];
 };
 
 /*
@@ -147,9 +150,17 @@ struct sqcd_feature {
  * Return: the feature (struct warm for warm_feature, ...), or NULL when
  * it is off, not started, or freed.
  * Context: any thread; from the session loop's start until features are
- * freed, the answer does not change.
+ * freed, the answer does not change.  Inline: every feature asks it, and
+ * the core's list (main.c) stays the core's.
  */
-void *sqcd_feature(const struct sqcd *d, const struct sqcd_feature *ft);
+static inline void *sqcd_feature(const struct sqcd *d,
+				 const struct sqcd_feature *ft)
+{
+	for (int i = 0; i < SQCD_FEATURES_MAX; i++)
+		if (d->feature_tables[i] == ft)
+			return d->features[i];
+	return NULL;
+}
 
 extern const struct fuse_lowlevel_ops sqcd_ops;
 

@@ -264,19 +264,13 @@ static size_t feature_at(const struct sqcd_feature *ft)
 	return i;
 }
 
-void *sqcd_feature(const struct sqcd *d, const struct sqcd_feature *ft)
-{
-	size_t i = feature_at(ft);
-
-	return i < NFEATURES ? d->features[i] : NULL;
-}
-
-/* Start every feature in order, and subscribe those that are on to their
- * events and the core's questions.  Return: 0 or the first -errno. */
-/* What features set up before the image is opened (their prepare()).
+/* What features set up before the image is opened (their prepare()),
+ * once each place knows its table (sqcd_feature()).
  * Return: 0 or -errno (said). */
 static int prepare_features(struct sqcd *d)
 {
+	for (size_t i = 0; i < NFEATURES; i++)
+		d->feature_tables[i] = features[i].ft;
 	for (size_t i = 0; i < NFEATURES; i++) {
 		const struct sqcd_feature *ft = features[i].ft;
 		int err = ft->prepare ? ft->prepare(d, &d->features[i]) : 0;
@@ -290,6 +284,8 @@ static int prepare_features(struct sqcd *d)
 	return 0;
 }
 
+/* Start every feature in order, and subscribe those that are on to their
+ * events and the core's questions.  Return: 0 or the first -errno. */
 static int start_features(struct sqcd *d)
 {
 	for (size_t i = 0; i < NFEATURES; i++) {
