@@ -24,6 +24,7 @@
 #include "keep/keep.h"
 #include "mountctl.h"
 #include "util/err.h"
+#include "util/memlimit.h"
 #include "util/size.h"
 
 #define KEEPER_CONNS 1024 /* connections at once, at most */
@@ -157,23 +158,6 @@ static bool serve_one(struct server *sv, nfds_t i)
 	return false;
 }
 
-/* MemAvailable, or UINT64_MAX if it cannot be read. */
-static uint64_t mem_available(void)
-{
-	unsigned long long kb;
-	char line[128];
-	FILE *f = fopen("/proc/meminfo", "re");
-	uint64_t v = UINT64_MAX;
-
-	if (!f)
-		return v;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-			v = (uint64_t)kb << 10;
-	fclose(f);
-	return v;
-}
-
 static void serve(struct server *sv)
 {
 	struct timespec now, last = { 0, 0 };
@@ -194,7 +178,7 @@ static void serve(struct server *sv)
 		if (now.tv_sec == last.tv_sec)
 			continue;
 		last = now;
-		avail = mem_available();
+		avail = memlimit_available();
 		if (avail < sv->floor)
 			keeper_evict(sv->k, sv->floor - avail);
 	}

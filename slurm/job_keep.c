@@ -33,6 +33,7 @@
 #include "keep/keep.h"
 #include "mountctl/mountctl.h"
 #include "util/err.h"
+#include "util/memlimit.h"
 #include "util/size.h"
 
 #define KEEPER_START_S 5.0 /* the keeper answers on its socket */
@@ -247,23 +248,6 @@ static uint64_t job_mem(const struct job_ids *ids)
 	return 0;
 }
 
-/* MemAvailable, or UINT64_MAX if it cannot be read. */
-static uint64_t mem_available(void)
-{
-	unsigned long long kb;
-	char line[128];
-	FILE *f = fopen("/proc/meminfo", "re");
-	uint64_t v = UINT64_MAX;
-
-	if (!f)
-		return v;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-			v = (uint64_t)kb << 10;
-	fclose(f);
-	return v;
-}
-
 int job__keep_prolog(const struct ds_conf *c, const struct job_ids *ids)
 {
 	uint64_t want, avail, freed;
@@ -277,7 +261,7 @@ int job__keep_prolog(const struct ds_conf *c, const struct job_ids *ids)
 		return err;
 	}
 	want = job_mem(ids);
-	avail = mem_available();
+	avail = memlimit_available();
 	if (!want || avail >= want)
 		return 0;
 	err = mc_keep_ask(c->keep_socket, KEEP_EVICT, NULL, want - avail,

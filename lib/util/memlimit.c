@@ -219,3 +219,19 @@ uint64_t memlimit_budget(const struct memlimit *ml)
 {
 	return ml->usable ? ml->usable / 2 : MEMLIMIT_BUDGET_FALLBACK;
 }
+
+uint64_t memlimit_available(void)
+{
+	unsigned long long kb;
+	char line[128];
+	FILE *f = fopen("/proc/meminfo", "re");
+	uint64_t v = UINT64_MAX;
+
+	if (!f)
+		return v;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			v = (uint64_t)kb << 10;
+	fclose(f);
+	return v;
+}

@@ -71,4 +71,13 @@ void memlimit_get(struct memlimit *ml);
  */
 uint64_t memlimit_budget(const struct memlimit *ml);
 
+/**
+ * memlimit_available() - The machine's MemAvailable (/proc/meminfo): what
+ * can be had without swapping, free and reclaimable page cache together.
+ *
+ * Return: bytes, or UINT64_MAX if it cannot be read.
+ * Context: any thread; cannot fail.
+ */
+uint64_t memlimit_available(void);
+
 #endif /* SQC_UTIL_MEMLIMIT_H */

@@ -347,6 +347,31 @@ START_TEST(test_this_process)
 }
 END_TEST
 
+START_TEST(test_available)
+{
+	/* MemAvailable as the kernel says it, in bytes: above nothing and
+	 * below the machine's RAM. */
+	uint64_t avail = memlimit_available(), ram = size_ram_total();
+	unsigned long long kb = 0;
+	char line[128];
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	ck_assert_uint_gt(kb, 0);
+	ck_assert_uint_gt(avail, 0);
+	ck_assert_uint_le(avail, ram);
+	/* Read again here: within a quarter of the RAM of the first look. */
+	ck_assert_uint_lt(avail > (uint64_t)kb << 10 ?
+				  avail - ((uint64_t)kb << 10) :
+				  ((uint64_t)kb << 10) - avail,
+			  ram / 4);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("memlimit");
@@ -363,6 +388,7 @@ int main(void)
 	tcase_add_test(tc, test_garbage_values);
 	tcase_add_test(tc, test_garbage_lines);
 	tcase_add_test(tc, test_this_process);
+	tcase_add_test(tc, test_available);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
