@@ -64,6 +64,7 @@ class Sweep:
         self.sock = os.path.join(cfg["scratch"], "keeper", "keeper.sock")
         self.mountctl = os.path.join(cfg["build"], "mountctl")
         self.nmnt = 0
+        self.own_drops = 0  # the report counts the others' apart
 
     # -- the keeper --
 
@@ -117,6 +118,10 @@ class Sweep:
 
     # -- a job --
 
+    def drop(self):
+        bench.drop_caches()
+        self.own_drops += 1
+
     def mount(self, image, keep):
         self.nmnt += 1
         c = bench.Squashcached(self.cfg, self.reg)
@@ -156,7 +161,7 @@ class Sweep:
                         ("state", "percent", "staged", "bytes")}
 
     def job(self, image, keep, seed, warm=False):
-        bench.drop_caches()
+        self.drop()
         rec = {}
         c, t0 = self.mount(image, keep)
         try:
@@ -199,7 +204,7 @@ class Sweep:
         out = {"jobs": [{} for _ in range(n)]}
         if keep:
             self.keeper_start()
-        bench.drop_caches()
+        self.drop()
         s0 = bench.Bench._pfs_stats(self.b, pfs)
         cs = [None] * n
         errs = []
@@ -278,6 +283,7 @@ def main():
         res = s.run()
     finally:
         s.keeper_stop()
+    res["own_drops"] = s.own_drops
     res["bench_seconds"] = time.monotonic() - t0
     res["config"] = cfg
     res["machine"] = machine
