@@ -1385,7 +1385,7 @@ class SweepReport:
         rd = {"cread_t16": "the C reader (bench/preader), 16 threads",
               "dl_raw_w4": "DataLoader raw bytes, 4 workers"}
         self.w("Parameters: the images set, %s files, image %s; %d "
-               "repetitions, keep and no keep interleaved (the order flips "
+               "repetition(s), keep and no keep interleaved (the order flips "
                "each repetition); an epoch is %s over the file list, "
                "shuffled (seed %d + 100 × repetition + job); keeper budget "
                "%s bytes, a fresh keeper (`mountctl keeper`, root, a private "
@@ -1485,8 +1485,12 @@ class SweepReport:
         self.w(table(["", "keep", "no keep"], rows))
         self.w()
         if answers:
-            self.w("The keeper's answers, per repetition: %s." %
-                   "; ".join(answers))
+            apart = [a for a in answers if a.split(", ").count("new") > 1]
+            self.w("The keeper's answers to the keep mounts, per repetition: "
+                   "%s.%s" % ("; ".join(answers), "" if not apart else
+                              "  `new` more than once: those mounts asked "
+                              "the keeper before another had put its copy, "
+                              "so they staged apart."))
             self.w()
 
     def render(self):
