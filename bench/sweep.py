@@ -57,9 +57,13 @@ class Sweep:
         self.ds = cfg["datasets"]["images"]
         with open(self.ds["list"]) as f:
             self.files = [x.rstrip("\n") for x in f if x.strip()]
-        self.loaders = None
+        # DataLoader: one set of workers per concurrent job (a loader's
+        # sampler is its epoch's list), started here, before any mount
+        self.loaders = []
         if self.sc["reader"].startswith("dl_"):
-            self.loaders = bench.Loaders(cfg)
+            for _ in range(self.sc["conc_jobs"]):
+                self.loaders.append(bench.Loaders(cfg))
+                self.loaders[-1].get("raw", 4)
         self.keeper = None
         self.sock = os.path.join(cfg["scratch"], "keeper", "keeper.sock")
         self.mountctl = os.path.join(cfg["build"], "mountctl")
@@ -142,14 +146,18 @@ class Sweep:
             time.sleep(0.05)
         raise RuntimeError("not staged within %d s" % self.sc["timeout"])
 
-    def epoch(self, root, seed):
+    def epoch(self, root, seed, slot=0):
+        """One epoch; slot: the concurrent job's own DataLoader."""
         if self.sc["reader"] == "cread_t16":
             r = bench.pass_preader(self.cfg, root, self.ds, 16, seed,
                                    timeout=self.sc["timeout"])
+            if r.get("errors") or r.get("files") != len(self.files):
+                raise RuntimeError("preader: %s" % json.dumps(r))
             return r["seconds"]
         paths = [os.path.join(root, p) for p in
                  bench.shuffled(self.files, seed)]
-        return bench.pass_dl(self.loaders, "raw", 4, paths)["seconds"]
+        return bench.pass_dl(self.loaders[slot], "raw", 4,
+                             paths)["seconds"]
 
     def record(self, c, rec):
         st = c.stats() or {}
@@ -215,7 +223,7 @@ class Sweep:
                 cs[i], t0 = self.mount(image, keep)
                 rec["staged_s"] = self.wait_staged(cs[i], t0)
                 rec["epoch_s"] = self.epoch(cs[i].mnt, self.sc["seed"] +
-                                            100 * rep + i)
+                                            100 * rep + i, slot=i)
                 self.record(cs[i], rec)
             except Exception as e:  # noqa: BLE001 - recorded, re-raised
                 errs.append(e)
