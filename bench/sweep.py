@@ -269,11 +269,11 @@ class Sweep:
                                 r.setdefault(row, {})[k] = getattr(
                                     self, row)(pfs, img, k == "keep", rep)
                             except Exception as e:  # noqa: BLE001
-                                log("  failed: %s" % e)
+                                err = "%s: %s" % (type(e).__name__, e)
+                                log("  failed: " + err)
                                 res["errors"].append({
                                     "profile": prof["name"], "rep": rep,
-                                    "row": row, "keep": k,
-                                    "error": str(e)})
+                                    "row": row, "keep": k, "error": err})
             finally:
                 bench.Bench._stop_slowfs(self.b, pfs)
         return res
