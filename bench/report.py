@@ -1306,9 +1306,228 @@ class Report:
         return "\n".join(self.out) + "\n"
 
 
+class SweepReport:
+    """bench/sweep.py's results: jobs with and without a kept copy."""
+
+    def __init__(self, res):
+        self.r = res
+        self.cfg = res["config"]
+        self.sc = self.cfg["sweep"]
+        ds = self.cfg["datasets"]["images"]
+        self.image = (ds.get("build") or {}).get("image_bytes")
+        self.nfiles = (ds.get("gen") or {}).get("files")
+        self.out = []
+
+    def w(self, s=""):
+        self.out.append(s)
+
+    def x_image(self, v):
+        """Bytes as a multiple of the image, median [range] over reps."""
+        if not v:
+            return "–"
+        if not self.image:
+            return mrange([b / 1e6 for b in v], 0) + " MB"
+        return mrange([b / self.image for b in v]) + "×"
+
+    def header(self):
+        r, mi = self.r, self.r["machine"]
+        quick = "--quick" in (r.get("command") or "")
+        self.w("# squashcache sweep benchmark%s: %s, commit %s, machine %s" % (
+            " (quick smoke run)" if quick else "", r["started"],
+            mi.get("squashcache_commit") or "?", mi["host"]))
+        self.w()
+        self.w("Command: `%s` (from `make bench-sweep` or directly), run %s "
+               "to %s: %.0f s measuring." % (
+                   r.get("command") or "bench/run.sh sweep", r["started"],
+                   r["finished"], r["bench_seconds"]))
+        self.w()
+        pk = mi["packages"]
+        rows = [
+            ["CPU", "%s, %d logical CPUs (%s)" % (mi.get("cpu"), mi["cpus"],
+                                                  mi.get("virt"))],
+            ["RAM", "%.1f GiB; /dev/shm %.1f GiB" % (
+                mi["mem_bytes"] / 2**30, mi["dev_shm_bytes"] / 2**30)],
+            ["OS, kernel", "%s; %s" % (mi.get("os"), mi["kernel"])],
+            ["libfuse", "fuse3 %s, libfuse3-3 %s; enable_uring=%s" % (
+                pk.get("fuse3"), pk.get("libfuse3-3"),
+                mi.get("fuse_enable_uring"))],
+            ["squashcached", "commit %s; %s" % (
+                mi["squashcache_commit"], mi.get("squashcached_binary"))],
+            ["load", "1/5/15-min load average %s at the start, %s at the "
+             "end" % ("/".join(mi.get("loadavg_start", [])),
+                      "/".join(mi.get("loadavg_end", [])))],
+        ]
+        foreign = mi.get("drop_pagecache_end", 0) - \
+            mi.get("drop_pagecache_start", 0) - r.get("own_drops", 0)
+        rows.append(["page cache drops", "%d by the sweep, %d by others "
+                     "during the run" % (r.get("own_drops", 0), foreign)])
+        for when, key in (("start", "damon"), ("end", "damon_end")):
+            ds = [d for d in mi.get(key) or [] if d.get("action") == "pageout"]
+            if not ds:
+                rows.append(["proactive reclaim (%s)" % when,
+                             "no DAMON kdamond paging out"])
+            for d in ds:
+                rows.append([
+                    "proactive reclaim (%s)" % when,
+                    "DAMON kdamond %s (%s) pages out memory idle for %.0f s "
+                    "or more, up to %.0f MB per %s ms (%s bytes applied "
+                    "so far)" % (d["kdamond"], d["operations"],
+                                 d["min_age_s"],
+                                 int(d["quota_bytes_per_reset"] or 0) / 1e6,
+                                 d["quota_reset_ms"], d["applied_bytes"])])
+        self.w(table(["machine", ""], rows))
+        self.w()
+        if quick:
+            self.w("**Quick run**: a set this small stages in a moment; the "
+                   "numbers are a smoke test of the harness, not a "
+                   "measurement.")
+            self.w()
+        rd = {"cread_t16": "the C reader (bench/preader), 16 threads",
+              "dl_raw_w4": "DataLoader raw bytes, 4 workers"}
+        self.w("Parameters: the images set, %s files, image %s; %d "
+               "repetition(s), keep and no keep interleaved (the order flips "
+               "each repetition); an epoch is %s over the file list, "
+               "shuffled (seed %d + 100 × repetition + job); keeper budget "
+               "%s bytes, a fresh keeper (`mountctl keeper`, root, a private "
+               "socket) for each keep row; a job is: page cache dropped, "
+               "`squashcached -o log=FILE[,keep=SOCKET] IMG MNT` on the "
+               "image behind slowfs, its stats polled every 50 ms until "
+               "stage.state is done, one epoch, stats, unmount.  Times are "
+               "medians [min–max] over the repetitions." % (
+                   self.nfiles if self.nfiles is not None else "?",
+                   mb(self.image), self.sc["reps"], rd[self.sc["reader"]],
+                   self.sc["seed"], self.sc["keep_budget"]))
+        self.w()
+
+    def vals(self, prof, row, keep, f):
+        out = []
+        for r in prof["reps"]:
+            x = ((r.get(row) or {}).get(keep))
+            if x is not None:
+                v = f(x)
+                if v is not None:
+                    out.append(v)
+        return out
+
+    def job_vals(self, prof, row, keep, j, key):
+        return self.vals(prof, row, keep, lambda x: x["jobs"][j].get(key)
+                         if j < len(x["jobs"]) else None)
+
+    def seq_table(self, prof):
+        n = self.sc["jobs"]
+        self.w("%d jobs in a row, with keep and without:" % n)
+        self.w()
+        total = {k: self.vals(prof, "seq", k, lambda x: x["pfs_read_bytes"])
+                 for k in ("keep", "nokeep")}
+        dmn = {k: self.vals(prof, "seq", k, lambda x: sum(
+            j.get("read_bytes") or 0 for j in x["jobs"]))
+            for k in ("keep", "nokeep")}
+        warm = {k: self.job_vals(prof, "seq", k, n - 1, "warm_s")
+                for k in ("keep", "nokeep")}
+        self.w(table(["", "keep", "no keep"], [
+            ["storage read in all (slowfs), × the image (goal with keep: "
+             "1.00×)"] + [self.x_image(total[k]) for k in ("keep", "nokeep")],
+            ["the daemons' image_io.read_bytes in all, × the image"] +
+            [self.x_image(dmn[k]) for k in ("keep", "nokeep")],
+            ["warm epoch (s): job %d's second epoch" % n] +
+            [mrange(warm[k]) for k in ("keep", "nokeep")]]))
+        self.w()
+        rows = []
+        hits = 0
+        for j in range(n):
+            row = [str(j + 1)]
+            for k in ("keep", "nokeep"):
+                st = self.job_vals(prof, "seq", k, j, "staged_s")
+                ep = self.job_vals(prof, "seq", k, j, "epoch_s")
+                rb = self.job_vals(prof, "seq", k, j, "read_bytes")
+                ratio = "–"
+                if ep and warm[k]:
+                    q = med(ep) / med(warm[k])
+                    ratio = fmt(q)
+                    if k == "keep" and j > 0 and q <= 1.05:
+                        hits += 1
+                row += [mrange(st), mrange(ep), ratio,
+                        mb(med(rb)) if rb else "–"]
+            rows.append(row)
+        self.w(table(["job", "keep: to staged (s)", "keep: epoch (s)",
+                      "keep: epoch / warm", "keep: read",
+                      "no keep: to staged (s)", "no keep: epoch (s)",
+                      "no keep: epoch / warm", "no keep: read"], rows))
+        self.w()
+        self.w("With keep, jobs 2–%d whose first epoch (median) is within 5%% "
+               "of the warm epoch: %d of %d.  \"to staged\" runs from the "
+               "mount command's start to stage.state done; \"read\" is "
+               "the daemon's image_io.read_bytes (median)." % (n, hits,
+                                                                n - 1))
+        self.w()
+
+    def conc_table(self, prof):
+        n = self.sc["conc_jobs"]
+        self.w("%d jobs at once (two mounts of the image, staged and read "
+               "together):" % n)
+        self.w()
+        rows = [["storage read in all (slowfs), × the image (goal with "
+                 "keep: 1.00×)"] + [self.x_image(self.vals(
+                     prof, "conc", k, lambda x: x["pfs_read_bytes"]))
+                     for k in ("keep", "nokeep")]]
+        for j in range(n):
+            rows.append(["job %d: to staged (s)" % (j + 1)] + [mrange(
+                self.job_vals(prof, "conc", k, j, "staged_s"))
+                for k in ("keep", "nokeep")])
+            rows.append(["job %d: epoch (s)" % (j + 1)] + [mrange(
+                self.job_vals(prof, "conc", k, j, "epoch_s"))
+                for k in ("keep", "nokeep")])
+            rows.append(["job %d: image_io.read_bytes" % (j + 1)] + [
+                mb(med(self.job_vals(prof, "conc", k, j, "read_bytes")))
+                for k in ("keep", "nokeep")])
+        answers = self.vals(prof, "conc", "keep", lambda x: ", ".join(
+            str((j.get("keep") or {}).get("answer")) for j in x["jobs"]))
+        self.w(table(["", "keep", "no keep"], rows))
+        self.w()
+        if answers:
+            apart = [a for a in answers if a.split(", ").count("new") > 1]
+            self.w("The keeper's answers to the keep mounts, per repetition: "
+                   "%s.%s" % ("; ".join(answers), "" if not apart else
+                              "  `new` more than once: those mounts asked "
+                              "the keeper before another had put its copy, "
+                              "so they staged apart."))
+            self.w()
+
+    def render(self):
+        self.header()
+        self.w("## Jobs on one node with and without a kept staged copy")
+        self.w()
+        for prof in self.r["profiles"]:
+            p = prof.get("params") or {}
+            self.w("### Storage profile %s (slowfs: %s ms a request, %s "
+                   "ms metadata, %s/s)" % (prof["profile"],
+                                           p.get("latency_ms"),
+                                           p.get("meta_latency_ms"),
+                                           p.get("bw")))
+            self.w()
+            self.w("`%s`" % prof.get("command", "?"))
+            self.w()
+            self.seq_table(prof)
+            self.conc_table(prof)
+        if self.r["errors"]:
+            self.w("## Failures")
+            self.w()
+            for e in self.r["errors"]:
+                self.w("- %s, repetition %d, %s %s: %s" % (
+                    e["profile"], e["rep"], e["row"], e["keep"], e["error"]))
+            self.w()
+        else:
+            self.w("No job failed.")
+            self.w()
+        return "\n".join(self.out) + "\n"
+
+
 def main():
     with open(sys.argv[1]) as f:
         res = json.load(f)
+    if res.get("mode") == "sweep":
+        sys.stdout.write(SweepReport(res).render())
+        return
     sys.stdout.write(Report(res).render())
 
 

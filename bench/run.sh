@@ -23,6 +23,10 @@
 #                              ImageFolder over squashcached and over the
 #                              untarred tree, in RAM and on slow storage
 #   sh bench/run.sh hdf5 --quick    the same with 400 images
+#   sh bench/run.sh sweep      jobs on one node with and without a kept
+#                              staged copy (issue 28): 8 in a row and 2 at
+#                              once, the images set (20,000) on slowfs
+#   sh bench/run.sh sweep --quick   the same with 400 images, 1 repetition
 #
 # Steps: generate the seeded data sets (cached under $BENCH_WORK), build
 # their SquashFS images and tars (cached too, with the time each took),
@@ -43,17 +47,19 @@ SCALE=0
 RAM=0
 DECODE=0
 HDF5=0
+SWEEP=0
 for a in "$@"; do
 	case $a in
 	--quick) QUICK=1 ;;
 	-h | --help)
-		sed -n '3,35p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,39p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	scale) SCALE=1 ;;
 	ram) RAM=1 ;;
 	decode) DECODE=1 ;;
 	hdf5) HDF5=1 ;;
+	sweep) SWEEP=1 ;;
 	*)
 		echo "bench: unknown argument '$a' (try --help)" >&2
 		exit 2
@@ -66,8 +72,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-if [ $((SCALE + RAM + DECODE + HDF5)) -gt 1 ]; then
-	echo "bench: 'scale', 'ram', 'decode' and 'hdf5' are separate runs; give one" >&2
+if [ $((SCALE + RAM + DECODE + HDF5 + SWEEP)) -gt 1 ]; then
+	echo "bench: 'scale', 'ram', 'decode', 'hdf5' and 'sweep' are separate runs; give one" >&2
 	exit 2
 fi
 
@@ -142,6 +148,22 @@ elif [ $HDF5 = 1 ]; then
 	: "${PASS_TIMEOUT:=300}"
 	SLOW=0
 	export SLOW HDF5 H5_REPS
+elif [ $SWEEP = 1 ]; then
+	# Jobs with and without a kept staged copy (issue 28 item 8): the
+	# images set behind slowfs, read by bench/sweep.py.  No main part.
+	if [ $QUICK = 1 ]; then
+		: "${IMG_CLASSES:=4}" "${IMG_PER_CLASS:=100}" "${REPS:=1}"
+		: "${SLOW_TIMEOUT:=300}"
+		SUFFIX=-sweep-quick
+	else
+		: "${IMG_CLASSES:=20}" "${IMG_PER_CLASS:=1000}" "${REPS:=3}"
+		: "${SLOW_TIMEOUT:=900}"
+		SUFFIX=-sweep
+	fi
+	: "${SLOW_PROFILES:=pfs,pfs_slow}" "${SWEEP_READER:=cread_t16}"
+	: "${SLOW_REPS:=1}" "${PIL_SUBSET:=100}" "${PASS_TIMEOUT:=300}"
+	SLOW=0
+	export SLOW SLOW_PROFILES SWEEP_READER
 elif [ $QUICK = 1 ]; then
 	: "${IMG_CLASSES:=4}" "${IMG_PER_CLASS:=100}"
 	: "${SMALL_FILES:=10000}" "${SMALL_DIRS:=64}"
@@ -174,7 +196,7 @@ for t in mksquashfs tar fusermount3 mount losetup; do
 	}
 done
 make -s --no-print-directory BUILD="$BUILD" "$BUILD/squashcached" \
-	"$BUILD/bench/preader" "$BUILD/bench/slowfs" "$BUILD/bench/zerofs"
+	"$BUILD/mountctl" "$BUILD/bench/preader" "$BUILD/bench/slowfs" "$BUILD/bench/zerofs"
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
@@ -236,7 +258,7 @@ elif [ $RAM = 1 ]; then
 	key2=
 	build_set images "$key1" --classes "$RAM_CLASSES" \
 		--per-class "$RAM_PER_CLASS" --seed "$SEED_IMAGES"
-elif [ $DECODE = 1 ] || [ $HDF5 = 1 ]; then
+elif [ $DECODE = 1 ] || [ $HDF5 = 1 ] || [ $SWEEP = 1 ]; then
 	set1=images set2=
 	key1=images-${IMG_CLASSES}x${IMG_PER_CLASS}-s$SEED_IMAGES
 	key2=
@@ -316,7 +338,7 @@ for key in $key1 $key2; do
 	# case reads the image only.
 	if [ $SCALE = 1 ]; then
 		ln -s "$BENCH_WORK/$key.tar" "$STORE/$key.tar"
-	elif [ $RAM = 0 ]; then
+	elif [ $RAM = 0 ] && [ $SWEEP = 0 ]; then
 		cp "$BENCH_WORK/$key.tar" "$STORE/"
 	fi
 done
@@ -337,7 +359,7 @@ EOF
 }
 {
 	echo "{"
-	if [ $RAM = 1 ]; then
+	if [ $RAM = 1 ] || [ $SWEEP = 1 ]; then
 		# the tar is not read: it stays on disk
 		set_json "$set1" "$key1" "$BENCH_WORK/$key1.tar"
 	elif [ -z "$key2" ]; then
@@ -358,7 +380,11 @@ mkdir -p "$RESULTS" "$RAW_RESULTS"
 name=$(date +%Y-%m-%d-%H%M)-$(hostname -s)$SUFFIX
 raw=$RAW_RESULTS/$name.json
 t0=$(now)
-"$PYTHON" bench/bench.py "$raw"
+if [ $SWEEP = 1 ]; then
+	"$PYTHON" bench/sweep.py "$raw"
+else
+	"$PYTHON" bench/bench.py "$raw"
+fi
 say "measured in $(since "$t0") s"
 "$PYTHON" bench/report.py "$raw" >"$RESULTS/$name.md"
 say "wrote the report $RESULTS/$name.md (raw results: $raw)"
