@@ -376,6 +376,41 @@ START_TEST(test_keep_get_reserver_closes)
 }
 END_TEST
 
+/* A reservation with no PUT for KEEP_RESERVE_S is dropped: the GET
+ * waiting for it is answered NONE; a late PUT is still taken. */
+START_TEST(test_keep_get_reserve_expires)
+{
+	char *path = image_new();
+	struct keep_msg ans;
+	struct keeper *k;
+	struct cl a, b;
+	int img_a, img_b, copy, fd;
+
+	ck_assert_int_eq(keeper_new(1ull << 30, &k), 0);
+	img_a = get_sent(k, &a, 1000, path);
+	ck_assert_int_eq(keep_recv(a.sv[0], &ans, &fd), 0);
+	ck_assert_int_eq(ans.op, KEEP_NONE);
+	img_b = get_sent(k, &b, 1000, path);
+	keeper_expire(k);
+	ck_assert(!answered(&b)); /* not yet */
+	sleep(KEEP_RESERVE_S + 1);
+	keeper_expire(k);
+	ck_assert(answered(&b));
+	ck_assert_int_eq(keep_recv(b.sv[0], &ans, &fd), 0);
+	ck_assert_int_eq(ans.op, KEEP_NONE);
+	copy = put_new(k, &a, 1000, img_a);
+	close(copy);
+	cl_close(k, &a);
+	cl_close(k, &b);
+	ck_assert_uint_eq(keeper_kept(k, NULL), stage_backing_size(IMG_SIZE));
+	close(img_a);
+	close(img_b);
+	keeper_free(k);
+	unlink(path);
+	free(path);
+}
+END_TEST
+
 /* Each user lists their own copies, root all; forget drops one's own. */
 START_TEST(test_keep_list_forget)
 {
@@ -503,6 +538,8 @@ int main(void)
 	tcase_add_test(tc, test_keep_share);
 	tcase_add_test(tc, test_keep_get_waits_for_put);
 	tcase_add_test(tc, test_keep_get_reserver_closes);
+	tcase_add_test(tc, test_keep_get_reserve_expires);
+	tcase_set_timeout(tc, 2 * KEEP_RESERVE_S + 4);
 	tcase_add_test(tc, test_keep_list_forget);
 	tcase_add_test(tc, test_keep_put_checked);
 	tcase_add_test(tc, test_keep_name_shown);
