@@ -178,6 +178,7 @@ static void serve(struct server *sv)
 		if (now.tv_sec == last.tv_sec)
 			continue;
 		last = now;
+		keeper_expire(sv->k);
 		avail = memlimit_available();
 		if (avail < sv->floor)
 			keeper_evict(sv->k, sv->floor - avail);

@@ -24,13 +24,21 @@
 #define KEEP_SOCKET "/run/squashcache/keeper.sock" /* the default */
 #define KEEP_MAGIC 0x4b505153u /* "SQPK" */
 #define KEEP_NAME_MAX 256 /* bytes of an image name, with its NUL */
+/* Seconds a GET answered NONE holds back the same user's GETs of the
+ * same image for its PUT (a daemon PUTs within milliseconds): less than a
+ * daemon waits for an answer (5, daemon/keep.c), with the keeper's
+ * once-a-second check and whole seconds counted. */
+#define KEEP_RESERVE_S 3
 
 enum keep_op {
 	/* requests */
 	KEEP_GET = 1, /* fd: the image; a: the range's offset in it, b: its
 			 size; name: for display.  Answer COPY (kept, or in
 			 use by the user's other mounts of it: shared) or
-			 NONE */
+			 NONE; while another GET of the user's answered
+			 NONE has not PUT, the answer waits for that PUT
+			 (COPY) or its close (NONE), KEEP_RESERVE_S at
+			 most */
 	KEEP_PUT, /* fd: a new copy (stage_backing_new()) after NONE.
 		     Answer DONE */
 	KEEP_LIST, /* answer: ENTRY per copy, then DONE (a: copies) */
@@ -148,6 +156,16 @@ int keeper_request(struct keeper *k, int conn, uid_t uid,
  * Context: the keeper's thread.
  */
 void keeper_closed(struct keeper *k, int conn);
+
+/**
+ * keeper_expire() - Drop the reservations of GETs answered NONE longer
+ * than KEEP_RESERVE_S ago without a PUT: the GETs waiting for them are
+ * answered NONE.
+ * @k: keeper
+ *
+ * Context: the keeper's thread, once a second (and at each request).
+ */
+void keeper_expire(struct keeper *k);
 
 /**
  * keeper_evict() - Drop kept copies, least recently used first.

@@ -41,6 +41,10 @@ struct conn {
 	int fd; /* the socket */
 	uid_t uid; /* its peer */
 	bool pending; /* answered NONE: a PUT may follow */
+	bool reserved; /* pending, and other GETs of key wait for its PUT */
+	bool waiting; /* a GET of key not answered yet: it waits for the
+			 PUT of the connection that reserved key */
+	int64_t reserved_at; /* CLOCK_MONOTONIC seconds, when reserved */
 	struct keep_key key; /* what was asked for */
 	uint64_t file_size; /* of the image, at the GET */
 	char name[KEEP_NAME_MAX]; /* as asked */
@@ -200,21 +204,88 @@ static void name_copy(char *dst, const char *src)
 	}
 }
 
+static int64_t now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec;
+}
+
+static bool same_ask(const struct conn *a, const struct conn *b)
+{
+	return a->uid == b->uid && !memcmp(&a->key, &b->key, sizeof(a->key));
+}
+
+/* The connection that holds the reservation of what @c asks for, or
+ * NULL. */
+static struct conn *reserver_of(struct keeper *k, const struct conn *c)
+{
+	for (struct conn *r = k->conns; r; r = r->next)
+		if (r != c && r->reserved && same_ask(r, c))
+			return r;
+	return NULL;
+}
+
+/* Answer @w, waiting, NONE; it holds the reservation if @reserve.  A
+ * waiter that cannot be answered is left to its close. */
+static void answer_none(struct conn *w, bool reserve)
+{
+	w->waiting = false;
+	w->pending = true;
+	w->reserved = reserve;
+	w->reserved_at = now_s();
+	if (answer(w->fd, KEEP_NONE, 0, 0, -1))
+		w->pending = w->reserved = false;
+}
+
+/* @r gives up its reservation: one waiter for it takes it over (NONE), or
+ * with @all every waiter is answered NONE, none holding it. */
+static void release(struct keeper *k, struct conn *r, bool all)
+{
+	r->reserved = false;
+	for (struct conn *w = k->conns; w; w = w->next) {
+		if (!w->waiting || !same_ask(w, r))
+			continue;
+		answer_none(w, !all);
+		if (!all && w->reserved)
+			return;
+	}
+}
+
+void keeper_expire(struct keeper *k)
+{
+	int64_t now = now_s();
+
+	for (struct conn *r = k->conns; r; r = r->next) {
+		if (!r->reserved || now - r->reserved_at < KEEP_RESERVE_S)
+			continue;
+		log_info(
+			"no copy of '%s' (uid %u) came in %d s; not waiting for it",
+			r->name, (unsigned int)r->uid, KEEP_RESERVE_S);
+		release(k, r, true);
+	}
+}
+
 /* GET: the copy of the image @fd for @c's user, kept or in use by the
- * user's other mounts of it (they share it), or NONE. */
+ * user's other mounts of it (they share it), or NONE, which reserves the
+ * copy for @c until it PUTs or closes: a GET of the same meanwhile waits
+ * (is answered then), so that one mount makes the copy, not each. */
 static int on_get(struct keeper *k, struct conn *c, const struct keep_msg *m,
 		  int fd)
 {
 	struct copy *p;
 	struct stat sb;
 
-	if (fd < 0 || c->copy)
+	if (fd < 0 || c->copy || c->waiting)
 		return answer(c->fd, KEEP_DONE, fd < 0 ? -EBADF : -EBUSY, 0,
 			      -1);
 	/* The identity from the kernel, and proof the user can open the
 	 * image now. */
 	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode))
 		return answer(c->fd, KEEP_DONE, -EINVAL, 0, -1);
+	if (c->reserved)
+		release(k, c, false); /* asks anew */
 	keep_key_of(&sb, m->a, &c->key);
 	c->file_size = (uint64_t)sb.st_size;
 	name_copy(c->name, m->name);
@@ -229,8 +300,31 @@ static int on_get(struct keeper *k, struct conn *c, const struct keep_msg *m,
 		c->pending = false;
 		return answer(c->fd, KEEP_COPY, 0, complete_of(p, NULL), p->fd);
 	}
-	c->pending = true;
+	if (reserver_of(k, c)) {
+		c->pending = false;
+		c->waiting = true; /* answered by the PUT, or the close */
+		return 0;
+	}
+	c->pending = c->reserved = true;
+	c->reserved_at = now_s();
 	return answer(c->fd, KEEP_NONE, 0, 0, -1);
+}
+
+/* The new copy @p came: the GETs waiting for it are answered with it,
+ * each a user of it as if it had been there at its GET. */
+static void give_waiters(struct keeper *k, struct conn *c, struct copy *p)
+{
+	for (struct conn *w = k->conns; w; w = w->next) {
+		if (!w->waiting || !same_ask(w, c))
+			continue;
+		w->waiting = false;
+		p->users++;
+		w->copy = p;
+		if (answer(w->fd, KEEP_COPY, 0, complete_of(p, NULL), p->fd)) {
+			p->users--; /* left to its close */
+			w->copy = NULL;
+		}
+	}
 }
 
 /* Whether @fd is a copy fit to hold for @c: sealed so that it cannot
@@ -284,11 +378,15 @@ static int on_put(struct keeper *k, struct conn *c, int fd)
 	p->next = k->copies;
 	k->copies = p;
 	c->copy = p;
-	c->pending = false;
-	return answer(c->fd, KEEP_DONE, 0, 0, -1);
+	c->pending = c->reserved = false;
+	err = answer(c->fd, KEEP_DONE, 0, 0, -1);
+	give_waiters(k, c, p);
+	return err;
 
 out_close:
 	close(fd);
+	if (c->reserved)
+		release(k, c, false); /* a GET waiting makes the copy */
 	return answer(c->fd, KEEP_DONE, err, 0, -1);
 }
 
@@ -347,8 +445,10 @@ static int on_forget(struct keeper *k, struct conn *c, const struct keep_msg *m)
 int keeper_request(struct keeper *k, int conn, uid_t uid,
 		   const struct keep_msg *m, int fd)
 {
-	struct conn *c = conn_of(k, conn, uid);
+	struct conn *c;
 
+	keeper_expire(k);
+	c = conn_of(k, conn, uid);
 	if (!c) {
 		if (fd >= 0)
 			close(fd);
@@ -417,6 +517,8 @@ void keeper_closed(struct keeper *k, int conn)
 		if (c->fd != conn)
 			continue;
 		*pc = c->next;
+		if (c->reserved)
+			release(k, c, false);
 		if (c->copy)
 			keep_copy(k, c->copy);
 		free(c);

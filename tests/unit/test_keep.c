@@ -7,11 +7,14 @@
  * kept copies within its budget least recently used first, never drops
  * one in use, refuses an unsealed copy, and lets only root evict; two
  * mounts of one image by one user at once share one copy, kept once the
- * last ends, and another user's mount at the same time gets its own.
+ * last ends, and another user's mount at the same time gets its own; a
+ * second GET of theirs before the first mount's PUT waits for that copy
+ * (or for NONE if that mount ends without one), another user's does not.
  */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -240,6 +243,174 @@ START_TEST(test_keep_share)
 }
 END_TEST
 
+/* Open @c and send a GET of @path as @uid; the keeper takes it.  Return:
+ * the image's descriptor. */
+static int get_sent(struct keeper *k, struct cl *c, uid_t uid, const char *path)
+{
+	struct keep_msg m = { .op = KEEP_GET, .b = IMG_SIZE }, got;
+	int img = open(path, O_RDONLY), kfd;
+
+	ck_assert_int_ge(img, 0);
+	strcpy(m.name, path);
+	cl_open(c);
+	ck_assert_int_eq(keep_send(c->sv[0], &m, img), 0);
+	ck_assert_int_eq(keep_recv(c->sv[1], &got, &kfd), 0);
+	ck_assert_int_eq(keeper_request(k, c->sv[1], uid, &got, kfd), 0);
+	return img;
+}
+
+/* Whether an answer waits on @c's client end. */
+static bool answered(const struct cl *c)
+{
+	struct pollfd p = { .fd = c->sv[0], .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1;
+}
+
+/* PUT a new copy of the image @img on @c.  Return: the copy. */
+static int put_new(struct keeper *k, struct cl *c, uid_t uid, int img)
+{
+	struct keep_msg m = { .op = KEEP_PUT }, ans;
+	struct keep_key key;
+	struct stat sb;
+	int copy;
+
+	ck_assert_int_eq(fstat(img, &sb), 0);
+	keep_key_of(&sb, 0, &key);
+	ck_assert_int_eq(
+		stage_backing_new(IMG_SIZE, &key, sizeof(key), "t", &copy), 0);
+	ck_assert_int_eq(ask(k, c, uid, &m, copy, &ans), -1);
+	ck_assert_int_eq(ans.op, KEEP_DONE);
+	ck_assert_int_eq(ans.status, 0);
+	return copy;
+}
+
+/* Two mounts of one image by one user started together: the second GET,
+ * before the first mount's PUT, is answered with that copy once it is
+ * PUT, not NONE (which had both read the image).  Another user's GET is
+ * answered NONE at once. */
+START_TEST(test_keep_get_waits_for_put)
+{
+	char *path = image_new();
+	struct keep_msg ans;
+	struct keeper *k;
+	struct cl a, b, c;
+	struct stat s1, s2;
+	int img_a, img_b, img_c, copy, fd;
+	unsigned int n;
+
+	ck_assert_int_eq(keeper_new(1ull << 30, &k), 0);
+	img_a = get_sent(k, &a, 1000, path);
+	ck_assert_int_eq(keep_recv(a.sv[0], &ans, &fd), 0);
+	ck_assert_int_eq(ans.op, KEEP_NONE);
+	img_b = get_sent(k, &b, 1000, path);
+	ck_assert(!answered(&b)); /* it waits for a's copy */
+	img_c = get_sent(k, &c, 1001, path);
+	ck_assert(answered(&c)); /* another user's: not held back */
+	ck_assert_int_eq(keep_recv(c.sv[0], &ans, &fd), 0);
+	ck_assert_int_eq(ans.op, KEEP_NONE);
+	copy = put_new(k, &a, 1000, img_a);
+	ck_assert(answered(&b));
+	ck_assert_int_eq(keep_recv(b.sv[0], &ans, &fd), 0);
+	ck_assert_int_eq(ans.op, KEEP_COPY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(copy, &s1), 0);
+	ck_assert_int_eq(fstat(fd, &s2), 0);
+	ck_assert_uint_eq(s1.st_ino, s2.st_ino); /* a's copy, shared */
+	close(fd);
+	ck_assert_uint_eq(keeper_kept(k, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	cl_close(k, &a);
+	ck_assert_uint_eq(keeper_kept(k, NULL), 0); /* b uses it */
+	cl_close(k, &b);
+	ck_assert_uint_eq(keeper_kept(k, &n), stage_backing_size(IMG_SIZE));
+	ck_assert_uint_eq(n, 1);
+	cl_close(k, &c);
+	close(copy);
+	close(img_a);
+	close(img_b);
+	close(img_c);
+	keeper_free(k);
+	unlink(path);
+	free(path);
+}
+END_TEST
+
+/* The mount that was answered NONE ends without a PUT: the GET waiting
+ * for it is answered NONE and holds the copy back in turn; a waiting GET
+ * whose connection closes is forgotten. */
+START_TEST(test_keep_get_reserver_closes)
+{
+	char *path = image_new();
+	struct keep_msg ans;
+	struct keeper *k;
+	struct cl a, b, c;
+	int img[4], fd;
+
+	ck_assert_int_eq(keeper_new(1ull << 30, &k), 0);
+	img[0] = get_sent(k, &a, 1000, path);
+	ck_assert_int_eq(keep_recv(a.sv[0], &ans, &fd), 0);
+	ck_assert_int_eq(ans.op, KEEP_NONE);
+	img[1] = get_sent(k, &b, 1000, path);
+	ck_assert(!answered(&b));
+	cl_close(k, &a);
+	ck_assert(answered(&b));
+	ck_assert_int_eq(keep_recv(b.sv[0], &ans, &fd), 0);
+	ck_assert_int_eq(ans.op, KEEP_NONE);
+	ck_assert_int_eq(fd, -1);
+	img[2] = get_sent(k, &c, 1000, path);
+	ck_assert(!answered(&c)); /* b holds it back now */
+	cl_close(k, &c); /* forgotten */
+	cl_close(k, &b);
+	img[3] = get_sent(k, &a, 1000, path);
+	ck_assert(answered(&a)); /* nobody holds it back */
+	ck_assert_int_eq(keep_recv(a.sv[0], &ans, &fd), 0);
+	ck_assert_int_eq(ans.op, KEEP_NONE);
+	cl_close(k, &a);
+	ck_assert_uint_eq(keeper_kept(k, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		close(img[i]);
+	keeper_free(k);
+	unlink(path);
+	free(path);
+}
+END_TEST
+
+/* A reservation with no PUT for KEEP_RESERVE_S is dropped: the GET
+ * waiting for it is answered NONE; a late PUT is still taken. */
+START_TEST(test_keep_get_reserve_expires)
+{
+	char *path = image_new();
+	struct keep_msg ans;
+	struct keeper *k;
+	struct cl a, b;
+	int img_a, img_b, copy, fd;
+
+	ck_assert_int_eq(keeper_new(1ull << 30, &k), 0);
+	img_a = get_sent(k, &a, 1000, path);
+	ck_assert_int_eq(keep_recv(a.sv[0], &ans, &fd), 0);
+	ck_assert_int_eq(ans.op, KEEP_NONE);
+	img_b = get_sent(k, &b, 1000, path);
+	keeper_expire(k);
+	ck_assert(!answered(&b)); /* not yet */
+	sleep(KEEP_RESERVE_S + 1);
+	keeper_expire(k);
+	ck_assert(answered(&b));
+	ck_assert_int_eq(keep_recv(b.sv[0], &ans, &fd), 0);
+	ck_assert_int_eq(ans.op, KEEP_NONE);
+	copy = put_new(k, &a, 1000, img_a);
+	close(copy);
+	cl_close(k, &a);
+	cl_close(k, &b);
+	ck_assert_uint_eq(keeper_kept(k, NULL), stage_backing_size(IMG_SIZE));
+	close(img_a);
+	close(img_b);
+	keeper_free(k);
+	unlink(path);
+	free(path);
+}
+END_TEST
+
 /* Each user lists their own copies, root all; forget drops one's own. */
 START_TEST(test_keep_list_forget)
 {
@@ -365,6 +536,10 @@ int main(void)
 	tcase_add_test(tc, test_keep_uid_identity);
 	tcase_add_test(tc, test_keep_budget);
 	tcase_add_test(tc, test_keep_share);
+	tcase_add_test(tc, test_keep_get_waits_for_put);
+	tcase_add_test(tc, test_keep_get_reserver_closes);
+	tcase_add_test(tc, test_keep_get_reserve_expires);
+	tcase_set_timeout(tc, 2 * KEEP_RESERVE_S + 4);
 	tcase_add_test(tc, test_keep_list_forget);
 	tcase_add_test(tc, test_keep_put_checked);
 	tcase_add_test(tc, test_keep_name_shown);
