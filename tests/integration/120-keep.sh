@@ -34,8 +34,8 @@ need_test_users
 KDIR="$T/keeper"
 K="$KDIR/k.sock"
 mkdir -m 0755 "$KDIR"
-A=sqc-test-a
-B=sqc-test-b
+A=$TU_A
+B=$TU_B
 
 start_keeper() {
     # start_keeper BUDGET: a keeper on $K, its pid in KPID

@@ -21,8 +21,8 @@ need_test_users
 KDIR="$T/keeper"
 K="$KDIR/k.sock"
 mkdir -m 0755 "$KDIR"
-A=sqc-test-a
-B=sqc-test-b
+A=$TU_A
+B=$TU_B
 
 "$MOUNTCTL" keeper --socket "$K" --keep 1G --min-available 0 \
     2>>"$T/keeper.log" &
