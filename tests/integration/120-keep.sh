@@ -37,20 +37,6 @@ mkdir -m 0755 "$KDIR"
 A=$TU_A
 B=$TU_B
 
-start_keeper() {
-    # start_keeper BUDGET: a keeper on $K, its pid in KPID
-    "$MOUNTCTL" keeper --socket "$K" --keep "$1" --min-available 0 \
-        2>>"$T/keeper.log" &
-    KPID=$!
-    _pids="$KPID $_pids"
-    _sk_i=0
-    until [ -S "$K" ] && "$MOUNTCTL" status --kept --socket "$K" >/dev/null 2>&1; do
-        _sk_i=$((_sk_i + 1))
-        [ $_sk_i -lt 250 ] || fail "the keeper did not start: $(cat "$T/keeper.log")"
-        sleep 0.02
-    done
-}
-
 # kept_json [USER]: the kept copies USER (default root) sees, as JSON
 kept_json() {
     if [ -n "${1:-}" ]; then

@@ -24,16 +24,7 @@ mkdir -m 0755 "$KDIR"
 A=$TU_A
 B=$TU_B
 
-"$MOUNTCTL" keeper --socket "$K" --keep 1G --min-available 0 \
-    2>>"$T/keeper.log" &
-KPID=$!
-_pids="$KPID $_pids"
-_k_i=0
-until [ -S "$K" ] && "$MOUNTCTL" status --kept --socket "$K" >/dev/null 2>&1; do
-    _k_i=$((_k_i + 1))
-    [ $_k_i -lt 250 ] || fail "the keeper did not start: $(cat "$T/keeper.log")"
-    sleep 0.02
-done
+start_keeper 1G
 
 # kept_count UID IN_USE: copies the keeper holds for UID with in_use
 # IN_USE (True/False)

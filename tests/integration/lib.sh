@@ -392,3 +392,19 @@ mkimg() {
     shift 2
     env -u SOURCE_DATE_EPOCH mksquashfs "$_mk_src" "$_mk_img" -noappend -no-progress -quiet "$@" >/dev/null
 }
+
+# start_keeper BUDGET: a keeper (mountctl keeper) on the socket $K with
+# that budget, its log in $T/keeper.log, its pid in KPID (killed at exit);
+# returns once it answers.
+start_keeper() {
+    "$MOUNTCTL" keeper --socket "$K" --keep "$1" --min-available 0 \
+        2>>"$T/keeper.log" &
+    KPID=$!
+    _pids="$KPID $_pids"
+    _sk_i=0
+    until [ -S "$K" ] && "$MOUNTCTL" status --kept --socket "$K" >/dev/null 2>&1; do
+        _sk_i=$((_sk_i + 1))
+        [ $_sk_i -lt 250 ] || fail "the keeper did not start: $(cat "$T/keeper.log")"
+        sleep 0.02
+    done
+}
