@@ -53,6 +53,13 @@
  * at worst a chunk is read twice, its bytes the same. */
 #define CLAIM_STALE_MS 5000
 #define CLAIM_POLL_MS 10 /* a waiter looks at the owner this often */
+/* The mapper maps an adopted copy in this many bytes at a time, so that
+ * stopping waits for one step at most. */
+#define MAP_STEP (4u << 20)
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 /* Linux 5.14 */
+#endif
 
 /* The trailer's header, the last bytes of the copy. */
 struct trailer {
@@ -211,6 +218,63 @@ static void adopt_chunks(struct stage *st)
 		st->adopted += stage__chunks_len(st, c, 1);
 	}
 	atomic_store(&st->staged, st->adopted);
+}
+
+/*
+ * The mapper: a fresh shared mapping of a copy has no page table entries,
+ * and readers then fault each 4 KiB page of it in, one at a time (about
+ * 500,000 faults, 0.7 s of the daemon's CPU, in a first epoch over a
+ * 2 GB image: epochs after adopting a copy were 15-30% slower than after
+ * staging it, docs/performance.md).  This thread maps the adopted chunks
+ * in with MADV_POPULATE_READ, MAP_STEP at a time (the mapping's lock is
+ * held for one step only): about 0.4 s of one core for 2 GB, right after
+ * the mount, while a job is still starting.  The bytes are in RAM already,
+ * so nothing waits for it, and a reader that gets somewhere first faults
+ * in what it needs as before.  A kernel without MADV_POPULATE_READ (before
+ * 5.14) ends it at once.
+ */
+static void *mapper_main(void *arg)
+{
+	struct stage *st = arg;
+	uint32_t c = 0, end;
+
+	while (c < st->nchunks && !atomic_load(&st->mapper_stop)) {
+		if (atomic_load(&st->chunk[c]) != STAGE_CHUNK_STAGED) {
+			c++;
+			continue;
+		}
+		/* A run of staged chunks, at most MAP_STEP bytes. */
+		for (end = c + 1;
+		     end < st->nchunks &&
+		     (uint64_t)(end - c) * STAGE_CHUNK_SIZE < MAP_STEP &&
+		     atomic_load(&st->chunk[end]) == STAGE_CHUNK_STAGED;
+		     end++)
+			;
+		if (madvise(st->mem + ((uint64_t)c << STAGE_CHUNK_SHIFT),
+			    (size_t)round_page(
+				    stage__chunks_len(st, c, end - c)),
+			    MADV_POPULATE_READ) &&
+		    errno == EINVAL)
+			break;
+		c = end;
+	}
+	return NULL;
+}
+
+void stage__backing_start(struct stage *st)
+{
+	if (st->adopted && !st->mapper_running)
+		st->mapper_running =
+			!pthread_create(&st->mapper, NULL, mapper_main, st);
+}
+
+void stage__backing_unmap(struct stage *st)
+{
+	if (!st->mapper_running)
+		return;
+	atomic_store(&st->mapper_stop, true);
+	pthread_join(st->mapper, NULL);
+	st->mapper_running = false;
 }
 
 int stage__backing_map(struct stage *st, const struct stage_opts *o)

@@ -118,6 +118,7 @@ void stage_free(struct stage *st)
 	if (!st)
 		return;
 	stage__stager_free(st->stager);
+	stage__backing_unmap(st);
 	if (st->mem)
 		munmap(st->mem, st->map_len);
 	free(st->chunk);
@@ -178,6 +179,7 @@ out_unlock:
 
 int stage_start(struct stage *st, unsigned int threads)
 {
+	stage__backing_start(st);
 	return stage__stager_start(st->stager, threads);
 }
 

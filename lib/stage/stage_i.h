@@ -92,6 +92,11 @@ struct stage {
 	_Atomic uint32_t *trail;
 	int backing; /* enum stage_backing_use */
 	uint64_t adopted; /* bytes complete in the backing at start */
+	/* The thread that maps the adopted chunks in (backing.c), and the
+	 * flag that ends it early. */
+	pthread_t mapper;
+	bool mapper_running;
+	atomic_bool mapper_stop;
 	uint32_t nchunks; /* chunks covering size */
 	/* Per chunk, enum stage_chunk_state.  Only the thread that moved a
 	 * chunk from PLANNED to INFLIGHT writes its bytes; it stores STAGED
@@ -150,6 +155,12 @@ static inline uint64_t stage__chunks_len(const struct stage *st, uint32_t c,
  * Context: stage_new(), after st->chunk is allocated.
  */
 int stage__backing_map(struct stage *st, const struct stage_opts *o);
+
+/* Start the thread that maps an adopted copy's chunks in (with the
+ * stager threads: a thread started before the daemon detaches would not
+ * be in the detached process), and end it before the mapping goes. */
+void stage__backing_start(struct stage *st);
+void stage__backing_unmap(struct stage *st);
 
 /* What stage__backing_claim() found. */
 enum {

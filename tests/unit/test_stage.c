@@ -10,13 +10,16 @@
  * refused; two processes staging one copy at once read each chunk once
  * in all, and one killed mid-read leaves its chunk to the other, which
  * reads it again once and does not hang, nor for longer than the bound
- * when the reader is alive but stuck.
+ * when the reader is alive but stuck; a stage that adopts a copy maps
+ * it in without a reader.
  */
 /* TSAN: yes */
 #include <check.h>
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -332,6 +335,79 @@ START_TEST(test_backing_adopt)
 }
 END_TEST
 
+/* Resident bytes (smaps' Rss, page table entries of this process) of the
+ * mapping that holds @p. */
+static uint64_t mapped_bytes(const void *p)
+{
+	unsigned long lo, hi, kb;
+	char line[256];
+	bool in = false;
+	uint64_t rss = UINT64_MAX;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+			continue;
+		}
+		if (in && sscanf(line, "Rss: %lu kB", &kb) == 1) {
+			rss = (uint64_t)kb << 10;
+			break;
+		}
+	}
+	fclose(f);
+	ck_assert_uint_ne(rss, UINT64_MAX);
+	return rss;
+}
+
+/* A stage that adopts a complete copy maps it in once started (a fresh
+ * mapping has no page table entries, and readers would fault each page
+ * in), without a reader touching it. */
+START_TEST(test_backing_mapped)
+{
+	struct mem_src *m = src_new();
+	struct stage *st;
+	const void *p;
+	uint64_t rss = 0;
+	void *probe;
+	int fd;
+
+	probe = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(probe, MAP_FAILED);
+	if (madvise(probe, 4096, 22 /* MADV_POPULATE_READ */) &&
+	    errno == EINVAL) {
+		munmap(probe, 4096);
+		src_free(m);
+		fprintf(stderr,
+			"test_backing_mapped: skipped, this kernel has no MADV_POPULATE_READ (Linux 5.14)\n");
+		return;
+	}
+	munmap(probe, 4096);
+	ck_assert_int_eq(stage_backing_new(SIZE, "k1", 2, "test", &fd), 0);
+	st = open_backed(m, fd, "k1");
+	while (stage_next(st) == 1)
+		;
+	stage_free(st);
+
+	st = open_backed(m, fd, "k1");
+	ck_assert_int_eq(stage_get(st, 0, SIZE, STAGE_GET_STAGED_ONLY, m, &p),
+			 0);
+	ck_assert_uint_lt(mapped_bytes(p), SIZE / 2);
+	ck_assert_int_eq(stage_start(st, 1), 0);
+	for (int i = 0; i < 10000 && rss < SIZE; i++) {
+		rss = mapped_bytes(p);
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
+	ck_assert_uint_ge(rss, SIZE);
+	ck_assert_mem_eq(p, m->bytes, SIZE);
+	stage_stop(st);
+	stage_free(st);
+	close(fd);
+	src_free(m);
+}
+END_TEST
+
 /* A copy of another key or size, or with a broken trailer, is refused:
  * the stage reads everything into anonymous memory. */
 START_TEST(test_backing_refused)
@@ -629,6 +705,7 @@ int main(void)
 	tcase_add_test(tc, test_plans);
 	tcase_add_test(tc, test_failure);
 	tcase_add_test(tc, test_backing_adopt);
+	tcase_add_test(tc, test_backing_mapped);
 	tcase_add_test(tc, test_backing_refused);
 	tcase_add_test(tc, test_backing_shared);
 	tcase_add_test(tc, test_backing_killed);
