@@ -1392,11 +1392,14 @@ class SweepReport:
                "socket) for each keep row; a job is: page cache dropped, "
                "`squashcached -o log=FILE[,keep=SOCKET] IMG MNT` on the "
                "image behind slowfs, its stats polled every 50 ms until "
-               "stage.state is done, one epoch, stats, unmount.  Times are "
+               "stage.state is done and at least %.1f s after the mount "
+               "command's start (a job's own start-up: Python, torch, its "
+               "model), one epoch, stats, unmount.  Times are "
                "medians [min–max] over the repetitions." % (
                    self.nfiles if self.nfiles is not None else "?",
                    mb(self.image), self.sc["reps"], rd[self.sc["reader"]],
-                   self.sc["seed"], self.sc["keep_budget"]))
+                   self.sc["seed"], self.sc["keep_budget"],
+                   self.sc.get("start", 0)))
         self.w()
 
     def vals(self, prof, row, keep, f):

@@ -5,7 +5,9 @@ without a kept staged copy, the image on slow storage.
     sweep.py OUT.json         measure (bench/run.sh sweep calls it)
 
 A job: page cache dropped, squashcached mounts the image from slowfs (with
--o keep=SOCKET or without), the stats polled until staging is done, one
+-o keep=SOCKET or without), the stats polled until staging is done, and
+at least SWEEP_START (1.0 s) after the mount command started (the job's
+own start-up), one
 epoch (the C reader, 16 threads, or DataLoader raw bytes, 4 workers:
 SWEEP_READER), the daemon's stats taken, unmount.  Per storage profile and
 repetition, interleaved (the order flips each repetition):
@@ -41,6 +43,10 @@ def cfg_from_env():
         "keep_budget": env("SWEEP_KEEP", str(2 * os.path.getsize(img))),
         "timeout": env("SLOW_TIMEOUT", 900),
         "seed": env("SEED", 42),
+        # A job's start-up before its first epoch (Python, torch, the
+        # model): the epoch starts once staged and this long after the
+        # mount command started, with keep and without.
+        "start": float(env("SWEEP_START", "1.0")),
     }
     if cfg["sweep"]["reader"] not in ("cread_t16", "dl_raw_w4"):
         raise SystemExit("sweep: SWEEP_READER is cread_t16 or dl_raw_w4")
@@ -146,6 +152,12 @@ class Sweep:
             time.sleep(0.05)
         raise RuntimeError("not staged within %d s" % self.sc["timeout"])
 
+    def start_up(self, t0):
+        """The rest of the job's start-up (SWEEP_START) after staging."""
+        left = t0 + self.sc["start"] - time.monotonic()
+        if left > 0:
+            time.sleep(left)
+
     def epoch(self, root, seed, slot=0):
         """One epoch; slot: the concurrent job's own DataLoader."""
         if self.sc["reader"] == "cread_t16":
@@ -174,6 +186,7 @@ class Sweep:
         c, t0 = self.mount(image, keep)
         try:
             rec["staged_s"] = self.wait_staged(c, t0)
+            self.start_up(t0)
             rec["epoch_s"] = self.epoch(c.mnt, seed)
             if warm:
                 rec["warm_s"] = self.epoch(c.mnt, seed + 1)
@@ -222,6 +235,7 @@ class Sweep:
             try:
                 cs[i], t0 = self.mount(image, keep)
                 rec["staged_s"] = self.wait_staged(cs[i], t0)
+                self.start_up(t0)
                 rec["epoch_s"] = self.epoch(cs[i].mnt, self.sc["seed"] +
                                             100 * rep + i, slot=i)
                 self.record(cs[i], rec)
