@@ -55,7 +55,7 @@
 #define CLAIM_POLL_MS 10 /* a waiter looks at the owner this often */
 /* The mapper maps an adopted copy in this many bytes at a time, so that
  * stopping waits for one step at most. */
-#define MAP_STEP (4u << 20)
+#define MAP_STEP (1u << 20)
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22 /* Linux 5.14 */
