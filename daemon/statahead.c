@@ -825,6 +825,13 @@ static void listed(struct statahead *sa, fuse_req_t req,
 	bool reader, walk;
 
 	reader = !from_lister(sa, req);
+	/* Once readers get attributes, a reader's plain listing is the
+	 * kernel's choice past a first batch (READDIRPLUS_AUTO), not names
+	 * only: a walk that stats looks the rest up itself.  Listing it
+	 * again would drop the listing the reader is in, and the walk ahead
+	 * must go on from there as from any listing. */
+	if (reader && !atomic_load(&sa->list_names))
+		names = false;
 	pthread_mutex_lock(&sa->lock);
 	e = find_dir(sa, dir->ino);
 	if (e && eof) {
