@@ -182,6 +182,23 @@ static int keep_start(struct sqcd *d, void **f)
 		k->answer = "refused";
 		forget(k);
 	}
+	/*
+	 * A whole copy adopted: every byte is in RAM already, so what a
+	 * first epoch still pays is the kernel's (an inode per file, a FUSE
+	 * request per read).  List the tree at once, in the background (the
+	 * mount command does not wait for it), and warming, armed by the
+	 * tree listed, pushes the files into this mount's page cache while
+	 * the job starts: its first epoch reads them as a later one does.
+	 * Listing ahead's and warming's options still rule: off stays off,
+	 * and warm= bounds what is pushed.
+	 */
+	if (ss.adopted && ss.staged >= ss.planned && d->o.statahead &&
+	    d->o.warm && !d->o.statahead_all) {
+		d->o.statahead_all = true;
+		d->o.statahead_wait = 0;
+		log_info(
+			"the kept copy is whole: listing the tree and warming the page cache");
+	}
 	return 0;
 }
 

@@ -5,7 +5,9 @@
 #   (a) a mount of an image staged to the end, unmounted and mounted
 #       again, is staged at once: it reads 96 bytes from storage (the
 #       superblock, read before staging starts) and nothing else, and
-#       the files are the source's;
+#       the files are the source's; that mount lists the tree and
+#       pushes every file into the page cache without a reader (the
+#       first one, and one that adopts a part, do neither);
 #   (b) the image rewritten in place at the same size, its mtime set
 #       back with touch -d, is not adopted: the copy is made again and
 #       the files are the new image's;
@@ -154,6 +156,7 @@ note "(a) staged, unmounted, mounted again: staged at once, 96 bytes read"
 mount_keep $A "$IMG" "$T/ma"
 wait_done "$T/ma" 60
 [ "$(stat_of "$T/ma" keep.answer)" = new ] || fail "first mount: keep.answer $(stat_of "$T/ma" keep.answer), not new"
+[ "$(stat_of "$T/ma" statahead.all_state)" = off ] || fail "first mount: the tree listed at once ($(stat_of "$T/ma" statahead.all_state))"
 bytes=$(stat_of "$T/ma" image_bytes)
 sqc_umount "$T/ma"
 wait_kept "$IMG" "$uid_a"
@@ -164,6 +167,11 @@ wait_done "$T/ma" 1
 [ "$(stat_of "$T/ma" keep.answer)" = copy ] || fail "second mount: keep.answer $(stat_of "$T/ma" keep.answer), not copy"
 [ "$(stat_of "$T/ma" keep.adopted)" = "$bytes" ] || fail "second mount adopted $(stat_of "$T/ma" keep.adopted) bytes, not $bytes"
 [ "$(stat_of "$T/ma" image_io.stager_bytes)" = 0 ] || fail "second mount: the stager read $(stat_of "$T/ma" image_io.stager_bytes) bytes"
+# A whole copy: the tree is listed and every file pushed into the page
+# cache without a reader.
+nfiles=$(find "$T/src" -type f -size +0 | wc -l)
+wait_stat "$T/ma" warm.files "$nfiles" 30 "second mount: warming did not push the $nfiles files"
+[ "$(stat_of "$T/ma" statahead.all_state)" = done ] || fail "second mount: the tree was not listed ($(stat_of "$T/ma" statahead.all_state))"
 as $A diff -r "$T/src" "$T/ma" || fail "second mount: files differ from the source"
 [ "$(stat_of "$T/ma" image_io.read_bytes)" = 96 ] ||
     fail "second mount read $(stat_of "$T/ma" image_io.read_bytes) bytes from storage, not the 96 of the superblock"
@@ -253,6 +261,7 @@ note "    $part bytes complete of the image"
 mount_keep "" "$T/store/image" "$T/mf"
 wait_done "$T/mf" 120
 [ "$(stat_of "$T/mf" keep.adopted)" = "$part" ] || fail "adopted $(stat_of "$T/mf" keep.adopted) bytes, not $part"
+[ "$(stat_of "$T/mf" statahead.all_state)" = off ] || fail "a part adopted: the tree listed at once ($(stat_of "$T/mf" statahead.all_state))"
 total=$(stat_of "$T/mf" image_bytes)
 [ "$(stat_of "$T/mf" image_io.read_bytes)" = $((96 + total - part)) ] ||
     fail "read $(stat_of "$T/mf" image_io.read_bytes) bytes, not the superblock and the $((total - part)) missing"
