@@ -6,7 +6,7 @@ without a kept staged copy, the image on slow storage.
 
 A job: page cache dropped, squashcached mounts the image from slowfs (with
 -o keep=SOCKET or without), the stats polled until staging is done, and
-at least SWEEP_START (1.0 s) after the mount command started (the job's
+at least SWEEP_START (2.0 s) after the mount command started (the job's
 own start-up), one
 epoch (the C reader, 16 threads, or DataLoader raw bytes, 4 workers:
 SWEEP_READER), the daemon's stats taken, unmount.  Per storage profile and
@@ -46,7 +46,7 @@ def cfg_from_env():
         # A job's start-up before its first epoch (Python, torch, the
         # model): the epoch starts once staged and this long after the
         # mount command started, with keep and without.
-        "start": float(env("SWEEP_START", "1.0")),
+        "start": float(env("SWEEP_START", "2.0")),
     }
     if cfg["sweep"]["reader"] not in ("cread_t16", "dl_raw_w4"):
         raise SystemExit("sweep: SWEEP_READER is cread_t16 or dl_raw_w4")
