@@ -171,7 +171,7 @@ wait_done "$T/ma" 1
 # cache without a reader.
 nfiles=$(find "$T/src" -type f -size +0 | wc -l)
 wait_stat "$T/ma" warm.files "$nfiles" 30 "second mount: warming did not push the $nfiles files"
-[ "$(stat_of "$T/ma" statahead.all_state)" = done ] || fail "second mount: the tree was not listed ($(stat_of "$T/ma" statahead.all_state))"
+[ "$(stat_of "$T/ma" statahead.all_state)" = "done" ] || fail "second mount: the tree was not listed ($(stat_of "$T/ma" statahead.all_state))"
 as $A diff -r "$T/src" "$T/ma" || fail "second mount: files differ from the source"
 [ "$(stat_of "$T/ma" image_io.read_bytes)" = 96 ] ||
     fail "second mount read $(stat_of "$T/ma" image_io.read_bytes) bytes from storage, not the 96 of the superblock"
