@@ -34,6 +34,9 @@
 
 #define SIZE ((5u << 20) + 12345u) /* not a whole number of chunks */
 #define META (4u << 20) /* the metadata: the last 1 MiB and a bit */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 /* Linux 5.14; older C libraries lack the name */
+#endif
 
 struct mem_src {
 	uint8_t *bytes; /* the range */
@@ -375,7 +378,7 @@ START_TEST(test_backing_mapped)
 
 	probe = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ck_assert_ptr_ne(probe, MAP_FAILED);
-	if (madvise(probe, 4096, 22 /* MADV_POPULATE_READ */) &&
+	if (madvise(probe, 4096, MADV_POPULATE_READ) &&
 	    errno == EINVAL) {
 		munmap(probe, 4096);
 		src_free(m);
