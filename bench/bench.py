@@ -1038,6 +1038,7 @@ class Bench:
         """Aggregate bandwidth of the storage: several 1 MiB streams at
         once over distinct parts of one file, as a striped reader does."""
         mib = max(1, min(64, os.path.getsize(big) // streams // 1048576))
+        drop_caches()
         s0 = self._pfs_stats(pfs)
         t0 = time.monotonic()
         procs = [subprocess.Popen(
@@ -1059,6 +1060,9 @@ class Bench:
             self.cfg["datasets"]["images"]["image"]))
         cal = {}
         for bs in ("128K", "1M", "4M"):
+            # each from the storage: a cached profile keeps what the last
+            # dd read in the page cache
+            drop_caches()
             s0 = self._pfs_stats(pfs)
             t0 = time.monotonic()
             run(["dd", "if=" + big, "of=/dev/null", "bs=" + bs,
