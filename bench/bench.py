@@ -1025,6 +1025,18 @@ class Bench:
         log("slow storage profile %s: %s" % (prof["name"], opts))
         run(cmd, timeout=60)
         self.reg.add(pfs, find_daemon("slowfs", pfs))
+        if prof.get("cached") and prof.get("read_ahead_kb"):
+            # The kernel caps a FUSE mount's readahead at 128 KiB, a
+            # request's latency each: sequential reads of a cached
+            # profile would crawl where a PFS client reads ahead by
+            # megabytes (Lustre: 64 MiB per file).  Its bdi is the
+            # mount's device number.
+            dev = os.stat(pfs).st_dev
+            bdi = "/sys/class/bdi/%d:%d/read_ahead_kb" % (os.major(dev),
+                                                          os.minor(dev))
+            with open(bdi, "w") as f:
+                f.write("%d\n" % prof["read_ahead_kb"])
+            out["params"]["read_ahead_kb"] = prof["read_ahead_kb"]
         return pfs
 
     def _pfs_stats(self, pfs):
@@ -1546,7 +1558,8 @@ class Bench:
                 out["params"] = {"where": where}
             else:
                 if hc["cached"]:
-                    prof = dict(prof, cached=True)
+                    prof = dict(prof, cached=True,
+                                read_ahead_kb=hc["read_ahead_kb"])
                 pfs = where = self._start_slowfs(prof, out)
                 self._calibrate(pfs, out)
             try:
@@ -1915,8 +1928,10 @@ def config_from_env():
             "batch_raw": env("DL_BATCH", 64),
             "batch_decoded": env("PIL_BATCH", 32),
             "timeout": env("SLOW_TIMEOUT", 900),
-            # slowfs with the page cache (a PFS client with RAM to spare)
-            "cached": env("H5_PFS_CACHED", 0) != 0,
+            # slowfs with the page cache and readahead: a PFS client
+            # with RAM to spare (0: every read goes to the storage)
+            "cached": env("H5_PFS_CACHED", 1) != 0,
+            "read_ahead_kb": env("H5_PFS_READAHEAD_KB", 16384),
         },
         "ram": {
             "enabled": ram_mode,

@@ -1168,7 +1168,8 @@ class Report:
                    hc["reps"], ", ".join(hc["contenders"]),
                    ", ".join(hc["modes"]), hc["workers"], hc["batch_raw"],
                    hc["batch_decoded"], self.cfg["seed"],
-                   "with the page cache (`cached`, H5_PFS_CACHED=1)"
+                   "with the page cache (`cached`) and %d KiB of "
+                   "readahead" % hc.get("read_ahead_kb", 128)
                    if hc.get("cached") else "with direct_io (no client "
                    "page cache: every epoch reads the storage)",
                    hc["timeout"]))
