@@ -378,8 +378,7 @@ START_TEST(test_backing_mapped)
 
 	probe = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ck_assert_ptr_ne(probe, MAP_FAILED);
-	if (madvise(probe, 4096, MADV_POPULATE_READ) &&
-	    errno == EINVAL) {
+	if (madvise(probe, 4096, MADV_POPULATE_READ) && errno == EINVAL) {
 		munmap(probe, 4096);
 		src_free(m);
 		fprintf(stderr,
