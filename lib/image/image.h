@@ -35,11 +35,23 @@
 
 struct img; /* opaque, shared by all threads */
 
+/* The metadata cache a sized budget never goes below, bytes. */
+#define IMG_META_MIN (64ull << 20)
+/* Decoded bytes a stored byte of metadata is taken to give, at most. */
+#define IMG_META_RATIO 6
+
 struct img_opts {
-	uint64_t meta_cache; /* bytes for decoded metadata blocks and maps */
+	/* bytes for decoded metadata blocks and maps; 0: sized from the
+	 * image's tables, up to @meta_max (img_meta_budget()) */
+	uint64_t meta_cache;
+	uint64_t meta_max; /* the most a sized metadata cache gets */
 	uint64_t data_cache; /* bytes for decompressed data/fragment blocks */
 	uint64_t ram; /* bytes of the compressed image to stage in RAM */
 	enum stage_mode stage; /* what to stage */
+	/* Stage through the page cache: no second open of the file with
+	 * O_DIRECT for the stage's reads (source.c says why it is the
+	 * default). */
+	bool stage_cached;
 	uint64_t offset; /* bytes before the image in the file (SIF, ...) */
 	/*
 	 * Where to stage, or NULL for anonymous memory: called once by
@@ -211,6 +223,12 @@ struct img_stats {
 	uint64_t src_bytes; /* bytes they returned */
 	uint64_t src_by[IMG_READ__COUNT]; /* of those, per reader */
 	uint64_t src_errors; /* failed or short reads */
+	uint64_t src_direct; /* of src_bytes, read with O_DIRECT (staging) */
+	bool direct; /* the stage reads with O_DIRECT (not refused) */
+	/* Why not, if it was tried: a read was refused (EINVAL), or the
+	 * errno of the O_DIRECT open (ESTALE: it opened another file). */
+	bool direct_refused;
+	int direct_err;
 	uint64_t decompressions; /* blocks decompressed (data + meta) */
 	uint64_t decompressed_bytes; /* bytes they produced */
 	uint64_t corrupt; /* corruption events (each logged once) */
@@ -220,12 +238,34 @@ struct img_stats {
  * img_opts_default() - Fill @o with default budgets.
  * @o: options to fill
  *
- * Defaults: 64 MiB metadata, 256 MiB data cache, staging AUTO with a RAM
- * budget of memlimit_budget(): half of the memory this process may use,
- * which is the lower of the machine's RAM and its cgroups' memory limits.
+ * Defaults: a metadata cache sized from the image (img_meta_budget(), up
+ * to a sixteenth of the memory this process may use), 256 MiB data cache,
+ * staging AUTO with a RAM budget of memlimit_budget(): half of the memory
+ * this process may use, which is the lower of the machine's RAM and its
+ * cgroups' memory limits.
  * Context: any thread; cannot fail.
  */
 void img_opts_default(struct img_opts *o);
+
+/**
+ * img_meta_budget() - The metadata cache an image gets when none is given.
+ * @sb: the image's superblock (its table offsets need not be validated yet)
+ * @max: the most it may get; below IMG_META_MIN, IMG_META_MIN is the most
+ *
+ * Enough to hold the inode and directory tables decoded whole, so that a
+ * pass over every file decodes each metadata block once: a random-order
+ * pass over 1.28M files evicts 0.4 blocks a file from 64 MiB.  Their
+ * decoded size is not known before they are read (a block's header tells
+ * only its stored length), so it is taken as IMG_META_RATIO times their
+ * stored bytes, which covers mksquashfs's tables with room (lz4 stores them
+ * at 2.7 to 1, zstd at 3.8 to 1); the block maps of large files get a
+ * quarter of the whole.  A budget is a ceiling: the cache holds only what
+ * is read.
+ *
+ * Return: bytes, between IMG_META_MIN and MAX(@max, IMG_META_MIN).
+ * Context: any thread; cannot fail.
+ */
+uint64_t img_meta_budget(const struct img_super *sb, uint64_t max);
 
 /**
  * img_open() - Open and validate an image.

@@ -55,6 +55,13 @@ struct img_table {
 struct img {
 	char *path; /* as given to img_open() */
 	int fd; /* the image file, read-only */
+	/* The same file opened again with O_DIRECT, for the stage's reads
+	 * (source.c), or -1 and why in dio_err (an errno, 0 if not tried);
+	 * dio_refused: a read was refused, so they go through fd from now
+	 * on. */
+	int dio_fd;
+	int dio_err;
+	atomic_bool dio_refused;
 	uint64_t file_size; /* at open, bytes from offset to the end */
 	uint64_t offset; /* where the image starts in the file, bytes */
 	struct timespec mtime; /* at open, to notice changes */
@@ -86,6 +93,7 @@ struct img {
 	_Atomic uint64_t src_bytes;
 	_Atomic uint64_t src_by[IMG_READ__COUNT]; /* src_bytes per reader */
 	_Atomic uint64_t src_errors;
+	_Atomic uint64_t src_direct; /* of src_bytes, read with O_DIRECT */
 	_Atomic uint64_t decompressions;
 	_Atomic uint64_t decompressed_bytes;
 	_Atomic uint64_t corrupt;
@@ -223,7 +231,8 @@ int img__pread(struct img *img, uint64_t off, void *dst, size_t len,
 /**
  * img__stage_open() - Create the staged copy of an opened image.
  * @img: image with its superblock decoded
- * @o: the mode and budget (AUTO resolved here)
+ * @o: the mode and budget (AUTO resolved here), and whether the stage
+ *     may read with O_DIRECT (@o->stage_cached)
  *
  * Return: 0; -ENOMEM.  Context: img_open().
  */

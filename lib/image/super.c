@@ -34,10 +34,12 @@ void img_opts_default(struct img_opts *o)
 	struct memlimit ml;
 
 	memlimit_get(&ml);
-	o->meta_cache = 64ull << 20;
+	o->meta_cache = 0; /* sized from the image: img_meta_budget() */
+	o->meta_max = ml.usable / 16;
 	o->data_cache = 256ull << 20;
 	o->ram = memlimit_budget(&ml);
 	o->stage = STAGE_AUTO;
+	o->stage_cached = false; /* O_DIRECT where the file takes it */
 	o->offset = 0;
 	o->backing = NULL; /* anonymous memory */
 	o->backing_arg = NULL;
@@ -361,10 +363,37 @@ static int load_tables(struct img *img)
 	return 0;
 }
 
+uint64_t img_meta_budget(const struct img_super *sb, uint64_t max)
+{
+	const uint64_t after[] = { sb->frag_table, sb->export_table,
+				   sb->id_table, sb->xattr_table };
+	uint64_t end = sb->bytes_used;
+	uint64_t stored = 0;
+	uint64_t want;
+	size_t i;
+
+	/* The tables are checked only once this cache exists to read them:
+	 * here an offset out of place gives a smaller or larger budget within
+	 * the bounds, never more. */
+	for (i = 0; i < sizeof(after) / sizeof(after[0]); i++)
+		if (after[i] > sb->dir_table && after[i] < end)
+			end = after[i];
+	if (sb->inode_table < sb->dir_table && sb->dir_table < end)
+		stored = end - sb->inode_table;
+	max = MAX(max, IMG_META_MIN);
+	/* and a third more: the block maps' quarter of the whole */
+	if (ckd_mul(&want, stored, IMG_META_RATIO) ||
+	    ckd_add(&want, want, want / 3))
+		return max;
+	return MIN(MAX(want, IMG_META_MIN), max);
+}
+
 static int make_caches(struct img *img, const struct img_opts *o)
 {
-	uint64_t meta = o->meta_cache - o->meta_cache / 4;
-	uint64_t bmap = o->meta_cache / 4;
+	uint64_t total = o->meta_cache ? o->meta_cache :
+					 img_meta_budget(&img->sb, o->meta_max);
+	uint64_t meta = total - total / 4;
+	uint64_t bmap = total / 4;
 
 	img->meta = cache_new("meta", (size_t)meta, 8 + SQFS_META_SIZE);
 	img->data =
@@ -390,6 +419,7 @@ int img_open(const char *path, const struct img_opts *opts, struct img **out)
 	if (!img)
 		return -ENOMEM;
 	img->fd = -1;
+	img->dio_fd = -1;
 	img->offset = opts->offset;
 	img->path = strdup(path);
 	if (!img->path) {
@@ -447,6 +477,8 @@ void img_close(struct img *img)
 	img__table_release(&img->exports);
 	img__table_release(&img->xattr_ids);
 	free(img->ids);
+	if (img->dio_fd >= 0)
+		close(img->dio_fd);
 	if (img->fd >= 0)
 		close(img->fd);
 	free(img->path);
@@ -486,6 +518,10 @@ void img_get_stats(struct img *img, struct img_stats *out)
 	for (int i = 0; i < IMG_READ__COUNT; i++)
 		out->src_by[i] = atomic_load(&img->src_by[i]);
 	out->src_errors = atomic_load(&img->src_errors);
+	out->src_direct = atomic_load(&img->src_direct);
+	out->direct = img->dio_fd >= 0 && !atomic_load(&img->dio_refused);
+	out->direct_refused = atomic_load(&img->dio_refused);
+	out->direct_err = img->dio_err;
 	out->decompressions = atomic_load(&img->decompressions);
 	out->decompressed_bytes = atomic_load(&img->decompressed_bytes);
 	out->corrupt = atomic_load(&img->corrupt);

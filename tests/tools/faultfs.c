@@ -27,6 +27,9 @@
  * as on a hard-mounted file system whose server died.  Such reads fail with
  * EIO only when faultfs stops (SIGTERM, or fusermount3 -u once nothing
  * holds the file open); every other request is still answered.
+ * FAULTFS_ODIRECT=open refuses an open with O_DIRECT (EINVAL), and
+ * FAULTFS_ODIRECT=read every read through such an open: storage whose
+ * client takes no O_DIRECT, at open or only at the first read.
  */
 #define FUSE_USE_VERSION 314
 
@@ -46,6 +49,7 @@ static unsigned long long reads, failed;
 static FILE *readlog;
 static useconds_t delay_us;
 static int block_all; /* FAULTFS_BLOCK=1 */
+static const char *odirect; /* FAULTFS_ODIRECT: "open", "read" or NULL */
 static fuse_req_t held[4096]; /* reads never answered, until we stop */
 static size_t nheld; /* entries of held[] */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* the above */
@@ -119,6 +123,11 @@ static void ff_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	if (ino != 2)
 		return (void)fuse_reply_err(req, EISDIR);
+	if (odirect && (fi->flags & O_DIRECT)) {
+		if (!strcmp(odirect, "open"))
+			return (void)fuse_reply_err(req, EINVAL);
+		fi->fh = 1; /* its reads fail */
+	}
 	fi->direct_io = 1;
 	fuse_reply_open(req, fi);
 }
@@ -131,7 +140,8 @@ static void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	ssize_t n;
 
 	(void)ino;
-	(void)fi;
+	if (fi->fh == 1)
+		return (void)fuse_reply_err(req, EINVAL);
 	pthread_mutex_lock(&lock);
 	reads++;
 	if (fault == FAULT_BLOCK && nheld < sizeof(held) / sizeof(held[0])) {
@@ -224,6 +234,7 @@ int main(int argc, char **argv)
 		delay_us = (useconds_t)strtoul(getenv("FAULTFS_DELAY_US"), NULL,
 					       10);
 	block_all = getenv("FAULTFS_BLOCK") && atoi(getenv("FAULTFS_BLOCK"));
+	odirect = getenv("FAULTFS_ODIRECT");
 	se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
 	if (!se || fuse_set_signal_handlers(se) ||
 	    fuse_session_mount(se, argv[2])) {

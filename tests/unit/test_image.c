@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -565,6 +566,62 @@ START_TEST(test_stage_full)
 }
 END_TEST
 
+/*
+ * Staging reads with O_DIRECT where the file system takes it: every
+ * chunk read but the image's last, unaligned page (src_direct), the tree
+ * read back equal.  _i: 0 as is; 1 -o stage_cached; 2 the image 1000
+ * bytes into its file (nothing aligned: all through the page cache); 3
+ * 8 KiB into it (aligned again).
+ */
+START_TEST(test_stage_direct)
+{
+	static const uint64_t offsets[] = { 0, 0, 1000, 8192 };
+	uint64_t off = offsets[_i];
+	char p[PATH_MAX], file[PATH_MAX + 32];
+	struct img_inode root;
+	struct img_opts o;
+	struct img_stats st;
+	struct statfs sfs;
+	struct img *img;
+	bool takes;
+
+	image_path(0, p, sizeof(p));
+	snprintf(file, sizeof(file), "%s/direct-%d.sqfs", workdir, _i);
+	sh("head -c %llu /dev/urandom >'%s' && cat '%s' >>'%s'",
+	   (unsigned long long)off, file, p, file);
+	img_opts_default(&o);
+	o.stage = STAGE_FULL;
+	o.ram = 1ull << 30;
+	o.offset = off;
+	o.stage_cached = _i == 1;
+	ck_assert_int_eq(img_open(file, &o, &img), 0);
+	while (stage_next(img_stage(img)) == 1)
+		;
+	root_inode(img, &root);
+	ck_assert_uint_eq(walk(img, &root, srcdir, true), count_tree(srcdir));
+	img_get_stats(img, &st);
+	ck_assert_uint_le(st.src_bytes, st.image_bytes + 4096);
+	/* File systems known to take O_DIRECT: there it must be used. */
+	ck_assert_int_eq(statfs(file, &sfs), 0);
+	takes = sfs.f_type == 0xEF53 /* ext2-4 */ ||
+		sfs.f_type == 0x58465342 /* xfs */ ||
+		sfs.f_type == 0x9123683E /* btrfs */;
+	if (st.in_ram || _i == 1) {
+		ck_assert(!st.direct);
+		ck_assert_uint_eq(st.src_direct, 0);
+	} else if (_i == 2) {
+		ck_assert_uint_eq(st.src_direct, 0);
+	} else {
+		if (takes)
+			ck_assert(st.direct);
+		ck_assert_uint_eq(st.src_direct,
+				  st.direct ? st.image_bytes & ~4095ull : 0);
+	}
+	img_close(img);
+	unlink(file);
+}
+END_TEST
+
 START_TEST(test_stage_budget)
 {
 	const uint64_t budget = 3u << 20;
@@ -794,6 +851,71 @@ START_TEST(test_concurrent_readers)
 }
 END_TEST
 
+/* The metadata budget when none is given: from the stored inode and
+ * directory tables, within IMG_META_MIN and the most allowed. */
+START_TEST(test_meta_budget)
+{
+	const uint64_t none = ~0ull, mib = 1ull << 20;
+	struct img_super sb = {
+		.bytes_used = 8000 * mib,
+		.inode_table = 4000 * mib,
+		.dir_table = 4015 * mib,
+		.frag_table = 4027 * mib,
+		.export_table = none,
+		.id_table = 4028 * mib,
+		.xattr_table = none,
+	};
+	struct img_opts o;
+	struct img *img;
+	struct img_stats st;
+	char p[PATH_MAX];
+
+	/* 27 MiB stored: six times for the blocks, a third more for maps. */
+	ck_assert_uint_eq(img_meta_budget(&sb, 4096 * mib), 216 * mib);
+	ck_assert_uint_eq(img_meta_budget(&sb, 100 * mib), 100 * mib);
+	ck_assert_uint_eq(img_meta_budget(&sb, 0), IMG_META_MIN);
+	/* The first table after the directories ends them, whichever. */
+	sb.export_table = 4020 * mib;
+	ck_assert_uint_eq(img_meta_budget(&sb, 4096 * mib), 160 * mib);
+	sb.xattr_table = 4016 * mib;
+	ck_assert_uint_eq(img_meta_budget(&sb, 4096 * mib), 128 * mib);
+	/* Small tables get the floor. */
+	sb.dir_table = sb.inode_table + mib;
+	sb.xattr_table = sb.inode_table + 2 * mib;
+	ck_assert_uint_eq(img_meta_budget(&sb, 4096 * mib), IMG_META_MIN);
+	/* Tables out of place (checked later by img_open()): the floor, and
+	 * no overflow on the largest offsets. */
+	sb.dir_table = sb.inode_table;
+	ck_assert_uint_eq(img_meta_budget(&sb, 4096 * mib), IMG_META_MIN);
+	sb = (struct img_super){ .inode_table = 0,
+				 .dir_table = 1,
+				 .bytes_used = none,
+				 .frag_table = none,
+				 .export_table = none,
+				 .id_table = none,
+				 .xattr_table = none };
+	ck_assert_uint_eq(img_meta_budget(&sb, none), none);
+	ck_assert_uint_eq(img_meta_budget(&sb, 300 * mib), 300 * mib);
+
+	/* img_open() takes it when meta_cache is 0, and the stats show it. */
+	img_opts_default(&o);
+	ck_assert_uint_eq(o.meta_cache, 0);
+	o.stage = STAGE_NONE;
+	image_path(0, p, sizeof(p));
+	ck_assert_int_eq(img_open(p, &o, &img), 0);
+	img_get_stats(img, &st);
+	ck_assert_uint_eq(st.meta.budget + st.bmap.budget,
+			  img_meta_budget(img_get_super(img), o.meta_max));
+	ck_assert_uint_ge(st.meta.budget + st.bmap.budget, IMG_META_MIN);
+	img_close(img);
+	o.meta_cache = 3 * mib;
+	ck_assert_int_eq(img_open(p, &o, &img), 0);
+	img_get_stats(img, &st);
+	ck_assert_uint_eq(st.meta.budget + st.bmap.budget, 3 * mib);
+	img_close(img);
+}
+END_TEST
+
 /* The inode at @path (@len bytes of it), through img_resolve(). */
 static int resolve_n(struct img_paths *ps, const char *path, size_t len,
 		     struct img_inode *out)
@@ -923,6 +1045,7 @@ static Suite *image_suite(void)
 	tcase_add_test(tc, test_open_errors);
 	tcase_add_test(tc, test_changed);
 	tcase_add_test(tc, test_resolve);
+	tcase_add_test(tc, test_meta_budget);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("stage");
@@ -930,6 +1053,7 @@ static Suite *image_suite(void)
 	tcase_add_loop_test(tc, test_stage_full, 0, NVARIANTS);
 	tcase_add_loop_test(tc, test_stage_budget, 0, 2);
 	tcase_add_loop_test(tc, test_stage_resume, 0, NVARIANTS);
+	tcase_add_loop_test(tc, test_stage_direct, 0, 4);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("threads");
