@@ -5,7 +5,7 @@
  * message before anything is mounted, the image, the control socket
  * (ctl_srv.c), the FUSE session and mount, detaching (detach.c), the
  * threads and features, readiness, the session loop, and a clean unmount
- * on SIGTERM/SIGINT.
+ * on SIGTERM/SIGINT (stop.c).
  */
 #define LOG_MOD "squashcached"
 
@@ -29,6 +29,7 @@
 #include "lister.h"
 #include "options.h"
 #include "statahead.h"
+#include "stop.h"
 #include "uring.h"
 #include "warm.h"
 #include "order/order.h"
@@ -200,51 +201,60 @@ static char *fuse_mount_opts(const struct sqcd *d)
 /*
  * The daemon's features (daemon.h: struct sqcd_feature), in start order,
  * each with the reason for its place.  They start in this order after the
- * prefetcher, and stop in the reverse order, in two rounds: first those
- * that stop while the mount is still there, then (after the unmount)
- * those marked after_unmount.  Once the session is destroyed and no FUSE
- * worker can call in any more, each is freed, in the reverse order.
+ * prefetcher, and stop in the reverse order, in three rounds: those whose
+ * threads may wait on a request while the FUSE workers still answer (on
+ * a signal, stop.c; if the mount went away instead, once the loop has
+ * ended), then those that stop while the mount is still there, then
+ * (after the unmount) the rest.  Once the session is destroyed and no
+ * FUSE worker can call in any more, each is freed, in the reverse order.
  *
  * The core's events (events.h) go to the features that hear them, in
  * this order: a feature that started and is on subscribes its handler to
  * the events its table names.
  */
+enum stop_round {
+	ROUND_SERVING, /* while the FUSE workers still answer */
+	ROUND_MOUNTED, /* once they are joined, before the unmount */
+	ROUND_UNMOUNTED, /* after the unmount */
+};
+
 static const struct {
 	const struct sqcd_feature *ft;
-	bool after_unmount; /* stops once the mount is gone */
+	enum stop_round round; /* when it stops */
 } features[] = {
 	/* First: before the control socket, which serves "hold" and
 	 * "release".  Stops after the unmount: it holds the directory lock
 	 * that acquirers wait on, released once the mount is gone. */
-	{ &holders_feature, true },
+	{ &holders_feature, ROUND_UNMOUNTED },
 	/* Set up before the image is opened (its prepare()); holds the
 	 * keeper's connection until freed, after the stager threads are
 	 * joined: closing it hands the copy back. */
-	{ &keep_feature, true },
+	{ &keep_feature, ROUND_UNMOUNTED },
 	/* Stops once every thread that serves requests (FUSE workers,
 	 * io_uring) is joined: none can touch the idle state any more.
 	 * Hears requests and handles: a mount is idle without either. */
-	{ &idle_feature, false },
+	{ &idle_feature, ROUND_MOUNTED },
 	/* Stops after warming: a push of the warming thread may wait for a
 	 * READ that an io_uring thread answers. */
-	{ &uring_feature, false },
+	{ &uring_feature, ROUND_MOUNTED },
 	/* Before listing ahead, whose SQCD_EV_TREE_LISTED arms it.  Its
-	 * thread uses the session and the image: stops before the unmount.
+	 * thread's push waits on a page that a queued READ holds locked:
+	 * stops while the workers still answer (stop.c says why).
 	 * FUSE workers push at open until the session is gone, and the
 	 * listing thread may arm it until it is joined: what it keeps is
 	 * freed after listing ahead's.  Hears what the kernel was shown and
 	 * what is read; before listing ahead, so that a FORGET reaches it
 	 * first. */
-	{ &warm_feature, false },
+	{ &warm_feature, ROUND_SERVING },
 	/* Uses the session and the image: asked to stop before the unmount,
 	 * which releases a listing blocked on a request; joined when freed,
 	 * once the session is destroyed (and the ready check, which waits
 	 * for statahead=all, is joined).  Hears which directories the
 	 * kernel was shown, listed and dropped. */
-	{ &statahead_feature, false },
+	{ &statahead_feature, ROUND_MOUNTED },
 	/* Last: it reads what the others set up.  Stops first.  Listens
 	 * before the daemon detaches (main()). */
-	{ &ctl_srv_feature, false },
+	{ &ctl_srv_feature, ROUND_MOUNTED },
 };
 
 #define NFEATURES (sizeof(features) / sizeof(features[0]))
@@ -307,13 +317,25 @@ static int start_features(struct sqcd *d)
 	return 0;
 }
 
-/* Stop, in reverse order, the features that stop before the unmount
- * (@after_unmount false) or after it (true). */
-static void stop_features(struct sqcd *d, bool after_unmount)
+/* Which features have been stopped: on a signal the stop thread stops
+ * the first round, and the main thread the others (and the first, if the
+ * loop ended without a signal) once it has joined that thread. */
+static bool stopped[NFEATURES];
+
+/* Stop, in reverse order, the features of @round not stopped yet. */
+static void stop_features(struct sqcd *d, enum stop_round round)
 {
 	for (size_t i = NFEATURES; i-- > 0;)
-		if (features[i].after_unmount == after_unmount)
+		if (features[i].round == round && !stopped[i]) {
 			features[i].ft->stop(d->features[i]);
+			stopped[i] = true;
+		}
+}
+
+/* stop_start()'s callback, on a signal. */
+static void stop_serving(void *d)
+{
+	stop_features(d, ROUND_SERVING);
 }
 
 /* Free every feature, in reverse order. */
@@ -330,16 +352,37 @@ struct ready {
 	int fd; /* pipe to the waiting parent, or -1 */
 };
 
-/* Say what memory the daemon may use, whence, and the budgets in force. */
+/* Say what memory the daemon may use, whence, the budgets in force, and
+ * how staging reads the image. */
 static void log_budgets(const struct sqcd *d)
 {
-	char limit[32] = "unknown", ram[32], warm[32];
+	char limit[32] = "unknown", ram[32], warm[32], meta[32];
+	struct img_stats st;
 
 	if (d->o.mem.usable)
 		size_format(d->o.mem.usable, limit, sizeof(limit));
-	log_info("memory limit %s (%s): ram=%s, warm=%s", limit,
+	img_get_stats(d->img, &st);
+	size_format(st.meta.budget + st.bmap.budget, meta, sizeof(meta));
+	log_info("memory limit %s (%s): ram=%s, warm=%s, meta=%s%s", limit,
 		 d->o.mem.source, size_format(d->o.img.ram, ram, sizeof(ram)),
-		 size_format(d->o.warm, warm, sizeof(warm)));
+		 size_format(d->o.warm, warm, sizeof(warm)), meta,
+		 d->o.img.meta_cache ? "" : " (sized from the image's tables)");
+	if (st.in_ram)
+		return;
+	if (st.direct)
+		log_info("staging reads the image with O_DIRECT");
+	else if (st.direct_refused)
+		log_info(
+			"staging reads the image through the page cache: its O_DIRECT reads are refused");
+	else if (st.direct_err)
+		log_info(
+			"staging reads the image through the page cache: its O_DIRECT open %s (%s)",
+			st.direct_err == ESTALE ? "found another file" :
+						  "failed",
+			err_str(st.direct_err));
+	else if (d->o.img.stage_cached)
+		log_info(
+			"staging reads the image through the page cache (-o stage_cached)");
 }
 
 /* Runs beside the FUSE loop: the mount answers once this stat returns. */
@@ -546,10 +589,9 @@ static int serve(struct sqcd *d)
 	err = fuse_session_loop_mt(d->se, cfg);
 	fuse_loop_cfg_destroy(cfg);
 	detach_notify("STOPPING=1");
-	/* libfuse reports the signal that stopped it as a positive number. */
-	if (err > 0)
+	if (stop_signal())
 		log_info("unmounting '%s' on %s", d->o.canonical,
-			 strsignal(err));
+			 strsignal(stop_signal()));
 	else if (err && err != -ENODEV)
 		log_err("session loop ended: %s; unmounting '%s'", err_str(err),
 			d->o.canonical);
@@ -558,23 +600,11 @@ static int serve(struct sqcd *d)
 	return 0;
 }
 
-/*
- * Have SIGINT, SIGTERM and SIGHUP unmount cleanly.  libfuse only takes
- * over signals left at their default, and a shell starting us in the
- * background ignores SIGINT.  Return: 0 or -1.
- */
-static int take_signals(struct fuse_session *se)
-{
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGHUP, SIG_DFL);
-	return fuse_set_signal_handlers(se);
-}
-
 int main(int argc, char **argv)
 {
 	struct sqcd *d;
 	struct ctl_srv *ctl = NULL;
+	struct stop *stopper = NULL;
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	pthread_t ready_thread;
 	bool ready_running = false;
@@ -608,7 +638,7 @@ int main(int argc, char **argv)
 	d->se = fuse_session_new(&args, &sqcd_ops, sizeof(sqcd_ops), d);
 	if (!d->se)
 		goto out_args;
-	if (take_signals(d->se))
+	if (stop_install())
 		goto out_session;
 	if (fuse_session_mount(d->se, d->o.canonical)) {
 		explain_fuse_failure();
@@ -619,6 +649,10 @@ int main(int argc, char **argv)
 		goto out_unmount;
 	if (start_threads(d, &ctl, ready_fd))
 		goto out_unmount;
+	if (stop_start(d->se, stop_serving, d, &stopper)) {
+		detach_tell(ready_fd, "ERR cannot start threads\n");
+		goto out_unmount;
+	}
 	ready_running = start_ready(d, ready_fd, &ready_thread);
 	if (!ready_running)
 		goto out_unmount;
@@ -626,12 +660,14 @@ int main(int argc, char **argv)
 		ret = 0;
 
 out_unmount:
+	stop_end(stopper);
 	/* See features[]: the order and its reasons. */
-	stop_features(d, false);
+	stop_features(d, ROUND_SERVING);
+	stop_features(d, ROUND_MOUNTED);
 	fuse_session_unmount(d->se);
-	stop_features(d, true);
+	stop_features(d, ROUND_UNMOUNTED);
 out_signals:
-	fuse_remove_signal_handlers(d->se);
+	stop_remove();
 out_session:
 	stage_stop(img_stage(d->img));
 	pf_free(d->pf);

@@ -38,8 +38,12 @@ static void usage(FILE *f)
 		"                     SIZE like 8G, 512M or 25%%)\n"
 		"  stage=MODE         auto (default: full unless the image is on tmpfs),\n"
 		"                     full, meta (metadata only) or none\n"
+		"  stage_cached       stage through the page cache (default: O_DIRECT\n"
+		"                     reads where the image's file system takes them)\n"
 		"  cache=SIZE         decompressed data cache (default 256M)\n"
-		"  meta=SIZE          decoded metadata cache (default 64M)\n"
+		"  meta=SIZE          decoded metadata cache (default: room for the\n"
+		"                     image's inode and directory tables decoded, at\n"
+		"                     least 64M, at most 1/16 of memory)\n"
 		"  warm=SIZE          push listed files into the kernel's page cache in\n"
 		"                     the background, up to SIZE (default 25%%; 0 = off)\n"
 		"  order_window=SIZE  RAM for reading ahead an epoch order given with\n"
@@ -178,7 +182,8 @@ static int parse_flag(struct sqcd_opts *o, const char *opt)
 		      { "no_splice", &o->no_splice },
 		      { "direct_io", &o->direct_io },
 		      { "allow_other", &o->allow_other },
-		      { "list_attrs", &o->list_attrs } };
+		      { "list_attrs", &o->list_attrs },
+		      { "stage_cached", &o->img.stage_cached } };
 
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
 		if (!strcmp(opt, flags[i].name)) {

@@ -158,7 +158,7 @@ static void stage_json(struct json_buf *b, const struct img_stats *st,
 			"\"seconds\":%.3f,\"mb_per_s\":%.1f,\"on_tmpfs\":%s,"
 			"\"streams\":%u,\"inflight\":%u,\"inflight_max\":%u,"
 			"\"inflight_target\":%u,\"read_ms_min\":%.2f,"
-			"\"read_ms\":%.2f,"
+			"\"read_ms\":%.2f,\"o_direct\":%s,"
 			"\"by_readers\":%llu,\"error\":",
 			stage_names[ss->state], (unsigned long long)ss->budget,
 			(unsigned long long)ss->planned,
@@ -170,6 +170,7 @@ static void stage_json(struct json_buf *b, const struct img_stats *st,
 			st->in_ram ? "true" : "false", ss->threads,
 			ss->inflight, ss->inflight_max, ss->target,
 			ss->read_ms_min, ss->read_ms,
+			st->direct ? "true" : "false",
 			(unsigned long long)ss->by_readers);
 	if (ss->error)
 		json_buf_str(b, err_str(-ss->error));
@@ -192,7 +193,7 @@ static void image_io_json(struct json_buf *b, struct img_stats *st)
 			"},\"image_io\":{\"bytes\":%llu,\"reads\":%llu,"
 			"\"read_bytes\":%llu,\"stager_bytes\":%llu,"
 			"\"demand_bytes\":%llu,\"readahead_bytes\":%llu,"
-			"\"order_bytes\":%llu,"
+			"\"order_bytes\":%llu,\"direct_bytes\":%llu,"
 			"\"read_errors\":%llu,"
 			"\"decompressions\":%llu,\"decompressed_bytes\":%llu,"
 			"\"corrupt\":%llu},",
@@ -203,6 +204,7 @@ static void image_io_json(struct json_buf *b, struct img_stats *st)
 			(unsigned long long)st->src_by[IMG_READ_DEMAND],
 			(unsigned long long)st->src_by[IMG_READ_READAHEAD],
 			(unsigned long long)st->src_by[IMG_READ_ORDER],
+			(unsigned long long)st->src_direct,
 			(unsigned long long)st->src_errors,
 			(unsigned long long)st->decompressions,
 			(unsigned long long)st->decompressed_bytes,

@@ -13,9 +13,10 @@
 #include "util/compiler.h"
 
 /* Options without a value that an item may be (see is_option_item()). */
-static const char *const flags[] = { "direct_io",   "no_uring", "no_splice",
-				     "allow_other", "debug",	"ro",
-				     "prime",	    "nodev",	"nosuid" };
+static const char *const flags[] = { "direct_io",    "no_uring",    "no_splice",
+				     "stage_cached", "allow_other", "debug",
+				     "ro",	     "prime",	    "nodev",
+				     "nosuid" };
 
 /* Never from a user: what each would let a user do. */
 static const struct {

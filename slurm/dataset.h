@@ -47,7 +47,7 @@
 /* Options users may set unless the site says otherwise (user_options=). */
 #define DS_USER_OPTIONS                                                  \
 	"ram,cache,meta,warm,stage,threads,workers,readahead,statahead," \
-	"statahead_wait,direct_io,no_uring,no_splice,offset"
+	"statahead_wait,direct_io,no_uring,no_splice,stage_cached,offset"
 
 /* One image of a job. */
 struct ds_image {
