@@ -9,6 +9,10 @@
 # A script's "# TIMEOUT: seconds" header bounds it, exit 77 means skipped
 # (it prints why), and its output goes to $BUILD/tests/logs/NAME.log.
 # SQC_TESTS=pattern runs only the scripts and suites whose name matches.
+# A sanitizer build (SQC_SANITIZE) leaves out the scripts headed
+# "# SANITIZE: no": they run programs it does not build (packages) or
+# deploy code whose sanitized paths other scripts run; the plain run
+# has them.
 set -u
 
 BUILD=${BUILD:-build}
@@ -23,6 +27,7 @@ passed=0
 failed=0
 skipped=0
 failures=""
+unsanitized=""
 
 selected() {
     [ -z "$pattern" ] && return 0
@@ -113,6 +118,12 @@ run_integration() {
         case "${1:-}" in
         tsan) grep -q '^# TSAN: yes' "$s" || continue ;;
         soak) grep -q '^# SOAK: yes' "$s" || continue ;;
+        *)
+            if [ -n "${SQC_SANITIZE:-}" ] && grep -q '^# SANITIZE: no' "$s"; then
+                unsanitized="$unsanitized $(basename "$s" .sh)"
+                continue
+            fi
+            ;;
         esac
         run_script "$s"
     done
@@ -127,6 +138,9 @@ soak) run_integration soak ;;
 *) echo "usage: $0 unit|integration|all|tsan|soak" >&2; exit 2 ;;
 esac
 
+if [ -n "$unsanitized" ]; then
+    echo "left to the plain run (# SANITIZE: no):$unsanitized"
+fi
 if [ -n "$failures" ]; then
     echo "failed:$failures (logs in $logs/)"
 fi

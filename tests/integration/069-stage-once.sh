@@ -29,18 +29,7 @@ need_fuse
 need_cmd mksquashfs
 
 note "a tree of ~24 MB of incompressible files, and small ones"
-mkdir -p "$T/src"
-"$PYTHON" - "$T/src" <<'PY'
-import os, random, sys
-r = random.Random(69)
-top = sys.argv[1]
-for d in range(6):
-    os.makedirs(f"{top}/d{d}", exist_ok=True)
-    for f in range(40):
-        n = r.choice([3000, 40000, 100000, 160000])
-        with open(f"{top}/d{d}/f{f:03d}", "wb") as o:
-            o.write(r.randbytes(n))
-PY
+rand_tree "$T/src" 69 6 40 3000 40000 100000 160000
 mkimg "$T/src" "$T/img.sqfs" -comp lz4
 size=$(stat -c %s "$T/img.sqfs")
 "$TOOLS/stress" --manifest "$T/src" >"$T/manifest"
@@ -141,8 +130,8 @@ note "one queue: at most $one at once; many servers: $many"
 [ "$many" -ge 7 ] && [ "$many" -gt $((one + 1)) ] ||
     fail "only $many stager reads at once on storage that serves many ($one on one queue)"
 
-note "slow storage (20 ms a read): a reader is served before staging ends"
-start_store 20000
+note "slow storage (100 ms a read): a reader is served before staging ends"
+start_store 100000
 sqc_mount "$T/store/image" "$T/m" -o "log=$T/d2.log"
 last=$(cd "$T/src" && find . -type f | sort | tail -n 1)
 cmp "$T/src/$last" "$T/m/$last" || fail "wrong bytes under slow storage"
@@ -158,7 +147,10 @@ sqc_umount "$T/m"
 stop_store
 
 note "warming follows the stager: staged files pushed before staging ends"
-start_store 60000
+# 200 ms a read (about 1 MiB): the first half of staging outlasts the
+# mount, the listings and two reads below, under sanitizers too (at 60 ms
+# the stager was past half before warming could start).
+start_store 200000
 sqc_mount "$T/store/image" "$T/m" -o "log=$T/d5.log"
 # Listed last directory first: warming still goes in the image's order,
 # the stager's, so it pushes while the stager is in the first half.
@@ -211,7 +203,7 @@ with open(f"{sys.argv[1]}/big", "wb") as o:
     o.write(r.randbytes(12 << 20))
 PY
 mkimg "$T/many" "$T/many.sqfs" -comp lz4
-start_store 60000 "$T/many.sqfs"
+start_store 200000 "$T/many.sqfs"
 sqc_mount "$T/store/image" "$T/m" -o "log=$T/d6.log"
 for f in m000 m001 m002 m003; do
     cmp "$T/many/dir/$f" "$T/m/dir/$f" || fail "wrong bytes in dir/$f"

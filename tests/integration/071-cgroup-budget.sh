@@ -106,8 +106,12 @@ case "$source" in
 "cgroup $version "*sqctest.$$) ;;
 *) fail "stage.ram_limit_source '$source' does not name $cg" ;;
 esac
-wait_log "$T/in.log" "memory limit 512.0 MiB (cgroup $version .*sqctest.$$): ram=256.0 MiB, warm=128.0 MiB" \
+wait_log "$T/in.log" "memory limit 512.0 MiB (cgroup $version .*sqctest.$$): ram=256.0 MiB, warm=128.0 MiB, meta=64.0 MiB (sized from the image's tables)" \
     "the start log does not say the limit and where it came from"
+# A small image's tables get the floor, never more than a sixteenth of the
+# limit above it (here the floor is the larger).
+meta=$(($(stat_of "$T/in" cache.meta.budget) + $(stat_of "$T/in" cache.bmap.budget)))
+[ "$meta" -eq $((64 << 20)) ] || fail "metadata budget $meta bytes, want 64 MiB"
 cmp "$T/src/a.bin" "$T/in/a.bin" || fail "a.bin differs"
 
 note "inside the cgroup: mountctl stage on a ram=0 mount, warm=50%"

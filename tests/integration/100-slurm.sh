@@ -1,5 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 300
+# SANITIZE: no (Slurm's side of the hooks: their C paths (mountctl job, acquire) run sanitized in 091 and 103)
 # Slurm hooks on a real 2-node Slurm cluster (tests/slurm/cluster.sh:
 # linuxproc, no cgroups), each node with its own /dev/shm and
 # /tmp as real nodes have, jobs run by a non-root test user: the SPANK
@@ -153,7 +154,7 @@ check_clean() {
         sleep 0.1
     done
     i=0
-    until [ "$(sinfo -h -o %T | sort -u)" = idle ]; do
+    until cluster_idle; do
         i=$((i + 1))
         [ "$i" -gt 100 ] && { sinfo; fail "$1: nodes not idle: $(sinfo -h -o '%N %T %E')"; }
         sleep 0.1

@@ -349,7 +349,7 @@ expect_refused() {
         { show "$T/out/$1.out"; flunk "$1: no clear message (want 'squashcache: ...$2')"; }
 }
 
-nodes_idle() { [ "$(sinfo -h -N -o %T | sort -u)" = idle ]; }
+nodes_idle() { cluster_idle; }
 # Is any node busy (a job or a hook still running on it)?
 nodes_busy() { sinfo -h -N -o %T | grep -Eq 'alloc|mix|complet|comp'; }
 # wait_idle SECONDS: until both nodes are idle; 1 if they are not by then

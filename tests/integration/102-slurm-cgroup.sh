@@ -1,5 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 300
+# SANITIZE: no (100 under cgroups: the same C paths, sanitized in 091 and 103)
 # The Slurm side under a production-like configuration
 # (tests/slurm/cluster.sh cgroup mode: proctrack/cgroup, task/cgroup with
 # ConstrainRAMSpace, PrologFlags=Contain, each node with its own /dev/shm
@@ -109,7 +110,7 @@ check_clean() {
         sleep 0.1
     done
     i=0
-    until [ "$(sinfo -h -o %T | sort -u)" = idle ]; do
+    until cluster_idle; do
         i=$((i + 1))
         [ "$i" -gt 100 ] && fail "$1: nodes not idle: $(sinfo -h -o '%N %T %E')"
         sleep 0.1

@@ -186,7 +186,7 @@ until is_mounted "$top/job8-n1/img"; do
     sleep 0.02
 done
 i=0
-until d8=$(pgrep -n -u "$uid" -f "squashcached .*$top/job8-n1/img\$"); do
+until d8=$(sqc_pid "$top/job8-n1/img" detached) && [ -n "$d8" ]; do
     i=$((i + 1))
     [ $i -lt 100 ] || fail "no daemon for job 8: $(grep " $top/job8" /proc/self/mounts; ps -ef | grep squashcached)"
     sleep 0.05

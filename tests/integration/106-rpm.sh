@@ -1,5 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 420
+# SANITIZE: no (builds its own packages, without the sanitizer)
 # The RPM packages (make rpm, packaging/rpm/): built from a fresh clone of
 # this tree (with the work tree's uncommitted changes to tracked files) by
 # `rpmbuild -ta` on the `make dist` tarball, rpmlint with no error, and

@@ -1,5 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 300
+# SANITIZE: no (keep through Slurm: its C paths run sanitized in 103, 120 and 121)
 # keep= on a real 2-node Slurm cluster (tests/slurm/cluster.sh, plain
 # mode), jobs of a non-root test user with --comment=dataset=:
 #   (a) the first job's Prolog starts the node's keeper: root's, detached

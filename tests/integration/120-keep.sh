@@ -245,7 +245,7 @@ kept_json $A >/dev/null || fail "user a not served while user b holds connection
 
 note "(f) a daemon killed mid-stage: the next mount reads exactly the rest"
 : >"$T/failfile"
-FAULTFS_DELAY_US=100000 start_faultfs "$T/src3.sqfs" "$T/store" "$T/failfile"
+FAULTFS_DELAY_US=300000 start_faultfs "$T/src3.sqfs" "$T/store" "$T/failfile"
 mount_keep "" "$T/store/image" "$T/mf" -o threads=2
 wait_stat "$T/mf" stage.staged 2000000 60 "staging did not start"
 pid=$(sqc_pid "$T/mf")

@@ -306,10 +306,16 @@ sqc_mount_fg() {
 }
 
 # The pid of the daemon serving MNT: a squashcached whose last argument
-# is MNT, compared as a string (a path may hold '.', '[', '+').
+# is MNT, compared as a string (a path may hold '.', '[', '+').  With a
+# second argument, "detached", only the daemon that has detached: the
+# process that mounts forks it and exits once the mount answers, so
+# until then the one found may be about to exit.
 sqc_pid() {
     for _sp in $(pgrep -f squashcached); do
         [ "$(tr '\0' '\n' <"/proc/$_sp/cmdline" 2>/dev/null | tail -n 1)" = "$1" ] || continue
+        if [ "${2:-}" = detached ]; then
+            [ "$(ps -o sid= -p "$_sp" | tr -d ' ')" = "$_sp" ] || continue
+        fi
         echo "$_sp"
         return 0
     done
@@ -383,6 +389,23 @@ kmount() {
         fi
         sleep 0.1
     done
+}
+
+# rand_tree DIR SEED DIRS FILES SIZE...: DIRS folders d0, d1, ... of
+# FILES files f000, f001, ... each of random bytes and of one of the
+# SIZEs, all drawn from SEED (the same tree for the same arguments).
+rand_tree() {
+    "$PYTHON" - "$@" <<'PY'
+import os, random, sys
+top, seed, ndirs, nfiles = sys.argv[1], *map(int, sys.argv[2:5])
+sizes = [int(s) for s in sys.argv[5:]]
+r = random.Random(seed)
+for d in range(ndirs):
+    os.makedirs(f"{top}/d{d}", exist_ok=True)
+    for f in range(nfiles):
+        with open(f"{top}/d{d}/f{f:03d}", "wb") as o:
+            o.write(r.randbytes(r.choice(sizes)))
+PY
 }
 
 # mksquashfs clamps every timestamp to SOURCE_DATE_EPOCH when it is set.

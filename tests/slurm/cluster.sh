@@ -38,6 +38,10 @@
 #   cluster_nsenter NODE CMD...
 #                       runs CMD in NODE's mount namespace (to look at its
 #                       /proc/self/mounts, /dev/shm, /tmp).
+#   cluster_idle        true when every node is idle: "idle", or
+#                       "planned", an idle node the backfill scheduler set
+#                       aside for a job that has run since (Slurm 22.05
+#                       clears it at its next cycle, bf_interval: 30 s).
 # munged is one for every cluster on the machine: the cluster that starts
 # it marks it (/run/squashcache-test-munged), and the last cluster to
 # stop, the one that finds no slurmctld left, stops it; both under one
@@ -207,7 +211,7 @@ EOC
     _cl_slurmd "$CL_N1" || return 1
     _cl_slurmd "$CL_N2" || return 1
     i=0
-    until [ "$(sinfo -h -o '%T' 2>/dev/null | sort -u)" = idle ]; do
+    until cluster_idle; do
         i=$((i + 1))
         if [ "$i" -gt 300 ]; then
             echo "cluster: nodes not idle after 30 s:" >&2
@@ -216,6 +220,11 @@ EOC
         fi
         sleep 0.1
     done
+}
+
+cluster_idle() {
+    _ci=$(sinfo -h -N -o '%T' 2>/dev/null) || return 1
+    [ -n "$_ci" ] && [ -z "$(echo "$_ci" | grep -Evx 'idle|planned')" ]
 }
 
 cluster_nsenter() {
