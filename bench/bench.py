@@ -479,8 +479,8 @@ class Loaders:
             ds = RawDataset() if mode == "raw" else RawFdDataset()
             collate = collate_count
             bs = self.cfg["dl_batch"]
-        elif mode == "decode":
-            ds = DecodeDataset()
+        elif mode in ("decode", "decodefd"):
+            ds = DecodeDataset() if mode == "decode" else DecodeFdDataset()
             collate = None
             bs = self.cfg["pil_batch"]
         else:
@@ -528,18 +528,20 @@ PYDIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                      "python")
 
 
+def sqc_torch(name):
+    """squashcache.torch's @name, from this tree's python/."""
+    if PYDIR not in sys.path:
+        sys.path.insert(0, PYDIR)
+    import squashcache.torch
+    return getattr(squashcache.torch, name)
+
+
 class RawFdDataset:
     """Raw bytes through squashcache.torch.read_bytes(): os.open and
     os.read, without CPython's isatty() ioctl per open."""
-    read = None
 
     def __getitem__(self, path):
-        if RawFdDataset.read is None:
-            if PYDIR not in sys.path:
-                sys.path.insert(0, PYDIR)
-            from squashcache.torch import read_bytes
-            RawFdDataset.read = read_bytes
-        return len(RawFdDataset.read(path))
+        return len(sqc_torch("read_bytes")(path))
 
     def __len__(self):
         return 1 << 40
@@ -568,22 +570,23 @@ class DecodeDataset:
     training transform (RandomResizedCrop(224), RandomHorizontalFlip,
     ToTensor) on the PIL decode of the file, as ImageFolder's default
     loader opens it."""
-    tf = None
 
     def __getitem__(self, path):
         from PIL import Image
-        if DecodeDataset.tf is None:
-            import torchvision.transforms as T
-            DecodeDataset.tf = T.Compose([T.RandomResizedCrop(224),
-                                          T.RandomHorizontalFlip(),
-                                          T.ToTensor()])
         with open(path, "rb") as f:
             img = Image.open(f)
             img = img.convert("RGB")
-        return DecodeDataset.tf(img)
+        return train_transform()(img)
 
     def __len__(self):
         return 1 << 40
+
+
+class DecodeFdDataset(DecodeDataset):
+    """The same epoch with ImageFolder(loader=squashcache.torch.pil_loader):
+    the file read without CPython's isatty() ioctl per open."""
+    def __getitem__(self, path):
+        return train_transform()(sqc_torch("pil_loader")(path))
 
 
 class H5Dataset:
@@ -1778,6 +1781,9 @@ def default_measures(pil_subset):
         # workers as cores (sh bench/run.sh decode; not in "default")
         {"id": "train_dec", "kind": "train", "mode": "decode",
          "workers": os.cpu_count() or 1, "set": "images"},
+        # the same with ImageFolder(loader=squashcache.torch.pil_loader)
+        {"id": "train_decfd", "kind": "train", "mode": "decodefd",
+         "workers": os.cpu_count() or 1, "set": "images"},
         {"id": "dl_pil_w2", "kind": "dl", "mode": "pil", "workers": 2,
          "set": "images", "subset": pil_subset},
         {"id": "dl_pil_w4", "kind": "dl", "mode": "pil", "workers": 4,
@@ -1833,7 +1839,8 @@ def config_from_env():
         # does not
         measures = [m for m in measures
                     if (m["id"], m["set"]) != ("cread_t4", "small") and
-                    m["id"] not in ("train_dec", "dl_rawfd_w4")]
+                    m["id"] not in ("train_dec", "train_decfd",
+                                    "dl_rawfd_w4")]
     elif only != "all":
         keep = set(only.split(","))
         measures = [m for m in measures if m["id"] in keep or
@@ -1878,6 +1885,13 @@ def config_from_env():
     slow_profiles = [dict(profiles[n], name=n) for n in
                      env("SLOW_PROFILES", "pfs,pfs_slow,striped").split(",")
                      if n in profiles]
+    # SLOW_CACHED=1: each profile as a PFS client with a page cache and
+    # SLOW_READAHEAD_KB of readahead (the HDF5 comparison's client)
+    # instead of one whose every read goes to the storage
+    if env("SLOW_CACHED", 0):
+        slow_profiles = [dict(p, cached=True,
+                              read_ahead_kb=env("SLOW_READAHEAD_KB", 16384))
+                         for p in slow_profiles]
     return {
         "build": env("BUILD", "build"),
         "scratch": os.environ["SCRATCH"],

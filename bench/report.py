@@ -23,6 +23,9 @@ MEASURE_NAMES = {
     "train_w4": "ImageFolder, then DataLoader raw bytes, 4 workers",
     "train_dec": "ImageFolder, then DataLoader decode + augment, "
                  "a worker per core",
+    "train_decfd": "ImageFolder with squashcache.torch.pil_loader (no "
+                   "isatty ioctl), then DataLoader decode + augment, "
+                   "a worker per core",
     "dl_dec": "DataLoader decode + augment, a worker per core",
     "dl_pil_w2": "DataLoader PIL+RandomResizedCrop, 2 workers",
     "dl_pil_w4": "DataLoader PIL+RandomResizedCrop, 4 workers",
@@ -418,11 +421,12 @@ class Report:
         """Decode-bound epochs (sh bench/run.sh decode): the training
         transform's epoch on each contender, and the daemon's CPU per
         1,000 files, first (cold) and warm."""
-        m, s = "train_dec", "images"
+        s = "images"
+        ms = [m for m in ("train_dec", "train_decfd") if (m, s) in self.keys]
         slow = [(p, [x for x in p["runs"] if x["reader"] == "dl_dec"])
                 for p in self.slow_profiles()]
         slow = [(p, runs) for p, runs in slow if runs]
-        if (m, s) not in self.keys and not slow:
+        if not ms and not slow:
             return
         self.w("## Decode-bound epochs")
         self.w()
@@ -433,7 +437,7 @@ class Report:
                "contender s, same repetition, median; daemon CPU = its "
                "utime+stime during the pass, per 1,000 files read.")
         self.w()
-        if (m, s) in self.keys:
+        for m in ms:
             rows = []
             for c in self.contenders:
                 for ph in ("first", "warm"):
@@ -446,8 +450,9 @@ class Report:
                                  "–" if c == "tmpfs" else
                                  self.ratio(m, s, c, ph),
                                  fmt(med(cpu), 3) if cpu else "–"])
-            self.w("Image in RAM (/dev/shm); **first** = page cache dropped, "
-                   "fresh mount (tmpfs: the extracted tree), then the pass.")
+            self.w("%s.  Image in RAM (/dev/shm); **first** = page cache "
+                   "dropped, fresh mount (tmpfs: the extracted tree), then "
+                   "the pass." % MEASURE_NAMES[m])
             self.w()
             self.w(table(["contender", "phase", "seconds", "ratio to tmpfs",
                           "daemon CPU s / 1,000 files"], rows))
@@ -598,8 +603,9 @@ class Report:
         self.w("## Slow storage: first and second epoch from a "
                "parallel-file-system stand-in")
         self.w()
+        cached = [p for p in profs if (p.get("params") or {}).get("cached")]
         self.w("The images and tars sit behind `bench/slowfs` (a FUSE "
-               "passthrough with direct_io), once per storage profile.  "
+               "passthrough: %s), once per storage profile.  "
                "Each contender starts from nothing local (page cache "
                "dropped) and is timed until one shuffled epoch is done: "
                "total = copy or untar + mount + epoch.  Then the page cache "
@@ -609,7 +615,11 @@ class Report:
                "from storage are slowfs's own count, as a multiple of the "
                "image (or tar) size.  **Storage limit** = image bytes / the "
                "aggregate bandwidth measured with 8 parallel 1 MiB streams."
-               % self.cfg["slow_reps"])
+               % ("here a PFS client with a page cache and %s KiB of "
+                  "readahead, `SLOW_CACHED=1`" %
+                  cached[0]["params"].get("read_ahead_kb", "the kernel's")
+                  if cached else "direct_io, no page cache",
+                  self.cfg["slow_reps"]))
         self.w()
         for p in profs:
             self.slow_profile(p)

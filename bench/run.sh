@@ -127,7 +127,7 @@ elif [ $DECODE = 1 ]; then
 		: "${SLOW_REPS:=3}" "${PASS_TIMEOUT:=1200}" "${SLOW_TIMEOUT:=900}"
 		SUFFIX=-decode
 	fi
-	: "${MEASURES:=train_dec}" "${CONTENDERS:=tmpfs,squashcached}"
+	: "${MEASURES:=train_dec,train_decfd}" "${CONTENDERS:=tmpfs,squashcached}"
 	: "${SLOW_PROFILES:=pfs,pfs_slow}" "${SLOW_READERS:=dl_dec/images}"
 	: "${SLOW_CONTENDERS:=sqc_stage,untar_tmpfs}" "${PIL_SUBSET:=100}"
 	export MEASURES CONTENDERS SLOW_PROFILES SLOW_READERS SLOW_CONTENDERS

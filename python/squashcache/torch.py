@@ -22,8 +22,10 @@ read_bytes() opens with os.open() and reads with os.read(): openat,
 fstat, read, close, no ioctl.  pil_loader() is torchvision's default
 loader (PIL, converted to RGB) on those bytes.  Note that squashcached
 takes that ioctl as its sign that a file is about to be read (it pushes
-the file into the page cache ahead of the reads): whether the loader
-pays off on a given mount is for bench/ to measure (`dl_rawfd_w4`).
+the file into the page cache ahead of the reads); without it the first
+read of a file is the sign.  bench/ measures both ways (`dl_rawfd_w4`,
+`train_decfd`): in a decoded epoch the loader paid off, first and warm
+(docs/performance.md, "Decode-bound epochs").
 """
 
 import io
