@@ -156,6 +156,10 @@ chmod 0755 "$T/bin/readit"
 
 # --- site config, hooks, cluster --------------------------------------
 # write_conf [KEY=VALUE...]: the site config the hooks read at each run.
+# Replaced whole (a rename), never rewritten in place: the Epilog of the
+# job a case ran last may read it as the case changes it, and an empty
+# file is a config without base= (the Epilog would look for the job's
+# directory elsewhere and leave its mount).
 write_conf() {
     {
         echo "# written by 101-slurm-hostile.sh"
@@ -165,8 +169,9 @@ write_conf() {
         echo "options=cache=16M"
         echo "timeout=$TIMEOUT_S"
         for kv in "$@"; do echo "$kv"; done
-    } >"$T/conf"
-    chmod 0644 "$T/conf"
+    } >"$T/conf.new"
+    chmod 0644 "$T/conf.new"
+    mv -f "$T/conf.new" "$T/conf"
 }
 write_conf
 
@@ -175,11 +180,15 @@ mkdir -p "$T/cl/hooks" "$T/cl/etc"
 for h in prolog epilog; do
     cat >"$T/cl/hooks/$h" <<EOH
 #!/bin/sh
-# Runs the project's $h and logs "$h JOB NODE STATUS START END".
+# Runs the project's $h and logs "$h JOB NODE STATUS START END"; what it
+# says on stderr goes to hooks.err, each line headed "$h JOB NODE:".
 s=\$(date +%s.%N)
+e=\$(mktemp)
 SQUASHCACHE_SLURM_CONF=$T/conf SQUASHCACHE_MOUNTCTL=$T/bin/mountctl PATH=$T/bin:\$PATH \\
-    "$PTOP/slurm/hooks/$h" "\$@"
+    "$PTOP/slurm/hooks/$h" "\$@" 2>"\$e"
 rc=\$?
+sed "s|^|$h \${SLURM_JOB_ID:-?} \${SLURMD_NODENAME:-?}: |" "\$e" >>"$T/hooks.err"
+rm -f "\$e"
 echo "$h \${SLURM_JOB_ID:-?} \${SLURMD_NODENAME:-?} \$rc \$s \$(date +%s.%N)" >>"$T/hooks.log"
 exit \$rc
 EOH
@@ -352,14 +361,21 @@ expect_refused() {
 nodes_idle() { cluster_idle; }
 # Is any node busy (a job or a hook still running on it)?
 nodes_busy() { sinfo -h -N -o %T | grep -Eq 'alloc|mix|complet|comp'; }
+# Is any node drained or down (a hook failed)?
+nodes_down() { sinfo -h -N -o %T | grep -Eq 'drain|down|fail'; }
 # wait_idle SECONDS: until both nodes are idle; 1 if they are not by then
-# or if one is drained or down with nothing running.
+# or if one has been drained or down with nothing running for a second.
+# Any other state (sinfo that failed or timed out on a busy slurmctld, a
+# state between two) is waited out.  WAIT_STATES: the states seen.
 wait_idle() {
     _wi=0
+    WAIT_STATES=
     until nodes_idle; do
+        _wst="[$(sinfo -h -N -o '%N %T' 2>&1 | tr '\n' ' ' | sed 's/ $//')]"
+        case "$WAIT_STATES" in *"$_wst"*) ;; *) WAIT_STATES="$WAIT_STATES $_wst" ;; esac
         _wi=$((_wi + 1))
         [ $_wi -le $(($1 * 10)) ] || return 1
-        nodes_busy || [ $_wi -lt 10 ] || return 1
+        if [ $_wi -ge 10 ] && nodes_down && ! nodes_busy; then return 1; fi
         sleep 0.1
     done
 }
@@ -415,7 +431,7 @@ finish_case() {
         sleep 0.1
     done
     if ! wait_idle 30; then
-        bad="$bad; nodes not idle after the case: $(sinfo -h -N -o '%N %T %E' | tr '\n' ' ')"
+        bad="$bad; nodes not idle after the case: $(sinfo -h -N -o '%N %T %E' | tr '\n' ' ')(seen while waiting:$WAIT_STATES)"
         # Let slurmd finish or kill a hung hook (PrologEpilogTimeout=60).
         _i=0
         while nodes_busy && [ $_i -lt 900 ]; do
@@ -443,6 +459,8 @@ finish_case() {
     fi
     _left=$(find "$BASE/squashcache/" -maxdepth 1 -name 'job*' 2>/dev/null | tr '\n' ' ')
     [ -z "$_left" ] || bad="$bad; job directories left in $BASE/squashcache: $_left"
+    [ ! -s "$BASE/squashcache/.epilog-failed" ] ||
+        bad="$bad; epilogs noted as failed: $(tr '\n' ' ' <"$BASE/squashcache/.epilog-failed")"
     _left=$(pgrep -f "squashcached.* $T/" | tr '\n' ' ')
     if [ -n "$_left" ]; then
         bad="$bad; daemons left: $(for _p in $_left; do tr '\0' ' ' <"/proc/$_p/cmdline"; echo; done)"
@@ -474,6 +492,8 @@ finish_case() {
     write_conf
     if [ -n "$bad" ]; then
         echo "FAIL case $_n:${bad#;}"
+        echo "    what the hooks said in case $_n:"
+        tail -n "+$((HOOKS_ERR_AT + 1))" "$T/hooks.err" 2>/dev/null | show
         echo "$_n" >>"$T/failed"
     else
         echo "ok   case $_n"
@@ -563,7 +583,7 @@ EOJ
         if wait_idle "$EPILOG_BOUND"; then
             note "c2$1 ($3): $2 idle $(echo "$(date +%s.%N) - $end" | bc) s after the job's end; epilog (status seconds): $(epilog_of "$(job_of "c2$1")" "$2")"
         else
-            flunk "c2$1 ($3): $2 not idle $EPILOG_BOUND s after the job: $(sinfo -h -N -o '%N %T %E' | tr '\n' ' ')"
+            flunk "c2$1 ($3): $2 not idle $EPILOG_BOUND s after the job: $(sinfo -h -N -o '%N %T %E' | tr '\n' ' ')(seen while waiting:$WAIT_STATES)"
         fi
     done
 }
@@ -901,6 +921,7 @@ fi
 for n in $CASES; do
     note "case $n"
     rm -f "$T/case.bad"
+    HOOKS_ERR_AT=$(cat "$T/hooks.err" 2>/dev/null | wc -l)
     set +e
     (set -e; "case_$n")
     rc=$?

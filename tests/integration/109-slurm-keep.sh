@@ -43,16 +43,18 @@ chmod 0644 "$T/img/k.sqfs"
 size=$(stat -c %s "$T/img/k.sqfs")
 sum=$(md5sum <"$T/src/big.bin" | cut -c1-32)
 
-# conf KEEP: each node's config, keep=KEEP, its own keeper socket.
+# conf KEEP: each node's config, keep=KEEP, its own keeper socket;
+# replaced by a rename, as the Epilog of the job before may be reading it.
 conf() {
     for n in "$CL_N1" "$CL_N2"; do
-        cat >"$T/conf-$n" <<EOC
+        cat >"$T/conf-$n.new" <<EOC
 mountctl=$T/bin/mountctl
 state=$T/state
 options=cache=64M
 keep=$1
 keep_socket=$T/keep-$n/keeper.sock
 EOC
+        mv -f "$T/conf-$n.new" "$T/conf-$n"
     done
 }
 
