@@ -40,12 +40,35 @@ static void count_read(struct img *img, size_t len, enum img_read_source src)
 	atomic_fetch_add_explicit(&img->src_by[src], len, memory_order_relaxed);
 }
 
+/* pread() @len bytes of @fd at file offset @at into @dst, on through
+ * EINTR and short reads.  Return: the bytes read, @len unless a read
+ * failed (*err: its errno) or met the end of the file (*err: 0). */
+static size_t pread_whole(int fd, void *dst, size_t len, uint64_t at, int *err)
+{
+	size_t done = 0;
+	ssize_t n;
+
+	*err = 0;
+	while (done < len) {
+		n = pread(fd, (char *)dst + done, len - done,
+			  (off_t)(at + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			*err = n < 0 ? errno : 0;
+			break;
+		}
+		done += (size_t)n;
+	}
+	return done;
+}
+
 /* Short reads are the file shrinking under us. */
 int img__pread(struct img *img, uint64_t off, void *dst, size_t len,
 	       enum img_read_source src)
 {
-	size_t done = 0;
-	ssize_t n;
+	size_t done;
+	int err;
 
 	if (atomic_load_explicit(&img->changed, memory_order_relaxed)) {
 		atomic_fetch_add_explicit(&img->src_errors, 1,
@@ -54,18 +77,12 @@ int img__pread(struct img *img, uint64_t off, void *dst, size_t len,
 	}
 	/* bytes_used <= file_size = size - offset, checked at open. */
 	off += img->offset;
-	while (done < len) {
-		n = pread(img->fd, (char *)dst + done, len - done,
-			  (off_t)(off + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			atomic_fetch_add_explicit(&img->src_errors, 1,
-						  memory_order_relaxed);
-			log_read_error(img, off + done, n < 0 ? errno : 0);
-			return -EIO;
-		}
-		done += (size_t)n;
+	done = pread_whole(img->fd, dst, len, off, &err);
+	if (done < len) {
+		atomic_fetch_add_explicit(&img->src_errors, 1,
+					  memory_order_relaxed);
+		log_read_error(img, off + done, err);
+		return -EIO;
 	}
 	count_read(img, len, src);
 	return 0;
@@ -128,27 +145,20 @@ static int read_direct(struct img *img, uint64_t off, void *dst, size_t len,
 		       enum img_read_source src)
 {
 	uint64_t at = off + img->offset; /* <= the file's size: open_file() */
-	size_t done = 0;
-	ssize_t n;
+	size_t done;
+	int err;
 
 	if (atomic_load_explicit(&img->changed, memory_order_relaxed))
 		return -1;
-	while (done < len) {
-		n = pread(img->dio_fd, (char *)dst + done, len - done,
-			  (off_t)(at + done));
-		if (n < 0 && errno == EINTR)
-			continue;
+	done = pread_whole(img->dio_fd, dst, len, at, &err);
+	if (done < len) {
 		/* Refused from the start, not cut short by the end. */
-		if (n < 0 && errno == EINVAL && !done) {
-			if (!atomic_exchange(&img->dio_refused, true))
-				log_info(
-					"image '%s': O_DIRECT read refused at %llu: staging through the page cache from now on",
-					img->path, (unsigned long long)at);
-			return -1;
-		}
-		if (n <= 0)
-			return -1;
-		done += (size_t)n;
+		if (!done && err == EINVAL &&
+		    !atomic_exchange(&img->dio_refused, true))
+			log_info(
+				"image '%s': O_DIRECT read refused at %llu: staging through the page cache from now on",
+				img->path, (unsigned long long)at);
+		return -1;
 	}
 	count_read(img, len, src);
 	atomic_fetch_add_explicit(&img->src_direct, len, memory_order_relaxed);
