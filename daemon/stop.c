@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "stop.h"
+#include "util/clock.h"
 
 #define STOP_WAKE_MS 20 /* between two wake-ups of the loop thread */
 
@@ -76,9 +77,11 @@ int stop_install(void)
 	struct sigaction sa = { .sa_handler = on_signal };
 
 	if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK)) {
+		int err = errno;
+
 		fprintf(stderr, "squashcached: cannot make a pipe: %s\n",
-			strerror(errno));
-		return -errno;
+			strerror(err));
+		return -err;
 	}
 	/* No SA_RESTART, as libfuse's handlers: a signal interrupts the
 	 * detaching parent's wait and the loop thread's. */
@@ -131,12 +134,7 @@ static void *stop_main(void *arg)
 	pthread_mutex_lock(&s->lock);
 	while (!s->ended) {
 		pthread_kill(s->loop, SIGTERM);
-		clock_gettime(CLOCK_MONOTONIC, &at);
-		at.tv_nsec += STOP_WAKE_MS * 1000000L;
-		if (at.tv_nsec >= 1000000000L) {
-			at.tv_sec++;
-			at.tv_nsec -= 1000000000L;
-		}
+		mono_deadline_in_ms(&at, STOP_WAKE_MS);
 		pthread_cond_timedwait(&s->cond, &s->lock, &at);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -147,7 +145,6 @@ int stop_start(struct fuse_session *se, void (*serving)(void *), void *arg,
 	       struct stop **out)
 {
 	struct stop *s = calloc(1, sizeof(*s));
-	pthread_condattr_t ca;
 	sigset_t all, old;
 	int err;
 
@@ -159,10 +156,7 @@ int stop_start(struct fuse_session *se, void (*serving)(void *), void *arg,
 	s->arg = arg;
 	s->loop = pthread_self();
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	cond_init_mono(&s->cond);
 	/* The thread takes no signal: they are for the loop thread. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);

@@ -56,6 +56,7 @@
 
 #include "daemon.h"
 #include "uring.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -225,27 +226,11 @@ static _Thread_local struct ring_thread *self;
 #define URING_TICK_S 1 /* recheck of u->stop while a reply is due */
 #define URING_PUSH_WAIT_MS 10000 /* stop waits for pushes in progress */
 
-static void deadline_in(struct timespec *ts, time_t s)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += s;
-}
-
 /* Return: 0 signalled (or spurious), ETIMEDOUT past @ts. */
 static int cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m,
 			   const struct timespec *ts)
 {
 	return pthread_cond_timedwait(c, m, ts);
-}
-
-static void cond_init_mono(pthread_cond_t *c)
-{
-	pthread_condattr_t a;
-
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(c, &a);
-	pthread_condattr_destroy(&a);
 }
 
 static unsigned int possible_cpus(void)
@@ -365,7 +350,7 @@ static void patch_init(struct uring *u, struct iovec *iov, int count)
 	if (count < 2 || iov[1].iov_len < sizeof(o))
 		return;
 	memcpy(&o, iov[1].iov_base, sizeof(o));
-	deadline_in(&ts, URING_SETUP_WAIT_S);
+	mono_deadline_in_ms(&ts, URING_SETUP_WAIT_S * 1000L);
 	pthread_mutex_lock(&u->lock);
 	while (u->setup_done < u->nthreads && !atomic_load(&u->stop) &&
 	       cond_wait_until(&u->cond, &u->lock, &ts) != ETIMEDOUT)
@@ -567,7 +552,7 @@ static void serve(struct ring_thread *t)
 	while (!t->replied && !atomic_load(&t->u->stop)) {
 		struct timespec ts;
 
-		deadline_in(&ts, URING_TICK_S);
+		mono_deadline_in_ms(&ts, URING_TICK_S * 1000L);
 		cond_wait_until(&t->replied_cond, &t->lock, &ts);
 	}
 	pthread_mutex_unlock(&t->lock);
@@ -636,7 +621,7 @@ static bool wait_for_go(struct uring *u)
 	struct timespec ts;
 	bool go;
 
-	deadline_in(&ts, URING_INIT_WAIT_S);
+	mono_deadline_in_ms(&ts, URING_INIT_WAIT_S * 1000L);
 	pthread_mutex_lock(&u->lock);
 	while (!u->go && !atomic_load(&u->stop) &&
 	       !(u->decided && atomic_load(&u->state) != URING_ON)) {
@@ -644,7 +629,7 @@ static bool wait_for_go(struct uring *u)
 			continue;
 		if (u->decided) {
 			/* The INIT reply is being written: go follows. */
-			deadline_in(&ts, URING_TICK_S);
+			mono_deadline_in_ms(&ts, URING_TICK_S * 1000L);
 			continue;
 		}
 		if (!u->gave_up)

@@ -2,12 +2,14 @@
 /*
  * This file has the monotonic clock helpers the library, the daemon and
  * mountctl share: a reading, the time in nanoseconds, and seconds elapsed
- * since a reading; and the CLOCK_REALTIME deadline that
- * pthread_cond_timedwait() takes.
+ * since a reading; and the deadlines that pthread_cond_timedwait() takes:
+ * CLOCK_REALTIME by default, CLOCK_MONOTONIC for a condition variable
+ * made by cond_init_mono().
  */
 #ifndef SQC_UTIL_CLOCK_H
 #define SQC_UTIL_CLOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -52,6 +54,17 @@ static inline double mono_since(const struct timespec *t0)
 	       (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
+/* Add @ms (>= 0) milliseconds to @t. */
+static inline void timespec_add_ms(struct timespec *t, long ms)
+{
+	t->tv_sec += ms / 1000;
+	t->tv_nsec += (ms % 1000) * 1000000;
+	if (t->tv_nsec >= 1000000000) {
+		t->tv_sec++;
+		t->tv_nsec -= 1000000000;
+	}
+}
+
 /**
  * deadline_in_ms() - The CLOCK_REALTIME time @ms milliseconds from now.
  * @t: filled in, for pthread_cond_timedwait()
@@ -62,12 +75,39 @@ static inline double mono_since(const struct timespec *t0)
 static inline void deadline_in_ms(struct timespec *t, long ms)
 {
 	clock_gettime(CLOCK_REALTIME, t);
-	t->tv_sec += ms / 1000;
-	t->tv_nsec += (ms % 1000) * 1000000;
-	if (t->tv_nsec >= 1000000000) {
-		t->tv_sec++;
-		t->tv_nsec -= 1000000000;
-	}
+	timespec_add_ms(t, ms);
+}
+
+/**
+ * mono_deadline_in_ms() - The CLOCK_MONOTONIC time @ms milliseconds from
+ * now, for a condition variable made by cond_init_mono() (a deadline that
+ * a step of the wall clock does not move).
+ * @t: filled in
+ * @ms: milliseconds, >= 0
+ *
+ * Context: any thread.
+ */
+static inline void mono_deadline_in_ms(struct timespec *t, long ms)
+{
+	mono_now(t);
+	timespec_add_ms(t, ms);
+}
+
+/**
+ * cond_init_mono() - Initialise a condition variable whose timed waits
+ * take CLOCK_MONOTONIC deadlines (mono_deadline_in_ms()).
+ * @c: the condition variable
+ *
+ * Context: any thread.
+ */
+static inline void cond_init_mono(pthread_cond_t *c)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(c, &a);
+	pthread_condattr_destroy(&a);
 }
 
 #endif /* SQC_UTIL_CLOCK_H */
