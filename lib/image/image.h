@@ -724,12 +724,14 @@ void img_get_stats(struct img *img, struct img_stats *out);
  * img_check_changed() - Notice whether the image file changed under us.
  * @img: image
  *
- * Compares the file's size, mtime and ctime with those seen at open.  Once
- * a change is seen, reads that would go to the file fail with -EIO (bytes
- * already staged keep being served) and the change is logged once.
+ * Compares the file's size, mtime and ctime with those seen at open (a
+ * ctime change that comes with a change of the link count is a rename
+ * over the image's path, not a change of its bytes).  Once a change is
+ * seen, reads that would go to the file fail with -EIO (bytes already
+ * staged keep being served) and the change is logged once.
  *
- * Return: true if the file changed.  Context: any thread (the stager calls
- * it about once a second).
+ * Return: true if the file changed.  Context: one thread at a time (the
+ * stager's watch calls it about once a second).
  */
 bool img_check_changed(struct img *img);
 

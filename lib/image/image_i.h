@@ -65,6 +65,11 @@ struct img {
 	uint64_t file_size; /* at open, bytes from offset to the end */
 	uint64_t offset; /* where the image starts in the file, bytes */
 	struct timespec mtime; /* at open, to notice changes */
+	/* At open, or at the last change of links: a ctime change without
+	 * one is a write (with mtime set back), a chmod or a touch.  Used by
+	 * img_check_changed() only (the stager's watch, one thread). */
+	struct timespec ctime;
+	nlink_t nlink;
 	atomic_bool changed; /* the file changed under us */
 	bool in_ram; /* the file lives on tmpfs/ramfs */
 

@@ -277,12 +277,24 @@ bool img_check_changed(struct img *img)
 		return false;
 	if (!S_ISREG(st.st_mode))
 		return false;
-	/* Size and mtime only: a rename over the image's path unlinks our
-	 * inode and bumps its ctime, yet the bytes we read stay the same. */
+	/* Size, mtime and ctime: a user can set mtime back after writing,
+	 * not ctime.  A ctime change that comes with a change of links is
+	 * taken for the link: a rename over the image's path unlinks our
+	 * inode, yet the bytes we read stay the same.  Any other (a write,
+	 * chmod, touch) counts as a change. */
 	if ((uint64_t)st.st_size == img->file_size + img->offset &&
 	    st.st_mtim.tv_sec == img->mtime.tv_sec &&
-	    st.st_mtim.tv_nsec == img->mtime.tv_nsec)
-		return false;
+	    st.st_mtim.tv_nsec == img->mtime.tv_nsec) {
+		if (st.st_ctim.tv_sec == img->ctime.tv_sec &&
+		    st.st_ctim.tv_nsec == img->ctime.tv_nsec)
+			return false;
+		if (st.st_nlink != img->nlink) {
+			/* From here on, against the ctime after the link. */
+			img->ctime = st.st_ctim;
+			img->nlink = st.st_nlink;
+			return false;
+		}
+	}
 	if (!atomic_exchange(&img->changed, true))
 		log_err("image '%s' changed while mounted; bytes not yet in RAM will fail with EIO (remount to serve the new image)",
 			img->path);

@@ -92,6 +92,8 @@ static int open_file(struct img *img)
 	}
 	img->file_size = size - img->offset;
 	img->mtime = st.st_mtim;
+	img->ctime = st.st_ctim;
+	img->nlink = st.st_nlink;
 	if (!fstatfs(img->fd, &sfs) &&
 	    (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC))
 		img->in_ram = true;

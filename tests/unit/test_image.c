@@ -753,6 +753,46 @@ START_TEST(test_changed)
 }
 END_TEST
 
+/* A write in place with the mtime set back (to the nanosecond) is a
+ * change: only the ctime tells; a rename over the image's path is not
+ * (the bytes our descriptor reads stay the same), and a write after it
+ * is again. */
+START_TEST(test_changed_ctime)
+{
+	char p[PATH_MAX + 32], q[PATH_MAX + 32], cmd[2 * PATH_MAX + 64];
+	struct timespec times[2];
+	struct img *img;
+	struct stat st;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/ctime.sqfs", workdir);
+	snprintf(q, sizeof(q), "%s/ctime-new.sqfs", workdir);
+	snprintf(cmd, sizeof(cmd), "cp '%s/gzip.sqfs' '%s' && cp '%s' '%s'",
+		 workdir, p, p, q);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(img_open(p, NULL, &img), 0);
+	ck_assert_int_eq(stat(p, &st), 0);
+	/* Renamed over: not a change, and the ctime after it is the one. */
+	ck_assert_int_eq(rename(q, p), 0);
+	ck_assert(!img_check_changed(img));
+	ck_assert(!img_check_changed(img));
+	img_close(img);
+
+	ck_assert_int_eq(img_open(p, NULL, &img), 0);
+	ck_assert_int_eq(stat(p, &st), 0);
+	fd = open(p, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "x", 1, st.st_size - 1), 1);
+	times[0] = st.st_atim;
+	times[1] = st.st_mtim;
+	ck_assert_int_eq(futimens(fd, times), 0);
+	close(fd);
+	ck_assert_int_eq(stat(p, &st), 0);
+	ck_assert(img_check_changed(img));
+	img_close(img);
+}
+END_TEST
+
 START_TEST(test_ino_to_ref)
 {
 	struct img *img = open_variant((unsigned int)_i, STAGE_NONE, 0);
@@ -1044,6 +1084,7 @@ static Suite *image_suite(void)
 	tcase_add_test(tc, test_type_mode);
 	tcase_add_test(tc, test_open_errors);
 	tcase_add_test(tc, test_changed);
+	tcase_add_test(tc, test_changed_ctime);
 	tcase_add_test(tc, test_resolve);
 	tcase_add_test(tc, test_meta_budget);
 	suite_add_tcase(s, tc);
