@@ -16,9 +16,15 @@
  * before it reads it, and stores DONE (release) only after its bytes, so
  * that a process killed mid-read leaves that chunk incomplete; a stage
  * that finds a chunk claimed by another waits for it (a futex on the
- * word), and takes the claim over once its owner is gone or made no
- * progress for CLAIM_STALE_MS.  Nothing here knows what the range or the
- * key is.
+ * word), and takes the claim over once its owner is gone: exited, or its
+ * pid is another process's that does not hold the copy.  A live owner
+ * that holds the copy keeps its claim however long its read takes, as it
+ * may still write the chunk's bytes; a reader that waited for it
+ * STAGE_CLAIM_STALE_MS (or the stage's claim_stale_ms) reads its own bytes from the source instead.  So one process at
+ * a time writes a chunk, and a chunk is done only with the bytes of its
+ * writer's whole, successful read.  Every stage keeps a descriptor of
+ * the copy while it maps it (the others look for it with kcmp(2)).
+ * Nothing here knows what the range or the key is.
  */
 #define LOG_MOD "stage"
 
@@ -39,20 +45,20 @@
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/proc.h"
 
 #define TRAILER_MAGIC "SQCSTAGE"
-#define TRAILER_VERSION 2u /* 1 had a byte per chunk and no claims */
+#define TRAILER_VERSION \
+	3u /* 1 had a byte per chunk and no claims, 2 a
+			      * key of 64 bytes at most */
 #define PAGE 4096u
 
 /* A chunk's word in the trailer. */
 #define WORD_EMPTY 0u /* not staged: whoever claims it reads it */
 #define WORD_DONE 1u /* its bytes are complete */
 #define WORD_CLAIM 0x80000000u /* | pid: that process reads it */
-/* A claim whose owner is alive but did not finish within this long (a
- * reused pid, another pid namespace, storage that hangs) is taken over:
- * at worst a chunk is read twice, its bytes the same. */
-#define CLAIM_STALE_MS 5000
-#define CLAIM_POLL_MS 10 /* a waiter looks at the owner this often */
+#define CLAIM_POLL_MS 10 /* a waiter wakes this often */
+#define CLAIM_LOOK_MS 200 /* and looks whether the owner is gone this often */
 /* The mapper maps an adopted copy in this many bytes at a time, so that
  * stopping waits for one step at most. */
 #define MAP_STEP (1u << 20)
@@ -72,7 +78,7 @@ struct trailer {
 	uint8_t key[STAGE_KEY_MAX]; /* what the copy is of */
 };
 
-_Static_assert(sizeof(struct trailer) == 96, "trailer layout");
+_Static_assert(sizeof(struct trailer) == 112, "trailer layout");
 
 static uint64_t round_page(uint64_t n)
 {
@@ -155,19 +161,83 @@ static bool word_valid(uint32_t w)
 	return w <= WORD_DONE || (w & WORD_CLAIM && pid && pid <= 1u << 22);
 }
 
-/* Bytes of the complete chunks of a range of @size, by their words @s;
- * UINT64_MAX if a word is not one. */
-static uint64_t complete_bytes(const uint32_t *s, uint64_t size)
+/* Bytes of the complete chunks of a range of @size whose words are the
+ * @n words from chunk @first on, @s; UINT64_MAX if a word is not one. */
+static uint64_t complete_bytes(const uint32_t *s, uint64_t first, size_t n,
+			       uint64_t size)
 {
-	uint64_t n = nchunks_of(size), sum = 0;
+	uint64_t sum = 0;
 
-	for (uint64_t c = 0; c < n; c++)
-		if (!word_valid(s[c]))
+	for (size_t i = 0; i < n; i++) {
+		uint64_t c = first + i;
+
+		if (!word_valid(s[i]))
 			return UINT64_MAX;
-		else if (s[c] == WORD_DONE)
+		if (s[i] == WORD_DONE)
 			sum += MIN((uint64_t)STAGE_CHUNK_SIZE,
 				   size - (c << STAGE_CHUNK_SHIFT));
+	}
 	return sum;
+}
+
+/* Bytes of the complete chunks of the copy @fd of a range of @size: only
+ * the words in pages that hold data are read (a hole is empty chunks).
+ * Return: 0 or -errno (-EBADMSG: a word is none). */
+static int scan_words(int fd, uint64_t size, uint64_t *complete)
+{
+	enum { STEP = 16384 }; /* words a read */
+	uint64_t start = round_page(size), end = start + nchunks_of(size) * 4;
+	uint64_t at = start, sum = 0;
+	uint32_t *s = malloc(STEP * sizeof(*s));
+	int err = 0;
+
+	if (!s)
+		return -ENOMEM;
+	while (at < end) {
+		off_t data = lseek(fd, (off_t)at, SEEK_DATA), hole;
+
+		if (data < 0) {
+			err = errno == ENXIO ? 0 : -errno;
+			break;
+		}
+		if ((uint64_t)data >= end)
+			break;
+		hole = lseek(fd, data, SEEK_HOLE);
+		if (hole < 0) {
+			err = -errno;
+			break;
+		}
+		/* Whole words: data starts on a page, the region on a
+		 * page, so on a word. */
+		for (at = (uint64_t)data; at < MIN((uint64_t)hole, end);) {
+			size_t n = (size_t)MIN((uint64_t)STEP,
+					       (MIN((uint64_t)hole, end) - at) /
+						       4);
+			uint64_t got;
+
+			if (!n) {
+				at = MIN((uint64_t)hole, end);
+				break;
+			}
+			if (pread(fd, s, n * 4, (off_t)at) !=
+			    (ssize_t)(n * 4)) {
+				err = -EBADMSG;
+				goto out_free;
+			}
+			got = complete_bytes(s, (at - start) / 4, n, size);
+			if (got == UINT64_MAX) {
+				err = -EBADMSG;
+				goto out_free;
+			}
+			sum += got;
+			at += n * 4;
+		}
+	}
+out_free:
+	free(s);
+	if (!err)
+		*complete = sum;
+	return err;
 }
 
 int stage_backing_check(int fd, uint64_t *size, const void *key, size_t key_len,
@@ -175,8 +245,6 @@ int stage_backing_check(int fd, uint64_t *size, const void *key, size_t key_len,
 {
 	struct trailer t;
 	struct stat sb;
-	uint32_t *s;
-	size_t words;
 	ssize_t n;
 	int err;
 
@@ -193,18 +261,7 @@ int stage_backing_check(int fd, uint64_t *size, const void *key, size_t key_len,
 	*size = t.size;
 	if (!complete)
 		return 0;
-	words = (size_t)nchunks_of(t.size) * sizeof(*s);
-	s = malloc(words);
-	if (!s)
-		return -ENOMEM;
-	n = pread(fd, s, words, (off_t)round_page(t.size));
-	err = n == (ssize_t)words ? 0 : -EBADMSG;
-	if (!err)
-		*complete = complete_bytes(s, t.size);
-	if (!err && *complete == UINT64_MAX)
-		err = -EBADMSG;
-	free(s);
-	return err;
+	return scan_words(fd, t.size, complete);
 }
 
 /* Mark the chunks the backing holds complete as staged. */
@@ -296,11 +353,17 @@ int stage__backing_map(struct stage *st, const struct stage_opts *o)
 		return 0;
 	}
 	len = (size_t)stage_backing_size(size);
-	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd, 0);
+	st->backing_fd = fcntl(b->fd, F_DUPFD_CLOEXEC, 3);
+	m = st->backing_fd < 0 ? MAP_FAILED :
+				 mmap(NULL, len, PROT_READ | PROT_WRITE,
+				      MAP_SHARED, b->fd, 0);
 	if (m == MAP_FAILED) {
 		log_warn(
 			"cannot map the kept copy of '%s' (%s); staging afresh",
 			st->src.name, err_str(errno));
+		if (st->backing_fd >= 0)
+			close(st->backing_fd);
+		st->backing_fd = -1;
 		st->backing = STAGE_BACKING_REFUSED;
 		return 0;
 	}
@@ -312,31 +375,37 @@ int stage__backing_map(struct stage *st, const struct stage_opts *o)
 	return 0;
 }
 
-/* Whether the owner of the claim @seen is gone: its process exited (a
- * zombie too: its pidfd polls readable), or its claim made no progress
- * for CLAIM_STALE_MS of this caller's watch (*@held, *@since). */
-static bool owner_gone(uint32_t seen, uint32_t *held, int64_t *since)
+/* Whether the process @pid holds the copy this stage maps (a descriptor
+ * of the same open file: every stage keeps one, st->backing_fd).  A pid
+ * of another user, or one whose descriptors cannot be compared, holds
+ * nothing of ours.  Without kcmp(2) (a kernel without
+ * CONFIG_CHECKPOINT_RESTORE) a live process is taken to hold it. */
+static bool holds_copy(const struct stage *st, pid_t pid)
+{
+	return proc_holds_file(pid, st->backing_fd) != 0;
+}
+
+/* Whether the claim @seen may be taken over: its owner exited (a zombie
+ * too: its pidfd polls readable) or is gone, or its pid is another
+ * process's now (it does not hold the copy).  A live owner that holds the
+ * copy may still be writing the chunk's bytes, so its claim stands
+ * however long it takes: two writers of one chunk could leave it done
+ * with the bytes of a read that failed. */
+static bool owner_gone(const struct stage *st, uint32_t seen)
 {
 	pid_t pid = (pid_t)(seen & ~WORD_CLAIM);
 	struct pollfd p = { .events = POLLIN };
-	int64_t now = mono_ns();
+	bool gone;
 
 	p.fd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (p.fd >= 0) {
-		int n = poll(&p, 1, 0);
-
-		close(p.fd);
-		if (n > 0)
-			return true;
-	} else if (errno == ESRCH || (kill(pid, 0) && errno == ESRCH)) {
-		return true;
-	}
-	if (*held != seen) {
-		*held = seen;
-		*since = now;
-		return false;
-	}
-	return now - *since >= (int64_t)CLAIM_STALE_MS * 1000000;
+	if (p.fd < 0)
+		return errno == ESRCH || (kill(pid, 0) && errno == ESRCH);
+	gone = poll(&p, 1, 0) > 0 || !holds_copy(st, pid);
+	/* Still alive after the look at its descriptors: they were its. */
+	if (!gone)
+		gone = poll(&p, 1, 0) > 0;
+	close(p.fd);
+	return gone;
 }
 
 /* Sleep until the word @w changes from @seen, a wake, or CLAIM_POLL_MS. */
@@ -349,25 +418,44 @@ static void word_wait(_Atomic uint32_t *w, uint32_t seen)
 	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, seen, &ts, NULL, 0);
 }
 
-int stage__backing_claim(struct stage *st, uint32_t c, bool wait)
+int stage__backing_claim(struct stage *st, uint32_t c, enum stage_wait wait)
 {
 	_Atomic uint32_t *w = &st->trail[c];
-	uint32_t me = WORD_CLAIM | (uint32_t)getpid(), seen, held = 0;
-	int64_t since = 0;
+	uint32_t me = WORD_CLAIM | (uint32_t)getpid(), seen, looked = 0;
+	int64_t since = 0, next_look = 0;
 
 	for (;;) {
+		int64_t now;
+
 		seen = atomic_load_explicit(w, memory_order_acquire);
 		if (seen == WORD_DONE)
 			return STAGE_CLAIM_DONE;
 		/* A claim of this pid is of a process gone before it (a
 		 * stage of this process claims a chunk only once). */
-		if (seen == WORD_EMPTY || seen == me ||
-		    owner_gone(seen, &held, &since)) {
+		if (seen == WORD_EMPTY || seen == me) {
 			if (atomic_compare_exchange_strong(w, &seen, me))
 				return STAGE_CLAIM_MINE;
 			continue;
 		}
-		if (!wait)
+		/* Another's claim: look who holds it when it is new to
+		 * this caller, then every CLAIM_LOOK_MS (a pidfd poll and
+		 * a walk of its descriptors). */
+		now = mono_ns();
+		if (seen != looked || now >= next_look) {
+			if (seen != looked)
+				since = now;
+			looked = seen;
+			next_look = now + (int64_t)CLAIM_LOOK_MS * 1000000;
+			if (owner_gone(st, seen)) {
+				if (atomic_compare_exchange_strong(w, &seen,
+								   me))
+					return STAGE_CLAIM_MINE;
+				continue;
+			}
+		}
+		if (wait == STAGE_WAIT_NO ||
+		    (wait == STAGE_WAIT_STALE &&
+		     now - since >= (int64_t)st->claim_stale_ms * 1000000))
 			return STAGE_CLAIM_BUSY;
 		word_wait(w, seen);
 	}

@@ -103,18 +103,29 @@ static int source_read(struct stage *st, uint32_t c, uint32_t n,
  * Chunks [c, c + n) with a backing copy that other processes' stages may
  * stage too: each is claimed in the copy before it is read, the chunks
  * claimed in a row read in one read; one another process completed is
- * taken as it is, one it is reading is waited for.  *@whole is cleared
- * unless the run was one read.  Return: 0 or the first read's -errno
- * (the chunks after it fail here too).
+ * taken as it is, one it is reading is waited for (a reader waits
+ * claim_stale_ms at most).  *@whole is cleared unless the run was one
+ * read.  Return: 0; -EAGAIN if a reader gave up waiting (the chunks from
+ * there on are planned again); or the first read's -errno (the chunks
+ * after it fail here too).
  */
 static int shared_read(struct stage *st, uint32_t c, uint32_t n,
 		       const void *reader, bool *whole)
 {
+	enum stage_wait wait = reader ? STAGE_WAIT_STALE : STAGE_WAIT_DONE;
 	uint32_t i = 0, j;
-	int err = 0;
+	int err = 0, got;
 
 	while (i < n && !err) {
-		if (stage__backing_claim(st, c + i, true) == STAGE_CLAIM_DONE) {
+		got = stage__backing_claim(st, c + i, wait);
+		if (got == STAGE_CLAIM_BUSY) {
+			/* Another live process has read it for long: this
+			 * reader reads its bytes itself; the chunk stays
+			 * planned, for that process to complete. */
+			set_state(st, c + i, n - i, STAGE_CHUNK_PLANNED);
+			return -EAGAIN;
+		}
+		if (got == STAGE_CLAIM_DONE) {
 			uint64_t len = stage__chunks_len(st, c + i, 1);
 
 			*whole = false;
@@ -124,8 +135,8 @@ static int shared_read(struct stage *st, uint32_t c, uint32_t n,
 			continue;
 		}
 		for (j = i + 1;
-		     j < n &&
-		     stage__backing_claim(st, c + j, false) == STAGE_CLAIM_MINE;
+		     j < n && stage__backing_claim(st, c + j, STAGE_WAIT_NO) ==
+				      STAGE_CLAIM_MINE;
 		     j++)
 			;
 		if (j - i < n)

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "stage/stage_i.h"
 #include "util/err.h"
@@ -87,6 +88,9 @@ int stage_new(const struct stage_src *src, const struct stage_opts *o,
 	atomic_store(&st->fill_end, UINT32_MAX);
 	st->target = STAGE_TARGET_START;
 	st->mode = (int)STAGE_NONE;
+	st->backing_fd = -1;
+	st->claim_stale_ms = o->claim_stale_ms ? o->claim_stale_ms :
+						 STAGE_CLAIM_STALE_MS;
 	/*
 	 * The mapping and the chunk table exist even when nothing is to be
 	 * staged now (they cost address space, one byte and one plan entry
@@ -121,6 +125,8 @@ void stage_free(struct stage *st)
 	stage__backing_unmap(st);
 	if (st->mem)
 		munmap(st->mem, st->map_len);
+	if (st->backing_fd >= 0)
+		close(st->backing_fd);
 	free(st->chunk);
 	free(st->plan);
 	pthread_cond_destroy(&st->cond);

@@ -65,7 +65,7 @@ struct stage_src {
  * may stage one copy at once: each chunk is read by one of them, the
  * others wait for it; one whose reader died is read again.
  */
-#define STAGE_KEY_MAX 64 /* bytes of a backing's key, at most */
+#define STAGE_KEY_MAX 80 /* bytes of a backing's key, at most */
 
 struct stage_backing {
 	int fd; /* the copy, mapped shared; the caller keeps it */
@@ -88,7 +88,13 @@ struct stage_opts {
 				 AUTO) */
 	uint64_t budget; /* bytes of RAM allowed */
 	const struct stage_backing *backing; /* or NULL: anonymous memory */
+	/* With a backing copy shared with other processes: how long a
+	 * reader waits for a chunk another live process is reading before
+	 * it reads the bytes it needs itself (ms; 0: STAGE_CLAIM_STALE_MS). */
+	unsigned int claim_stale_ms;
 };
+
+#define STAGE_CLAIM_STALE_MS 5000
 
 /* stage_get() flags. */
 #define STAGE_GET_STAGED_ONLY \
@@ -316,10 +322,14 @@ int stage_backing_new(uint64_t size, const void *key, size_t key_len,
  * @key_len: bytes of @key
  * @complete: set to the bytes of its complete chunks, or NULL
  *
+ * The work is bounded by the bytes the copy holds, not by its size: only
+ * the pages of its chunk words that hold data are read (SEEK_DATA), the
+ * others are empty chunks.  A copy is a user's memfd, of any size.
+ *
  * Return: 0; -EBADMSG if its magic, version or chunk size is wrong, its
  * size does not fit the trailer, or (with @complete) a chunk's word is
- * neither empty, complete nor a claim of a pid; -ESTALE if it is of another range (size
- * or key); -errno of fstat()/pread().
+ * neither empty, complete nor a claim of a pid; -ESTALE if it is of
+ * another range (size or key); -errno of fstat()/pread()/lseek().
  * Context: any thread; a copy being staged into may gain complete chunks
  * meanwhile.
  */

@@ -90,6 +90,9 @@ struct stage {
 	/* With a backing copy: its trailer's word per chunk, shared with the
 	 * other processes' stages of the copy (backing.c); else NULL. */
 	_Atomic uint32_t *trail;
+	int backing_fd; /* the copy, kept open while mapped (backing.c), or -1 */
+	unsigned int claim_stale_ms; /* a reader waits this long for a chunk
+					another process reads */
 	int backing; /* enum stage_backing_use */
 	uint64_t adopted; /* bytes complete in the backing at start */
 	/* The thread that maps the adopted chunks in (backing.c), and the
@@ -166,16 +169,25 @@ void stage__backing_unmap(struct stage *st);
 enum {
 	STAGE_CLAIM_MINE, /* claimed: the caller reads the chunk */
 	STAGE_CLAIM_DONE, /* complete in the copy: nothing to read */
-	STAGE_CLAIM_BUSY, /* another process reads it (@wait false) */
+	STAGE_CLAIM_BUSY, /* another process reads it (see enum stage_wait) */
+};
+
+/* How stage__backing_claim() waits for a chunk another process reads. */
+enum stage_wait {
+	STAGE_WAIT_NO, /* not at all: BUSY */
+	STAGE_WAIT_STALE, /* st->claim_stale_ms at most, then BUSY (a
+			     reader, which then reads its bytes itself) */
+	STAGE_WAIT_DONE, /* until it is done or its owner gone (a stager) */
 };
 
 /*
  * Claim chunk @c in the backing copy for this process, which holds it
- * INFLIGHT: from empty, or from an owner gone or stale.  With @wait, a
- * chunk another process reads is waited for (DONE once it completes, MINE
- * if its read failed or its owner is gone).  Context: st->trail is set.
+ * INFLIGHT: from empty, or from an owner gone (never from a live one that
+ * holds the copy).  A chunk another process reads is waited for as @wait
+ * says (DONE once it completes, MINE if its read failed or its owner is
+ * gone).  Context: st->trail is set.
  */
-int stage__backing_claim(struct stage *st, uint32_t c, bool wait);
+int stage__backing_claim(struct stage *st, uint32_t c, enum stage_wait wait);
 
 /* Chunks [c, c + n), claimed MINE, are read: complete (@ok, their bytes
  * in place) or empty again; wake whoever waits for them. */

@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
- * This file implements reading a process's start time from /proc/PID/stat
- * (proc.h).
+ * This file implements what is read about other processes from /proc
+ * (proc.h): the start time, whether one holds a file we hold, and what it
+ * runs.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/kcmp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "util/proc.h"
@@ -46,5 +52,102 @@ int proc_start_time(pid_t pid, uint64_t *start)
 	if (sscanf(p, "%llu", &v) != 1)
 		return -EPROTO;
 	*start = v;
+	return 0;
+}
+
+int proc_holds_file(pid_t pid, int fd)
+{
+	pid_t self = getpid();
+	struct dirent *e;
+	char path[40];
+	int found = 0;
+	DIR *d;
+
+	if (syscall(SYS_kcmp, self, self, KCMP_FILE, fd, fd) && errno == ENOSYS)
+		return -ENOSYS;
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while (!found && (e = readdir(d))) {
+		char *end;
+		long n = strtol(e->d_name, &end, 10);
+
+		if (*end || end == e->d_name || n < 0 || n > INT32_MAX)
+			continue;
+		found = !syscall(SYS_kcmp, self, pid, KCMP_FILE, fd, (int)n);
+	}
+	closedir(d);
+	return found;
+}
+
+/* Read the small file @path into @buf.  Return: 0 or -errno. */
+static int read_small(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t got = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (got + 1 < cap && (n = read(fd, buf + got, cap - 1 - got)) > 0)
+		got += (size_t)n;
+	close(fd);
+	buf[got] = '\0';
+	return got ? 0 : -ESRCH;
+}
+
+/* The device of the mount @mnt_id in @pid's /proc/PID/mountinfo. */
+static int mount_dev(pid_t pid, unsigned long mnt_id, dev_t *dev)
+{
+	char path[48], line[4096];
+	unsigned long id, parent;
+	unsigned int maj, mnr;
+	int err = -ESRCH;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lu %lu %u:%u", &id, &parent, &maj, &mnr) ==
+			    4 &&
+		    id == mnt_id) {
+			*dev = makedev(maj, mnr);
+			err = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return err;
+}
+
+int proc_exe_id(pid_t pid, dev_t *dev, ino_t *ino)
+{
+	char path[48], info[512], *p;
+	unsigned long mnt_id = 0;
+	unsigned long long i = 0;
+	int fd, err;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	err = read_small(path, info, sizeof(info));
+	close(fd); /* O_PATH: nothing to flush */
+	if (err)
+		return err;
+	p = strstr(info, "mnt_id:");
+	if (!p || sscanf(p, "mnt_id: %lu", &mnt_id) != 1)
+		return -EPROTO;
+	p = strstr(info, "ino:");
+	if (!p || sscanf(p, "ino: %llu", &i) != 1)
+		return -EPROTO;
+	err = mount_dev(pid, mnt_id, dev);
+	if (err)
+		return err;
+	*ino = (ino_t)i;
 	return 0;
 }

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * This file declares what is read about other processes from /proc: for
- * now, when one started, which names it together with its pid (a holder
- * of a mount, a job's process) so that a later process that reuses the
- * pid is not taken for it.
+ * This file declares what is read about other processes from /proc:
+ * when one started, which names it together with its pid (a holder of a
+ * mount, a job's process) so that a later process that reuses the pid is
+ * not taken for it; whether it holds a file we hold; what it runs.  None
+ * of these calls into the file system of the file looked at (a user's
+ * FUSE server cannot make them wait): root's keeper uses them on users'
+ * processes.
  */
 #ifndef SQC_UTIL_PROC_H
 #define SQC_UTIL_PROC_H
@@ -22,5 +25,36 @@
  * Context: any thread.
  */
 int proc_start_time(pid_t pid, uint64_t *start);
+
+/**
+ * proc_holds_file() - Whether a process has a descriptor of an open file
+ * that the caller has a descriptor of (the same open file description:
+ * one passed with SCM_RIGHTS, or inherited).
+ * @pid: the process
+ * @fd: the caller's descriptor
+ *
+ * Walks /proc/PID/fd and compares with kcmp(2), which looks at no file's
+ * contents or attributes.
+ *
+ * Return: 1 if it does; 0 if not (or it cannot be looked at: another
+ * user's, not dumpable, gone); -ENOSYS if the kernel has no kcmp(2).
+ * Context: any thread.
+ */
+int proc_holds_file(pid_t pid, int fd);
+
+/**
+ * proc_exe_id() - The device and inode of the program a process runs.
+ * @pid: the process
+ * @dev: set to its device
+ * @ino: set to its inode
+ *
+ * Without stat(): an O_PATH descriptor of /proc/PID/exe (no open, no
+ * attribute of the file asked of its file system), its inode and mount
+ * id from our /proc/self/fdinfo, and that mount's device from the
+ * process's /proc/PID/mountinfo.
+ *
+ * Return: 0; -ESRCH if it is gone; -errno.  Context: any thread.
+ */
+int proc_exe_id(pid_t pid, dev_t *dev, ino_t *ino);
 
 #endif /* SQC_UTIL_PROC_H */
