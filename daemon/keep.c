@@ -9,8 +9,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -19,8 +17,6 @@
 #include "util/compiler.h"
 #include "util/err.h"
 #include "util/log.h"
-
-#define KEEP_TIMEOUT_S 5 /* the keeper answers at once, or is stuck */
 
 struct keep {
 	struct sqcd *d;
@@ -79,14 +75,7 @@ static int ask(struct keep *k, int fd, uint64_t offset, uint64_t size)
 
 static int connect_keeper(struct keep *k)
 {
-	struct timeval tv = { KEEP_TIMEOUT_S, 0 };
-	int err = keep_connect(k->path, &k->sock);
-
-	if (err)
-		return err;
-	setsockopt(k->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(k->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	return 0;
+	return keep_connect(k->path, KEEP_BUDGET_MS, &k->sock);
 }
 
 /* img_opts.backing: the copy to stage into, from the keeper. */
@@ -102,7 +91,7 @@ static void backing(void *arg, int fd, uint64_t offset, uint64_t size,
 		k->answer = "error";
 		return;
 	}
-	keep_key_of(&sb, offset, &k->key);
+	keep_key_of(&sb, offset, keep_pidns(0), &k->key);
 	err = connect_keeper(k);
 	if (err) {
 		k->answer = "no keeper";
@@ -166,7 +155,23 @@ static void forget(struct keep *k)
 		close(fd);
 }
 
-/* The image is open and maps the copy: the descriptor is not needed. */
+/* Tell the keeper which process uses the copy: this one, detached from
+ * the one that asked (the keeper takes the sender of each message from
+ * the kernel, and checks that it holds the copy). */
+static void say_here(struct keep *k)
+{
+	struct keep_msg m = { .op = KEEP_PING };
+	int fd;
+
+	if (k->sock < 0)
+		return;
+	if (!keep_send(k->sock, &m, -1) && !keep_recv(k->sock, &m, &fd) &&
+	    fd >= 0)
+		close(fd);
+}
+
+/* The image is open and maps the copy (the stage keeps a descriptor of
+ * it): this one is not needed. */
 static int keep_start(struct sqcd *d, void **f)
 {
 	struct keep *k = *f;
@@ -177,6 +182,7 @@ static int keep_start(struct sqcd *d, void **f)
 	if (k->memfd >= 0)
 		close(k->memfd);
 	k->memfd = -1;
+	say_here(k);
 	stage_get_stats(img_stage(d->img), &ss);
 	if (ss.backing == STAGE_BACKING_REFUSED) {
 		k->answer = "refused";

@@ -49,9 +49,14 @@ static int run(int argc, char **argv)
 				    "expected one IMAGE or --all");
 	if (!all) /* kept under the name the daemon gave: absolute */
 		name = realpath(argv[optind], abs) ? abs : argv[optind];
-	err = mc_keep_ask(path, KEEP_FORGET, name, 0, &n);
+	err = keep_ask(path, KEEP_FORGET, name, 0, KEEP_BUDGET_MS, &n);
 	if (err == -ENOENT) {
 		mc_err("no keeper runs (see mountctl keeper)");
+		return MC_EXIT_FAIL;
+	}
+	if (err == -ETIMEDOUT) {
+		mc_err("forget: the keeper did not answer within %d s; try again later",
+		       KEEP_BUDGET_MS / 1000);
 		return MC_EXIT_FAIL;
 	}
 	if (err) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ctl/ctl.h"
+#include "keep/keep.h"
 #include "mountctl.h"
 #include "util/err.h"
 #include "util/size.h"
@@ -305,6 +306,9 @@ static int kept(struct out *o)
 
 	if (err == -ENOENT)
 		mc_err("no keeper runs (see mountctl keeper)");
+	else if (err == -ETIMEDOUT)
+		mc_err("the keeper did not answer within %d s: it is stuck or stopped; its admin can restart it (squashcache-keeper.service, or kill it: the next job's Prolog starts one)",
+		       KEEP_BUDGET_MS / 1000);
 	else if (err)
 		mc_err("cannot ask the keeper: %s", err_str(err));
 	if (!err && o->b.len)

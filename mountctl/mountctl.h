@@ -382,41 +382,17 @@ bool mc_sif_is(const char *path);
  */
 int mc_sif_offset(const char *path, uint64_t *out, char *why, size_t whylen);
 
-/* keep.c: the keeper (lib/keep), at @path or the default socket. */
-struct keep_msg;
-
-/**
- * mc_keep_ask() - One request to the keeper answered DONE.
- * @path: its socket, or NULL for the default
- * @op: KEEP_FORGET or KEEP_EVICT
- * @name: the request's name, or NULL
- * @a: the request's a
- * @out: set to the answer's a
- *
- * Return: 0 or -errno (-ENOENT: no keeper runs).
- */
-int mc_keep_ask(const char *path, int op, const char *name, uint64_t a,
-		uint64_t *out);
-
-/**
- * mc_keep_list() - The copies the keeper holds that the caller may see.
- * @path: its socket, or NULL for the default
- * @fn: called with each (op KEEP_ENTRY)
- * @arg: passed to @fn
- *
- * Return: 0 or -errno (-ENOENT: no keeper runs).
- */
-int mc_keep_list(const char *path,
-		 void (*fn)(void *arg, const struct keep_msg *e), void *arg);
-
+/* keep.c: the keeper's copies (lib/keep's client). */
 /**
  * mc_kept_print() - Append the kept copies the caller may see to @b.
  * @path: the keeper's socket, or NULL for the default
- * @json: as a JSON array of {uid, image, bytes, complete_bytes, last_use,
- *        in_use}, else for people
+ * @json: as a JSON array of {uid, image, bytes, range_bytes,
+ *        complete_bytes, last_use, in_use, connections, partial,
+ *        inconsistent}, else for people
  * @b: buffer
  *
- * Return: 0, or -errno with nothing appended (-ENOENT: no keeper runs).
+ * Return: 0, or -errno with nothing appended (-ENOENT: no keeper runs;
+ * -ETIMEDOUT: it did not answer within KEEP_BUDGET_MS).
  */
 int mc_kept_print(const char *path, bool json, struct json_buf *b);
 

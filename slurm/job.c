@@ -30,7 +30,6 @@
 #include "util/proc.h"
 
 #define EMPTY_BUDGET_S 10.0 /* emptying mount points as the user, in all */
-#define KILL_GRACE_S 2.0 /* waiting for a killed child */
 #define MSG_MAX 1024 /* one failure message */
 #define EXTERN_WAIT_S 10.0 /* the mounter waits for the extern step */
 
@@ -48,125 +47,6 @@ static int job_dir_of(const struct ds_conf *c, const struct job_ids *ids,
 		return -EINVAL;
 	}
 	return job__dir_open(c, name, create, j);
-}
-
-/*
- * Drop from root to the job's user for good, in a child: a session of its
- * own (so that its group can be killed), the user's groups, ids, a clean
- * environment.  Return: 0, or -1 if any step failed.
- */
-static int drop_to_user(const struct job_ids *ids)
-{
-	static const char *const keep[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS",
-					    "TSAN_OPTIONS", "LSAN_OPTIONS",
-					    "SQC_TEST_ALLOW_PAUSE" };
-	char *kept[ARRAY_SIZE(keep)];
-
-	for (size_t i = 0; i < ARRAY_SIZE(keep); i++) {
-		const char *v = getenv(keep[i]);
-
-		kept[i] = v ? strdup(v) : NULL;
-	}
-	if (setsid() < 0)
-		return -1;
-	if (ids->user[0] ? initgroups(ids->user, ids->gid) :
-			   setgroups(1, &ids->gid))
-		return -1;
-	if (setresgid(ids->gid, ids->gid, ids->gid) ||
-	    setresuid(ids->uid, ids->uid, ids->uid))
-		return -1;
-	if (ids->uid != 0 && (!setuid(0) || geteuid() == 0))
-		return -1;
-	if (chdir("/"))
-		return -1;
-	clearenv();
-	setenv("PATH", JOB_USER_PATH, 1);
-	setenv("HOME", ids->home[0] ? ids->home : "/", 1);
-	if (ids->user[0]) {
-		setenv("USER", ids->user, 1);
-		setenv("LOGNAME", ids->user, 1);
-	}
-	for (size_t i = 0; i < ARRAY_SIZE(keep); i++)
-		if (kept[i])
-			setenv(keep[i], kept[i], 1);
-	return 0;
-}
-
-/*
- * Wait for @pid, reading its stderr from @errfd into @msg and its result
- * line from @resfd into @res, until @deadline (mc_now()).  At the
- * deadline its process group is killed.
- * Return: its exit status; -ETIMEDOUT if it had to be killed.
- */
-int job__wait_child(pid_t pid, int errfd, int resfd, double deadline, char *msg,
-		    size_t mcap, char *res, size_t rcap)
-{
-	struct pollfd p[2] = { { .fd = errfd, .events = POLLIN },
-			       { .fd = resfd, .events = POLLIN } };
-	char *buf[2] = { msg, res };
-	size_t len[2] = { 0, 0 }, cap[2] = { mcap, rcap };
-	int status, nopen = (errfd >= 0) + (resfd >= 0);
-	bool late = false;
-
-	msg[0] = res[0] = '\0';
-	while (nopen && !(late = mc_now() >= deadline)) {
-		double left = deadline - mc_now();
-
-		if (poll(p, 2, left > 0.2 ? 200 : (int)(left * 1000) + 1) < 0 &&
-		    errno != EINTR)
-			break;
-		for (int i = 0; i < 2; i++) {
-			char tmp[512];
-			ssize_t n;
-
-			if (p[i].fd < 0 || !p[i].revents)
-				continue;
-			n = read(p[i].fd, tmp, sizeof(tmp));
-			if (n <= 0) {
-				p[i].fd = -1;
-				nopen--;
-				continue;
-			}
-			if (len[i] + 1 < cap[i]) {
-				size_t k = MIN((size_t)n, cap[i] - 1 - len[i]);
-
-				memcpy(buf[i] + len[i], tmp, k);
-				len[i] += k;
-				buf[i][len[i]] = '\0';
-			}
-		}
-	}
-	while (!late) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-
-		if (r == pid)
-			return WIFEXITED(status) ? WEXITSTATUS(status) :
-						   128 + WTERMSIG(status);
-		if (r < 0 && errno != EINTR)
-			return -ECHILD;
-		late = mc_now() >= deadline;
-		if (!late)
-			mc_sleep_ms(10);
-	}
-	kill(-pid, SIGKILL);
-	kill(pid, SIGKILL);
-	for (double end = mc_now() + KILL_GRACE_S; mc_now() < end;) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			break;
-		mc_sleep_ms(10);
-	}
-	return -ETIMEDOUT;
-}
-
-void job__child_stdio(int errfd)
-{
-	int nul = open("/dev/null", O_RDWR);
-
-	dup2(nul, 0);
-	dup2(nul, 1);
-	dup2(errfd >= 0 ? errfd : nul, 2);
-	if (nul > 2)
-		close(nul);
 }
 
 /* The first line of a mountctl/squashcached message, prefixes dropped. */
@@ -360,7 +240,7 @@ static int probe_image(const struct job_ids *ids, const struct ds_image *im,
 		job__child_stdio(-1);
 		/* Where it cannot leave them, it reads where it is. */
 		(void)job_cgroup_leave(ids);
-		if (drop_to_user(ids))
+		if (job__drop_to_user(ids))
 			_exit(126);
 		if (at_image_dir(ids, im->path)) {
 			fd = open(im->path, O_RDONLY | O_CLOEXEC);
@@ -416,7 +296,7 @@ static int spawn_mount(const struct ds_conf *c, const struct job_ids *ids,
 	child = job__fork_recorded(j, JOB_CHILDREN);
 	if (child == 0) {
 		job__child_stdio(ep[1]);
-		if (drop_to_user(ids))
+		if (job__drop_to_user(ids))
 			_exit(126);
 		_exit(mount_as_user(c, ids, im, mnt,
 				    MAX(deadline - mc_now() - 1.0, 1.0),
@@ -648,14 +528,21 @@ int job_prolog(const struct ds_conf *c, const struct job_ids *ids,
 {
 	double deadline = mc_now() + c->timeout_s;
 	struct ds_list *l = calloc(1, sizeof(*l));
+	struct ds_conf *nokeep = NULL;
 	struct jobdir j;
 	char why[MSG_MAX];
 	int failed = 0;
 
 	if (!l)
 		return 1;
-	/* Before any mount, and for every job: its memory comes first. */
-	(void)job__keep_prolog(c, ids);
+	/* Before any mount, and for every job: its memory comes first.  A
+	 * keeper that cannot be started or does not answer costs the job
+	 * its keeping only: its mounts go without keep=. */
+	if (job__keep_prolog(c, ids) && (nokeep = malloc(sizeof(*nokeep)))) {
+		*nokeep = *c;
+		snprintf(nokeep->keep, sizeof(nokeep->keep), "0");
+		c = nokeep;
+	}
 	if (!list || !*list)
 		goto out_free;
 	if (job_dir_of(c, ids, true, &j)) {
@@ -686,6 +573,7 @@ out_close:
 	job__dir_close(&j);
 out_free:
 	free(l);
+	free(nokeep);
 	return failed;
 }
 
@@ -787,7 +675,7 @@ static void empty_as_user(struct jobdir *j, const struct job_ids *ids,
 	}
 	child = fork();
 	if (child == 0)
-		_exit(drop_to_user(ids) || empty_tree(fd, 256) ? 1 : 0);
+		_exit(job__drop_to_user(ids) || empty_tree(fd, 256) ? 1 : 0);
 	close(fd);
 	if (child > 0 && job__wait_child(child, -1, -1, deadline, msg,
 					 sizeof(msg), res, sizeof(res)))

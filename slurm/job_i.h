@@ -107,6 +107,18 @@ int job__open_dir_at(int dirfd, const char *name, int flags);
 void job__detach_under(struct jobdir *j, const char *only);
 
 /**
+ * job__drop_to_user() - Drop from root to the job's user for good, in a
+ * child: a session of its own (so that its group can be killed), the
+ * user's groups (none but @ids->gid when @ids->user is ""), ids, a check
+ * that root cannot be had back, a clean environment.  The one way root
+ * drops.
+ * @ids: the user (uid, gid, user name or "", home)
+ *
+ * Return: 0, or -1 if any step failed (the child must exit then).
+ */
+int job__drop_to_user(const struct job_ids *ids);
+
+/**
  * job__wait_child() - Wait for a child until a deadline, reading what it
  * says; at the deadline, kill its process group and give up on it.
  * @pid: the child, the leader of its own process group
@@ -329,31 +341,36 @@ bool job__in_job_cgroup(FILE *f, const char *job);
  * job__keep_prolog() - The Prolog's part of keeping (keep= of the site's
  * configuration; nothing if it is 0): start the node's keeper if none
  * answers on keep_socket=, detached and outside every job's cgroups;
- * then ask it to drop kept copies until the job's memory request (scontrol
- * show job) fits in MemAvailable.
+ * then, if it holds copies not in use, ask it to drop some until the
+ * job's memory request (from the environment, else scontrol show job)
+ * fits in MemAvailable.  Every step has a budget (job_keep.c).
  * @c: the site's configuration
  * @ids: the job
  *
- * Return: 0 or -errno (said in syslog); the job runs either way.
+ * Return: 0 if the job's mounts may keep; -errno (said in syslog) if no
+ * keeper answers: they stage without keep=.  The job runs either way.
  * Context: root, the Prolog.
  */
 int job__keep_prolog(const struct ds_conf *c, const struct job_ids *ids);
 
 /**
  * job__keep_check() - check-node's part of keeping: one line per copy the
- * keeper holds (image, owner, bytes, complete bytes, in use, last use);
- * a copy not in use is orphaned if its owner uid is no user of the node
- * any more, partial if fewer bytes are complete than it holds.
+ * keeper holds (image, owner, bytes in memory, complete bytes of its
+ * range, in use, last use).  A partial copy (a mount that staged part of
+ * its image) is said, never a failure.  A copy not in use is orphaned if
+ * its owner uid is no user of the node any more, inconsistent if its
+ * trailer does not check: those need dropping.
  * @c: the site's configuration (keep=, keep_socket=)
- * @clean: drop orphaned and partial copies (as their owner's uid, which
- *         forgets that user's copies of that name only)
+ * @clean: drop orphaned and inconsistent copies (as their owner's uid,
+ *         which forgets that user's copies of that name only)
  *
  * Stale copies (the image changed) are not for root to find: that would
  * open the user's path.  The user's next mount checks the image's
  * identity, as the user, and a changed image's copy is dropped then.
  *
- * Return: orphaned and partial copies found (and a keeper that does not
- * answer its list); 0 with keep=0 or no keeper.  Context: root.
+ * Return: orphaned and inconsistent copies left (not dropped), and 1 for
+ * a keeper that does not answer its list within its budget; 0 with
+ * keep=0 or no keeper.  Context: root.
  */
 int job__keep_check(const struct ds_conf *c, bool clean);
 

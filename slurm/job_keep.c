@@ -11,8 +11,14 @@
  * its end) and outside every job's cgroups (the root cgroup of each
  * hierarchy), so that it outlives the job that started it and its memory
  * is no job's.  Its socket's directory is root's and only root may write
- * to it (the keeper refuses any other); Prologs that start at once take
- * turns on a lock file there, so that one keeper runs.
+ * to it (keep_dir_open(), which the keeper uses too); Prologs that start
+ * at once take turns on a lock file there, so that one keeper runs.
+ *
+ * Nothing here waits without a budget: the lock (LOCK_S), the keeper's
+ * answer (PING_MS, then KEEP_BUDGET_MS for evict and list), scontrol
+ * (SCONTROL_S).  A keeper that does not answer is left alone (another
+ * would not get its socket's clients either), and the job's mounts go
+ * without keep=: they stage as without it, and the Prolog succeeds.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,13 +37,17 @@
 
 #include "job_i.h"
 #include "keep/keep.h"
+#include "keep_srv.h"
 #include "mountctl/mountctl.h"
 #include "util/err.h"
 #include "util/memlimit.h"
 #include "util/size.h"
 
-#define KEEPER_START_S 5.0 /* the keeper answers on its socket */
+#define KEEPER_START_S 5.0 /* a keeper started answers on its socket */
+#define LOCK_S 5.0 /* another Prolog holds keeper.lock this long at most */
+#define PING_MS 2000 /* the keeper answers a ping */
 #define SCONTROL_S 5.0 /* scontrol show job answers */
+#define FORGET_S 5.0 /* a forget as a copy's user */
 #define KEEPER_LOCK "keeper.lock"
 
 _Static_assert(sizeof(DS_KEEP_SOCKET) == sizeof(KEEP_SOCKET),
@@ -51,31 +61,21 @@ static void say(const struct job_ids *ids, const char *what, int err)
 }
 
 /*
- * Open the socket's directory, made root's 0755 if missing, and lock
- * KEEPER_LOCK in it.  Return: the lock's descriptor, or -errno (-EPERM:
- * the directory is not root's alone).
+ * Open the socket's directory, checked and made root's 0755 if missing
+ * (keep_dir_open()), and lock KEEPER_LOCK in it, LOCK_S at most.
+ * Return: the lock's descriptor, or -errno (-EPERM: the directory is not
+ * root's alone; -ETIMEDOUT: another Prolog held the lock too long).
  */
 static int lock_dir(const char *sock)
 {
-	char dir[sizeof(((struct ds_conf *)0)->keep_socket)];
+	double end = mc_now() + LOCK_S;
+	const char *name;
 	struct stat sb;
-	char *slash;
 	int d, fd;
 
-	snprintf(dir, sizeof(dir), "%s", sock);
-	slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		return -EINVAL;
-	*slash = '\0';
-	if (mkdir(dir, 0755) && errno != EEXIST)
-		return -errno;
-	d = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	d = keep_dir_open(sock, true, &name);
 	if (d < 0)
-		return -errno;
-	if (fstat(d, &sb) || sb.st_uid != 0 || (sb.st_mode & 0022)) {
-		close(d);
-		return -EPERM;
-	}
+		return d;
 	fd = openat(d, KEEPER_LOCK,
 		    O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
 		    0600);
@@ -83,21 +83,29 @@ static int lock_dir(const char *sock)
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || sb.st_uid != 0 ||
-	    sb.st_nlink != 1 || flock(fd, LOCK_EX)) {
+	    sb.st_nlink != 1) {
 		close(fd);
 		return -EPERM;
+	}
+	while (flock(fd, LOCK_EX | LOCK_NB)) {
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			close(fd);
+			return -EPERM;
+		}
+		if (mc_now() >= end) {
+			close(fd);
+			return -ETIMEDOUT;
+		}
+		mc_sleep_ms(20);
 	}
 	return fd;
 }
 
-static bool keeper_answers(const char *sock)
+/* Whether a keeper answers a ping within PING_MS.  Return: 0; -ENOENT if
+ * none listens; -ETIMEDOUT if one does not answer; -errno. */
+static int keeper_ping(const char *sock)
 {
-	int s;
-
-	if (keep_connect(sock, &s))
-		return false;
-	close(s);
-	return true;
+	return keep_ask(sock, KEEP_PING, NULL, 0, PING_MS, NULL);
 }
 
 /* In the keeper's child: leave everything of the Prolog's, run it. */
@@ -112,6 +120,8 @@ static void exec_keeper(const struct ds_conf *c)
 	job__child_stdio(-1);
 	/* Nothing of the Prolog's, nor of slurmd's, lives on in it. */
 	close_range(3, ~0u, 0);
+	/* The descriptors its limits assume (exec keeps the limit). */
+	keep_srv_nofile();
 	if (setsid() < 0 || chdir("/"))
 		_exit(126);
 	/* Out of the job's cgroups, and slurmd's: the root of each. */
@@ -141,16 +151,24 @@ static void exec_keeper(const struct ds_conf *c)
 	_exit(127);
 }
 
-/* Start the keeper unless one answers.  Return: 0 or -errno. */
+/* Start the keeper unless one answers.  Return: 0 once one answers;
+ * -ETIMEDOUT if one listens but does not answer (it is left alone);
+ * -errno. */
 static int start_keeper(const struct ds_conf *c)
 {
-	int lock = lock_dir(c->keep_socket), err = 0;
-	double end = mc_now() + KEEPER_START_S;
+	int lock, err;
+	double end;
 	pid_t child;
 
+	err = keeper_ping(c->keep_socket);
+	if (err != -ENOENT)
+		return err; /* answers, or is stuck */
+	lock = lock_dir(c->keep_socket);
 	if (lock < 0)
 		return lock;
-	if (keeper_answers(c->keep_socket))
+	/* Another Prolog may have started one while we waited. */
+	err = keeper_ping(c->keep_socket);
+	if (err != -ENOENT)
 		goto out_unlock;
 	child = fork();
 	if (child == 0) {
@@ -165,8 +183,8 @@ static int start_keeper(const struct ds_conf *c)
 	}
 	waitpid(child, NULL, 0);
 	err = -ETIMEDOUT;
-	while (mc_now() < end) {
-		if (keeper_answers(c->keep_socket)) {
+	for (end = mc_now() + KEEPER_START_S; mc_now() < end;) {
+		if (!keeper_ping(c->keep_socket)) {
 			err = 0;
 			break;
 		}
@@ -207,19 +225,38 @@ static uint64_t cpus_here(void)
 	return n ? n : 1;
 }
 
+/* The memory request Slurm hands a Prolog in its environment, where it
+ * does (SLURM_MEM_PER_NODE, or SLURM_MEM_PER_CPU times the CPUs here, in
+ * megabytes), or 0. */
+static uint64_t env_mem(void)
+{
+	const char *v = getenv("SLURM_MEM_PER_NODE");
+
+	if (v && *v)
+		return slurm_mem(v);
+	v = getenv("SLURM_MEM_PER_CPU");
+	if (v && *v)
+		return slurm_mem(v) * cpus_here();
+	return 0;
+}
+
 /*
- * The job's memory request on a node, from `scontrol show job -o ID`
- * (slurmd gives a Prolog none in its environment): MinMemoryNode, or
- * MinMemoryCPU times SLURM_JOB_CPUS_PER_NODE.  Return: bytes; 0 if the
- * job asked for none or scontrol did not answer within SCONTROL_S.
+ * The job's memory request on a node: from the environment where Slurm
+ * hands it over, else from `scontrol show job -o ID` (a controller round
+ * trip, SCONTROL_S at most): MinMemoryNode, or MinMemoryCPU times
+ * SLURM_JOB_CPUS_PER_NODE.  Return: bytes; 0 if the job asked for none or
+ * scontrol did not answer in time.
  */
 static uint64_t job_mem(const struct job_ids *ids)
 {
 	char res[8192], msg[8];
+	uint64_t mem = env_mem();
 	int out[2];
 	const char *p;
 	pid_t child;
 
+	if (mem)
+		return mem;
 	if (pipe2(out, O_CLOEXEC))
 		return 0;
 	child = fork();
@@ -250,48 +287,58 @@ static uint64_t job_mem(const struct job_ids *ids)
 
 int job__keep_prolog(const struct ds_conf *c, const struct job_ids *ids)
 {
-	uint64_t want, avail, freed;
+	uint64_t want, avail, kept = 0;
 	int err;
 
 	if (!ds_conf_keeps(c))
 		return 0;
 	err = start_keeper(c);
 	if (err) {
-		say(ids, "cannot start the keeper", err);
+		say(ids,
+		    err == -ETIMEDOUT ?
+			    "the keeper does not answer; the job's mounts stage without keep" :
+			    "cannot start the keeper; the job's mounts stage without keep",
+		    err);
 		return err;
 	}
+	/* Nothing kept, nothing to make room from: no request asked. */
+	if (keep_ask(c->keep_socket, KEEP_PING, NULL, 0, PING_MS, &kept) ||
+	    !kept)
+		return 0;
 	want = job_mem(ids);
 	avail = memlimit_available();
 	if (!want || avail >= want)
 		return 0;
-	err = mc_keep_ask(c->keep_socket, KEEP_EVICT, NULL, want - avail,
-			  &freed);
+	err = keep_ask(c->keep_socket, KEEP_EVICT, NULL, want - avail,
+		       KEEP_BUDGET_MS, NULL);
 	if (err)
 		say(ids, "cannot ask the keeper to evict", err);
-	return err;
+	/* The mounts may still keep: the keeper answered. */
+	return 0;
 }
 
-/* Drop the kept copies named @name of @uid, as @uid: the keeper drops
- * what a user forgets of their own, and root's FORGET by name would drop
- * every user's.  Return: 0 or -errno. */
+/* Drop the kept copies named @name of @uid, as @uid (job__drop_to_user(),
+ * no groups but nobody's): the keeper drops what a user forgets of their
+ * own, and root's FORGET by name would drop every user's.  Return: 0 or
+ * -errno. */
 static int forget_as(const char *sock, uid_t uid, const char *name)
 {
+	struct job_ids who = { .uid = uid, .gid = 65534 };
 	char msg[8], res[8];
 	pid_t child = fork();
 
 	if (child == 0) {
-		uint64_t n;
-
 		job__child_stdio(-1);
-		setsid();
-		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
-		    setresuid(uid, uid, uid))
+		if (job__drop_to_user(&who))
 			_exit(126);
-		_exit(mc_keep_ask(sock, KEEP_FORGET, name, 0, &n) ? 1 : 0);
+		_exit(keep_ask(sock, KEEP_FORGET, name, 0, KEEP_BUDGET_MS,
+			       NULL) ?
+			      1 :
+			      0);
 	}
 	if (child < 0)
 		return -errno;
-	return job__wait_child(child, -1, -1, mc_now() + SCONTROL_S, msg,
+	return job__wait_child(child, -1, -1, mc_now() + FORGET_S, msg,
 			       sizeof(msg), res, sizeof(res)) ?
 		       -EIO :
 		       0;
@@ -300,42 +347,46 @@ static int forget_as(const char *sock, uid_t uid, const char *name)
 struct kept_check {
 	const char *sock;
 	bool clean;
-	int found; /* orphaned or partial */
+	int found; /* left for an admin: orphaned or inconsistent, not
+		      dropped */
 };
 
 static void check_one(void *arg, const struct keep_msg *e)
 {
 	struct kept_check *k = arg;
 	struct passwd *pw = getpwuid(e->uid);
-	const char *what = NULL;
 	char when[32] = "never", name[KEEP_NAME_MAX];
-	size_t i;
-
-	/* The name is the user's (their daemon gave it): one line, printable. */
-	for (i = 0; i + 1 < sizeof(name) && e->name[i]; i++)
-		name[i] = (unsigned char)e->name[i] < 0x20 ||
-					  e->name[i] == 0x7f ?
-				  '?' :
-				  e->name[i];
-	name[i] = '\0';
+	bool used = e->flags & KEEP_F_USED;
+	const char *what = NULL;
 	time_t t = (time_t)e->c;
 	struct tm tm;
 
+	/* The name is the user's (their daemon gave it): one line, printable. */
+	keep_name_print(name, e->name);
 	if (e->c && localtime_r(&t, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-	printf("kept copy of %s for uid %u (%s): %" PRIu64 " bytes, %" PRIu64
+	printf("kept copy of %s for uid %u (%s): %" PRIu64
+	       " bytes in memory, %" PRIu64 " of %" PRIu64
 	       " complete, %s, last use %s",
 	       name, e->uid, pw ? pw->pw_name : "no such user", e->a, e->b,
-	       e->in_use ? "in use" : "not in use", when);
-	if (!e->in_use && e->uid != 0)
-		what = !pw ? "orphaned" : e->partial ? "partial" : NULL;
+	       e->d, used ? "in use" : "not in use", when);
+	/* Partial is what a mount that staged part of its image leaves
+	 * (stage=meta, ram= below the image, a job cancelled while staging):
+	 * said, not a failure; the next mount stages the rest. */
+	if (e->flags & KEEP_F_PARTIAL && !(e->flags & KEEP_F_INCONSISTENT))
+		printf(", partial");
+	if (!used && e->uid != 0)
+		what = !pw			      ? "orphaned" :
+		       e->flags & KEEP_F_INCONSISTENT ? "inconsistent" :
+							NULL;
 	if (what) {
-		k->found++;
+		bool dropped = k->clean && !forget_as(k->sock, e->uid, e->name);
+
 		printf(": %s", what);
 		if (k->clean)
-			printf(forget_as(k->sock, e->uid, e->name) ?
-				       ": not dropped" :
-				       ": dropped");
+			printf(dropped ? ": dropped" : ": not dropped");
+		if (!dropped)
+			k->found++;
 	}
 	printf("\n");
 }
@@ -348,12 +399,15 @@ int job__keep_check(const struct ds_conf *c, bool clean)
 	if (!ds_conf_keeps(c))
 		return 0;
 	fflush(stdout);
-	err = mc_keep_list(c->keep_socket, check_one, &k);
+	err = keep_list(c->keep_socket, KEEP_BUDGET_MS, check_one, &k);
 	if (err == -ENOENT || err == -ECONNREFUSED)
 		return 0; /* no keeper: nothing kept */
 	if (err) {
-		printf("keeper at %s: cannot list its copies: %s\n",
-		       c->keep_socket, err_str(err));
+		printf("keeper at %s: %s: %s\n", c->keep_socket,
+		       err == -ETIMEDOUT ?
+			       "does not answer within its budget (stuck or stopped: restart it)" :
+			       "cannot list its copies",
+		       err_str(err));
 		return 1;
 	}
 	return k.found;

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * This file implements the one way root signals a process of a job's:
- * job__kill_checked().  A pid read from a file or from /proc may name
+ * This file implements root's dealings with processes: the one way root
+ * signals a process of a job's, job__kill_checked(); the one way it drops
+ * to a user, job__drop_to_user(); and waiting for a child within a
+ * deadline, job__wait_child().  A pid read from a file or from /proc may name
  * another process by the time it is signalled (pids are reused), and a
  * command line says nothing (any user can start any program under any
  * name, a setuid one included).  So root pins the process with a pidfd,
@@ -14,6 +16,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +31,8 @@
 #include "job_i.h"
 #include "mountctl/mountctl.h"
 #include "util/proc.h"
+
+#define KILL_GRACE_S 2.0 /* waiting for a killed child */
 
 /* Read the file @name of the /proc directory @dirfd into @buf. */
 static int read_at(int dirfd, const char *name, char *buf, size_t cap)
@@ -283,4 +289,123 @@ void job__kill_recorded(struct jobdir *j, const char *name, uid_t uid,
 		(void)job__kill_checked(&p, SIGKILL);
 	}
 	fclose(f);
+}
+
+/*
+ * Drop from root to the job's user for good, in a child: a session of its
+ * own (so that its group can be killed), the user's groups, ids, a clean
+ * environment.  Return: 0, or -1 if any step failed.
+ */
+int job__drop_to_user(const struct job_ids *ids)
+{
+	static const char *const keep[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS",
+					    "TSAN_OPTIONS", "LSAN_OPTIONS",
+					    "SQC_TEST_ALLOW_PAUSE" };
+	char *kept[ARRAY_SIZE(keep)];
+
+	for (size_t i = 0; i < ARRAY_SIZE(keep); i++) {
+		const char *v = getenv(keep[i]);
+
+		kept[i] = v ? strdup(v) : NULL;
+	}
+	if (setsid() < 0)
+		return -1;
+	if (ids->user[0] ? initgroups(ids->user, ids->gid) :
+			   setgroups(1, &ids->gid))
+		return -1;
+	if (setresgid(ids->gid, ids->gid, ids->gid) ||
+	    setresuid(ids->uid, ids->uid, ids->uid))
+		return -1;
+	if (ids->uid != 0 && (!setuid(0) || geteuid() == 0))
+		return -1;
+	if (chdir("/"))
+		return -1;
+	clearenv();
+	setenv("PATH", JOB_USER_PATH, 1);
+	setenv("HOME", ids->home[0] ? ids->home : "/", 1);
+	if (ids->user[0]) {
+		setenv("USER", ids->user, 1);
+		setenv("LOGNAME", ids->user, 1);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(keep); i++)
+		if (kept[i])
+			setenv(keep[i], kept[i], 1);
+	return 0;
+}
+
+/*
+ * Wait for @pid, reading its stderr from @errfd into @msg and its result
+ * line from @resfd into @res, until @deadline (mc_now()).  At the
+ * deadline its process group is killed.
+ * Return: its exit status; -ETIMEDOUT if it had to be killed.
+ */
+int job__wait_child(pid_t pid, int errfd, int resfd, double deadline, char *msg,
+		    size_t mcap, char *res, size_t rcap)
+{
+	struct pollfd p[2] = { { .fd = errfd, .events = POLLIN },
+			       { .fd = resfd, .events = POLLIN } };
+	char *buf[2] = { msg, res };
+	size_t len[2] = { 0, 0 }, cap[2] = { mcap, rcap };
+	int status, nopen = (errfd >= 0) + (resfd >= 0);
+	bool late = false;
+
+	msg[0] = res[0] = '\0';
+	while (nopen && !(late = mc_now() >= deadline)) {
+		double left = deadline - mc_now();
+
+		if (poll(p, 2, left > 0.2 ? 200 : (int)(left * 1000) + 1) < 0 &&
+		    errno != EINTR)
+			break;
+		for (int i = 0; i < 2; i++) {
+			char tmp[512];
+			ssize_t n;
+
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			n = read(p[i].fd, tmp, sizeof(tmp));
+			if (n <= 0) {
+				p[i].fd = -1;
+				nopen--;
+				continue;
+			}
+			if (len[i] + 1 < cap[i]) {
+				size_t k = MIN((size_t)n, cap[i] - 1 - len[i]);
+
+				memcpy(buf[i] + len[i], tmp, k);
+				len[i] += k;
+				buf[i][len[i]] = '\0';
+			}
+		}
+	}
+	while (!late) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid)
+			return WIFEXITED(status) ? WEXITSTATUS(status) :
+						   128 + WTERMSIG(status);
+		if (r < 0 && errno != EINTR)
+			return -ECHILD;
+		late = mc_now() >= deadline;
+		if (!late)
+			mc_sleep_ms(10);
+	}
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+	for (double end = mc_now() + KILL_GRACE_S; mc_now() < end;) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			break;
+		mc_sleep_ms(10);
+	}
+	return -ETIMEDOUT;
+}
+
+void job__child_stdio(int errfd)
+{
+	int nul = open("/dev/null", O_RDWR);
+
+	dup2(nul, 0);
+	dup2(nul, 1);
+	dup2(errfd >= 0 ? errfd : nul, 2);
+	if (nul > 2)
+		close(nul);
 }

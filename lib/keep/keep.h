@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * This file declares keeping a staged copy between mounts: the wire
- * format between a daemon (or mountctl) and the keeper, the identity of
- * an image, and the keeper's logic (which copies it holds, for whom, and
- * which it drops).  The keeper is a small root server (mountctl keeper)
- * that holds the memfds of staged copies (lib/stage, struct
- * stage_backing) once their mount ends, so that the user's next mount of
- * the same image starts staged.  See docs/design.md, "Keeping a staged
- * copy".
+ * format between a daemon (or mountctl) and the keeper, its clients, the
+ * identity of an image, and the keeper's logic (which copies it holds,
+ * for whom, and which it drops).  The keeper is a small root server
+ * (mountctl keeper, slurm/keep_srv.c) that holds the memfds of staged
+ * copies (lib/stage, struct stage_backing) once their mount ends, so
+ * that the user's next mount of the same image starts staged.  See
+ * docs/design.md, "Keeping a staged copy", and slurm/README.md for what
+ * the root side trusts.
  *
  * The transport is a SOCK_SEQPACKET Unix socket: one struct keep_msg a
  * message, a descriptor beside it where the request or answer says.  The
@@ -26,13 +27,21 @@
 #define KEEP_NAME_MAX 256 /* bytes of an image name, with its NUL */
 /* Seconds a GET answered NONE holds back the same user's GETs of the
  * same image for its PUT (a daemon PUTs within milliseconds): less than a
- * daemon waits for an answer (5, daemon/keep.c), with the keeper's
+ * daemon waits for an answer (KEEP_BUDGET_MS), with the keeper's
  * once-a-second check and whole seconds counted. */
 #define KEEP_RESERVE_S 3
+/* What a client waits for the keeper, connect included: it answers at
+ * once or is stuck, and a stuck keeper must cost a job nothing but its
+ * keeping. */
+#define KEEP_BUDGET_MS 5000
+/* Copies of one user (but root's), kept and in use together: a node runs
+ * a few mounts per user. */
+#define KEEP_USER_COPIES 64
 
 enum keep_op {
 	/* requests */
-	KEEP_GET = 1, /* fd: the image; a: the range's offset in it, b: its
+	KEEP_GET = 1, /* fd: the image (a regular file, opened for
+			 reading); a: the range's offset in it, b: its
 			 size; name: for display.  Answer COPY (kept, or in
 			 use by the user's other mounts of it: shared) or
 			 NONE; while another GET of the user's answered
@@ -47,40 +56,65 @@ enum keep_op {
 	/* answers */
 	KEEP_COPY, /* fd: the copy; a: its complete bytes */
 	KEEP_NONE, /* no copy: make one and PUT it */
-	KEEP_ENTRY, /* one copy: uid, a: bytes, b: complete bytes, c: last
-		       use (seconds since the epoch), in_use, partial (fewer
-		       bytes complete than its range), name */
+	KEEP_ENTRY, /* one copy: uid, a: bytes it holds in memory, b:
+		       complete bytes, c: last use (seconds since the
+		       epoch), d: bytes of its range, in_use: connections
+		       using it, flags (KEEP_F_*), name */
 	KEEP_DONE, /* status: 0 or -errno */
+	KEEP_PING, /* request: answered DONE, status 0, a: bytes the
+		      copies not in use hold */
 };
+
+/* KEEP_ENTRY's flags. */
+#define KEEP_F_PARTIAL 1u /* fewer bytes complete than its range */
+#define KEEP_F_INCONSISTENT 2u /* its trailer does not check */
+#define KEEP_F_USED \
+	4u /* a live daemon of its user serves a mount
+			  from it (slurm/keep_srv.c checks) */
 
 struct keep_msg {
 	uint32_t magic; /* KEEP_MAGIC */
 	uint32_t op; /* enum keep_op */
 	int32_t status; /* answers: 0 or -errno */
-	uint32_t in_use; /* ENTRY: the copy is used by a mount */
-	uint64_t a, b, c; /* as enum keep_op says */
+	uint32_t in_use; /* ENTRY: connections using the copy */
+	uint64_t a, b, c, d; /* as enum keep_op says */
 	uint32_t uid; /* ENTRY: the owner */
-	uint32_t partial; /* ENTRY: as enum keep_op says; else 0 */
+	uint32_t flags; /* ENTRY: KEEP_F_*; else 0 */
 	char name[KEEP_NAME_MAX]; /* NUL-terminated */
 };
 
-/* What a copy is of: the image file as fstat() tells it, and the range. */
+/* What a copy is of: the image file as fstat() tells it, the range, and
+ * the pid namespace of the mounts sharing it (their claims on its chunks
+ * name pids: lib/stage/backing.c). */
 struct keep_key {
 	uint64_t dev, ino, size; /* the file */
 	int64_t mtime_sec, mtime_nsec; /* a user can set these */
 	int64_t ctime_sec, ctime_nsec; /* and cannot set these */
 	uint64_t offset; /* where the range starts in it */
+	uint64_t pidns; /* inode of the mounting process's pid namespace */
 };
 
 /**
  * keep_key_of() - The identity of an image.
  * @sb: fstat() of a descriptor of it
  * @offset: where the staged range starts in the file
+ * @pidns: the inode of the pid namespace of the process that mounts it
+ *         (keep_pidns())
  * @out: filled in (every byte: it is compared as bytes)
  *
  * Context: any thread; cannot fail.
  */
-void keep_key_of(const struct stat *sb, uint64_t offset, struct keep_key *out);
+void keep_key_of(const struct stat *sb, uint64_t offset, uint64_t pidns,
+		 struct keep_key *out);
+
+/**
+ * keep_pidns() - The inode of a process's pid namespace.
+ * @pid: the process, 0 for the caller
+ *
+ * Return: the inode; 0 if it cannot be told (no /proc).
+ * Context: any thread; reads /proc only.
+ */
+uint64_t keep_pidns(pid_t pid);
 
 /**
  * keep_send() - Send one message, and a descriptor with it.
@@ -88,7 +122,8 @@ void keep_key_of(const struct stat *sb, uint64_t offset, struct keep_key *out);
  * @m: the message (magic is set here)
  * @fd: the descriptor to pass, or -1
  *
- * Return: 0 or -errno.  Context: any thread.
+ * Return: 0 or -errno (-EAGAIN on a non-blocking socket that is full).
+ * Context: any thread.
  */
 int keep_send(int sock, struct keep_msg *m, int fd);
 
@@ -98,54 +133,174 @@ int keep_send(int sock, struct keep_msg *m, int fd);
  * @m: filled in; its name is NUL-terminated
  * @fd: set to the descriptor passed (close-on-exec), or -1
  *
+ * At most one descriptor is taken: the kernel drops any others of the
+ * message without installing them (so without a close() that a user's
+ * file system could make wait).  Nothing is closed here: *@fd is set
+ * even for a message refused, and the caller disposes of it.
+ *
  * Return: 0; -ECONNRESET when the peer closed; -EBADMSG for a message of
- * the wrong size or magic (a descriptor that came with it is closed);
- * -errno.  Context: any thread.
+ * the wrong size or magic; -errno.  Context: any thread.
  */
 int keep_recv(int sock, struct keep_msg *m, int *fd);
 
+struct ucred;
+
 /**
- * keep_connect() - Connect to the keeper.
+ * keep_recv_from() - keep_recv(), and who sent the message.
+ * @sock: a SOCK_SEQPACKET socket with SO_PASSCRED set
+ * @m: as keep_recv()
+ * @fd: as keep_recv()
+ * @cr: set to the sending process's credentials, as the kernel tells them
+ *      (pid 0 if it did not)
+ *
+ * The sender of a message may be another process than the one that
+ * connected (SO_PEERCRED): a daemon connects, then detaches into a child.
+ *
+ * Return: as keep_recv().  Context: any thread.
+ */
+int keep_recv_from(int sock, struct keep_msg *m, int *fd, struct ucred *cr);
+
+/**
+ * keep_connect() - Connect to the keeper, within a time budget.
  * @path: its socket
+ * @budget_ms: how long connect() may wait (a full backlog); the socket's
+ *             send and receive timeouts are set to it too
  * @out: set to the connection
  *
  * Only a socket that root owns is used: a keeper run by anyone else would
  * be given the user's images.
  *
  * Return: 0; -ENOENT if no keeper listens; -EPERM if the socket is not
- * root's; -errno.  Context: any thread.
+ * root's; -ETIMEDOUT; -errno.  Context: any thread.
  */
-int keep_connect(const char *path, int *out);
+int keep_connect(const char *path, int budget_ms, int *out);
 
-/* The keeper's logic (keeper.c), without its sockets' setup and loop. */
+/**
+ * keep_ask() - One request to the keeper answered DONE, within a budget.
+ * @path: the keeper's socket (NULL: KEEP_SOCKET)
+ * @op: KEEP_FORGET, KEEP_EVICT or KEEP_PING
+ * @name: for FORGET, or NULL
+ * @a: for EVICT
+ * @budget_ms: for all of it, connect included
+ * @out: the answer's a, or NULL
+ *
+ * Return: its status; -ETIMEDOUT if the keeper did not answer in time;
+ * -errno.  Context: any thread.
+ */
+int keep_ask(const char *path, int op, const char *name, uint64_t a,
+	     int budget_ms, uint64_t *out);
+
+/**
+ * keep_list() - The copies the keeper holds that the caller may see
+ * (root: all), within a budget.
+ * @path: the keeper's socket (NULL: KEEP_SOCKET)
+ * @budget_ms: for all of it
+ * @fn: called for each ENTRY
+ * @arg: passed to @fn
+ *
+ * Return: 0 once DONE came; -ETIMEDOUT; -errno.  Context: any thread.
+ */
+int keep_list(const char *path, int budget_ms,
+	      void (*fn)(void *arg, const struct keep_msg *e), void *arg);
+
+/**
+ * keep_name_print() - An image name made fit to print on one line: C0
+ * and C1 control characters (U+0000-U+001F, U+007F-U+009F) and bytes
+ * that are not UTF-8 become '?'.
+ * @dst: KEEP_NAME_MAX bytes
+ * @src: a NUL-terminated name, at most KEEP_NAME_MAX bytes with its NUL
+ *
+ * Context: any thread; cannot fail.
+ */
+void keep_name_print(char *dst, const char *src);
+
+/**
+ * keep_dir_open() - Open the directory of a keeper socket, checked: a
+ * directory of root's that nobody else may write to, opened without
+ * following a symlink, made (root's, 0755) if @create and missing.
+ * @sock: the socket's path (absolute)
+ * @create: make the directory if missing
+ * @name: set to the socket's name in it (points into @sock)
+ *
+ * The keeper binds and the Prolog locks through this descriptor, so that
+ * what was checked is what is used.
+ *
+ * Return: the descriptor, or -errno (-EPERM: not root's alone; -EINVAL:
+ * not an absolute path with a directory).  Context: any thread.
+ */
+int keep_dir_open(const char *sock, bool create, const char **name);
+
+/* The keeper's logic (keeper.c), without its sockets, threads and checks
+ * of the peers (slurm/keep_srv.c). */
 struct keeper;
+
+struct keeper_opts {
+	uint64_t budget; /* bytes kept copies may hold, all users together */
+	unsigned int user_copies; /* of one user but root; 0: the default */
+	unsigned int max_copies; /* of all users together; 0: no cap */
+	/* The monotonic clock in milliseconds (tests give their own);
+	 * NULL: CLOCK_MONOTONIC. */
+	int64_t (*now_ms)(void *arg);
+	void *clock_arg;
+};
 
 /**
  * keeper_new() - A keeper with no copies.
- * @budget: bytes of kept copies (not in use) of all users together
+ * @o: its budget and limits
  * @out: set to the keeper
  *
  * Return: 0; -ENOMEM.  Context: one thread uses a keeper.
  */
-int keeper_new(uint64_t budget, struct keeper **out);
+int keeper_new(const struct keeper_opts *o, struct keeper **out);
 
 /* Drop every copy; @k may be NULL. */
 void keeper_free(struct keeper *k);
 
 /**
- * keeper_request() - Answer one request.
+ * keeper_open() - A connection came.
  * @k: keeper
- * @conn: the connection it came on (answers go there; a copy given or put
- *        is in use until keeper_closed(@conn))
+ * @conn: its id (the server's socket descriptor)
  * @uid: its user, from the kernel (SO_PEERCRED)
- * @m: the request
- * @fd: the descriptor that came with it, or -1; the keeper owns it
+ * @pidns: its peer's pid namespace (keep_pidns())
  *
- * Return: 0, or -errno if the answer could not be sent (close @conn).
+ * Return: 0; -ENOMEM.  Context: the keeper's thread.
+ */
+int keeper_open(struct keeper *k, int conn, uid_t uid, uint64_t pidns);
+
+/**
+ * keeper_request() - Answer one request of @conn: the answers are queued
+ * on it (keeper_answer_next()), and on other connections where it
+ * answers their waiting GETs.
+ * @k: keeper
+ * @conn: the connection it came on (a copy given or put is in use by it
+ *        until keeper_closed(@conn))
+ * @m: the request
+ * @image: GET: fstat() of the image descriptor that came with it, taken
+ *         where no user can make the keeper wait; else NULL
+ * @fd: PUT: the copy, a descriptor proven to be shmem (F_GET_SEALS), the
+ *      keeper's from now on; else -1
+ *
+ * Return: 0; -ENOMEM if nothing could be answered (close @conn).
  * Context: the keeper's thread.
  */
-int keeper_request(struct keeper *k, int conn, uid_t uid,
-		   const struct keep_msg *m, int fd);
+int keeper_request(struct keeper *k, int conn, const struct keep_msg *m,
+		   const struct stat *image, int fd);
+
+/**
+ * keeper_answer_next() - The next answer queued for @conn.
+ * @k: keeper
+ * @conn: the connection
+ * @m: set to the answer
+ * @fd: set to the descriptor to pass with it, or -1 (the keeper's, open
+ *      until keeper_answer_sent())
+ *
+ * Return: false if none is queued.  Context: the keeper's thread.
+ */
+bool keeper_answer_next(struct keeper *k, int conn, struct keep_msg *m,
+			int *fd);
+
+/* The answer keeper_answer_next() gave was sent: drop it. */
+void keeper_answer_sent(struct keeper *k, int conn);
 
 /**
  * keeper_closed() - A connection closed: its copy is kept, or dropped if
@@ -158,26 +313,43 @@ int keeper_request(struct keeper *k, int conn, uid_t uid,
 void keeper_closed(struct keeper *k, int conn);
 
 /**
- * keeper_expire() - Drop the reservations of GETs answered NONE longer
- * than KEEP_RESERVE_S ago without a PUT: the GETs waiting for them are
- * answered NONE.
- * @k: keeper
- *
- * Context: the keeper's thread, once a second (and at each request).
+ * keeper_copy_fd() - The copy @conn uses, for the server's check that
+ * its peer holds it.
+ * Return: the keeper's descriptor of it, or -1.  Context: the keeper's
+ * thread.
  */
-void keeper_expire(struct keeper *k);
+int keeper_copy_fd(struct keeper *k, int conn);
 
 /**
- * keeper_evict() - Drop kept copies, least recently used first.
+ * keeper_set_used() - Whether @conn's peer is a live daemon that holds
+ * the copy it uses (the server checks it).  A copy no such connection
+ * uses counts against the budget and may be dropped, as a kept one.
+ * Context: the keeper's thread.
+ */
+void keeper_set_used(struct keeper *k, int conn, bool used);
+
+/**
+ * keeper_tick() - Once a second: drop the reservations of GETs answered
+ * NONE longer than KEEP_RESERVE_S ago without a PUT (their waiters are
+ * answered NONE), measure what each copy holds, and keep the copies not
+ * in use within the budget.
+ * Context: the keeper's thread.
+ */
+void keeper_tick(struct keeper *k);
+
+/**
+ * keeper_evict() - Drop copies not in use until @bytes are freed, or none
+ * is left: each time the least recently used copy of the user whose
+ * copies not in use hold the most bytes.
  * @k: keeper
- * @bytes: until this many bytes are freed, or none is left
+ * @bytes: until this many bytes are freed
  *
  * Return: the bytes freed.  Context: the keeper's thread.
  */
 uint64_t keeper_evict(struct keeper *k, uint64_t bytes);
 
 /**
- * keeper_kept() - Bytes of kept copies (not in use), and how many copies
+ * keeper_kept() - Bytes held by copies not in use, and how many copies
  * there are in all.
  * @k: keeper
  * @copies: set to the number of copies, in use or not, or NULL

@@ -3,10 +3,20 @@
  * This file implements the keeper's logic (keep.h): the copies it holds,
  * each of one user and one image identity, in use by the connections of
  * that user's mounts of it (one copy for all: the stages share it) or
- * kept; the requests; and the budget of kept copies, least recently used
- * dropped first, whole copies, never one in use.  The caller owns the
- * sockets and tells who is asking (SO_PEERCRED); nothing here trusts a
- * field of a request for that.
+ * kept; the requests; and the budget.  The server (slurm/keep_srv.c)
+ * owns the sockets, tells who is asking (SO_PEERCRED), takes every look
+ * at a user's descriptor that a user could make wait off this thread,
+ * and says which connections' peers are live daemons that hold their
+ * copy (keeper_set_used()).  Nothing here trusts a field of a request for
+ * who asks, and nothing here sends: answers are queued per connection.
+ *
+ * Memory.  A copy costs what its memfd holds (st_blocks), measured at
+ * PUT and once a second: the sealed size says nothing (a sparse copy).  A
+ * copy no checked connection uses counts against the budget, whether or
+ * not a connection holds it; when the copies not in use hold more than
+ * the budget, the user whose copies not in use hold the most loses the
+ * least recently used of them, again until they fit: no user can push
+ * another's copies out unless that user holds more.
  */
 #define LOG_MOD "keeper"
 
@@ -22,49 +32,73 @@
 #include "util/err.h"
 #include "util/log.h"
 
+/* One answer queued on a connection. */
+struct answer {
+	struct answer *next;
+	struct keep_msg m;
+	int fd; /* a dup of the copy's memfd to pass, or -1 */
+};
+
 struct copy {
 	struct copy *next;
 	uid_t uid; /* whose */
 	struct keep_key key; /* of what */
-	char name[KEEP_NAME_MAX]; /* for display */
+	char name[KEEP_NAME_MAX]; /* for display, fit to print */
 	int fd; /* the memfd */
-	uint64_t bytes; /* its size (sealed) */
-	unsigned int users; /* connections using it; 0: kept */
-	bool forgotten; /* drop it once its connection closes */
+	uint64_t held; /* bytes its memfd holds (st_blocks), measured */
+	uint64_t range; /* bytes of its range (its trailer) */
+	unsigned int conns; /* connections using it; 0: kept */
+	unsigned int used; /* of those, checked: a live daemon holds it */
+	bool forgotten; /* drop it once its connections close */
 	uint64_t seq; /* of its last use: the least is dropped first */
 	int64_t last_use; /* seconds since the epoch */
 };
 
-/* A connection that asked for a copy. */
+/* A connection. */
 struct conn {
 	struct conn *next;
-	int fd; /* the socket */
+	int id; /* the server's socket */
 	uid_t uid; /* its peer */
+	uint64_t pidns; /* its peer's pid namespace */
 	bool pending; /* answered NONE: a PUT may follow */
 	bool reserved; /* pending, and other GETs of key wait for its PUT */
 	bool waiting; /* a GET of key not answered yet: it waits for the
 			 PUT of the connection that reserved key */
-	int64_t reserved_at; /* CLOCK_MONOTONIC seconds, when reserved */
+	bool used; /* the server found its peer holding its copy */
+	int64_t reserved_at; /* keeper clock, ms, when reserved */
 	struct keep_key key; /* what was asked for */
 	uint64_t file_size; /* of the image, at the GET */
-	char name[KEEP_NAME_MAX]; /* as asked */
+	char name[KEEP_NAME_MAX]; /* as asked, fit to print */
 	struct copy *copy; /* in use, or NULL */
+	struct answer *out, **out_tail; /* queued answers */
 };
 
 struct keeper {
-	uint64_t budget; /* bytes of kept copies */
+	struct keeper_opts o;
 	struct copy *copies;
 	struct conn *conns;
 	uint64_t seq; /* uses so far */
 };
 
-int keeper_new(uint64_t budget, struct keeper **out)
+static int64_t now_ms(const struct keeper *k)
+{
+	struct timespec ts;
+
+	if (k->o.now_ms)
+		return k->o.now_ms(k->o.clock_arg);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int keeper_new(const struct keeper_opts *o, struct keeper **out)
 {
 	struct keeper *k = calloc(1, sizeof(*k));
 
 	if (!k)
 		return -ENOMEM;
-	k->budget = budget;
+	k->o = *o;
+	if (!k->o.user_copies)
+		k->o.user_copies = KEEP_USER_COPIES;
 	*out = k;
 	return 0;
 }
@@ -77,40 +111,127 @@ static void drop_copy(struct keeper *k, struct copy *c)
 			break;
 		}
 	}
+	/* A connection still holding it (not a checked daemon: see
+	 * pick_victim()) keeps nothing of it. */
+	for (struct conn *n = k->conns; n; n = n->next)
+		if (n->copy == c)
+			n->copy = NULL;
 	close(c->fd);
 	free(c);
+}
+
+static void drop_answers(struct conn *c)
+{
+	while (c->out) {
+		struct answer *a = c->out;
+
+		c->out = a->next;
+		if (a->fd >= 0)
+			close(a->fd);
+		free(a);
+	}
+	c->out_tail = &c->out;
 }
 
 void keeper_free(struct keeper *k)
 {
 	if (!k)
 		return;
-	while (k->copies)
-		drop_copy(k, k->copies);
 	while (k->conns) {
 		struct conn *c = k->conns;
 
 		k->conns = c->next;
+		drop_answers(c);
 		free(c);
 	}
+	while (k->copies)
+		drop_copy(k, k->copies);
 	free(k);
 }
 
-static struct conn *conn_of(struct keeper *k, int fd, uid_t uid)
+static struct conn *conn_of(struct keeper *k, int id)
 {
-	struct conn *c;
-
-	for (c = k->conns; c; c = c->next)
-		if (c->fd == fd)
+	for (struct conn *c = k->conns; c; c = c->next)
+		if (c->id == id)
 			return c;
-	c = calloc(1, sizeof(*c));
+	return NULL;
+}
+
+int keeper_open(struct keeper *k, int conn, uid_t uid, uint64_t pidns)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
 	if (!c)
-		return NULL;
-	c->fd = fd;
+		return -ENOMEM;
+	c->id = conn;
 	c->uid = uid;
+	c->pidns = pidns;
+	c->out_tail = &c->out;
 	c->next = k->conns;
 	k->conns = c;
-	return c;
+	return 0;
+}
+
+/* Queue @m (with a dup of @fd, if not -1) on @c.  Return: 0; -ENOMEM. */
+static int queue(struct conn *c, const struct keep_msg *m, int fd)
+{
+	struct answer *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	a->m = *m;
+	a->m.magic = KEEP_MAGIC;
+	a->fd = -1;
+	if (fd >= 0) {
+		a->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		if (a->fd < 0) {
+			free(a);
+			return -errno;
+		}
+	}
+	*c->out_tail = a;
+	c->out_tail = &a->next;
+	return 0;
+}
+
+static int answer(struct conn *c, uint32_t op, int status, uint64_t a, int fd)
+{
+	struct keep_msg m = { .op = op, .status = status, .a = a };
+
+	return queue(c, &m, fd);
+}
+
+bool keeper_answer_next(struct keeper *k, int conn, struct keep_msg *m, int *fd)
+{
+	struct conn *c = conn_of(k, conn);
+
+	if (!c || !c->out)
+		return false;
+	*m = c->out->m;
+	*fd = c->out->fd;
+	return true;
+}
+
+void keeper_answer_sent(struct keeper *k, int conn)
+{
+	struct conn *c = conn_of(k, conn);
+	struct answer *a;
+
+	if (!c || !c->out)
+		return;
+	a = c->out;
+	c->out = a->next;
+	if (!c->out)
+		c->out_tail = &c->out;
+	if (a->fd >= 0)
+		close(a->fd);
+	free(a);
+}
+
+/* Whether @p counts against the budget: no checked daemon uses it. */
+static bool evictable(const struct copy *p)
+{
+	return !p->used;
 }
 
 uint64_t keeper_kept(const struct keeper *k, unsigned int *copies)
@@ -119,97 +240,134 @@ uint64_t keeper_kept(const struct keeper *k, unsigned int *copies)
 	unsigned int n = 0;
 
 	for (const struct copy *c = k->copies; c; c = c->next, n++)
-		if (!c->users)
-			sum += c->bytes;
+		if (evictable(c))
+			sum += c->held;
 	if (copies)
 		*copies = n;
 	return sum;
 }
 
-/* The least recently used kept copy, or NULL. */
-static struct copy *lru_kept(struct keeper *k)
+/* Bytes the copies not in use of @uid hold. */
+static uint64_t kept_of(const struct keeper *k, uid_t uid)
+{
+	uint64_t sum = 0;
+
+	for (const struct copy *c = k->copies; c; c = c->next)
+		if (c->uid == uid && evictable(c))
+			sum += c->held;
+	return sum;
+}
+
+/* The copy to drop next: of the user whose copies not in use hold the
+ * most (on a tie, the one whose oldest is older), the least recently
+ * used; one no connection holds before one an unchecked connection
+ * holds.  NULL if every copy is in use.  @spare is not taken. */
+static struct copy *pick_victim(struct keeper *k, const struct copy *spare)
 {
 	struct copy *best = NULL;
+	uint64_t best_user = 0;
 
-	for (struct copy *c = k->copies; c; c = c->next)
-		if (!c->users && (!best || c->seq < best->seq))
+	for (struct copy *c = k->copies; c; c = c->next) {
+		uint64_t mine;
+
+		if (c == spare || !evictable(c))
+			continue;
+		mine = kept_of(k, c->uid);
+		if (!best || mine > best_user ||
+		    (mine == best_user &&
+		     ((!c->conns && best->conns) ||
+		      (!c->conns == !best->conns && c->seq < best->seq)))) {
 			best = c;
+			best_user = mine;
+		}
+	}
 	return best;
 }
 
-uint64_t keeper_evict(struct keeper *k, uint64_t bytes)
+static uint64_t evict_but(struct keeper *k, uint64_t bytes,
+			  const struct copy *spare)
 {
 	uint64_t freed = 0;
 	struct copy *c;
 
-	while (freed < bytes && (c = lru_kept(k))) {
-		freed += c->bytes;
-		log_info("dropping the kept copy of '%s' (uid %u)", c->name,
-			 (unsigned int)c->uid);
+	while (freed < bytes && (c = pick_victim(k, spare))) {
+		freed += c->held;
+		log_info("dropping the kept copy of '%s' (uid %u, %llu bytes)",
+			 c->name, (unsigned int)c->uid,
+			 (unsigned long long)c->held);
 		drop_copy(k, c);
 	}
 	return freed;
 }
 
-static int answer(int conn, uint32_t op, int status, uint64_t a, int fd)
+uint64_t keeper_evict(struct keeper *k, uint64_t bytes)
 {
-	struct keep_msg m = { .op = op, .status = status, .a = a };
-
-	return keep_send(conn, &m, fd);
+	return evict_but(k, bytes, NULL);
 }
 
-/* Bytes of @c's complete chunks (its trailer); *@range (if given): of the
- * range it holds. */
-static uint64_t complete_of(const struct copy *c, uint64_t *range)
+/* Keep what copies not in use hold within the budget; @spare (the copy
+ * just kept) goes last. */
+static void fit_budget(struct keeper *k, const struct copy *spare)
+{
+	uint64_t kept = keeper_kept(k, NULL);
+
+	if (kept > k->o.budget)
+		kept -= evict_but(k, kept - k->o.budget, spare);
+	if (spare && kept > k->o.budget)
+		evict_but(k, kept - k->o.budget, NULL);
+}
+
+/* Bytes @fd (a memfd) holds in memory. */
+static uint64_t held_of(int fd)
+{
+	struct stat sb;
+
+	if (fstat(fd, &sb))
+		return 0;
+	return (uint64_t)sb.st_blocks * 512;
+}
+
+/* Bytes of @c's complete chunks; *@range: of the range; *@flags:
+ * KEEP_F_PARTIAL and KEEP_F_INCONSISTENT.  The work is bounded by what
+ * the copy holds (stage_backing_check()). */
+static uint64_t complete_of(const struct copy *c, uint64_t *range,
+			    uint32_t *flags)
 {
 	uint64_t size = 0, complete = 0;
 
-	if (stage_backing_check(c->fd, &size, NULL, 0, &complete))
-		size = complete = 0;
-	if (range)
-		*range = size;
+	*flags = 0;
+	if (stage_backing_check(c->fd, &size, NULL, 0, &complete)) {
+		*flags = KEEP_F_INCONSISTENT;
+		size = c->range;
+		complete = 0;
+	}
+	if (complete < size)
+		*flags |= KEEP_F_PARTIAL;
+	*range = size;
 	return complete;
 }
 
-/* Drop @uid's kept copies of the image @c asked for that are of another
- * identity now (the same name, or the same file and offset). */
+/* Drop @c's user's kept copies of the image @c asked for that are of
+ * another identity now (the same name, or the same file and offset). */
 static void drop_changed(struct keeper *k, const struct conn *c)
 {
 	struct copy *p, *next;
 
 	for (p = k->copies; p; p = next) {
 		next = p->next;
-		if (p->uid != c->uid || p->users ||
+		if (p->uid != c->uid || p->conns ||
 		    !memcmp(&p->key, &c->key, sizeof(c->key)))
 			continue;
 		if (!strcmp(p->name, c->name) ||
 		    (p->key.dev == c->key.dev && p->key.ino == c->key.ino &&
-		     p->key.offset == c->key.offset)) {
+		     p->key.offset == c->key.offset &&
+		     p->key.pidns == c->key.pidns)) {
 			log_info(
 				"the image of the kept copy of '%s' (uid %u) changed; dropping it",
 				p->name, (unsigned int)p->uid);
 			drop_copy(k, p);
 		}
 	}
-}
-
-/* A name for display, shown to root by mountctl status: control
- * characters become '?'. */
-static void name_copy(char *dst, const char *src)
-{
-	for (size_t i = 0; i < KEEP_NAME_MAX; i++) {
-		unsigned char ch = (unsigned char)src[i];
-
-		dst[i] = ch && (ch < 0x20 || ch == 0x7f) ? '?' : (char)ch;
-	}
-}
-
-static int64_t now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec;
 }
 
 static bool same_ask(const struct conn *a, const struct conn *b)
@@ -227,15 +385,14 @@ static struct conn *reserver_of(struct keeper *k, const struct conn *c)
 	return NULL;
 }
 
-/* Answer @w, waiting, NONE; it holds the reservation if @reserve.  A
- * waiter that cannot be answered is left to its close. */
-static void answer_none(struct conn *w, bool reserve)
+/* Answer @w, waiting, NONE; it holds the reservation if @reserve. */
+static void answer_none(struct keeper *k, struct conn *w, bool reserve)
 {
 	w->waiting = false;
 	w->pending = true;
 	w->reserved = reserve;
-	w->reserved_at = now_s();
-	if (answer(w->fd, KEEP_NONE, 0, 0, -1))
+	w->reserved_at = now_ms(k);
+	if (answer(w, KEEP_NONE, 0, 0, -1))
 		w->pending = w->reserved = false;
 }
 
@@ -247,18 +404,19 @@ static void release(struct keeper *k, struct conn *r, bool all)
 	for (struct conn *w = k->conns; w; w = w->next) {
 		if (!w->waiting || !same_ask(w, r))
 			continue;
-		answer_none(w, !all);
+		answer_none(k, w, !all);
 		if (!all && w->reserved)
 			return;
 	}
 }
 
-void keeper_expire(struct keeper *k)
+static void expire(struct keeper *k)
 {
-	int64_t now = now_s();
+	int64_t now = now_ms(k);
 
 	for (struct conn *r = k->conns; r; r = r->next) {
-		if (!r->reserved || now - r->reserved_at < KEEP_RESERVE_S)
+		if (!r->reserved ||
+		    now - r->reserved_at < (int64_t)KEEP_RESERVE_S * 1000)
 			continue;
 		log_info(
 			"no copy of '%s' (uid %u) came in %d s; not waiting for it",
@@ -267,47 +425,59 @@ void keeper_expire(struct keeper *k)
 	}
 }
 
-/* GET: the copy of the image @fd for @c's user, kept or in use by the
+/* @c uses @p from now on. */
+static void attach(struct keeper *k, struct conn *c, struct copy *p)
+{
+	p->conns++;
+	p->seq = ++k->seq;
+	c->copy = p;
+	c->used = false; /* until the server checks its peer */
+	c->pending = false;
+}
+
+/* Answer COPY to @c, which uses @p now. */
+static int give(struct keeper *k, struct conn *c, struct copy *p)
+{
+	uint64_t range;
+	uint32_t flags;
+
+	attach(k, c, p);
+	return answer(c, KEEP_COPY, 0, complete_of(p, &range, &flags), p->fd);
+}
+
+/* GET: the copy of the image @sb for @c's user, kept or in use by the
  * user's other mounts of it (they share it), or NONE, which reserves the
  * copy for @c until it PUTs or closes: a GET of the same meanwhile waits
  * (is answered then), so that one mount makes the copy, not each. */
 static int on_get(struct keeper *k, struct conn *c, const struct keep_msg *m,
-		  int fd)
+		  const struct stat *sb)
 {
 	struct copy *p;
-	struct stat sb;
 
-	if (fd < 0 || c->copy || c->waiting)
-		return answer(c->fd, KEEP_DONE, fd < 0 ? -EBADF : -EBUSY, 0,
-			      -1);
-	/* The identity from the kernel, and proof the user can open the
-	 * image now. */
-	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode))
-		return answer(c->fd, KEEP_DONE, -EINVAL, 0, -1);
+	if (!sb)
+		return answer(c, KEEP_DONE, -EBADF, 0, -1);
+	if (c->copy || c->waiting)
+		return answer(c, KEEP_DONE, -EBUSY, 0, -1);
+	if (!S_ISREG(sb->st_mode))
+		return answer(c, KEEP_DONE, -EINVAL, 0, -1);
 	if (c->reserved)
 		release(k, c, false); /* asks anew */
-	keep_key_of(&sb, m->a, &c->key);
-	c->file_size = (uint64_t)sb.st_size;
-	name_copy(c->name, m->name);
+	keep_key_of(sb, m->a, c->pidns, &c->key);
+	c->file_size = (uint64_t)sb->st_size;
+	keep_name_print(c->name, m->name);
 	drop_changed(k, c);
-	for (p = k->copies; p; p = p->next) {
-		if (p->uid != c->uid || p->forgotten ||
-		    memcmp(&p->key, &c->key, sizeof(c->key)))
-			continue;
-		p->users++;
-		p->seq = ++k->seq;
-		c->copy = p;
-		c->pending = false;
-		return answer(c->fd, KEEP_COPY, 0, complete_of(p, NULL), p->fd);
-	}
+	for (p = k->copies; p; p = p->next)
+		if (p->uid == c->uid && !p->forgotten &&
+		    !memcmp(&p->key, &c->key, sizeof(c->key)))
+			return give(k, c, p);
 	if (reserver_of(k, c)) {
 		c->pending = false;
 		c->waiting = true; /* answered by the PUT, or the close */
 		return 0;
 	}
 	c->pending = c->reserved = true;
-	c->reserved_at = now_s();
-	return answer(c->fd, KEEP_NONE, 0, 0, -1);
+	c->reserved_at = now_ms(k);
+	return answer(c, KEEP_NONE, 0, 0, -1);
 }
 
 /* The new copy @p came: the GETs waiting for it are answered with it,
@@ -318,35 +488,76 @@ static void give_waiters(struct keeper *k, struct conn *c, struct copy *p)
 		if (!w->waiting || !same_ask(w, c))
 			continue;
 		w->waiting = false;
-		p->users++;
-		w->copy = p;
-		if (answer(w->fd, KEEP_COPY, 0, complete_of(p, NULL), p->fd)) {
-			p->users--; /* left to its close */
+		if (give(k, w, p)) {
+			p->conns--; /* left to its close */
 			w->copy = NULL;
 		}
 	}
 }
 
 /* Whether @fd is a copy fit to hold for @c: sealed so that it cannot
- * grow, of the image asked for, no larger than the image's copy can be.
- * Return: 0 or -errno; *@bytes set to its size. */
-static int check_put(const struct conn *c, int fd, uint64_t *bytes)
+ * grow, shrink or be sealed otherwise, of the image asked for, no larger
+ * than the image's copy can be.  Return: 0 or -errno; *@range set. */
+static int check_put(const struct conn *c, int fd, uint64_t *range)
 {
-	uint64_t range = 0;
-	struct stat sb;
+	const int need = F_SEAL_SEAL | F_SEAL_GROW | F_SEAL_SHRINK;
 	int seals, err;
 
+	*range = 0;
 	seals = fcntl(fd, F_GET_SEALS);
-	if (seals < 0 || (seals & (F_SEAL_GROW | F_SEAL_SHRINK)) !=
-				 (F_SEAL_GROW | F_SEAL_SHRINK))
+	if (seals < 0 || (seals & need) != need)
 		return -EINVAL;
-	err = stage_backing_check(fd, &range, &c->key, sizeof(c->key), NULL);
+	err = stage_backing_check(fd, range, &c->key, sizeof(c->key), NULL);
 	if (err)
 		return err;
 	if (c->key.offset > c->file_size ||
-	    range > c->file_size - c->key.offset || fstat(fd, &sb))
+	    *range > c->file_size - c->key.offset)
 		return -EINVAL;
-	*bytes = (uint64_t)sb.st_size;
+	return 0;
+}
+
+/* Copies of @uid. */
+static unsigned int copies_of(const struct keeper *k, uid_t uid)
+{
+	unsigned int n = 0;
+
+	for (const struct copy *c = k->copies; c; c = c->next)
+		n += c->uid == uid;
+	return n;
+}
+
+/* The least recently used copy of @uid that no connection uses, or NULL. */
+static struct copy *lru_unused_of(struct keeper *k, uid_t uid)
+{
+	struct copy *best = NULL;
+
+	for (struct copy *c = k->copies; c; c = c->next)
+		if (c->uid == uid && !c->conns && (!best || c->seq < best->seq))
+			best = c;
+	return best;
+}
+
+/* Room for one more copy of @uid: within the user's count (their least
+ * recently used copy that no connection uses goes) and the keeper's.
+ * Return: 0; -EDQUOT. */
+static int make_room(struct keeper *k, uid_t uid)
+{
+	unsigned int all;
+	struct copy *p;
+
+	if (uid != 0 && copies_of(k, uid) >= k->o.user_copies) {
+		p = lru_unused_of(k, uid);
+		if (!p)
+			return -EDQUOT;
+		drop_copy(k, p);
+	}
+	keeper_kept(k, &all);
+	if (k->o.max_copies && all >= k->o.max_copies) {
+		p = pick_victim(k, NULL);
+		if (!p)
+			return -EDQUOT;
+		drop_copy(k, p);
+	}
 	return 0;
 }
 
@@ -354,13 +565,16 @@ static int check_put(const struct conn *c, int fd, uint64_t *bytes)
 static int on_put(struct keeper *k, struct conn *c, int fd)
 {
 	struct copy *p;
-	uint64_t bytes;
+	uint64_t range;
 	int err;
 
-	if (fd < 0 || !c->pending)
-		return answer(c->fd, KEEP_DONE, fd < 0 ? -EBADF : -EPROTO, 0,
-			      -1);
-	err = check_put(c, fd, &bytes);
+	if (fd < 0 || !c->pending) {
+		err = fd < 0 ? -EBADF : -EPROTO;
+		goto out_close;
+	}
+	err = check_put(c, fd, &range);
+	if (!err)
+		err = make_room(k, c->uid);
 	if (err)
 		goto out_close;
 	p = calloc(1, sizeof(*p));
@@ -371,23 +585,24 @@ static int on_put(struct keeper *k, struct conn *c, int fd)
 	p->key = c->key;
 	memcpy(p->name, c->name, sizeof(p->name));
 	p->fd = fd;
-	p->bytes = bytes;
-	p->users = 1;
-	p->seq = ++k->seq;
+	p->held = held_of(fd);
+	p->range = range;
 	p->last_use = (int64_t)time(NULL);
 	p->next = k->copies;
 	k->copies = p;
-	c->copy = p;
-	c->pending = c->reserved = false;
-	err = answer(c->fd, KEEP_DONE, 0, 0, -1);
+	attach(k, c, p);
+	c->reserved = false;
+	err = answer(c, KEEP_DONE, 0, 0, -1);
 	give_waiters(k, c, p);
 	return err;
 
 out_close:
-	close(fd);
+	if (fd >= 0)
+		close(fd); /* proven shmem by the server: no user can stall it */
+	c->pending = false;
 	if (c->reserved)
 		release(k, c, false); /* a GET waiting makes the copy */
-	return answer(c->fd, KEEP_DONE, err, 0, -1);
+	return answer(c, KEEP_DONE, err, 0, -1);
 }
 
 static bool visible(const struct copy *p, uid_t uid)
@@ -402,111 +617,106 @@ static int on_list(struct keeper *k, struct conn *c)
 
 	for (struct copy *p = k->copies; p; p = p->next) {
 		struct keep_msg e = { .op = KEEP_ENTRY };
-		uint64_t range;
 
 		if (!visible(p, c->uid))
 			continue;
 		e.uid = (uint32_t)p->uid;
-		e.a = p->bytes;
-		e.b = complete_of(p, &range);
-		e.partial = e.b < range;
+		e.a = p->held;
+		e.b = complete_of(p, &e.d, &e.flags);
+		if (p->used)
+			e.flags |= KEEP_F_USED;
 		e.c = (uint64_t)p->last_use;
-		e.in_use = p->users != 0;
+		e.in_use = p->conns;
 		memcpy(e.name, p->name, sizeof(e.name));
-		err = keep_send(c->fd, &e, -1);
+		err = queue(c, &e, -1);
 		if (err)
 			return err;
 		n++;
 	}
-	return answer(c->fd, KEEP_DONE, 0, n, -1);
+	return answer(c, KEEP_DONE, 0, n, -1);
 }
 
 /* FORGET: drop the user's copies of one image (by name), or all; root's
- * of anyone.  One in use is dropped when its mount ends. */
+ * of anyone.  One in use is dropped when its mounts end. */
 static int on_forget(struct keeper *k, struct conn *c, const struct keep_msg *m)
 {
+	char name[KEEP_NAME_MAX];
 	struct copy *p, *next;
 	uint64_t n = 0;
 
+	keep_name_print(name, m->name);
 	for (p = k->copies; p; p = next) {
 		next = p->next;
-		if (!visible(p, c->uid) ||
-		    (m->name[0] && strcmp(p->name, m->name)))
+		if (!visible(p, c->uid) || (name[0] && strcmp(p->name, name)))
 			continue;
 		n++;
-		if (p->users)
+		if (p->conns)
 			p->forgotten = true;
 		else
 			drop_copy(k, p);
 	}
-	return answer(c->fd, KEEP_DONE, 0, n, -1);
+	return answer(c, KEEP_DONE, 0, n, -1);
 }
 
-int keeper_request(struct keeper *k, int conn, uid_t uid,
-		   const struct keep_msg *m, int fd)
+int keeper_request(struct keeper *k, int conn, const struct keep_msg *m,
+		   const struct stat *image, int fd)
 {
-	struct conn *c;
+	struct conn *c = conn_of(k, conn);
 
-	keeper_expire(k);
-	c = conn_of(k, conn, uid);
 	if (!c) {
 		if (fd >= 0)
 			close(fd);
-		return answer(conn, KEEP_DONE, -ENOMEM, 0, -1);
+		return -ENOENT;
 	}
-	if (m->op == KEEP_GET) {
-		int err = on_get(k, c, m, fd);
-
-		if (fd >= 0)
-			close(fd); /* the image: only fstat()ed */
-		return err;
-	}
+	expire(k);
 	if (m->op == KEEP_PUT)
 		return on_put(k, c, fd);
 	if (fd >= 0)
 		close(fd);
 	switch (m->op) {
+	case KEEP_GET:
+		return on_get(k, c, m, image);
 	case KEEP_LIST:
 		return on_list(k, c);
 	case KEEP_FORGET:
 		return on_forget(k, c, m);
+	case KEEP_PING:
+		return answer(c, KEEP_DONE, 0, keeper_kept(k, NULL), -1);
 	case KEEP_EVICT:
-		if (uid != 0)
-			return answer(conn, KEEP_DONE, -EPERM, 0, -1);
-		return answer(conn, KEEP_DONE, 0, keeper_evict(k, m->a), -1);
+		if (c->uid != 0)
+			return answer(c, KEEP_DONE, -EPERM, 0, -1);
+		return answer(c, KEEP_DONE, 0, keeper_evict(k, m->a), -1);
 	default:
-		return answer(conn, KEEP_DONE, -EOPNOTSUPP, 0, -1);
+		return answer(c, KEEP_DONE, -EOPNOTSUPP, 0, -1);
 	}
 }
 
-/* A mount of @p ended: once it was the last, keep @p within the budget,
- * or drop it. */
-static void keep_copy(struct keeper *k, struct copy *p)
+/* A connection using @p ended: once it was the last, keep @p within the
+ * budget, or drop it. */
+static void let_go(struct keeper *k, struct copy *p, bool used)
 {
 	struct copy *q, *next;
-	uint64_t kept;
 
-	if (--p->users)
+	p->conns--;
+	p->used -= used;
+	p->last_use = (int64_t)time(NULL);
+	if (p->conns)
 		return; /* still shared by another mount */
 	p->seq = ++k->seq;
-	p->last_use = (int64_t)time(NULL);
 	/* An older kept copy of the same goes (two mounts whose GETs both
 	 * came before either PUT made one each). */
 	for (q = k->copies; q; q = next) {
 		next = q->next;
-		if (q != p && !q->users && q->uid == p->uid &&
+		if (q != p && !q->conns && q->uid == p->uid &&
 		    !memcmp(&q->key, &p->key, sizeof(p->key)))
 			drop_copy(k, q);
 	}
-	if (p->forgotten || p->bytes > k->budget) {
+	p->held = held_of(p->fd);
+	if (p->forgotten || p->held > k->o.budget) {
 		drop_copy(k, p);
 		return;
 	}
-	p->users = 1; /* not evicted while making room */
-	kept = keeper_kept(k, NULL);
-	if (kept + p->bytes > k->budget)
-		keeper_evict(k, kept + p->bytes - k->budget);
-	p->users = 0;
+	fit_budget(k, p);
 }
 
 void keeper_closed(struct keeper *k, int conn)
@@ -514,14 +724,43 @@ void keeper_closed(struct keeper *k, int conn)
 	for (struct conn **pc = &k->conns; *pc; pc = &(*pc)->next) {
 		struct conn *c = *pc;
 
-		if (c->fd != conn)
+		if (c->id != conn)
 			continue;
 		*pc = c->next;
 		if (c->reserved)
 			release(k, c, false);
 		if (c->copy)
-			keep_copy(k, c->copy);
+			let_go(k, c->copy, c->used);
+		drop_answers(c);
 		free(c);
 		return;
 	}
+}
+
+int keeper_copy_fd(struct keeper *k, int conn)
+{
+	struct conn *c = conn_of(k, conn);
+
+	return c && c->copy ? c->copy->fd : -1;
+}
+
+void keeper_set_used(struct keeper *k, int conn, bool used)
+{
+	struct conn *c = conn_of(k, conn);
+
+	if (!c || !c->copy || c->used == used)
+		return;
+	c->used = used;
+	if (used)
+		c->copy->used++;
+	else
+		c->copy->used--;
+}
+
+void keeper_tick(struct keeper *k)
+{
+	expire(k);
+	for (struct copy *c = k->copies; c; c = c->next)
+		c->held = held_of(c->fd);
+	fit_budget(k, NULL);
 }

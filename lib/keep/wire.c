@@ -2,14 +2,17 @@
 /*
  * This file implements the keeper's wire format (keep.h): one struct
  * keep_msg a SOCK_SEQPACKET message with at most one descriptor beside it
- * (SCM_RIGHTS), connecting to the keeper's socket, and an image's
- * identity.
+ * (SCM_RIGHTS), connecting to the keeper's socket, its directory, an
+ * image's identity, and names fit to print.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -17,9 +20,10 @@
 
 /* The message is the wire format: its size is fixed (tests and other
  * clients build it by hand). */
-_Static_assert(sizeof(struct keep_msg) == 304, "struct keep_msg layout");
+_Static_assert(sizeof(struct keep_msg) == 312, "struct keep_msg layout");
 
-void keep_key_of(const struct stat *sb, uint64_t offset, struct keep_key *out)
+void keep_key_of(const struct stat *sb, uint64_t offset, uint64_t pidns,
+		 struct keep_key *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->dev = (uint64_t)sb->st_dev;
@@ -30,6 +34,20 @@ void keep_key_of(const struct stat *sb, uint64_t offset, struct keep_key *out)
 	out->ctime_sec = (int64_t)sb->st_ctim.tv_sec;
 	out->ctime_nsec = (int64_t)sb->st_ctim.tv_nsec;
 	out->offset = offset;
+	out->pidns = pidns;
+}
+
+uint64_t keep_pidns(pid_t pid)
+{
+	char path[40];
+	struct stat sb;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/ns/pid");
+	/* nsfs: nothing of a user's file systems is looked at. */
+	return stat(path, &sb) ? 0 : (uint64_t)sb.st_ino;
 }
 
 int keep_send(int sock, struct keep_msg *m, int fd)
@@ -63,78 +81,70 @@ int keep_send(int sock, struct keep_msg *m, int fd)
 	return n == (ssize_t)sizeof(*m) ? 0 : -EMSGSIZE;
 }
 
-/* The descriptors that came with @mh: the first in *@fd, the others
- * closed.  Return: how many came. */
-static int take_fds(struct msghdr *mh, int *fd)
+int keep_recv_from(int sock, struct keep_msg *m, int *fd, struct ucred *cr)
 {
-	int got = 0;
-
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
-		size_t n;
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < n; i++, got++) {
-			int f;
-
-			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(f));
-			if (*fd < 0)
-				*fd = f;
-			else
-				close(f);
-		}
-	}
-	return got;
-}
-
-int keep_recv(int sock, struct keep_msg *m, int *fd)
-{
+	/* Room for the sender's credentials (SO_PASSCRED) and for one
+	 * descriptor: the kernel drops any others of the message
+	 * (MSG_CTRUNC) without installing them, so without a close() that a
+	 * user's file system could make wait.  CMSG_LEN, not CMSG_SPACE,
+	 * for the descriptor: the padding of CMSG_SPACE would make room for
+	 * a second one on a 64-bit machine. */
 	union {
-		char buf[CMSG_SPACE(4 * sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(struct ucred)) +
+			 CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = { m, sizeof(*m) };
-	struct msghdr mh = { .msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof(u.buf) };
+	struct msghdr mh = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = u.buf,
+		.msg_controllen = (cr ? CMSG_SPACE(sizeof(struct ucred)) : 0) +
+				  CMSG_LEN(sizeof(int))
+	};
+	struct cmsghdr *c;
 	ssize_t n;
 
 	*fd = -1;
+	if (cr)
+		cr->pid = 0;
 	do
 		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
-	take_fds(&mh, fd);
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET)
+			continue;
+		if (c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(int)) && *fd < 0)
+			memcpy(fd, CMSG_DATA(c), sizeof(*fd));
+		else if (c->cmsg_type == SCM_CREDENTIALS && cr &&
+			 c->cmsg_len >= CMSG_LEN(sizeof(*cr)))
+			memcpy(cr, CMSG_DATA(c), sizeof(*cr));
+	}
 	if (n == 0)
-		goto out_bad_close;
+		return -ECONNRESET;
 	if (n != (ssize_t)sizeof(*m) || m->magic != KEEP_MAGIC ||
-	    mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
-		goto out_bad;
+	    mh.msg_flags & MSG_TRUNC)
+		return -EBADMSG;
 	m->name[KEEP_NAME_MAX - 1] = '\0';
 	return 0;
-
-out_bad_close:
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-	return -ECONNRESET;
-out_bad:
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-	return -EBADMSG;
 }
 
-int keep_connect(const char *path, int *out)
+int keep_recv(int sock, struct keep_msg *m, int *fd)
+{
+	return keep_recv_from(sock, m, fd, NULL);
+}
+
+int keep_connect(const char *path, int budget_ms, int *out)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { budget_ms / 1000, (budget_ms % 1000) * 1000 };
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
 	struct stat sb;
-	int s;
+	int s, err;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
@@ -146,10 +156,16 @@ int keep_connect(const char *path, int *out)
 	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return -errno;
+	/* A Unix socket's connect() waits on a full backlog as long as its
+	 * send timeout says. */
+	if (setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
+	    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
+		goto out_errno;
 	if (connect(s, (struct sockaddr *)&sa, sizeof(sa))) {
-		int err = -errno;
-
+		err = -errno;
 		close(s);
+		if (err == -EAGAIN || err == -EINPROGRESS)
+			return -ETIMEDOUT;
 		return err == -ECONNREFUSED ? -ENOENT : err;
 	}
 	/* And the process listening is root's. */
@@ -159,4 +175,81 @@ int keep_connect(const char *path, int *out)
 	}
 	*out = s;
 	return 0;
+
+out_errno:
+	err = -errno;
+	close(s);
+	return err;
+}
+
+/* Decode the UTF-8 sequence at @s (@n bytes left): its code point, and
+ * its length in *@len; -1 if it is not one. */
+static long utf8_at(const unsigned char *s, size_t n, size_t *len)
+{
+	static const long min[] = { 0, 0, 0x80, 0x800, 0x10000 };
+	size_t need = s[0] < 0x80	    ? 1 :
+		      (s[0] & 0xe0) == 0xc0 ? 2 :
+		      (s[0] & 0xf0) == 0xe0 ? 3 :
+		      (s[0] & 0xf8) == 0xf0 ? 4 :
+					      0;
+	long cp;
+
+	if (!need || need > n)
+		return -1;
+	cp = need == 1 ? s[0] : s[0] & (0x7f >> need);
+	for (size_t i = 1; i < need; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return -1;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if (cp < min[need] || cp > 0x10ffff || (cp >= 0xd800 && cp < 0xe000))
+		return -1;
+	*len = need;
+	return cp;
+}
+
+void keep_name_print(char *dst, const char *src)
+{
+	const unsigned char *s = (const unsigned char *)src;
+	size_t n = strnlen(src, KEEP_NAME_MAX - 1), i = 0, o = 0;
+
+	while (i < n) {
+		size_t len = 1;
+		long cp = utf8_at(s + i, n - i, &len);
+
+		if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+			dst[o++] = '?';
+			i += cp < 0 ? 1 : len;
+			continue;
+		}
+		memcpy(dst + o, s + i, len);
+		o += len;
+		i += len;
+	}
+	dst[o] = '\0';
+}
+
+int keep_dir_open(const char *sock, bool create, const char **name)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(sock, '/');
+	struct stat sb;
+	int d;
+
+	if (sock[0] != '/' || !slash || slash == sock || !slash[1] ||
+	    (size_t)(slash - sock) >= sizeof(dir))
+		return -EINVAL;
+	memcpy(dir, sock, (size_t)(slash - sock));
+	dir[slash - sock] = '\0';
+	if (create && mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	d = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (d < 0)
+		return -errno;
+	if (fstat(d, &sb) || sb.st_uid != 0 || (sb.st_mode & 0022)) {
+		close(d);
+		return -EPERM;
+	}
+	*name = slash + 1;
+	return d;
 }

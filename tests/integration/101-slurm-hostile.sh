@@ -868,7 +868,7 @@ EOP
     # Once the last job's daemon has let go of its copy (in use copies
     # are not the budget's), all kept copies together.
     _i=0
-    while "$T/bin/mountctl" status --kept --json --socket "$ks" | grep -q '"in_use": *true' &&
+    while "$T/bin/mountctl" status --kept --json --socket "$ks" | grep -q '"connections": *[1-9]' &&
         [ $_i -lt 100 ]; do
         _i=$((_i + 1))
         sleep 0.1

@@ -293,7 +293,7 @@ orphan=$((3900000 + $$ % 10000))
     --set keep_socket="$ks" --job 21 epilog
 i=0
 until [ "$("$MOUNTCTL" status --kept --socket "$ks" | grep -c "not in use\|kept")" -ge 2 ] &&
-    ! "$MOUNTCTL" status --kept --json --socket "$ks" | grep -q '"in_use": *true'; do
+    ! "$MOUNTCTL" status --kept --json --socket "$ks" | grep -q '"connections": *[1-9]'; do
     i=$((i + 1))
     [ $i -lt 250 ] || fail "the keeper holds no two copies: $("$MOUNTCTL" status --kept --socket "$ks")"
     sleep 0.02

@@ -63,7 +63,7 @@ else:
 # in use (the daemon's connection closed)
 wait_kept() {
     _wk_i=0
-    until [ "$(kept_field "$1" "$2" in_use)" = False ]; do
+    until [ "$(kept_field "$1" "$2" connections)" = 0 ]; do
         _wk_i=$((_wk_i + 1))
         [ $_wk_i -lt 250 ] || fail "no kept copy of $1 for uid $2: $(kept_json)"
         sleep 0.02
@@ -209,12 +209,12 @@ assert v and all(e["uid"] == int(sys.argv[1]) for e in v), v' "$uid_b" ||
     fail "user b sees copies that are not theirs"
 as $B "$MOUNTCTL" forget --all --socket "$K" >/dev/null || fail "user b cannot forget"
 [ "$(kept_field "$IMG" "$uid_b" bytes)" = none ] || fail "user b's copy survived forget"
-[ "$(kept_field "$IMG" "$uid_a" in_use)" = False ] || fail "user b's forget dropped user a's copy"
+[ "$(kept_field "$IMG" "$uid_a" connections)" = 0 ] || fail "user b's forget dropped user a's copy"
 # 70 connections of user b, each asking LIST (struct keep_msg: magic
-# "SQPK", op 3, then zeros to 304 bytes): 64 are answered.
+# "SQPK", op 3, then zeros to 312 bytes): 64 are answered.
 as $B "$PYTHON" - "$K" "$T/fake/conns" <<'PY' &
 import socket, struct, sys, time
-msg = struct.pack("<II", 0x4b505153, 3) + bytes(304 - 8)
+msg = struct.pack("<II", 0x4b505153, 3) + bytes(312 - 8)
 socks, answered = [], 0
 for i in range(70):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -240,7 +240,7 @@ until [ -s "$T/fake/conns" ]; do
     sleep 0.02
 done
 [ "$(cat "$T/fake/conns")" = 64 ] || fail "user b got $(cat "$T/fake/conns") connections answered, not 64"
-[ "$(kept_field "$IMG" "$uid_a" in_use)" = False ] || fail "root not served while user b holds connections"
+[ "$(kept_field "$IMG" "$uid_a" connections)" = 0 ] || fail "root not served while user b holds connections"
 kept_json $A >/dev/null || fail "user a not served while user b holds connections"
 
 note "(f) a daemon killed mid-stage: the next mount reads exactly the rest"
@@ -308,7 +308,7 @@ sqc_umount "$T/m3"
 wait_kept "$T/src3.sqfs" 0
 as $A "$MOUNTCTL" keeper --evict 1 --socket "$K" 2>/dev/null &&
     fail "a user may evict"
-[ "$(kept_field "$T/src3.sqfs" 0 in_use)" = False ] || fail "a user's evict dropped a copy"
+[ "$(kept_field "$T/src3.sqfs" 0 connections)" = 0 ] || fail "a user's evict dropped a copy"
 "$MOUNTCTL" keeper --evict 1 --socket "$K" >/dev/null || fail "root cannot evict"
 [ "$(kept_field "$T/src3.sqfs" 0 bytes)" = none ] || fail "evict left the copy: $(kept_json)"
 kill "$KPID"

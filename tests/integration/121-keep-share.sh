@@ -26,12 +26,15 @@ B=$TU_B
 
 start_keeper 1G
 
-# kept_count UID IN_USE: copies the keeper holds for UID with in_use
-# IN_USE (True/False)
+# kept_count UID USED [FIELD]: copies the keeper holds for UID that
+# mounts use (True: connections, or FIELD in_use: a live daemon that
+# holds it, as the keeper checks) or not (False)
 kept_count() {
     "$MOUNTCTL" status --kept --json --socket "$K" | "$PYTHON" -c 'import json, sys
+f = sys.argv[3]
 print(sum(1 for e in json.load(sys.stdin)
-          if e["uid"] == int(sys.argv[1]) and str(e["in_use"]) == sys.argv[2]))' "$1" "$2"
+          if e["uid"] == int(sys.argv[1]) and
+          str(bool(e[f])) == sys.argv[2]))' "$1" "$2" "${3:-connections}"
 }
 
 # mount_keep USER IMG MNT: mount as USER with -o keep
@@ -116,6 +119,14 @@ sys.exit(0 if r1 + r2 <= total + total // 100 + 192 else 1)' "$r1" "$r2" "$total
 note "(c) once all end: one copy kept per user"
 sqc_umount "$T/m1"
 [ "$(kept_count "$uid_a" True)" = 1 ] || fail "user a's copy not in use while mount 2 runs"
+# The keeper finds the daemon that holds it (looked at within a second of
+# its GET, then every 5 s): in use, outside the budget.
+_u_i=0
+until [ "$(kept_count "$uid_a" True in_use)" = 1 ]; do
+    _u_i=$((_u_i + 1))
+    [ $_u_i -lt 500 ] || fail "the keeper never found user a's daemon holding its copy: $("$MOUNTCTL" status --kept --json --socket "$K")"
+    sleep 0.02
+done
 as $A diff -r "$T/src" "$T/m2" || fail "mount 2 after mount 1 ended: files differ"
 sqc_umount "$T/m2"
 sqc_umount "$T/mb"

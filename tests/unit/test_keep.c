@@ -1,90 +1,154 @@
 // SPDX-License-Identifier: MIT
 /*
- * This file implements the unit tests of lib/keep over socketpairs,
- * without root: the wire format passes a message and a descriptor and
- * refuses a short message; the keeper gives a user back the copy of the
- * same image and nobody else's, drops a copy whose image changed, keeps
- * kept copies within its budget least recently used first, never drops
- * one in use, refuses an unsealed copy, and lets only root evict; two
- * mounts of one image by one user at once share one copy, kept once the
- * last ends, and another user's mount at the same time gets its own; a
- * second GET of theirs before the first mount's PUT waits for that copy
- * (or for NONE if that mount ends without one), another user's does not.
+ * This file implements the unit tests of lib/keep, without root and
+ * without the server: the wire format passes a message and one
+ * descriptor (more are dropped by the kernel) and hands back the
+ * descriptor of a message it refuses; the keeper gives a user back the
+ * copy of the same image and nobody else's, drops a copy whose image
+ * changed, keeps what copies not in use hold within its budget (bytes
+ * really held, so a sparse copy costs what it holds), drops from the
+ * user who holds the most first, never drops one a checked daemon uses
+ * and counts one no checked daemon uses against the budget, caps a
+ * user's copies, refuses a copy not sealed for good, lets only root
+ * evict; two mounts of one image by one user at once share one copy; a
+ * second GET before the first mount's PUT waits for that copy (or NONE),
+ * another user's does not; a reservation expires on the keeper's clock
+ * (the test's own); LIST answers any number of copies; names are fit to
+ * print.
  */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "keep/keep.h"
 #include "stage/stage.h"
 
 #define IMG_SIZE (1u << 20)
+#define MIB (1ull << 20)
 
+/* The keeper's clock: the tests move it. */
+static int64_t fake_now = 1000000;
+
+static int64_t test_clock(void *arg)
+{
+	(void)arg;
+	return fake_now;
+}
+
+static struct keeper *keeper_of(uint64_t budget, unsigned int user_copies)
+{
+	struct keeper_opts o = { .budget = budget,
+				 .user_copies = user_copies,
+				 .now_ms = test_clock };
+	struct keeper *k;
+
+	ck_assert_int_eq(keeper_new(&o, &k), 0);
+	return k;
+}
+
+/* A connection, as the server would register it. */
 struct cl {
-	int sv[2]; /* [0] the client's end, [1] the keeper's */
+	int id;
+	uid_t uid;
 };
 
-static void cl_open(struct cl *c)
+static void cl_open(struct keeper *k, struct cl *c, uid_t uid)
 {
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
-				    c->sv),
-			 0);
+	static int next_id = 100;
+
+	c->id = next_id++;
+	c->uid = uid;
+	ck_assert_int_eq(keeper_open(k, c->id, uid, 0), 0);
 }
 
 static void cl_close(struct keeper *k, struct cl *c)
 {
-	keeper_closed(k, c->sv[1]);
-	close(c->sv[0]);
-	close(c->sv[1]);
+	keeper_closed(k, c->id);
 }
 
-/* Send @m (with @fd) as @uid, have @k answer; the first answer in @ans and
- * its descriptor returned (or -1). */
-static int ask(struct keeper *k, struct cl *c, uid_t uid, struct keep_msg *m,
-	       int fd, struct keep_msg *ans)
+/* Take the next answer queued for @c.  Return: whether there was one;
+ * *@fd: a descriptor of the test's own passed with it, or -1. */
+static bool pop(struct keeper *k, const struct cl *c, struct keep_msg *m,
+		int *fd)
 {
-	struct keep_msg got;
-	int kfd, afd;
+	int kfd;
 
-	ck_assert_int_eq(keep_send(c->sv[0], m, fd), 0);
-	ck_assert_int_eq(keep_recv(c->sv[1], &got, &kfd), 0);
-	ck_assert_int_eq(keeper_request(k, c->sv[1], uid, &got, kfd), 0);
-	ck_assert_int_eq(keep_recv(c->sv[0], ans, &afd), 0);
-	return afd;
+	if (!keeper_answer_next(k, c->id, m, &kfd))
+		return false;
+	*fd = kfd >= 0 ? dup(kfd) : -1;
+	keeper_answer_sent(k, c->id);
+	return true;
 }
 
-static char *image_new(void)
+/* Ask @m on @c, the way the server does: a GET with fstat() of @img, a
+ * PUT with (a dup of) @copy.  Return: the first answer's descriptor. */
+static int ask(struct keeper *k, const struct cl *c, struct keep_msg *m,
+	       int img, int copy, struct keep_msg *ans)
+{
+	struct stat sb;
+	int fd;
+
+	if (m->op == KEEP_GET) {
+		ck_assert_int_eq(fstat(img, &sb), 0);
+		ck_assert_int_eq(keeper_request(k, c->id, m, &sb, -1), 0);
+	} else {
+		ck_assert_int_eq(keeper_request(k, c->id, m, NULL,
+						copy >= 0 ? dup(copy) : -1),
+				 0);
+	}
+	ck_assert(pop(k, c, ans, &fd));
+	return fd;
+}
+
+static char *image_new_of(uint64_t size)
 {
 	char *path = strdup("/tmp/test_keep.XXXXXX");
 	int fd = mkstemp(path);
 
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(ftruncate(fd, IMG_SIZE), 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)size), 0);
 	close(fd);
 	return path;
 }
 
-/* A mount of @path by @uid on @c: GET (with @name), and PUT a new copy
- * if NONE.  Return: 1 if a copy was given, 0 if one was made. */
-static int mount_on_named(struct keeper *k, struct cl *c, uid_t uid,
-			  const char *path, const char *name)
+static char *image_new(void)
 {
-	struct keep_msg m = { .op = KEEP_GET, .b = IMG_SIZE }, ans;
+	return image_new_of(IMG_SIZE);
+}
+
+/* Fill the range of the copy @fd with @bytes of data: what it holds. */
+static void fill(int fd, uint64_t bytes)
+{
+	static char buf[1 << 16];
+
+	memset(buf, 'x', sizeof(buf));
+	for (uint64_t at = 0; at < bytes; at += sizeof(buf))
+		ck_assert_int_eq(pwrite(fd, buf, sizeof(buf), (off_t)at),
+				 (ssize_t)sizeof(buf));
+}
+
+/* A mount of @path by @c: GET (named @name), and PUT a new copy of @size
+ * bytes holding @held of them if NONE.  Return: 1 if a copy was given, 0
+ * if one was made. */
+static int mount_full(struct keeper *k, struct cl *c, const char *path,
+		      const char *name, uint64_t size, uint64_t held)
+{
+	struct keep_msg m = { .op = KEEP_GET, .b = size }, ans;
 	struct keep_key key;
 	struct stat sb;
 	int img = open(path, O_RDONLY), copy;
 
 	ck_assert_int_ge(img, 0);
 	strcpy(m.name, name);
-	cl_open(c);
-	copy = ask(k, c, uid, &m, img, &ans);
+	copy = ask(k, c, &m, img, -1, &ans);
 	if (ans.op == KEEP_COPY) {
 		ck_assert_int_ge(copy, 0);
 		close(copy);
@@ -93,11 +157,12 @@ static int mount_on_named(struct keeper *k, struct cl *c, uid_t uid,
 	}
 	ck_assert_int_eq(ans.op, KEEP_NONE);
 	ck_assert_int_eq(fstat(img, &sb), 0);
-	keep_key_of(&sb, 0, &key);
-	ck_assert_int_eq(
-		stage_backing_new(IMG_SIZE, &key, sizeof(key), "t", &copy), 0);
+	keep_key_of(&sb, 0, 0, &key);
+	ck_assert_int_eq(stage_backing_new(size, &key, sizeof(key), "t", &copy),
+			 0);
+	fill(copy, held);
 	m = (struct keep_msg){ .op = KEEP_PUT };
-	ck_assert_int_eq(ask(k, c, uid, &m, copy, &ans), -1);
+	ck_assert_int_eq(ask(k, c, &m, -1, copy, &ans), -1);
 	ck_assert_int_eq(ans.op, KEEP_DONE);
 	ck_assert_int_eq(ans.status, 0);
 	close(copy);
@@ -105,15 +170,43 @@ static int mount_on_named(struct keeper *k, struct cl *c, uid_t uid,
 	return 0;
 }
 
+/* A mount by a new connection @c of @uid, its copy holding @held. */
+static int mount_held(struct keeper *k, struct cl *c, uid_t uid,
+		      const char *path, uint64_t held)
+{
+	struct stat sb;
+
+	ck_assert_int_eq(stat(path, &sb), 0);
+	cl_open(k, c, uid);
+	return mount_full(k, c, path, path, (uint64_t)sb.st_size, held);
+}
+
 static int mount_on(struct keeper *k, struct cl *c, uid_t uid, const char *path)
 {
-	return mount_on_named(k, c, uid, path, path);
+	return mount_held(k, c, uid, path, 0);
+}
+
+/* Bytes one copy of IMG_SIZE holding @held costs: the data and the
+ * trailer's page. */
+static uint64_t cost(uint64_t held)
+{
+	return held + 4096;
 }
 
 START_TEST(test_wire)
 {
 	struct keep_msg m = { .op = KEEP_GET, .a = 7 }, got;
-	int sv[2], fd;
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { &m, sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c;
+	int sv[2], fd, two[2], before, after;
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
 	strcpy(m.name, "img");
@@ -124,6 +217,28 @@ START_TEST(test_wire)
 	ck_assert_str_eq(got.name, "img");
 	ck_assert_uint_eq(got.a, 7);
 	close(fd);
+	/* Two descriptors: one is installed, the kernel drops the other. */
+	ck_assert_int_eq(pipe(two), 0);
+	memset(&u, 0, sizeof(u));
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+	memcpy(CMSG_DATA(c), two, sizeof(two));
+	m.magic = KEEP_MAGIC;
+	ck_assert_int_eq(sendmsg(sv[0], &mh, 0), (ssize_t)sizeof(m));
+	before = dup(0);
+	close(before);
+	ck_assert_int_eq(keep_recv(sv[1], &got, &fd), 0);
+	ck_assert_int_ge(fd, 0);
+	after = dup(0);
+	ck_assert_int_gt(after, fd); /* only one more descriptor */
+	ck_assert_int_eq(after, before + 1);
+	close(after);
+	close(fd);
+	close(two[0]);
+	close(two[1]);
+	/* A short message is refused, its descriptor handed back. */
 	ck_assert_int_eq(write(sv[0], "short", 5), 5);
 	ck_assert_int_eq(keep_recv(sv[1], &got, &fd), -EBADMSG);
 	ck_assert_int_eq(fd, -1);
@@ -138,16 +253,16 @@ END_TEST
 START_TEST(test_keep_uid_identity)
 {
 	char *path = image_new();
-	struct keeper *k;
+	struct keeper *k = keeper_of(1ull << 30, 0);
 	struct cl a, b;
 	unsigned int n;
 
-	ck_assert_int_eq(keeper_new(1ull << 30, &k), 0);
 	ck_assert_int_eq(mount_on(k, &a, 1000, path), 0);
+	keeper_set_used(k, a.id, true); /* the server found its daemon */
 	ck_assert_uint_eq(keeper_kept(k, &n), 0); /* in use */
 	ck_assert_uint_eq(n, 1);
 	cl_close(k, &a);
-	ck_assert_uint_eq(keeper_kept(k, NULL), stage_backing_size(IMG_SIZE));
+	ck_assert_uint_eq(keeper_kept(k, NULL), cost(0));
 	ck_assert_int_eq(mount_on(k, &b, 1001, path), 0); /* another user */
 	cl_close(k, &b);
 	ck_assert_int_eq(mount_on(k, &a, 1000, path), 1);
@@ -171,34 +286,36 @@ START_TEST(test_keep_uid_identity)
 }
 END_TEST
 
-/* A budget for one copy keeps the most recent; one in use is never
- * dropped; only root evicts. */
+/* A budget for one copy keeps the most recent; one a checked daemon uses
+ * is never dropped; only root evicts. */
 START_TEST(test_keep_budget)
 {
 	char *p1 = image_new(), *p2 = image_new();
 	struct keep_msg m = { .op = KEEP_EVICT, .a = 1 }, ans;
-	struct keeper *k;
+	struct keeper *k = keeper_of(cost(MIB / 2) + 1, 0);
 	struct cl a, b, c;
 	unsigned int n;
 
-	ck_assert_int_eq(keeper_new(stage_backing_size(IMG_SIZE) + 1, &k), 0);
-	ck_assert_int_eq(mount_on(k, &a, 1000, p1), 0);
-	ck_assert_int_eq(mount_on(k, &b, 1000, p2), 0);
+	ck_assert_int_eq(mount_held(k, &a, 1000, p1, MIB / 2), 0);
+	keeper_set_used(k, a.id, true);
+	ck_assert_int_eq(mount_held(k, &b, 1000, p2, MIB / 2), 0);
+	keeper_set_used(k, b.id, true);
 	cl_close(k, &a);
 	cl_close(k, &b);
 	keeper_kept(k, &n);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_int_eq(mount_on(k, &a, 1000, p2), 1); /* the recent one */
+	keeper_set_used(k, a.id, true);
 	ck_assert_uint_eq(keeper_evict(k, UINT64_MAX), 0); /* in use */
 	cl_close(k, &a);
-	cl_open(&c);
-	ck_assert_int_eq(ask(k, &c, 1000, &m, -1, &ans), -1);
+	cl_open(k, &c, 1000);
+	ck_assert_int_eq(ask(k, &c, &m, -1, -1, &ans), -1);
 	ck_assert_int_eq(ans.status, -EPERM);
 	cl_close(k, &c);
-	cl_open(&c);
-	ck_assert_int_eq(ask(k, &c, 0, &m, -1, &ans), -1);
+	cl_open(k, &c, 0);
+	ck_assert_int_eq(ask(k, &c, &m, -1, -1, &ans), -1);
 	ck_assert_int_eq(ans.status, 0);
-	ck_assert_uint_eq(ans.a, stage_backing_size(IMG_SIZE));
+	ck_assert_uint_eq(ans.a, cost(MIB / 2));
 	cl_close(k, &c);
 	keeper_kept(k, &n);
 	ck_assert_uint_eq(n, 0);
@@ -210,32 +327,193 @@ START_TEST(test_keep_budget)
 }
 END_TEST
 
+/* What a copy costs is what it holds: a sparse copy of a large image
+ * just under the budget costs its trailer's page and pushes no other
+ * copy out. */
+START_TEST(test_keep_held_bytes)
+{
+	char *big = image_new_of(64 * MIB), *small = image_new();
+	struct keeper *k = keeper_of(8 * MIB, 0);
+	struct keep_msg m = { .op = KEEP_LIST }, ans;
+	struct cl a, b, l;
+	unsigned int n;
+	int fd;
+
+	ck_assert_int_eq(mount_held(k, &b, 1001, small, MIB / 2), 0);
+	cl_close(k, &b);
+	ck_assert_int_eq(mount_held(k, &a, 1000, big, 0), 0);
+	cl_close(k, &a);
+	ck_assert_uint_eq(keeper_kept(k, &n), cost(MIB / 2) + 4096);
+	ck_assert_uint_eq(n, 2); /* the other user's copy stays */
+	cl_open(k, &l, 1000);
+	ck_assert_int_eq(ask(k, &l, &m, -1, -1, &ans), -1);
+	ck_assert_int_eq(ans.op, KEEP_ENTRY);
+	ck_assert_uint_eq(ans.a, 4096); /* bytes in memory */
+	ck_assert_uint_eq(ans.d, 64 * MIB); /* its range */
+	ck_assert(ans.flags & KEEP_F_PARTIAL);
+	ck_assert(!(ans.flags & KEEP_F_INCONSISTENT));
+	ck_assert(pop(k, &l, &ans, &fd));
+	ck_assert_int_eq(ans.op, KEEP_DONE);
+	cl_close(k, &l);
+	keeper_free(k);
+	unlink(big);
+	unlink(small);
+	free(big);
+	free(small);
+}
+END_TEST
+
+/* Over the budget, the user whose copies hold the most loses first: a
+ * user's new copy does not push out another user's older, smaller one. */
+START_TEST(test_keep_fair)
+{
+	char *p1 = image_new(), *p2 = image_new(), *p3 = image_new();
+	struct keeper *k = keeper_of(cost(MIB / 2) + cost(MIB / 4) + 1, 0);
+	struct keep_msg m = { .op = KEEP_LIST }, ans;
+	struct cl a, b, l;
+	int fd, seen_b = 0;
+
+	ck_assert_int_eq(mount_held(k, &b, 1001, p1, MIB / 8), 0);
+	cl_close(k, &b); /* b's, the oldest */
+	ck_assert_int_eq(mount_held(k, &a, 1000, p2, MIB / 2), 0);
+	cl_close(k, &a);
+	ck_assert_int_eq(mount_held(k, &a, 1000, p3, MIB / 4), 0);
+	cl_close(k, &a); /* over: a holds the most, a's oldest goes */
+	cl_open(k, &l, 0);
+	ck_assert_int_eq(ask(k, &l, &m, -1, -1, &ans), -1);
+	do {
+		if (ans.op != KEEP_ENTRY)
+			break;
+		seen_b += ans.uid == 1001;
+		ck_assert(strcmp(ans.name, p2)); /* a's oldest is gone */
+	} while (pop(k, &l, &ans, &fd));
+	ck_assert_int_eq(seen_b, 1);
+	cl_close(k, &l);
+	keeper_free(k);
+	unlink(p1);
+	unlink(p2);
+	unlink(p3);
+	free(p1);
+	free(p2);
+	free(p3);
+}
+END_TEST
+
+/* A copy whose connection's peer is no checked daemon counts against the
+ * budget and may be dropped; the connection then holds nothing. */
+START_TEST(test_keep_unchecked_use)
+{
+	char *p1 = image_new(), *p2 = image_new();
+	struct keeper *k = keeper_of(cost(MIB / 2) + 1, 0);
+	struct cl a, b;
+
+	ck_assert_int_eq(mount_held(k, &a, 1000, p1, MIB / 2), 0);
+	ck_assert_uint_eq(keeper_kept(k, NULL), cost(MIB / 2));
+	ck_assert_int_ge(keeper_copy_fd(k, a.id), 0);
+	keeper_set_used(k, a.id, true);
+	ck_assert_uint_eq(keeper_kept(k, NULL), 0);
+	keeper_set_used(k, a.id, false); /* the daemon let go of it */
+	ck_assert_uint_eq(keeper_kept(k, NULL), cost(MIB / 2));
+	ck_assert_int_eq(mount_held(k, &b, 1001, p2, MIB / 2), 0);
+	keeper_set_used(k, b.id, true);
+	cl_close(k, &b); /* kept: over the budget with a's */
+	ck_assert_int_eq(keeper_copy_fd(k, a.id), -1); /* a's dropped */
+	ck_assert_uint_eq(keeper_kept(k, NULL), cost(MIB / 2));
+	cl_close(k, &a);
+	keeper_free(k);
+	unlink(p1);
+	unlink(p2);
+	free(p1);
+	free(p2);
+}
+END_TEST
+
+/* A user has at most user_copies copies: the least recently used one no
+ * mount uses goes; with all in use, a PUT is refused.  Root has no cap. */
+START_TEST(test_keep_user_copies)
+{
+	char *p[4];
+	struct keep_msg m = { .op = KEEP_GET, .b = IMG_SIZE }, ans;
+	struct keeper *k = keeper_of(1ull << 30, 2);
+	struct cl c[4];
+	unsigned int n;
+	int img, copy;
+
+	for (int i = 0; i < 4; i++)
+		p[i] = image_new();
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(mount_on(k, &c[i], 1000, p[i]), 0);
+		cl_close(k, &c[i]);
+	}
+	keeper_kept(k, &n);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(mount_on(k, &c[0], 1000, p[1]), 1); /* kept */
+	ck_assert_int_eq(mount_on(k, &c[1], 1000, p[2]), 1); /* kept */
+	/* Both in use: no room for a third. */
+	cl_open(k, &c[2], 1000);
+	img = open(p[3], O_RDONLY);
+	ck_assert_int_eq(ask(k, &c[2], &m, img, -1, &ans), -1);
+	ck_assert_int_eq(ans.op, KEEP_NONE);
+	{
+		struct keep_key key;
+		struct stat sb;
+
+		ck_assert_int_eq(fstat(img, &sb), 0);
+		keep_key_of(&sb, 0, 0, &key);
+		ck_assert_int_eq(stage_backing_new(IMG_SIZE, &key, sizeof(key),
+						   "t", &copy),
+				 0);
+	}
+	m = (struct keep_msg){ .op = KEEP_PUT };
+	ck_assert_int_eq(ask(k, &c[2], &m, -1, copy, &ans), -1);
+	ck_assert_int_eq(ans.status, -EDQUOT);
+	close(copy);
+	close(img);
+	for (int i = 0; i < 3; i++)
+		cl_close(k, &c[i]);
+	/* Root: all four. */
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(mount_on(k, &c[0], 0, p[i]), 0);
+		cl_close(k, &c[0]);
+	}
+	keeper_kept(k, &n);
+	ck_assert_uint_eq(n, 6);
+	keeper_free(k);
+	for (int i = 0; i < 4; i++) {
+		unlink(p[i]);
+		free(p[i]);
+	}
+}
+END_TEST
+
 /* Two mounts of one image by one user at once share the copy; it is kept
  * when the last one ends.  Another user's mount meanwhile gets its own. */
 START_TEST(test_keep_share)
 {
 	char *path = image_new();
-	struct keeper *k;
+	struct keeper *k = keeper_of(1ull << 30, 0);
 	struct cl a, b, c;
 	unsigned int n;
 
-	ck_assert_int_eq(keeper_new(1ull << 30, &k), 0);
 	ck_assert_int_eq(mount_on(k, &a, 1000, path), 0);
 	ck_assert_int_eq(mount_on(k, &b, 1000, path), 1); /* a's, in use */
 	ck_assert_int_eq(mount_on(k, &c, 1001, path), 0); /* its own */
+	keeper_set_used(k, a.id, true);
+	keeper_set_used(k, b.id, true);
+	keeper_set_used(k, c.id, true);
 	ck_assert_uint_eq(keeper_kept(k, &n), 0);
 	ck_assert_uint_eq(n, 2);
 	cl_close(k, &a);
 	ck_assert_uint_eq(keeper_kept(k, NULL), 0); /* b still uses it */
 	cl_close(k, &b);
-	ck_assert_uint_eq(keeper_kept(k, &n), stage_backing_size(IMG_SIZE));
+	ck_assert_uint_eq(keeper_kept(k, &n), cost(0));
 	ck_assert_uint_eq(n, 2);
 	ck_assert_int_eq(mount_on(k, &a, 1000, path), 1); /* kept, given */
 	ck_assert_int_eq(mount_on(k, &b, 1000, path), 1); /* shared */
 	cl_close(k, &b);
 	cl_close(k, &c);
 	cl_close(k, &a);
-	ck_assert_uint_eq(keeper_kept(k, &n), 2 * stage_backing_size(IMG_SIZE));
+	ck_assert_uint_eq(keeper_kept(k, &n), 2 * cost(0));
 	ck_assert_uint_eq(n, 2);
 	keeper_free(k);
 	unlink(path);
@@ -243,32 +521,33 @@ START_TEST(test_keep_share)
 }
 END_TEST
 
-/* Open @c and send a GET of @path as @uid; the keeper takes it.  Return:
- * the image's descriptor. */
+/* Open @c and send a GET of @path as @uid.  Return: the image's
+ * descriptor. */
 static int get_sent(struct keeper *k, struct cl *c, uid_t uid, const char *path)
 {
-	struct keep_msg m = { .op = KEEP_GET, .b = IMG_SIZE }, got;
-	int img = open(path, O_RDONLY), kfd;
+	struct keep_msg m = { .op = KEEP_GET, .b = IMG_SIZE };
+	int img = open(path, O_RDONLY);
+	struct stat sb;
 
 	ck_assert_int_ge(img, 0);
 	strcpy(m.name, path);
-	cl_open(c);
-	ck_assert_int_eq(keep_send(c->sv[0], &m, img), 0);
-	ck_assert_int_eq(keep_recv(c->sv[1], &got, &kfd), 0);
-	ck_assert_int_eq(keeper_request(k, c->sv[1], uid, &got, kfd), 0);
+	cl_open(k, c, uid);
+	ck_assert_int_eq(fstat(img, &sb), 0);
+	ck_assert_int_eq(keeper_request(k, c->id, &m, &sb, -1), 0);
 	return img;
 }
 
-/* Whether an answer waits on @c's client end. */
-static bool answered(const struct cl *c)
+/* Whether an answer is queued for @c. */
+static bool answered(struct keeper *k, const struct cl *c)
 {
-	struct pollfd p = { .fd = c->sv[0], .events = POLLIN };
+	struct keep_msg m;
+	int fd;
 
-	return poll(&p, 1, 0) == 1;
+	return keeper_answer_next(k, c->id, &m, &fd);
 }
 
 /* PUT a new copy of the image @img on @c.  Return: the copy. */
-static int put_new(struct keeper *k, struct cl *c, uid_t uid, int img)
+static int put_new(struct keeper *k, struct cl *c, int img)
 {
 	struct keep_msg m = { .op = KEEP_PUT }, ans;
 	struct keep_key key;
@@ -276,10 +555,10 @@ static int put_new(struct keeper *k, struct cl *c, uid_t uid, int img)
 	int copy;
 
 	ck_assert_int_eq(fstat(img, &sb), 0);
-	keep_key_of(&sb, 0, &key);
+	keep_key_of(&sb, 0, 0, &key);
 	ck_assert_int_eq(
 		stage_backing_new(IMG_SIZE, &key, sizeof(key), "t", &copy), 0);
-	ck_assert_int_eq(ask(k, c, uid, &m, copy, &ans), -1);
+	ck_assert_int_eq(ask(k, c, &m, -1, copy, &ans), -1);
 	ck_assert_int_eq(ans.op, KEEP_DONE);
 	ck_assert_int_eq(ans.status, 0);
 	return copy;
@@ -292,38 +571,37 @@ static int put_new(struct keeper *k, struct cl *c, uid_t uid, int img)
 START_TEST(test_keep_get_waits_for_put)
 {
 	char *path = image_new();
+	struct keeper *k = keeper_of(1ull << 30, 0);
 	struct keep_msg ans;
-	struct keeper *k;
 	struct cl a, b, c;
 	struct stat s1, s2;
 	int img_a, img_b, img_c, copy, fd;
 	unsigned int n;
 
-	ck_assert_int_eq(keeper_new(1ull << 30, &k), 0);
 	img_a = get_sent(k, &a, 1000, path);
-	ck_assert_int_eq(keep_recv(a.sv[0], &ans, &fd), 0);
+	ck_assert(pop(k, &a, &ans, &fd));
 	ck_assert_int_eq(ans.op, KEEP_NONE);
 	img_b = get_sent(k, &b, 1000, path);
-	ck_assert(!answered(&b)); /* it waits for a's copy */
+	ck_assert(!answered(k, &b)); /* it waits for a's copy */
 	img_c = get_sent(k, &c, 1001, path);
-	ck_assert(answered(&c)); /* another user's: not held back */
-	ck_assert_int_eq(keep_recv(c.sv[0], &ans, &fd), 0);
+	ck_assert(pop(k, &c, &ans, &fd)); /* another user's: not held back */
 	ck_assert_int_eq(ans.op, KEEP_NONE);
-	copy = put_new(k, &a, 1000, img_a);
-	ck_assert(answered(&b));
-	ck_assert_int_eq(keep_recv(b.sv[0], &ans, &fd), 0);
+	copy = put_new(k, &a, img_a);
+	ck_assert(pop(k, &b, &ans, &fd));
 	ck_assert_int_eq(ans.op, KEEP_COPY);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(fstat(copy, &s1), 0);
 	ck_assert_int_eq(fstat(fd, &s2), 0);
 	ck_assert_uint_eq(s1.st_ino, s2.st_ino); /* a's copy, shared */
 	close(fd);
+	keeper_set_used(k, a.id, true);
+	keeper_set_used(k, b.id, true);
 	ck_assert_uint_eq(keeper_kept(k, &n), 0);
 	ck_assert_uint_eq(n, 1);
 	cl_close(k, &a);
 	ck_assert_uint_eq(keeper_kept(k, NULL), 0); /* b uses it */
 	cl_close(k, &b);
-	ck_assert_uint_eq(keeper_kept(k, &n), stage_backing_size(IMG_SIZE));
+	ck_assert_uint_eq(keeper_kept(k, &n), cost(0));
 	ck_assert_uint_eq(n, 1);
 	cl_close(k, &c);
 	close(copy);
@@ -342,29 +620,26 @@ END_TEST
 START_TEST(test_keep_get_reserver_closes)
 {
 	char *path = image_new();
+	struct keeper *k = keeper_of(1ull << 30, 0);
 	struct keep_msg ans;
-	struct keeper *k;
 	struct cl a, b, c;
 	int img[4], fd;
 
-	ck_assert_int_eq(keeper_new(1ull << 30, &k), 0);
 	img[0] = get_sent(k, &a, 1000, path);
-	ck_assert_int_eq(keep_recv(a.sv[0], &ans, &fd), 0);
+	ck_assert(pop(k, &a, &ans, &fd));
 	ck_assert_int_eq(ans.op, KEEP_NONE);
 	img[1] = get_sent(k, &b, 1000, path);
-	ck_assert(!answered(&b));
+	ck_assert(!answered(k, &b));
 	cl_close(k, &a);
-	ck_assert(answered(&b));
-	ck_assert_int_eq(keep_recv(b.sv[0], &ans, &fd), 0);
+	ck_assert(pop(k, &b, &ans, &fd));
 	ck_assert_int_eq(ans.op, KEEP_NONE);
 	ck_assert_int_eq(fd, -1);
 	img[2] = get_sent(k, &c, 1000, path);
-	ck_assert(!answered(&c)); /* b holds it back now */
+	ck_assert(!answered(k, &c)); /* b holds it back now */
 	cl_close(k, &c); /* forgotten */
 	cl_close(k, &b);
 	img[3] = get_sent(k, &a, 1000, path);
-	ck_assert(answered(&a)); /* nobody holds it back */
-	ck_assert_int_eq(keep_recv(a.sv[0], &ans, &fd), 0);
+	ck_assert(pop(k, &a, &ans, &fd)); /* nobody holds it back */
 	ck_assert_int_eq(ans.op, KEEP_NONE);
 	cl_close(k, &a);
 	ck_assert_uint_eq(keeper_kept(k, NULL), 0);
@@ -376,33 +651,33 @@ START_TEST(test_keep_get_reserver_closes)
 }
 END_TEST
 
-/* A reservation with no PUT for KEEP_RESERVE_S is dropped: the GET
- * waiting for it is answered NONE; a late PUT is still taken. */
+/* A reservation with no PUT for KEEP_RESERVE_S (of the keeper's clock)
+ * is dropped: the GET waiting for it is answered NONE; a late PUT is
+ * still taken. */
 START_TEST(test_keep_get_reserve_expires)
 {
 	char *path = image_new();
+	struct keeper *k = keeper_of(1ull << 30, 0);
 	struct keep_msg ans;
-	struct keeper *k;
 	struct cl a, b;
 	int img_a, img_b, copy, fd;
 
-	ck_assert_int_eq(keeper_new(1ull << 30, &k), 0);
 	img_a = get_sent(k, &a, 1000, path);
-	ck_assert_int_eq(keep_recv(a.sv[0], &ans, &fd), 0);
+	ck_assert(pop(k, &a, &ans, &fd));
 	ck_assert_int_eq(ans.op, KEEP_NONE);
 	img_b = get_sent(k, &b, 1000, path);
-	keeper_expire(k);
-	ck_assert(!answered(&b)); /* not yet */
-	sleep(KEEP_RESERVE_S + 1);
-	keeper_expire(k);
-	ck_assert(answered(&b));
-	ck_assert_int_eq(keep_recv(b.sv[0], &ans, &fd), 0);
+	fake_now += KEEP_RESERVE_S * 1000 - 1;
+	keeper_tick(k);
+	ck_assert(!answered(k, &b)); /* not yet */
+	fake_now += 1;
+	keeper_tick(k);
+	ck_assert(pop(k, &b, &ans, &fd));
 	ck_assert_int_eq(ans.op, KEEP_NONE);
-	copy = put_new(k, &a, 1000, img_a);
+	copy = put_new(k, &a, img_a);
 	close(copy);
 	cl_close(k, &a);
 	cl_close(k, &b);
-	ck_assert_uint_eq(keeper_kept(k, NULL), stage_backing_size(IMG_SIZE));
+	ck_assert_uint_eq(keeper_kept(k, NULL), cost(0));
 	close(img_a);
 	close(img_b);
 	keeper_free(k);
@@ -415,38 +690,37 @@ END_TEST
 START_TEST(test_keep_list_forget)
 {
 	char *path = image_new();
+	struct keeper *k = keeper_of(1ull << 30, 0);
 	struct keep_msg m = { .op = KEEP_LIST }, ans;
-	struct keeper *k;
 	struct cl a, c;
 	int fd;
 
-	ck_assert_int_eq(keeper_new(1ull << 30, &k), 0);
 	ck_assert_int_eq(mount_on(k, &a, 1000, path), 0);
 	cl_close(k, &a);
 	ck_assert_int_eq(mount_on(k, &a, 1001, path), 0);
 	cl_close(k, &a);
-	cl_open(&c);
-	ck_assert_int_eq(ask(k, &c, 1001, &m, -1, &ans), -1);
+	cl_open(k, &c, 1001);
+	ck_assert_int_eq(ask(k, &c, &m, -1, -1, &ans), -1);
 	ck_assert_int_eq(ans.op, KEEP_ENTRY);
 	ck_assert_uint_eq(ans.uid, 1001);
 	ck_assert_str_eq(ans.name, path);
 	ck_assert_uint_eq(ans.b, 0); /* nothing complete */
-	ck_assert_int_eq(keep_recv(c.sv[0], &ans, &fd), 0);
+	ck_assert(pop(k, &c, &ans, &fd));
 	ck_assert_int_eq(ans.op, KEEP_DONE);
 	ck_assert_uint_eq(ans.a, 1);
 	cl_close(k, &c);
-	cl_open(&c); /* a connection's user is its peer's, once for all */
-	ck_assert_int_eq(ask(k, &c, 0, &m, -1, &ans), -1);
-	ck_assert_int_eq(keep_recv(c.sv[0], &ans, &fd), 0);
-	ck_assert_int_eq(keep_recv(c.sv[0], &ans, &fd), 0);
+	cl_open(k, &c, 0); /* a connection's user is its peer's, once for all */
+	ck_assert_int_eq(ask(k, &c, &m, -1, -1, &ans), -1);
+	ck_assert(pop(k, &c, &ans, &fd));
+	ck_assert(pop(k, &c, &ans, &fd));
 	ck_assert_int_eq(ans.op, KEEP_DONE);
 	ck_assert_uint_eq(ans.a, 2);
 	cl_close(k, &c);
-	cl_open(&c);
+	cl_open(k, &c, 1001);
 	m = (struct keep_msg){ .op = KEEP_FORGET };
-	ck_assert_int_eq(ask(k, &c, 1001, &m, -1, &ans), -1);
+	ck_assert_int_eq(ask(k, &c, &m, -1, -1, &ans), -1);
 	ck_assert_uint_eq(ans.a, 1);
-	ck_assert_uint_eq(keeper_kept(k, NULL), stage_backing_size(IMG_SIZE));
+	ck_assert_uint_eq(keeper_kept(k, NULL), cost(0));
 	cl_close(k, &c);
 	keeper_free(k);
 	unlink(path);
@@ -454,27 +728,99 @@ START_TEST(test_keep_list_forget)
 }
 END_TEST
 
-/* A copy that is not sealed, or of another image, is refused. */
+/* LIST answers every copy, however many: 200 of root's. */
+START_TEST(test_keep_list_many)
+{
+	char *path = image_new_of(300 * 4096);
+	struct keeper *k = keeper_of(1ull << 30, 0);
+	struct keep_msg m = { .op = KEEP_GET }, ans;
+	struct cl c;
+	int img = open(path, O_RDONLY), fd, entries = 0;
+
+	ck_assert_int_ge(img, 0);
+	for (int i = 0; i < 200; i++) {
+		struct keep_key key;
+		struct stat sb;
+		int copy;
+
+		cl_open(k, &c, 0);
+		m = (struct keep_msg){ .op = KEEP_GET,
+				       .a = (uint64_t)i * 4096 };
+		snprintf(m.name, sizeof(m.name), "%s@%d", path, i);
+		ck_assert_int_eq(ask(k, &c, &m, img, -1, &ans), -1);
+		ck_assert_int_eq(ans.op, KEEP_NONE);
+		ck_assert_int_eq(fstat(img, &sb), 0);
+		keep_key_of(&sb, (uint64_t)i * 4096, 0, &key);
+		ck_assert_int_eq(stage_backing_new(4096, &key, sizeof(key), "t",
+						   &copy),
+				 0);
+		m = (struct keep_msg){ .op = KEEP_PUT };
+		ck_assert_int_eq(ask(k, &c, &m, -1, copy, &ans), -1);
+		ck_assert_int_eq(ans.status, 0);
+		close(copy);
+		cl_close(k, &c);
+	}
+	cl_open(k, &c, 0);
+	m = (struct keep_msg){ .op = KEEP_LIST };
+	ck_assert_int_eq(ask(k, &c, &m, -1, -1, &ans), -1);
+	do
+		entries += ans.op == KEEP_ENTRY;
+	while (ans.op == KEEP_ENTRY && pop(k, &c, &ans, &fd));
+	ck_assert_int_eq(ans.op, KEEP_DONE);
+	ck_assert_uint_eq(ans.a, 200);
+	ck_assert_int_eq(entries, 200);
+	cl_close(k, &c);
+	close(img);
+	keeper_free(k);
+	unlink(path);
+	free(path);
+}
+END_TEST
+
+/* A copy that is not sealed for good (F_SEAL_SEAL too), or of another
+ * image, is refused. */
 START_TEST(test_keep_put_checked)
 {
 	char *path = image_new();
+	struct keeper *k = keeper_of(1ull << 30, 0);
 	struct keep_msg m = { .op = KEEP_GET }, ans;
-	struct keeper *k;
+	struct keep_key key;
+	struct stat sb;
 	struct cl c;
 	int img = open(path, O_RDONLY), fd;
 
-	ck_assert_int_eq(keeper_new(1ull << 30, &k), 0);
-	cl_open(&c);
-	ck_assert_int_eq(ask(k, &c, 1000, &m, img, &ans), -1);
+	cl_open(k, &c, 1000);
+	ck_assert_int_eq(ask(k, &c, &m, img, -1, &ans), -1);
 	ck_assert_int_eq(ans.op, KEEP_NONE);
 	fd = memfd_create("x", MFD_CLOEXEC);
 	ck_assert_int_eq(ftruncate(fd, stage_backing_size(IMG_SIZE)), 0);
 	m = (struct keep_msg){ .op = KEEP_PUT };
-	ck_assert_int_eq(ask(k, &c, 1000, &m, fd, &ans), -1);
+	ck_assert_int_eq(ask(k, &c, &m, -1, fd, &ans), -1);
 	ck_assert_int_eq(ans.status, -EINVAL);
 	close(fd);
+	/* Sealed against growing and shrinking, but not against more
+	 * seals: the user could still seal it against our writes. */
+	ck_assert_int_eq(fstat(img, &sb), 0);
+	keep_key_of(&sb, 0, 0, &key);
+	fd = memfd_create("y", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	ck_assert_int_eq(ftruncate(fd, stage_backing_size(sb.st_size)), 0);
+	ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK),
+			 0);
+	m = (struct keep_msg){ .op = KEEP_GET };
+	cl_close(k, &c);
+	cl_open(k, &c, 1000);
+	ck_assert_int_eq(ask(k, &c, &m, img, -1, &ans), -1);
+	m = (struct keep_msg){ .op = KEEP_PUT };
+	ck_assert_int_eq(ask(k, &c, &m, -1, fd, &ans), -1);
+	ck_assert_int_eq(ans.status, -EINVAL);
+	close(fd);
+	m = (struct keep_msg){ .op = KEEP_GET };
+	cl_close(k, &c);
+	cl_open(k, &c, 1000);
+	ck_assert_int_eq(ask(k, &c, &m, img, -1, &ans), -1);
 	ck_assert_int_eq(stage_backing_new(IMG_SIZE, "other", 5, "t", &fd), 0);
-	ck_assert_int_eq(ask(k, &c, 1000, &m, fd, &ans), -1);
+	m = (struct keep_msg){ .op = KEEP_PUT };
+	ck_assert_int_eq(ask(k, &c, &m, -1, fd, &ans), -1);
 	ck_assert_int_eq(ans.status, -ESTALE);
 	close(fd);
 	cl_close(k, &c);
@@ -486,42 +832,61 @@ START_TEST(test_keep_put_checked)
 }
 END_TEST
 
-/* A name with control characters is listed with '?' for them. */
+/* A name with control characters, C1 ones too (raw, and as UTF-8), or
+ * bytes that are not UTF-8, is listed with '?' for them; other UTF-8
+ * stays. */
 START_TEST(test_keep_name_shown)
 {
 	char *path = image_new();
-	struct keep_msg m = { .op = KEEP_GET, .name = "a\033[2Jb\n" }, ans;
-	struct keeper *k;
+	struct keeper *k = keeper_of(1ull << 30, 0);
+	struct keep_msg m = { .op = KEEP_LIST }, ans;
+	char out[KEEP_NAME_MAX];
 	struct cl c, l;
-	int img = open(path, O_RDONLY);
 
-	ck_assert_int_eq(keeper_new(1ull << 30, &k), 0);
-	cl_open(&c);
-	ck_assert_int_eq(ask(k, &c, 1000, &m, img, &ans), -1);
-	ck_assert_int_eq(ans.op, KEEP_NONE);
+	keep_name_print(out, "a\033[2Jb\n\x9b"
+			     "1m\xc2\x9b"
+			     "2m\xc3\xa9\xe2\x80\x94\xff");
+	ck_assert_str_eq(out, "a?[2Jb??1m?2m\xc3\xa9\xe2\x80\x94?");
+	cl_open(k, &c, 1000);
+	ck_assert_int_eq(
+		mount_full(k, &c, path, "a\033[2Jb\n\xc2\x9b", IMG_SIZE, 0), 0);
 	cl_close(k, &c);
-	ck_assert_int_eq(mount_on(k, &c, 1000, path), 0);
-	cl_open(&l);
-	m = (struct keep_msg){ .op = KEEP_LIST };
-	ck_assert_int_eq(ask(k, &l, 1000, &m, -1, &ans), -1);
-	ck_assert_str_eq(ans.name, path);
-	cl_close(k, &l);
-	cl_close(k, &c);
-	/* And through PUT, the name of the GET before it. */
-	cl_open(&c);
-	m = (struct keep_msg){ .op = KEEP_FORGET };
-	ck_assert_int_eq(ask(k, &c, 1000, &m, -1, &ans), -1);
-	cl_close(k, &c);
-	ck_assert_int_eq(mount_on_named(k, &c, 1000, path, "a\033[2Jb\n"), 0);
-	cl_close(k, &c);
-	cl_open(&l);
-	m = (struct keep_msg){ .op = KEEP_LIST };
-	ck_assert_int_eq(ask(k, &l, 1000, &m, -1, &ans), -1);
-	ck_assert_str_eq(ans.name, "a?[2Jb?");
+	cl_open(k, &l, 1000);
+	ck_assert_int_eq(ask(k, &l, &m, -1, -1, &ans), -1);
+	ck_assert_str_eq(ans.name, "a?[2Jb??");
 	cl_close(k, &l);
 	keeper_free(k);
 	unlink(path);
 	free(path);
+}
+END_TEST
+
+/* Counting a copy's complete chunks reads only what it holds: a sparse
+ * copy of a 1 TiB range is counted at once. */
+START_TEST(test_keep_complete_bounded)
+{
+	uint64_t size = 1ull << 40, range = 0, complete = 1;
+	struct timespec t0, t1;
+	uint32_t done = 1;
+	int fd;
+
+	ck_assert_int_eq(stage_backing_new(size, "k", 1, "t", &fd), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ck_assert_int_eq(stage_backing_check(fd, &range, NULL, 0, &complete),
+			 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ck_assert_uint_eq(range, size);
+	ck_assert_uint_eq(complete, 0);
+	/* A word of chunk 3 done: 128 KiB complete. */
+	ck_assert_int_eq(pwrite(fd, &done, sizeof(done),
+				(off_t)(size + 3 * sizeof(done))),
+			 (ssize_t)sizeof(done));
+	ck_assert_int_eq(stage_backing_check(fd, &range, NULL, 0, &complete),
+			 0);
+	ck_assert_uint_eq(complete, 128 << 10);
+	/* Reading the 32 MiB of words would take far longer than this. */
+	ck_assert_int_lt(t1.tv_sec - t0.tv_sec, 2);
+	close(fd);
 }
 END_TEST
 
@@ -535,14 +900,19 @@ int main(void)
 	tcase_add_test(tc, test_wire);
 	tcase_add_test(tc, test_keep_uid_identity);
 	tcase_add_test(tc, test_keep_budget);
+	tcase_add_test(tc, test_keep_held_bytes);
+	tcase_add_test(tc, test_keep_fair);
+	tcase_add_test(tc, test_keep_unchecked_use);
+	tcase_add_test(tc, test_keep_user_copies);
 	tcase_add_test(tc, test_keep_share);
 	tcase_add_test(tc, test_keep_get_waits_for_put);
 	tcase_add_test(tc, test_keep_get_reserver_closes);
 	tcase_add_test(tc, test_keep_get_reserve_expires);
-	tcase_set_timeout(tc, 2 * KEEP_RESERVE_S + 4);
 	tcase_add_test(tc, test_keep_list_forget);
+	tcase_add_test(tc, test_keep_list_many);
 	tcase_add_test(tc, test_keep_put_checked);
 	tcase_add_test(tc, test_keep_name_shown);
+	tcase_add_test(tc, test_keep_complete_bounded);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+/*
+ * This file implements the keeper's clients that root and users run
+ * (keep.h): one request answered DONE (forget, evict, ping) and listing
+ * the copies, each within a time budget, connect included.  A keeper
+ * that does not answer in time costs its caller that budget and nothing
+ * else: the Prolog starts the job without keeping, check-node reports it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "keep/keep.h"
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Receive one message by @end (mono_ms()).  Return: as keep_recv(),
+ * -ETIMEDOUT when the time is up. */
+static int recv_by(int s, int64_t end, struct keep_msg *m)
+{
+	int64_t left = end - mono_ms();
+	struct timeval tv;
+	int fd, err;
+
+	if (left <= 0)
+		return -ETIMEDOUT;
+	tv.tv_sec = left / 1000;
+	tv.tv_usec = (left % 1000) * 1000;
+	if (setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
+		return -errno;
+	err = keep_recv(s, m, &fd);
+	if (fd >= 0)
+		close(fd); /* the keeper's, root's: none is expected here */
+	return err == -EAGAIN || err == -EWOULDBLOCK ? -ETIMEDOUT : err;
+}
+
+/* Connect and send @m, by @end.  Return: the connection, or -errno. */
+static int open_ask(const char *path, int64_t end, struct keep_msg *m)
+{
+	int64_t left = end - mono_ms();
+	int s, err;
+
+	if (left <= 0)
+		return -ETIMEDOUT;
+	err = keep_connect(path ? path : KEEP_SOCKET, (int)left, &s);
+	if (err)
+		return err;
+	err = keep_send(s, m, -1);
+	if (err) {
+		close(s);
+		return err == -EAGAIN ? -ETIMEDOUT : err;
+	}
+	return s;
+}
+
+int keep_ask(const char *path, int op, const char *name, uint64_t a,
+	     int budget_ms, uint64_t *out)
+{
+	struct keep_msg m = { .op = (uint32_t)op, .a = a };
+	int64_t end = mono_ms() + budget_ms;
+	int s, err;
+
+	if (name)
+		snprintf(m.name, sizeof(m.name), "%s", name);
+	s = open_ask(path, end, &m);
+	if (s < 0)
+		return s;
+	err = recv_by(s, end, &m);
+	close(s);
+	if (err)
+		return err;
+	if (m.op != KEEP_DONE)
+		return -EPROTO;
+	if (out)
+		*out = m.a;
+	return m.status;
+}
+
+int keep_list(const char *path, int budget_ms,
+	      void (*fn)(void *arg, const struct keep_msg *e), void *arg)
+{
+	struct keep_msg m = { .op = KEEP_LIST };
+	int64_t end = mono_ms() + budget_ms;
+	int s, err;
+
+	s = open_ask(path, end, &m);
+	if (s < 0)
+		return s;
+	for (;;) {
+		err = recv_by(s, end, &m);
+		if (err)
+			break;
+		if (m.op != KEEP_ENTRY) {
+			err = m.op == KEEP_DONE ? m.status : -EPROTO;
+			break;
+		}
+		fn(arg, &m);
+	}
+	close(s);
+	return err;
+}
