@@ -19,6 +19,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,11 +94,14 @@ static bool is_uid_at(int dirfd, uid_t uid)
 /* Is the process of @dirfd the one @want describes? */
 static bool is_wanted_at(int dirfd, const struct job_proc *want)
 {
-	struct stat st;
 	uint64_t start;
+	dev_t dev;
+	ino_t ino;
 
-	if (fstatat(dirfd, "exe", &st, 0) || st.st_dev != want->exe->st_dev ||
-	    st.st_ino != want->exe->st_ino)
+	/* Not stat() of "exe": that asks the program's file system, which
+	 * may be the user's own FUSE server that never answers. */
+	if (proc_exe_id_at(dirfd, &dev, &ino) || dev != want->exe->st_dev ||
+	    ino != want->exe->st_ino)
 		return false;
 	if (start_at(dirfd, &start) || start != want->start)
 		return false;
@@ -170,15 +174,39 @@ static bool daemon_mountpoint(const char *pid, char *mnt, size_t cap)
 	return true;
 }
 
-/* Is the process of /proc/@pid running the executable @exe? */
+/* Is the name (comm, from /proc/@pid/stat) of the process squashcached? */
+static bool named_daemon(const char *pid)
+{
+	char path[300], line[512], *open_p, *close_p;
+	ssize_t r;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	r = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (r <= 0)
+		return false;
+	line[r] = '\0';
+	open_p = strchr(line, '(');
+	close_p = strrchr(line, ')');
+	return open_p && close_p > open_p &&
+	       close_p - open_p - 1 == (ptrdiff_t)strlen("squashcached") &&
+	       !strncmp(open_p + 1, "squashcached", strlen("squashcached"));
+}
+
+/* Is the process of /proc/@pid running the executable @exe?  Asked of
+ * /proc only (proc_exe_id()): any user can name a process squashcached,
+ * and run it from their own FUSE server. */
 static bool runs_exe(const char *pid, const struct stat *exe)
 {
-	char path[300];
-	struct stat st;
+	dev_t dev;
+	ino_t ino;
 
-	snprintf(path, sizeof(path), "/proc/%s/exe", pid);
-	return !stat(path, &st) && st.st_dev == exe->st_dev &&
-	       st.st_ino == exe->st_ino;
+	return !proc_exe_id((pid_t)atoi(pid), &dev, &ino) &&
+	       dev == exe->st_dev && ino == exe->st_ino;
 }
 
 int job__each_daemon(const struct stat *exe,
@@ -195,9 +223,12 @@ int job__each_daemon(const struct stat *exe,
 		char mnt[PATH_MAX];
 		struct job_proc p = { .uid = JOB_ANY_USER, .exe = exe };
 
+		/* Its name, then its program, both from /proc alone; only
+		 * then its command line (reading that takes the process's
+		 * memory lock). */
 		if (!isdigit((unsigned char)e->d_name[0]) ||
-		    !daemon_mountpoint(e->d_name, mnt, sizeof(mnt)) ||
-		    !runs_exe(e->d_name, exe))
+		    !named_daemon(e->d_name) || !runs_exe(e->d_name, exe) ||
+		    !daemon_mountpoint(e->d_name, mnt, sizeof(mnt)))
 			continue;
 		p.pid = (pid_t)atoi(e->d_name);
 		if (!proc_start_time(p.pid, &p.start))

@@ -97,19 +97,24 @@ static int read_small(const char *path, char *buf, size_t cap)
 	return got ? 0 : -ESRCH;
 }
 
-/* The device of the mount @mnt_id in @pid's /proc/PID/mountinfo. */
-static int mount_dev(pid_t pid, unsigned long mnt_id, dev_t *dev)
+/* The device of the mount @mnt_id in the mountinfo of the /proc
+ * directory @dir. */
+static int mount_dev(int dir, unsigned long mnt_id, dev_t *dev)
 {
-	char path[48], line[4096];
 	unsigned long id, parent;
 	unsigned int maj, mnr;
-	int err = -ESRCH;
+	char line[4096];
+	int err = -ESRCH, fd;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
+	fd = openat(dir, "mountinfo", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return -errno;
+	f = fdopen(fd, "re");
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%lu %lu %u:%u", &id, &parent, &maj, &mnr) ==
 			    4 &&
@@ -123,15 +128,14 @@ static int mount_dev(pid_t pid, unsigned long mnt_id, dev_t *dev)
 	return err;
 }
 
-int proc_exe_id(pid_t pid, dev_t *dev, ino_t *ino)
+int proc_exe_id_at(int dir, dev_t *dev, ino_t *ino)
 {
 	char path[48], info[512], *p;
 	unsigned long mnt_id = 0;
 	unsigned long long i = 0;
 	int fd, err;
 
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	fd = open(path, O_PATH | O_CLOEXEC);
+	fd = openat(dir, "exe", O_PATH | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
@@ -145,9 +149,23 @@ int proc_exe_id(pid_t pid, dev_t *dev, ino_t *ino)
 	p = strstr(info, "ino:");
 	if (!p || sscanf(p, "ino: %llu", &i) != 1)
 		return -EPROTO;
-	err = mount_dev(pid, mnt_id, dev);
+	err = mount_dev(dir, mnt_id, dev);
 	if (err)
 		return err;
 	*ino = (ino_t)i;
 	return 0;
+}
+
+int proc_exe_id(pid_t pid, dev_t *dev, ino_t *ino)
+{
+	char path[40];
+	int dir, err;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	err = proc_exe_id_at(dir, dev, ino);
+	close(dir);
+	return err;
 }

@@ -57,4 +57,11 @@ int proc_holds_file(pid_t pid, int fd);
  */
 int proc_exe_id(pid_t pid, dev_t *dev, ino_t *ino);
 
+/**
+ * proc_exe_id_at() - proc_exe_id() of the process whose /proc directory
+ * is open at @dir.
+ * Return: as proc_exe_id().  Context: any thread.
+ */
+int proc_exe_id_at(int dir, dev_t *dev, ino_t *ino);
+
 #endif /* SQC_UTIL_PROC_H */
