@@ -759,7 +759,7 @@ END_TEST
  * is again. */
 START_TEST(test_changed_ctime)
 {
-	char p[PATH_MAX + 32], q[PATH_MAX + 32], cmd[2 * PATH_MAX + 64];
+	char p[PATH_MAX + 32], q[PATH_MAX + 32], cmd[4 * PATH_MAX + 256];
 	struct timespec times[2];
 	struct img *img;
 	struct stat st;
