@@ -75,6 +75,7 @@
 #define ROOT_CONNS 16 /* connections only root may take */
 #define ACCEPTS 64 /* accepted at one wake, at most */
 #define PAUSE_MS 100 /* no descriptor even for the spare: listen later */
+#define EXIT_WAIT_MS 1000 /* at exit, jobs still in a user's call */
 
 struct server;
 
@@ -617,6 +618,35 @@ static void serve(struct server *sv)
 	}
 }
 
+/* Jobs not ended, waited for until @end (ms). */
+static unsigned int jobs_left(struct server *sv, int64_t end)
+{
+	for (;;) {
+		unsigned int n = 0;
+
+		jobs_ended(sv);
+		for (size_t i = 0; i < sv->nusers; i++)
+			n += sv->users[i].jobs;
+		if (!n || now_ms() >= end)
+			return n;
+		poll(&(struct pollfd){ .fd = sv->wake_fd, .events = POLLIN }, 1,
+		     50);
+	}
+}
+
+static void server_free(struct server *sv)
+{
+	close(sv->wake_fd);
+	if (sv->spare_fd >= 0)
+		close(sv->spare_fd);
+	close(sv->dir_fd);
+	pthread_mutex_destroy(&sv->lock);
+	free(sv->users);
+	free(sv->pfd);
+	free(sv->peers);
+	free(sv);
+}
+
 /* Listen at the socket, in its checked directory, mode 0666.  Return: 0
  * or -errno (said). */
 static int listen_at(struct server *sv)
@@ -664,6 +694,7 @@ int keep_serve(const struct keep_srv_opts *o)
 	struct keeper_opts ko = { .budget = o->budget };
 	unsigned long nofile;
 	struct server *sv;
+	unsigned int left;
 
 	if (geteuid() != 0) {
 		fprintf(stderr,
@@ -705,8 +736,11 @@ int keep_serve(const struct keep_srv_opts *o)
 			close_peer(sv, &sv->peers[i]);
 	unlinkat(sv->dir_fd, sv->name, 0);
 	close(sv->listen_fd);
+	/* A job's thread may still be in a user's fstat() or close(): then
+	 * sv stays for it, and the process ends with it. */
+	left = jobs_left(sv, now_ms() + EXIT_WAIT_MS);
 	keeper_free(sv->k);
-	/* sv stays: a job's thread may still be in a user's fstat() or
-	 * close(); the process ends with it. */
+	if (!left)
+		server_free(sv);
 	return 0;
 }
