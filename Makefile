@@ -309,7 +309,7 @@ install: all
 		install -d $$d; install -m 0644 $$h $$d/; done
 	install -d $(DESTDIR)$(PYTHONDIR)/squashcache
 	install -m 0644 python/squashcache/__init__.py python/squashcache/torch.py \
-		$(DESTDIR)$(PYTHONDIR)/squashcache/
+		python/squashcache/retar.py $(DESTDIR)$(PYTHONDIR)/squashcache/
 	# The man pages name the paths of this install: the sources give
 	# those of PREFIX=/usr/local and of Debian's amd64 plugin directory.
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8

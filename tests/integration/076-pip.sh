@@ -9,7 +9,9 @@
 #     says it needs PyTorch;
 #   - mountctl found on PATH, or through SQUASHCACHE_MOUNTCTL, or a
 #     clear error when neither: squashcache.order() on a real mount, and
-#     EpochOrder sending each epoch's order (the daemon's order stats).
+#     EpochOrder sending each epoch's order (the daemon's order stats);
+#   - `python3 -m squashcache.retar --nested` of a tar of class tars (as
+#     ImageNet's) into sqfstar gives the tree, every file readable.
 # TIMEOUT: 300
 . "$(dirname "$0")/lib.sh"
 need_cmd mksquashfs
@@ -118,4 +120,27 @@ echo "$out"
 orders1=$(stat_of "$T/mnt" order.orders)
 [ "$orders1" -eq $((orders0 + 2)) ] || fail "the daemon counted $((orders1 - orders0)) orders from EpochOrder's two epochs"
 sqc_umount "$T/mnt"
+
+# --- 4. squashcache.retar: a tar of class tars packed by sqfstar --------
+# As ImageNet's ILSVRC2012_img_train.tar: one tar per class, its files
+# at its top; one of them mode 0600, as a tar may carry.
+need_cmd sqfstar
+mkdir -p "$T/tree/train/n001" "$T/tree/train/n002" "$T/classes"
+for c in n001 n002; do
+    for i in 1 2 3; do head -c $((i * 3000 + 7)) /dev/urandom >"$T/tree/train/$c/${c}_$i.JPEG"; done
+done
+chmod 0600 "$T/tree/train/n001/n001_2.JPEG"
+for c in n001 n002; do (cd "$T/tree/train/$c" && tar -cf "$T/classes/$c.tar" ./*.JPEG); done
+(cd "$T/classes" && tar -cf "$T/outer.tar" n001.tar n002.tar)
+"$V/python" -m squashcache.retar --nested "$T/outer.tar" 2>"$T/retar.err" |
+    sqfstar -comp zstd -all-root -no-xattrs -quiet -no-progress "$T/train.sqfs" >/dev/null ||
+    { cat "$T/retar.err"; fail "squashcache.retar --nested | sqfstar failed"; }
+[ -s "$T/retar.err" ] && { cat "$T/retar.err"; fail "squashcache.retar said something"; }
+sqc_mount "$T/train.sqfs" "$T/mnt2"
+diff -r "$T/tree/train" "$T/mnt2" || fail "the image packed from the class tars differs from the tree"
+left=$(find "$T/mnt2" ! -perm -0444)
+[ -z "$left" ] || fail "not readable by all in the image: $left"
+[ "$(find "$T/mnt2" -type f | wc -l)" -eq 6 ] || fail "the image does not hold the 6 files"
+sqc_umount "$T/mnt2"
+note "retar --nested | sqfstar: the tree of the class tars, every file a+r"
 echo "pip install checks passed"
