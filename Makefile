@@ -110,7 +110,10 @@ MOUNTCTL := $(BUILD)/mountctl
 # The SPANK plugin is built only where Slurm's headers are installed, and
 # never with sanitizers (slurmd and srun load it and have no ASan runtime).
 SLURM_SPANK_H ?= /usr/include/slurm/spank.h
-SLURM_PLUGINDIR ?= $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/slurm-wlm /usr/lib64/slurm /usr/lib/slurm) /usr/lib/slurm)
+# Slurm's own plugin directory for the system's prefixes (/usr, /usr/local),
+# else one under PREFIX: `make install PREFIX=$HOME/.local` needs no root.
+SLURM_SYS_PLUGINDIR := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/slurm-wlm /usr/lib64/slurm /usr/lib/slurm) /usr/lib/slurm)
+SLURM_PLUGINDIR ?= $(if $(filter /usr /usr/local,$(PREFIX)),$(SLURM_SYS_PLUGINDIR),$(PREFIX)/lib/slurm)
 SPANK := $(if $(wildcard $(SLURM_SPANK_H)),$(BUILD)/squashcache_spank.so)
 
 all: $(LIB) $(DAEMON) $(MOUNTCTL) $(SPANK)
@@ -306,10 +309,15 @@ install: all
 		install -d $$d; install -m 0644 $$h $$d/; done
 	install -d $(DESTDIR)$(PYTHONDIR)/squashcache
 	install -m 0644 python/squashcache/__init__.py python/squashcache/torch.py \
-		$(DESTDIR)$(PYTHONDIR)/squashcache/
+		python/squashcache/retar.py $(DESTDIR)$(PYTHONDIR)/squashcache/
+	# The man pages name the paths of this install: the sources give
+	# those of PREFIX=/usr/local and of Debian's amd64 plugin directory.
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
-	install -m 0644 man/mountctl.1 $(DESTDIR)$(MANDIR)/man1/
-	install -m 0644 man/squashcached.8 man/squashcache_spank.8 $(DESTDIR)$(MANDIR)/man8/
+	for m in man1/mountctl.1 man8/squashcached.8 man8/squashcache_spank.8; do \
+		sed -e 's|/usr/local/|$(PREFIX)/|g' \
+			-e 's|/usr/lib/x86_64-linux-gnu/slurm-wlm/|$(SLURM_PLUGINDIR)/|g' \
+			man/$${m#*/} >$(DESTDIR)$(MANDIR)/$$m && \
+		chmod 0644 $(DESTDIR)$(MANDIR)/$$m || exit 1; done
 	install -d $(DESTDIR)$(PREFIX)/libexec/squashcache
 	install -m 0755 slurm/hooks/prolog slurm/hooks/epilog slurm/hooks/task-prolog \
 		slurm/hooks/site-task-prolog slurm/hooks/sqc-common.sh \

@@ -130,7 +130,9 @@ const struct mc_cmd mc_cmd_mount = {
 		"                     image (-o keep; needs mountctl keeper; preview)\n"
 		"  -h, --help         this text\n"
 		"\n"
-		"Exit status: 0 mounted; squashcached's status if it failed (1);\n"
-		"1 if the mountpoint is taken or cannot be made; 2 usage error.\n",
+		"Exit status: 0 mounted; 1 failed (the mountpoint is taken or\n"
+		"cannot be made, or squashcached failed); 2 usage error, a bad\n"
+		"-o option included; 4 IMAGE is missing, unreadable or not\n"
+		"SquashFS.\n",
 	.run = run,
 };

@@ -77,7 +77,8 @@ take squashcache usr/bin/squashcached usr/bin/mountctl \
     lib/systemd/system/squashcache-keeper.service \
     usr/libexec/squashcache/squashcache-dataset \
     usr/lib/python3/dist-packages/squashcache/__init__.py \
-    usr/lib/python3/dist-packages/squashcache/torch.py
+    usr/lib/python3/dist-packages/squashcache/torch.py \
+    usr/lib/python3/dist-packages/squashcache/retar.py
 take squashcache-slurm "${plugindir#/}/squashcache_spank.so" \
     usr/share/man/man8/squashcache_spank.8 \
     usr/libexec/squashcache/prolog usr/libexec/squashcache/epilog \
@@ -92,8 +93,8 @@ left=$(cd "$root" && find . ! -type d)
 
 s=$out/src/debian/squashcache
 install -d "$s/usr/share/doc/squashcache/examples/datasets"
-install -m 0644 README.md docs/design.md docs/performance.md docs/slurm.md \
-    docs/systemd.md "$s/usr/share/doc/squashcache/"
+install -m 0644 README.md docs/admin.md docs/design.md docs/performance.md \
+    docs/slurm.md docs/systemd.md "$s/usr/share/doc/squashcache/"
 install -m 0644 systemd/datasets/example.conf "$s/usr/share/doc/squashcache/examples/datasets/"
 s=$out/src/debian/squashcache-slurm
 install -d "$s/etc/squashcache" "$s/etc/slurm/plugstack.conf.d" \

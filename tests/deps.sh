@@ -11,6 +11,9 @@ set -eu
 build="gcc make pkg-config libc6-dev fuse3 libfuse3-dev liburing-dev liblz4-dev libzstd-dev zlib1g-dev liblzma-dev liblzo2-dev"
 run="squashfs-tools util-linux procps attr acl"
 python="python3 python3-pil python3-torchvision"
+# pip install of python/ into a venv, offline (tests/integration/076-pip.sh
+# and the README's walk): venv with ensurepip, the build backend and wheel.
+pip="python3-venv python3-setuptools python3-wheel"
 
 slurm="slurmd slurmctld slurm-client munge libslurm-dev"
 deb="dpkg-dev lintian"
@@ -22,7 +25,7 @@ container="bubblewrap"
 
 case "${1:-build}" in
 build) want="$build" ;;
-check) want="$build $run $python check psmisc strace clang clang-format valgrind shellcheck mandoc man-db groff-base systemd $slurm $deb $rpm $container" ;;
+check) want="$build $run $python $pip check psmisc strace clang clang-format valgrind shellcheck mandoc man-db groff-base systemd $slurm $deb $rpm $container" ;;
 demo) want="$build $run $python" ;;
 bench) want="$build $run $python check squashfuse erofs-utils time python3-h5py strace" ;;
 fuzz) want="$build clang libclang-rt-14-dev" ;;

@@ -15,11 +15,13 @@ For PyTorch, squashcache.torch.EpochOrder wraps a sampler and does this at
 the start of each epoch.  The hint is optional: without it everything
 reads the same bytes, only slower behind slow storage.
 
-This module runs `mountctl order` (the control socket's client); set
-SQUASHCACHE_MOUNTCTL to use another mountctl than the one on PATH.
+This module runs `mountctl order` (the control socket's client): the
+mountctl that SQUASHCACHE_MOUNTCTL names, else the first on PATH.  It
+needs no other package; squashcache.torch needs PyTorch.
 """
 
 import os
+import shutil
 import subprocess
 
 __all__ = ["OrderError", "mountpoint_of", "order", "clear"]
@@ -32,7 +34,17 @@ class OrderError(RuntimeError):
 
 
 def _mountctl():
-    return os.environ.get("SQUASHCACHE_MOUNTCTL", "mountctl")
+    """The mountctl to run: $SQUASHCACHE_MOUNTCTL, else the first on PATH.
+    Raises OrderError when there is none."""
+    named = os.environ.get("SQUASHCACHE_MOUNTCTL")
+    if named:
+        return named
+    found = shutil.which("mountctl")
+    if found is None:
+        raise OrderError("mountctl is not on PATH: add the directory of "
+                         "squashcache's programs to PATH, or set "
+                         "SQUASHCACHE_MOUNTCTL=/path/to/mountctl")
+    return found
 
 
 def _unescape(field):
@@ -78,8 +90,8 @@ def _send(mountpoint, body, clear_it=False):
         r = subprocess.run(cmd, input=body, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, check=False)
     except OSError as e:
-        raise OrderError("cannot run %s: %s (set SQUASHCACHE_MOUNTCTL)" %
-                         (cmd[0], e)) from e
+        raise OrderError("cannot run %s: %s (SQUASHCACHE_MOUNTCTL names "
+                         "the mountctl to run)" % (cmd[0], e)) from e
     if r.returncode:
         msg = r.stderr.decode(errors="replace").strip()
         raise OrderError(msg or "%s exited with %d" % (cmd[0], r.returncode))

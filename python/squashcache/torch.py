@@ -32,7 +32,12 @@ import io
 import os
 import warnings
 
-from torch.utils.data import Sampler, Subset
+try:
+    from torch.utils.data import Sampler, Subset
+except ImportError as _e:
+    raise ImportError("squashcache.torch needs PyTorch: pip install "
+                      "'squashcache[torch]', or use a Python that has torch "
+                      "(Debian: python3-torch)") from _e
 
 from . import OrderError, order
 

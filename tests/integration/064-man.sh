@@ -29,4 +29,14 @@ make -C "$TOP" --no-print-directory BUILD="$MAKE_BUILD" install PREFIX="$T/prefi
 [ -f "$T/man/man1/mountctl.1" ] || fail "mountctl.1 not installed under MANDIR"
 [ -f "$T/man/man8/squashcached.8" ] || fail "squashcached.8 not installed under MANDIR"
 [ -f "$T/man/man8/squashcache_spank.8" ] || fail "squashcache_spank.8 not installed under MANDIR"
+# The installed pages name this install's paths, not the sources'
+# /usr/local: the hooks the Prolog= lines name are there.
+grep -l /usr/local "$T/man/man1/mountctl.1" "$T/man/man8/squashcached.8" "$T/man/man8/squashcache_spank.8" &&
+    fail "an installed man page names /usr/local (PREFIX=$T/prefix)"
+for kh in Prolog=prolog Epilog=epilog TaskProlog=site-task-prolog; do
+    line="${kh%%=*}=$T/prefix/libexec/squashcache/${kh#*=}"
+    grep -qxF "$line" "$T/man/man8/squashcache_spank.8" ||
+        fail "the installed squashcache_spank.8 does not give $line"
+    [ -x "${line#*=}" ] || fail "${line#*=}, which squashcache_spank.8 names, was not installed"
+done
 echo "man page checks passed"

@@ -31,7 +31,8 @@ grep -q "^ExecStart=$T/prefix/libexec/squashcache/squashcache-dataset start %i\$
 # The Python helper, where that prefix's python3 looks.
 pyver=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 pydir="$T/prefix/lib/python$pyver/dist-packages"
-[ -f "$pydir/squashcache/__init__.py" ] && [ -f "$pydir/squashcache/torch.py" ] ||
+[ -f "$pydir/squashcache/__init__.py" ] && [ -f "$pydir/squashcache/torch.py" ] &&
+    [ -f "$pydir/squashcache/retar.py" ] ||
     fail "the Python module squashcache was not installed in $pydir"
 PYTHONPATH="$pydir" "$PYTHON" -c 'import squashcache; assert squashcache.mountpoint_of("/") is None' ||
     fail "the installed Python module squashcache does not import"

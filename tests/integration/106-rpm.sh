@@ -76,7 +76,9 @@ LC_ALL=C sort >"$T/main.want" <<EOF
 /usr/libexec/squashcache/squashcache-dataset
 $sitelib/squashcache/__init__.py
 $sitelib/squashcache/torch.py
+$sitelib/squashcache/retar.py
 /usr/share/doc/squashcache/README.md
+/usr/share/doc/squashcache/admin.md
 /usr/share/doc/squashcache/design.md
 /usr/share/doc/squashcache/performance.md
 /usr/share/doc/squashcache/slurm.md
