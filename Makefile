@@ -54,7 +54,7 @@ CFLAGS ?=
 ALL_CFLAGS := -std=c11 $(OPT) $(WARN) $(SAN_FLAGS) -pthread -MMD -MP $(CFLAGS)
 LDFLAGS += $(SAN_FLAGS) -pthread
 
-LIB_LIBS := -llz4 -lzstd -lz -llzma -llzo2 -lm
+LIB_LIBS := -llz4 -lzstd -lz -llzma -llzo2 -lcrypto -lm
 FUSE_CFLAGS = $(shell $(PKG_CONFIG) --cflags fuse3 2>/dev/null)
 FUSE_LIBS = $(shell $(PKG_CONFIG) --libs fuse3 2>/dev/null || echo -lfuse3)
 # io_uring (daemon/uring.c) only where liburing is installed; SQC_NO_URING=1
