@@ -689,6 +689,9 @@ out_session:
 out_args:
 	fuse_opt_free_args(&args);
 out_img:
+	/* What prepare() set up when the mount failed before the features
+	 * started (freed already, and NULL, otherwise). */
+	free_features(d);
 	ctl_srv_stop(ctl); /* still listening when the mount failed */
 	ctl_srv_free(ctl);
 	img_close(d->img);
