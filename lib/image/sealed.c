@@ -32,6 +32,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -47,6 +48,7 @@ int img__seal_open(struct img *img, const struct img_opts *o)
 {
 	uint64_t nblocks, words;
 	struct seal *s;
+	struct stat sb;
 	int fd, err;
 
 	if (!o->seal)
@@ -62,7 +64,15 @@ int img__seal_open(struct img *img, const struct img_opts *o)
 					 "");
 		return err;
 	}
-	/* Its size is checked against the superblock's once it is read. */
+	/* Its size is checked against the superblock's once that is read;
+	 * a file larger than a seal of the whole image file is not read. */
+	if (!fstat(fd, &sb) &&
+	    (uint64_t)sb.st_size > seal_file_size(MAX(img->file_size, 1))) {
+		log_err("the seal '%s' is %llu bytes, more than a seal of image '%s' can be (it seals another image)",
+			o->seal, (unsigned long long)sb.st_size, img->path);
+		close(fd);
+		return -ESTALE;
+	}
 	err = seal_open(fd, o->seal, 0, o->seal_root, &s);
 	close(fd);
 	if (err) {
@@ -144,12 +154,12 @@ static int check(struct img *img, uint64_t off, const void *p, size_t len,
 
 	if (err == -EBADMSG)
 		return seal_bad(img, bad, where);
-	if (err)
+	if (err == -EINVAL) /* a range this file should not have asked */
 		return IMG_CORRUPT(
 			img,
 			"cannot check %zu bytes at %llu against the seal: %s",
 			len, (unsigned long long)off, err_str(err));
-	return 0;
+	return err; /* 0; -ENOMEM, -EIO of libcrypto */
 }
 
 /* Mark blocks [@first, @end) of the staged copy checked. */

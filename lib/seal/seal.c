@@ -346,6 +346,16 @@ int seal_check_fd(struct seal *s, int fd, uint64_t off, uint64_t *bad,
 	return err ? err : count ? -EBADMSG : 0;
 }
 
+uint64_t seal_file_size(uint64_t size)
+{
+	struct seal_geom g;
+
+	if (!size || size > SEAL_DATA_MAX)
+		return 0;
+	seal__geom(size, &g);
+	return SEAL_HEAD_SIZE + g.tree_bytes;
+}
+
 uint64_t seal_data_size(const struct seal *s)
 {
 	return s->g.data_size;

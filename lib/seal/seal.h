@@ -135,6 +135,17 @@ int seal_check_fd(struct seal *s, int fd, uint64_t off, uint64_t *bad,
 		  uint64_t *nbad);
 
 /**
+ * seal_file_size() - The bytes of the seal of a range.
+ * @size: bytes of the range, 1..SEAL_DATA_MAX
+ *
+ * The head and the tree.  It grows with @size: a seal file larger than
+ * seal_file_size(N) seals more than N bytes.
+ * Return: the size, or 0 for a @size out of range.
+ * Context: any thread; cannot fail.
+ */
+uint64_t seal_file_size(uint64_t size);
+
+/**
  * seal_data_size() - The bytes of the range a seal covers.
  * @s: seal
  *

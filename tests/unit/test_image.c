@@ -1391,6 +1391,13 @@ START_TEST(test_seal_open)
 	snprintf(sq, sizeof(sq), "%s.bad", sp);
 	ck_assert_int_eq(open_sealed(p, sq, NULL, false, STAGE_NONE, &img),
 			 -EBADMSG);
+	/* Larger than a seal of the image file can be: refused unread (a
+	 * sparse 1 TiB file). */
+	snprintf(sq, sizeof(sq), "%s/huge.sqcseal", workdir);
+	sh("truncate -s 1T '%s'", sq);
+	ck_assert_int_eq(open_sealed(p, sq, NULL, false, STAGE_NONE, &img),
+			 -ESTALE);
+	unlink(sq);
 	snprintf(sq, sizeof(sq), "%s/absent.sqcseal", workdir);
 	ck_assert_int_eq(open_sealed(p, sq, NULL, false, STAGE_NONE, &img),
 			 -ENOENT);

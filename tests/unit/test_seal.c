@@ -183,6 +183,15 @@ START_TEST(test_roundtrip)
 
 		ck_assert_int_eq(seal_open(fd, "t", len, root, &s), 0);
 		ck_assert_mem_eq(seal_root(s), root, 32);
+		{
+			struct stat sb;
+
+			ck_assert_int_eq(fstat(fd, &sb), 0);
+			ck_assert_uint_eq(seal_file_size(len),
+					  (uint64_t)sb.st_size);
+			ck_assert_uint_le(seal_file_size(len),
+					  seal_file_size(len + 4096));
+		}
 		ck_assert_uint_eq(seal_data_size(s), len);
 		ck_assert_int_eq(seal_check(s, 0, d, len, &bad), 0);
 		ck_assert_uint_eq(bad, 42); /* untouched */
@@ -238,6 +247,11 @@ START_TEST(test_offset)
 	ck_assert_int_eq(seal_write(in, 0, 0, out, root), -EINVAL);
 	ck_assert_int_eq(seal_write(in, 0, (1ull << 50) + 1, out, root),
 			 -EINVAL);
+	ck_assert_uint_eq(seal_file_size(0), 0);
+	ck_assert_uint_eq(seal_file_size((1ull << 50) + 1), 0);
+	ck_assert_uint_eq(seal_file_size(1ull << 50),
+			  4096 + (1ull << 43) + (1ull << 36) + (1ull << 29) +
+				  (1ull << 22) + (1ull << 15) + 4096);
 	close(out);
 	close(in);
 	free(d);
