@@ -13,6 +13,7 @@
 #   make bench-decode    decode-bound epochs (the training transform)
 #   make bench-hdf5      the HDF5 recipe side by side with squashcached
 #   make bench-sweep     jobs with and without a kept staged copy (issue 28)
+#   make bench-seal      staging and first epoch with and without a seal
 #   make install PREFIX=/usr/local   (SYSTEMD_UNITDIR= for the unit)
 #   make deb             Debian packages squashcache and squashcache-slurm
 #                        in build/deb/ (packaging/), checked with lintian
@@ -54,7 +55,7 @@ CFLAGS ?=
 ALL_CFLAGS := -std=c11 $(OPT) $(WARN) $(SAN_FLAGS) -pthread -MMD -MP $(CFLAGS)
 LDFLAGS += $(SAN_FLAGS) -pthread
 
-LIB_LIBS := -llz4 -lzstd -lz -llzma -llzo2 -lm
+LIB_LIBS := -llz4 -lzstd -lz -llzma -llzo2 -lcrypto -lm
 FUSE_CFLAGS = $(shell $(PKG_CONFIG) --cflags fuse3 2>/dev/null)
 FUSE_LIBS = $(shell $(PKG_CONFIG) --libs fuse3 2>/dev/null || echo -lfuse3)
 # io_uring (daemon/uring.c) only where liburing is installed; SQC_NO_URING=1
@@ -105,7 +106,7 @@ MOUNTCTL := $(BUILD)/mountctl
 
 .PHONY: all check check-unit check-integration check-tsan deps deps-check \
 	deps-demo deb dist rpm tests fuzz fuzz-run format format-check lint install \
-	uninstall clean demo bench bench-scale bench-ram bench-decode bench-hdf5 bench-sweep soak
+	uninstall clean demo bench bench-scale bench-ram bench-decode bench-hdf5 bench-sweep bench-seal soak
 
 # The SPANK plugin is built only where Slurm's headers are installed, and
 # never with sanitizers (slurmd and srun load it and have no ASan runtime).
@@ -245,6 +246,10 @@ bench-sweep: deps-check
 	@sh tests/deps.sh bench
 	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(TOOL_BINS)
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh sweep
+
+bench-seal: deps-check
+	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(TOOL_BINS)
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh seal
 
 # Debian packages from this tree (packaging/deb.sh), then lintian: any
 # error fails.  Needs no network once tests/deps.sh has what it lists.

@@ -27,6 +27,10 @@
 #                              staged copy (issue 28): 8 in a row and 2 at
 #                              once, the images set (20,000) on slowfs
 #   sh bench/run.sh sweep --quick   the same with 400 images, 1 repetition
+#   sh bench/run.sh seal       checked bytes (issue 40): staging and a first
+#                              epoch with and without the image's seal, in
+#                              /dev/shm and on slowfs (20,000 images)
+#   sh bench/run.sh seal --quick    the same with 400 images, 1 repetition
 #
 # Steps: generate the seeded data sets (cached under $BENCH_WORK), build
 # their SquashFS images and tars (cached too, with the time each took),
@@ -48,11 +52,12 @@ RAM=0
 DECODE=0
 HDF5=0
 SWEEP=0
+SEAL=0
 for a in "$@"; do
 	case $a in
 	--quick) QUICK=1 ;;
 	-h | --help)
-		sed -n '3,39p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,43p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	scale) SCALE=1 ;;
@@ -60,6 +65,7 @@ for a in "$@"; do
 	decode) DECODE=1 ;;
 	hdf5) HDF5=1 ;;
 	sweep) SWEEP=1 ;;
+	seal) SEAL=1 ;;
 	*)
 		echo "bench: unknown argument '$a' (try --help)" >&2
 		exit 2
@@ -72,8 +78,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-if [ $((SCALE + RAM + DECODE + HDF5 + SWEEP)) -gt 1 ]; then
-	echo "bench: 'scale', 'ram', 'decode', 'hdf5' and 'sweep' are separate runs; give one" >&2
+if [ $((SCALE + RAM + DECODE + HDF5 + SWEEP + SEAL)) -gt 1 ]; then
+	echo "bench: 'scale', 'ram', 'decode', 'hdf5', 'sweep' and 'seal' are separate runs; give one" >&2
 	exit 2
 fi
 
@@ -164,6 +170,22 @@ elif [ $SWEEP = 1 ]; then
 	: "${SLOW_REPS:=1}" "${PIL_SUBSET:=100}" "${PASS_TIMEOUT:=300}"
 	SLOW=0
 	export SLOW SLOW_PROFILES SWEEP_READER
+elif [ $SEAL = 1 ]; then
+	# Checked bytes (issue 40 item 5): the images set in /dev/shm and
+	# behind slowfs, read by bench/sealbench.py.  No main part.
+	if [ $QUICK = 1 ]; then
+		: "${IMG_CLASSES:=4}" "${IMG_PER_CLASS:=100}" "${REPS:=1}"
+		: "${SLOW_TIMEOUT:=300}"
+		SUFFIX=-seal-quick
+	else
+		: "${IMG_CLASSES:=20}" "${IMG_PER_CLASS:=1000}" "${REPS:=3}"
+		: "${SLOW_TIMEOUT:=900}"
+		SUFFIX=-seal
+	fi
+	: "${SLOW_PROFILES:=pfs,pfs_slow}" "${SEAL_READER:=cread_t16}"
+	: "${SLOW_REPS:=1}" "${PIL_SUBSET:=100}" "${PASS_TIMEOUT:=300}"
+	SLOW=0
+	export SLOW SLOW_PROFILES SEAL_READER
 elif [ $QUICK = 1 ]; then
 	: "${IMG_CLASSES:=4}" "${IMG_PER_CLASS:=100}"
 	: "${SMALL_FILES:=10000}" "${SMALL_DIRS:=64}"
@@ -196,7 +218,8 @@ for t in mksquashfs tar fusermount3 mount losetup; do
 	}
 done
 make -s --no-print-directory BUILD="$BUILD" "$BUILD/squashcached" \
-	"$BUILD/mountctl" "$BUILD/bench/preader" "$BUILD/bench/slowfs" "$BUILD/bench/zerofs"
+	"$BUILD/mountctl" "$BUILD/bench/preader" "$BUILD/bench/slowfs" "$BUILD/bench/zerofs" \
+	"$BUILD/bench/hashspeed"
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
@@ -258,7 +281,7 @@ elif [ $RAM = 1 ]; then
 	key2=
 	build_set images "$key1" --classes "$RAM_CLASSES" \
 		--per-class "$RAM_PER_CLASS" --seed "$SEED_IMAGES"
-elif [ $DECODE = 1 ] || [ $HDF5 = 1 ] || [ $SWEEP = 1 ]; then
+elif [ $DECODE = 1 ] || [ $HDF5 = 1 ] || [ $SWEEP = 1 ] || [ $SEAL = 1 ]; then
 	set1=images set2=
 	key1=images-${IMG_CLASSES}x${IMG_PER_CLASS}-s$SEED_IMAGES
 	key2=
@@ -323,7 +346,7 @@ mkdir -p "$STORE" "$SCRATCH/tmpfs" "$SCRATCH/build/bench"
 cp "$BUILD/squashcached" "$BUILD/bench/preader" "$BUILD/bench/slowfs" \
 	"$SCRATCH/build/"
 mv "$SCRATCH/build/preader" "$SCRATCH/build/slowfs" "$SCRATCH/build/bench/"
-cp "$BUILD/bench/zerofs" "$SCRATCH/build/bench/"
+cp "$BUILD/bench/zerofs" "$BUILD/bench/hashspeed" "$SCRATCH/build/bench/"
 [ -x "$BUILD/mountctl" ] && cp "$BUILD/mountctl" "$SCRATCH/build/"
 SQC_BINARY="$BUILD/squashcached, built $(date -r "$BUILD/squashcached" \
 	'+%Y-%m-%d %H:%M:%S'), sha256 $(sha256sum <"$BUILD/squashcached" |
@@ -338,7 +361,7 @@ for key in $key1 $key2; do
 	# case reads the image only.
 	if [ $SCALE = 1 ]; then
 		ln -s "$BENCH_WORK/$key.tar" "$STORE/$key.tar"
-	elif [ $RAM = 0 ] && [ $SWEEP = 0 ]; then
+	elif [ $RAM = 0 ] && [ $SWEEP = 0 ] && [ $SEAL = 0 ]; then
 		cp "$BENCH_WORK/$key.tar" "$STORE/"
 	fi
 done
@@ -359,7 +382,7 @@ EOF
 }
 {
 	echo "{"
-	if [ $RAM = 1 ] || [ $SWEEP = 1 ]; then
+	if [ $RAM = 1 ] || [ $SWEEP = 1 ] || [ $SEAL = 1 ]; then
 		# the tar is not read: it stays on disk
 		set_json "$set1" "$key1" "$BENCH_WORK/$key1.tar"
 	elif [ -z "$key2" ]; then
@@ -382,6 +405,8 @@ raw=$RAW_RESULTS/$name.json
 t0=$(now)
 if [ $SWEEP = 1 ]; then
 	"$PYTHON" bench/sweep.py "$raw"
+elif [ $SEAL = 1 ]; then
+	"$PYTHON" bench/sealbench.py "$raw"
 else
 	"$PYTHON" bench/bench.py "$raw"
 fi

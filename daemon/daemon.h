@@ -56,13 +56,17 @@ struct sqcd_opts {
 	unsigned int timeout; /* -o timeout=S: unmount when idle (idle.c) */
 	struct img_opts img; /* ram=, cache=, meta=, stage= */
 	const char *keep; /* -o keep[=PATH]: the keeper's socket, or NULL */
+	/* -o seal=auto|off|require|PATH: the image's seal (verify.c) */
+	const char *seal;
+	uint8_t seal_root[32]; /* -o seal_root=HEX: the root it must have */
+	bool seal_root_set; /* seal_root= was given */
 	uint64_t order_window; /* -o order_window=SIZE: the epoch order's */
 	/* the memory the daemon may use, read at start: the defaults of
 	 * ram= and warm= come from it (memlimit.h) */
 	struct memlimit mem;
 };
 
-#define SQCD_FEATURES_MAX 8 /* features of the daemon, at most */
+#define SQCD_FEATURES_MAX 12 /* features of the daemon, at most */
 
 enum sqcd_op {
 	SQCD_OP_LOOKUP,

@@ -31,6 +31,7 @@
 #include "statahead.h"
 #include "stop.h"
 #include "uring.h"
+#include "verify.h"
 #include "warm.h"
 #include "order/order.h"
 #include "util/clock.h"
@@ -230,6 +231,9 @@ static const struct {
 	 * keeper's connection until freed, after the stager threads are
 	 * joined: closing it hands the copy back. */
 	{ &keep_feature, ROUND_UNMOUNTED },
+	/* Set up before the image is opened (its prepare(): which seal the
+	 * image's reads are checked against); no thread, only stats. */
+	{ &verify_feature, ROUND_UNMOUNTED },
 	/* Stops once every thread that serves requests (FUSE workers,
 	 * io_uring) is joined: none can touch the idle state any more.
 	 * Hears requests and handles: a mount is idle without either. */
@@ -490,8 +494,12 @@ static int open_image(struct sqcd *d, int *status)
 	if (err) {
 		fprintf(stderr, "squashcached: cannot mount '%s': %s\n",
 			fd_image ? d->o.image_abs : d->o.image,
-			err == -EMEDIUMTYPE ? "not a SquashFS image" :
-					      err_str(err));
+			err == -EMEDIUMTYPE ?
+				"not a SquashFS image" :
+			d->o.img.seal && (err == -EBADMSG || err == -ESTALE ||
+					  err == -EKEYREJECTED) ?
+				"its seal does not fit it (said above; mountctl seal IMAGE makes it again)" :
+				err_str(err));
 		return err;
 	}
 	if (fd_image && atoi(strrchr(d->o.image, '/') + 1) > 2)
@@ -681,6 +689,9 @@ out_session:
 out_args:
 	fuse_opt_free_args(&args);
 out_img:
+	/* What prepare() set up when the mount failed before the features
+	 * started (freed already, and NULL, otherwise). */
+	free_features(d);
 	ctl_srv_stop(ctl); /* still listening when the mount failed */
 	ctl_srv_free(ctl);
 	img_close(d->img);

@@ -15,6 +15,7 @@
 #include "detach.h"
 #include "options.h"
 #include "keep/keep.h"
+#include "seal/seal.h"
 #include "util/size.h"
 #include "util/version.h"
 
@@ -81,6 +82,13 @@ static void usage(FILE *f)
 		"                     AppImage; default 0)\n"
 		"  timeout=S          unmount after S seconds with no open file and no\n"
 		"                     request (default 0 = never)\n"
+		"  seal=MODE          check every byte read against the image's seal\n"
+		"                     (mountctl seal): auto (default: IMAGE.sqcseal\n"
+		"                     if there is one), require (it must be there),\n"
+		"                     off, or the seal's PATH; a block that does not\n"
+		"                     match fails with EIO\n"
+		"  seal_root=HEX      the seal must have this root hash (implies\n"
+		"                     seal=require unless a PATH is given)\n"
 		"  keep[=PATH]        stage into a copy the keeper (mountctl keeper)\n"
 		"                     keeps after the mount, and start from the copy\n"
 		"                     it kept of this image (preview; PATH: its socket,\n"
@@ -242,6 +250,20 @@ static int parse_one(struct sqcd_opts *o, char *opt)
 		o->keep = val;
 		return 0;
 	}
+	if (!strcmp(opt, "seal") && *val) {
+		o->seal = val;
+		return 0;
+	}
+	if (!strcmp(opt, "seal_root")) {
+		if (seal_parse_hex(val, o->seal_root)) {
+			fprintf(stderr,
+				"squashcached: bad value '%s' for -o seal_root (64 hex digits: the root hash mountctl seal printed)\n",
+				val);
+			return -EINVAL;
+		}
+		o->seal_root_set = true;
+		return 0;
+	}
 	if (!strcmp(opt, "cache"))
 		return parse_size_opt(o, opt, val, &o->img.data_cache);
 	if (!strcmp(opt, "meta"))
@@ -348,6 +370,7 @@ int sqcd_opts_parse(struct sqcd_opts *o, int argc, char **argv, int *status)
 	o->order_window = 64ull << 20;
 	o->statahead_wait = 10;
 	o->statahead = 65536;
+	o->seal = "auto"; /* IMAGE.sqcseal, if there is one */
 	while ((c = getopt_long(argc, argv, "+fdo:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':

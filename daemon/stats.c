@@ -43,6 +43,9 @@
  *   keep:   {socket, answer, keeper_complete, adopted, adopted_chunks,
  *            peers}
  *           (only with -o keep; keep.h)
+ *   verify: {seal, root, data_bytes, tree_bytes, blocks_ok, blocks_bad,
+ *            bytes_hashed, bad_reads, bad_staged, refused_bytes}
+ *           (checked bytes, -o seal=; {seal: null} without; verify.h)
  *   process: {rss_bytes, cpu_user_s, cpu_sys_s, threads}
  */
 
@@ -56,6 +59,7 @@
 #include "keep.h"
 #include "statahead.h"
 #include "uring.h"
+#include "verify.h"
 #include "warm.h"
 #include "order/order.h"
 #include "util/clock.h"
@@ -305,6 +309,8 @@ void sqcd_stats_json(struct sqcd *d, struct json_buf *b)
 			     b); /* feature call site */
 	keep_stats_json(sqcd_feature(d, &keep_feature),
 			b); /* feature call site: keep (only when on) */
+	verify_stats_json(sqcd_feature(d, &verify_feature),
+			  b); /* feature call site: checked bytes */
 	json_buf_printf(b,
 			"\"prefetch\":{\"workers\":%u,\"queued\":%llu,"
 			"\"done\":%llu,\"dropped\":%llu,\"errors\":%llu},",

@@ -21,6 +21,7 @@ static const struct mc_cmd *const cmds[] = {
 	&mc_cmd_mount, &mc_cmd_umount, &mc_cmd_status,	&mc_cmd_wait,
 	&mc_cmd_stage, &mc_cmd_check,  &mc_cmd_acquire, &mc_cmd_release,
 	&mc_cmd_job,   &mc_cmd_order,  &mc_cmd_keeper,	&mc_cmd_forget,
+	&mc_cmd_seal,
 };
 
 static void usage(FILE *f)

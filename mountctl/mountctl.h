@@ -67,6 +67,7 @@ extern const struct mc_cmd mc_cmd_release;
 extern const struct mc_cmd mc_cmd_job;
 extern const struct mc_cmd mc_cmd_keeper;
 extern const struct mc_cmd mc_cmd_forget;
+extern const struct mc_cmd mc_cmd_seal;
 
 /**
  * mc_default_mountpoint() - Where IMAGE is mounted when no MOUNTPOINT is

@@ -8,7 +8,7 @@
 # starts half-equipped.
 set -eu
 
-build="gcc make pkg-config libc6-dev fuse3 libfuse3-dev liburing-dev liblz4-dev libzstd-dev zlib1g-dev liblzma-dev liblzo2-dev"
+build="gcc make pkg-config libc6-dev fuse3 libfuse3-dev liburing-dev liblz4-dev libzstd-dev zlib1g-dev liblzma-dev liblzo2-dev libssl-dev"
 run="squashfs-tools util-linux procps attr acl"
 python="python3 python3-pil python3-torchvision"
 # pip install of python/ into a venv, offline (tests/integration/076-pip.sh

@@ -38,10 +38,11 @@ out=$(
     allowed decompress util
     allowed cache util
     allowed stage util
+    allowed seal util
     # order uses image (plan.c: the epoch order as an image's window,
     # plans from its files); image asks its window through struct
     # img_window and includes nothing of order.
-    allowed image util decompress cache stage
+    allowed image util decompress cache stage seal
     allowed order util image
     allowed prefetch util image cache stage order
     allowed index util image

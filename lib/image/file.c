@@ -459,8 +459,12 @@ static int map_range(struct img *img, const struct img_read_ctx *rc,
 		     bool fd_ok)
 {
 	const uint32_t bs = img->sb.block_size;
-	struct reply_buf rb = { rc, fd_ok ? NULL : img__reply_buf(rc), 0,
-				fd_ok };
+	struct reply_buf rb;
+	/* With a seal every byte is checked in memory: none is handed out
+	 * as a range of the file, which the kernel would copy unchecked. */
+	fd_ok = fd_ok && !img->seal;
+	rb = (struct reply_buf){ rc, fd_ok ? NULL : img__reply_buf(rc), 0,
+				 fd_ok };
 	struct blk_loc locs[LOCATE_MAX];
 	uint64_t end, blk_start;
 	uint32_t first, last, nb, i, lo, hi;

@@ -34,6 +34,7 @@
 #define IMG_NO_FRAGMENT 0xffffffffu /* img_file.frag when there is none */
 
 struct img; /* opaque, shared by all threads */
+struct seal; /* lib/seal */
 
 /* The metadata cache a sized budget never goes below, bytes. */
 #define IMG_META_MIN (64ull << 20)
@@ -63,6 +64,16 @@ struct img_opts {
 	void (*backing)(void *arg, int fd, uint64_t offset, uint64_t size,
 			struct stage_backing *out);
 	void *backing_arg; /* passed to it */
+	/*
+	 * The image's seal (lib/seal, `mountctl seal`), or NULL: every byte
+	 * read from the image is then checked against it before it is used
+	 * or staged; a block that does not match fails its read
+	 * (-EFSCORRUPTED, logged once per block) and is never staged.
+	 */
+	const char *seal;
+	bool seal_optional; /* a missing @seal file means no seal */
+	const uint8_t *seal_root; /* the root hash @seal must have
+				     (SEAL_HASH_SIZE bytes), or NULL */
 };
 
 /* The decoded, validated superblock. */
@@ -232,6 +243,11 @@ struct img_stats {
 	uint64_t decompressions; /* blocks decompressed (data + meta) */
 	uint64_t decompressed_bytes; /* bytes they produced */
 	uint64_t corrupt; /* corruption events (each logged once) */
+	/* With a seal (img_seal()): reads that failed because a block did
+	 * not match it, and blocks of the staged copy found wrong and read
+	 * from the file instead. */
+	uint64_t seal_bad_reads;
+	uint64_t seal_bad_staged;
 };
 
 /**
@@ -632,6 +648,16 @@ int img_ino_to_ref(struct img *img, uint32_t ino, uint64_t *ref);
  * Return: the stage, valid until img_close().  Context: any thread.
  */
 struct stage *img_stage(struct img *img);
+
+/**
+ * img_seal() - The seal the image's reads are checked against.
+ * @img: image
+ * @path: set to where it was read from, or NULL
+ *
+ * Return: the seal (lib/seal/seal.h), valid until img_close(), or NULL
+ * if reads are not checked.  Context: any thread; cannot fail.
+ */
+struct seal *img_seal(struct img *img, const char **path);
 
 /**
  * img_staged() - Whether the staged copy holds a range, or plans to.

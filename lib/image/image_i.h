@@ -90,6 +90,18 @@ struct img {
 	struct cache *bmap; /* block maps, key = inode reference */
 
 	struct stage *stage; /* the staged copy of the image */
+	/*
+	 * The image's seal (sealed.c), or NULL: every byte read is checked
+	 * against it.  Per 4 KiB block, a bit set once the staged copy's
+	 * bytes of that block passed (checked), and one once its mismatch
+	 * was logged (bad_logged); both NULL without a seal.
+	 */
+	struct seal *seal;
+	char *seal_path; /* where it was read from */
+	_Atomic uint64_t *checked;
+	_Atomic uint64_t *bad_logged;
+	_Atomic uint64_t seal_bad_reads; /* reads failed for a mismatch */
+	_Atomic uint64_t seal_bad_staged; /* staged blocks read again */
 	struct img_window window; /* bytes held in RAM by another module
 				     (img_set_window()); .get NULL if none */
 
@@ -232,6 +244,54 @@ void img__window_used(struct img *img, uint64_t off, size_t len,
  */
 int img__pread(struct img *img, uint64_t off, void *dst, size_t len,
 	       enum img_read_source src);
+
+struct iovec;
+/* img__pread() into @n buffers, in one read: @iov is used up. */
+int img__preadv(struct img *img, uint64_t off, struct iovec *iov, int n,
+		enum img_read_source src);
+
+/* sealed.c: checking what is read against the image's seal. */
+
+/**
+ * img__seal_open() - Read the seal img_opts names, if any.
+ * @img: image with its file open, superblock not read yet
+ * @o: @o->seal, @o->seal_optional, @o->seal_root
+ *
+ * Return: 0 (img->seal NULL if there is none); -ENOENT; -EBADMSG,
+ * -ESTALE, -EKEYREJECTED as seal_open(); -errno (each logged).
+ * Context: img_open().
+ */
+int img__seal_open(struct img *img, const struct img_opts *o);
+
+/* The superblock is decoded: the seal must be of bytes_used bytes.
+ * Return: 0; -ESTALE (logged). */
+int img__seal_match(struct img *img);
+
+void img__seal_close(struct img *img);
+
+/**
+ * img__sealed_pread() - img__pread() whose bytes are checked.
+ * @img: image with a seal
+ * @off: byte offset in the image
+ * @dst: destination of @len bytes
+ * @len: byte count; the range within the sealed bytes
+ * @src: on whose behalf
+ *
+ * The 4 KiB blocks the range touches are read whole, in one read (the
+ * bytes around the range into buffers of this call), and checked.
+ *
+ * Return: 0; -EFSCORRUPTED if a block does not match its seal (logged
+ * once per block); as img__pread().  Context: any thread.
+ */
+int img__sealed_pread(struct img *img, uint64_t off, void *dst, size_t len,
+		      enum img_read_source src);
+
+/* Check the blocks of staged bytes @p of [@off, @off + @len) not checked
+ * yet.  Return: 0; -EFSCORRUPTED (logged once per block). */
+int img__seal_staged(struct img *img, uint64_t off, size_t len, const void *p);
+
+/* struct stage_src.check: a chunk read into the staged copy. */
+int img__seal_chunk(void *arg, uint64_t off, const void *bytes, size_t len);
 
 /**
  * img__stage_open() - Create the staged copy of an opened image.

@@ -45,6 +45,10 @@ const void *img__staged_ptr(struct img *img, const struct img_read_ctx *rc,
 		flags |= STAGE_GET_STAGED_ONLY;
 	if (stage_get(img->stage, off, len, flags, ctx_of(rc), &p))
 		return NULL;
+	/* Bytes of the staged copy that are not checked yet (a kept copy's)
+	 * are checked now; if they are wrong, the file's are read. */
+	if (img->seal && img__seal_staged(img, off, len, p))
+		return NULL;
 	return p;
 }
 
@@ -85,6 +89,8 @@ static int file_read(struct img *img, const struct img_read_ctx *rc,
 		return -EAGAIN;
 	if (!img__window_get(img, off, len, dst))
 		return 0;
+	if (img->seal)
+		return img__sealed_pread(img, off, dst, len, ctx_of(rc)->src);
 	return img__pread(img, off, dst, len, ctx_of(rc)->src);
 }
 

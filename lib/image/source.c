@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "image/image_i.h"
@@ -63,13 +64,50 @@ static size_t pread_whole(int fd, void *dst, size_t len, uint64_t at, int *err)
 	return done;
 }
 
-/* Short reads are the file shrinking under us. */
-int img__pread(struct img *img, uint64_t off, void *dst, size_t len,
-	       enum img_read_source src)
+/* preadv() of @n buffers at @iov from file offset @at, on through EINTR
+ * and short reads (@iov is used up).  Return: the bytes read, all of
+ * them unless a read failed (*err: its errno) or met the end of the file
+ * (*err: 0). */
+static size_t preadv_whole(int fd, struct iovec *iov, int n, uint64_t at,
+			   int *err)
 {
-	size_t done;
+	size_t done = 0;
+	ssize_t got;
+
+	*err = 0;
+	while (n > 0) {
+		if (!iov->iov_len) {
+			iov++;
+			n--;
+			continue;
+		}
+		got = preadv(fd, iov, n, (off_t)(at + done));
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			*err = got < 0 ? errno : 0;
+			break;
+		}
+		done += (size_t)got;
+		for (; n > 0 && (size_t)got >= iov->iov_len; iov++, n--)
+			got -= (ssize_t)iov->iov_len;
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + got;
+			iov->iov_len -= (size_t)got;
+		}
+	}
+	return done;
+}
+
+/* Short reads are the file shrinking under us. */
+int img__preadv(struct img *img, uint64_t off, struct iovec *iov, int n,
+		enum img_read_source src)
+{
+	size_t len = 0, done;
 	int err;
 
+	for (int i = 0; i < n; i++)
+		len += iov[i].iov_len;
 	if (atomic_load_explicit(&img->changed, memory_order_relaxed)) {
 		atomic_fetch_add_explicit(&img->src_errors, 1,
 					  memory_order_relaxed);
@@ -77,7 +115,7 @@ int img__pread(struct img *img, uint64_t off, void *dst, size_t len,
 	}
 	/* bytes_used <= file_size = size - offset, checked at open. */
 	off += img->offset;
-	done = pread_whole(img->fd, dst, len, off, &err);
+	done = preadv_whole(img->fd, iov, n, off, &err);
 	if (done < len) {
 		atomic_fetch_add_explicit(&img->src_errors, 1,
 					  memory_order_relaxed);
@@ -86,6 +124,14 @@ int img__pread(struct img *img, uint64_t off, void *dst, size_t len,
 	}
 	count_read(img, len, src);
 	return 0;
+}
+
+int img__pread(struct img *img, uint64_t off, void *dst, size_t len,
+	       enum img_read_source src)
+{
+	struct iovec iov = { dst, len };
+
+	return img__preadv(img, off, &iov, 1, src);
 }
 
 /*
@@ -216,7 +262,9 @@ int img_window_read(struct img *img, uint64_t off, void *dst, size_t len)
 			img,
 			"window read of %zu bytes at %llu is past the end of the filesystem",
 			len, (unsigned long long)off);
-	err = img__pread(img, off, dst, len, IMG_READ_ORDER);
+	err = img->seal ?
+		      img__sealed_pread(img, off, dst, len, IMG_READ_ORDER) :
+		      img__pread(img, off, dst, len, IMG_READ_ORDER);
 	/* The window holds them until read: not the page cache too. */
 	if (!err && !img->in_ram)
 		posix_fadvise(img->fd, (off_t)(off + img->offset), (off_t)len,
@@ -237,7 +285,8 @@ static void stage_watch(void *arg)
 
 int img__stage_open(struct img *img, const struct img_opts *o)
 {
-	struct stage_src src = { stage_read, stage_watch, img, img->path };
+	struct stage_src src = { stage_read, stage_watch, img, img->path,
+				 img->seal ? img__seal_chunk : NULL };
 	struct stage_backing b = { .fd = -1 };
 	struct stage_opts so = {
 		.size = img->sb.bytes_used,

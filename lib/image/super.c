@@ -43,6 +43,9 @@ void img_opts_default(struct img_opts *o)
 	o->offset = 0;
 	o->backing = NULL; /* anonymous memory */
 	o->backing_arg = NULL;
+	o->seal = NULL; /* nothing checked */
+	o->seal_optional = false;
+	o->seal_root = NULL;
 }
 
 static int open_file(struct img *img)
@@ -431,7 +434,13 @@ int img_open(const char *path, const struct img_opts *opts, struct img **out)
 	err = open_file(img);
 	if (err)
 		goto out_close;
+	/* Before the first read: the superblock is checked too. */
+	err = img__seal_open(img, opts);
+	if (err)
+		goto out_close;
 	err = decode_super(img);
+	if (!err)
+		err = img__seal_match(img);
 	if (err)
 		goto out_close;
 	/* Before the tables are read: their chunks are staged as they are
@@ -479,6 +488,7 @@ void img_close(struct img *img)
 	img__table_release(&img->exports);
 	img__table_release(&img->xattr_ids);
 	free(img->ids);
+	img__seal_close(img);
 	if (img->dio_fd >= 0)
 		close(img->dio_fd);
 	if (img->fd >= 0)
@@ -527,4 +537,6 @@ void img_get_stats(struct img *img, struct img_stats *out)
 	out->decompressions = atomic_load(&img->decompressions);
 	out->decompressed_bytes = atomic_load(&img->decompressed_bytes);
 	out->corrupt = atomic_load(&img->corrupt);
+	out->seal_bad_reads = atomic_load(&img->seal_bad_reads);
+	out->seal_bad_staged = atomic_load(&img->seal_bad_staged);
 }

@@ -67,9 +67,24 @@ static void set_state(struct stage *st, uint32_t c, uint32_t n, uint8_t s)
 				      memory_order_release);
 }
 
+/* Whether chunk @c's bytes, in place, pass the owner's check; counted
+ * in st->refused if not. */
+static bool chunk_checked(struct stage *st, uint32_t c)
+{
+	uint64_t start = (uint64_t)c << STAGE_CHUNK_SHIFT;
+	uint64_t len = stage__chunks_len(st, c, 1);
+
+	if (!st->src.check ||
+	    !st->src.check(st->src.arg, start, st->mem + start, (size_t)len))
+		return true;
+	atomic_fetch_add(&st->refused, len);
+	return false;
+}
+
 /* Read chunks [c, c + n) from the source into the staged copy (claimed in
- * the backing, if there is one) and set their state.  Return: 0 or
- * -errno of the read. */
+ * the backing, if there is one) and set their state: each is staged once
+ * it passes the owner's check.  Return: 0 or -errno of the read (a chunk
+ * that fails its check is not an error of the read: staging goes on). */
 static int source_read(struct stage *st, uint32_t c, uint32_t n,
 		       const void *reader)
 {
@@ -79,24 +94,38 @@ static int source_read(struct stage *st, uint32_t c, uint32_t n,
 
 	err = st->src.read(st->src.arg, start, st->mem + start, (size_t)len,
 			   reader);
-	if (!err) {
-		atomic_fetch_add(&st->staged, len);
-		if (reader) {
-			atomic_fetch_add(&st->by_readers, len);
-			/* A fill that continues the last one is a reader
-			 * streaming ahead of the stager: the stager goes on
-			 * after it.  Readers in random order leave it be. */
-			if (atomic_exchange(&st->fill_end, c + n) == c)
-				atomic_store(&st->follow, c + n);
-		}
-	} else {
+	if (err) {
 		/* Give the untouched pages back; readers go to the source. */
 		madvise(st->mem + start, (size_t)len, MADV_DONTNEED);
+		if (st->trail)
+			stage__backing_done(st, c, n, false);
+		set_state(st, c, n, STAGE_CHUNK_FAILED);
+		return err;
 	}
-	if (st->trail)
-		stage__backing_done(st, c, n, !err);
-	set_state(st, c, n, err ? STAGE_CHUNK_FAILED : STAGE_CHUNK_STAGED);
-	return err;
+	for (uint32_t i = c; i < c + n; i++) {
+		uint64_t at = (uint64_t)i << STAGE_CHUNK_SHIFT;
+		uint64_t k = stage__chunks_len(st, i, 1);
+		bool ok = chunk_checked(st, i);
+
+		if (ok) {
+			atomic_fetch_add(&st->staged, k);
+			if (reader)
+				atomic_fetch_add(&st->by_readers, k);
+		} else {
+			madvise(st->mem + at, (size_t)k, MADV_DONTNEED);
+		}
+		/* Complete in the copy only once checked. */
+		if (st->trail)
+			stage__backing_done(st, i, 1, ok);
+		set_state(st, i, 1,
+			  ok ? STAGE_CHUNK_STAGED : STAGE_CHUNK_FAILED);
+	}
+	/* A fill that continues the last one is a reader streaming ahead of
+	 * the stager: the stager goes on after it.  Readers in random order
+	 * leave it be. */
+	if (reader && atomic_exchange(&st->fill_end, c + n) == c)
+		atomic_store(&st->follow, c + n);
+	return 0;
 }
 
 /*
@@ -127,11 +156,15 @@ static int shared_read(struct stage *st, uint32_t c, uint32_t n,
 		}
 		if (got == STAGE_CLAIM_DONE) {
 			uint64_t len = stage__chunks_len(st, c + i, 1);
+			bool ok = chunk_checked(st, c + i);
 
 			*whole = false;
-			atomic_fetch_add(&st->staged, len);
-			atomic_fetch_add(&st->peers, len);
-			set_state(st, c + i++, 1, STAGE_CHUNK_STAGED);
+			if (ok) {
+				atomic_fetch_add(&st->staged, len);
+				atomic_fetch_add(&st->peers, len);
+			}
+			set_state(st, c + i++, 1,
+				  ok ? STAGE_CHUNK_STAGED : STAGE_CHUNK_FAILED);
 			continue;
 		}
 		for (j = i + 1;
@@ -181,7 +214,12 @@ static bool chunk_fill(struct stage *st, uint32_t c, uint32_t last,
 		pthread_mutex_lock(&st->lock);
 		st->filling++;
 		pthread_mutex_unlock(&st->lock);
-		return stage__chunk_read(st, c, n, reader) == 0;
+		stage__chunk_read(st, c, n, reader);
+		/* Set by this thread's read: staged, or failed (the read, or
+		 * the chunk's check). */
+		return atomic_load_explicit(&st->chunk[c],
+					    memory_order_acquire) ==
+		       STAGE_CHUNK_STAGED;
 	}
 	if (s == STAGE_CHUNK_INFLIGHT) {
 		pthread_mutex_lock(&st->lock);

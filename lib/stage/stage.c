@@ -165,6 +165,7 @@ void stage_get_stats(struct stage *st, struct stage_stats *out)
 	out->base = atomic_load(&st->base);
 	out->by_readers = atomic_load(&st->by_readers);
 	out->peers = atomic_load(&st->peers);
+	out->refused = atomic_load(&st->refused);
 	out->error = atomic_load(&st->error);
 	out->backing = (enum stage_backing_use)st->backing;
 	out->adopted = st->adopted;

@@ -49,8 +49,20 @@ struct stage_src {
 	/* Called by one stager thread about once a second (the owner
 	 * watches its file for changes); may be NULL. */
 	void (*watch)(void *arg);
-	void *arg; /* passed to both */
+	void *arg; /* passed to each */
 	const char *name; /* what is staged, for the log ("'%s'") */
+	/*
+	 * Check a chunk's @len bytes at @off of the range, in the staged
+	 * copy at @bytes, before it counts as staged: once read (before a
+	 * backing copy marks it complete), and once another process's
+	 * stage of the same backing completed it.  Return: 0, or a
+	 * negative errno: the chunk is then not staged (FAILED: readers
+	 * go to the source, and a backing copy does not mark it
+	 * complete), and staging goes on.  May be NULL.  Chunks a backing
+	 * copy held complete at stage_new() are not checked here (the
+	 * owner checks what it reads of them).  Context: any thread.
+	 */
+	int (*check)(void *arg, uint64_t off, const void *bytes, size_t len);
 };
 
 /*
@@ -120,6 +132,7 @@ struct stage_stats {
 	uint64_t adopted; /* bytes complete in it at stage_new() */
 	uint64_t peers; /* of staged, bytes another process's stage of the
 			   shared backing staged meanwhile */
+	uint64_t refused; /* bytes of chunks read whose check failed */
 };
 
 /**

@@ -129,6 +129,7 @@ struct stage {
 	_Atomic uint64_t base; /* staged when the current plan was made */
 	_Atomic uint64_t by_readers; /* of staged, chunks readers brought in */
 	_Atomic uint64_t peers; /* of staged, chunks other processes did */
+	_Atomic uint64_t refused; /* chunks read whose check failed */
 	_Atomic int state; /* enum stage_state */
 	_Atomic int error; /* errno that stopped the stager, or 0 */
 	/* A request of stage_resume(), applied by the next stage_next(). */

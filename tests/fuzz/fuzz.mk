@@ -28,7 +28,7 @@ PYTHON ?= /usr/bin/python3
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SRCS ?= $(sort $(wildcard tests/fuzz/fuzz_*.c))
 LIB_SRCS ?= $(sort $(wildcard lib/*/*.c))
-LIB_LIBS ?= -llz4 -lzstd -lz -llzma -llzo2 -lm
+LIB_LIBS ?= -llz4 -lzstd -lz -llzma -llzo2 -lcrypto -lm
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS ?= 1
 # Extra libFuzzer flags for `run`, e.g. FUZZ_FLAGS=-max_len=65536.

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Replay every input that ever crashed a fuzz target (tests/fuzz/regress/:
 # image-* through the image walk, decompress-*, index-* and ctl-* through
-# their targets), the seed images of every compressor and the control
-# messages of tests/fuzz/seeds/fuzz_ctl/, with the normal build
+# their targets), the seed images of every compressor, the control
+# messages of tests/fuzz/seeds/fuzz_ctl/ and the seals of
+# tests/fuzz/seeds/fuzz_seal/, with the normal build
 # (tests/tools/fuzz_replay shares the fuzz targets' code).  Each input runs
 # in its own child; a signal, a non-zero exit or a hang fails the test.
 # Then the same under valgrind (memcheck, errors and definite leaks fatal)
@@ -16,7 +17,7 @@ replay="$TOOLS/fuzz_replay"
 regress="$TOP/tests/fuzz/regress"
 n=$(ls "$regress" 2>/dev/null | wc -l)
 
-set -- "$regress" "$TOP/tests/fuzz/seeds/fuzz_ctl"
+set -- "$regress" "$TOP/tests/fuzz/seeds/fuzz_ctl" "$TOP/tests/fuzz/seeds/fuzz_seal"
 if command -v mksquashfs >/dev/null 2>&1; then
     sh "$TOP/tests/images/mkimages.sh" "$T/seeds" >"$T/mkimages.log" 2>&1 ||
         { cat "$T/mkimages.log"; fail "mkimages.sh failed"; }

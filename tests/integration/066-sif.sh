@@ -4,6 +4,8 @@
 # offset= to the daemon; the tree equals the source.  A SIF file whose
 # descriptor points past its end, one without a SquashFS partition, and a
 # plain image given --sif are refused with a message, nothing mounted.
+# mountctl seal of a SIF file seals its partition (the root of the plain
+# image), and the mount checks its reads against it.
 # TIMEOUT: 120
 . "$(dirname "$0")/lib.sh"
 need_fuse
@@ -63,6 +65,18 @@ for how in magic --sif; do
     cmp -s "$T/want" "$T/got" || fail "SIF mount ($how) differs from the source"
     "$MOUNTCTL" umount "$T/m" || fail "umount failed"
 done
+
+# A seal of a SIF file is of its SquashFS partition: the same root as the
+# plain image's, beside the SIF file, and the mount checks against it.
+sif_root=$("$MOUNTCTL" seal "$T/img.sif" | cut -d' ' -f1) || fail "mountctl seal of a SIF file failed"
+[ "$sif_root" = "$("$MOUNTCTL" seal --seal "$T/plain.seal" "$T/plain.sqfs" | cut -d' ' -f1)" ] ||
+    fail "the SIF file's seal has another root than its partition's"
+"$MOUNTCTL" mount -o "seal_root=$sif_root" "$T/img.sif" "$T/m" >/dev/null || fail "mountctl mount of a sealed SIF file failed"
+[ "$(stat_of "$T/m" verify.seal)" = "$T/img.sif.sqcseal" ] || fail "the SIF mount does not check against its seal"
+(cd "$T/m" && find . -type f | sort | xargs sha256sum) >"$T/got"
+cmp -s "$T/want" "$T/got" || fail "sealed SIF mount differs from the source"
+[ "$(stat_of "$T/m" verify.blocks_bad)" = 0 ] || fail "a sound SIF file has bad blocks"
+"$MOUNTCTL" umount "$T/m" || fail "umount failed"
 
 make_sif "$T/bad.sif" 1 bad
 if "$MOUNTCTL" mount "$T/bad.sif" "$T/m" 2>"$T/err"; then fail "damaged SIF mounted"; fi

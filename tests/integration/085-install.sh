@@ -57,7 +57,7 @@ san=
 [ -n "${SQC_SANITIZE:-}" ] && san="-fsanitize=$SQC_SANITIZE"
 # shellcheck disable=SC2086
 cc $san -I"$T/prefix/include/squashcache" -o "$T/use" "$T/use.c" \
-    "$T/prefix/lib/libsquashcache.a" -llz4 -lzstd -lz -llzma -llzo2 -lpthread ||
+    "$T/prefix/lib/libsquashcache.a" -llz4 -lzstd -lz -llzma -llzo2 -lcrypto -lpthread ||
     fail "cannot build against the installed library"
 mkdir -p "$T/src"
 echo data >"$T/src/f"

@@ -9,8 +9,8 @@
  *       Replay files; a directory stands for the files in it.  A file
  *       named decompress-* goes to the fuzz_decompress target (when
  *       tests/fuzz/fuzz_decompress.c exists; it is compiled in here with
- *       its entry point renamed), index-* to fuzz_index and ctl-* to
- *       fuzz_ctl (likewise), and
+ *       its entry point renamed), index-* to fuzz_index, ctl-* to
+ *       fuzz_ctl and seal-* to fuzz_seal (likewise), and
  *       anything else (image-*, *.sqfs) to the image walk of
  *       tests/fuzz/walk.h, which fuzz_image shares.
  *
@@ -47,6 +47,7 @@ int fuzz_decompress_init(int *argc, char ***argv) __attribute__((weak));
 int fuzz_index_one(const uint8_t *data, size_t size);
 int fuzz_index_init(int *argc, char ***argv) __attribute__((weak));
 int fuzz_ctl_one(const uint8_t *data, size_t size);
+int fuzz_seal_one(const uint8_t *data, size_t size);
 
 #if __has_include("../fuzz/fuzz_decompress.c")
 #define HAVE_FUZZ_DECOMPRESS 1
@@ -77,6 +78,15 @@ int fuzz_ctl_one(const uint8_t *data, size_t size);
 #undef LLVMFuzzerTestOneInput
 #else
 #define HAVE_FUZZ_CTL 0
+#endif
+
+#if __has_include("../fuzz/fuzz_seal.c")
+#define HAVE_FUZZ_SEAL 1
+#define LLVMFuzzerTestOneInput fuzz_seal_one
+#include "../fuzz/fuzz_seal.c"
+#undef LLVMFuzzerTestOneInput
+#else
+#define HAVE_FUZZ_SEAL 0
 #endif
 
 #define CHILD_TIMEOUT_S 60
@@ -116,7 +126,7 @@ static int read_file(const char *path, uint8_t **data, size_t *size)
 	return 0;
 }
 
-enum target { T_IMAGE, T_DECOMPRESS, T_INDEX, T_CTL };
+enum target { T_IMAGE, T_DECOMPRESS, T_INDEX, T_CTL, T_SEAL };
 
 static enum target target_of(const char *path)
 {
@@ -129,6 +139,8 @@ static enum target target_of(const char *path)
 		return T_INDEX;
 	if (!strncmp(base, "ctl-", 4))
 		return T_CTL;
+	if (!strncmp(base, "seal-", 5))
+		return T_SEAL;
 	return T_IMAGE;
 }
 
@@ -164,6 +176,11 @@ static void run_target(enum target t, const uint8_t *data, size_t size,
 	case T_CTL:
 #if HAVE_FUZZ_CTL
 		fuzz_ctl_one(data, size);
+#endif
+		break;
+	case T_SEAL:
+#if HAVE_FUZZ_SEAL
+		fuzz_seal_one(data, size);
 #endif
 		break;
 	}

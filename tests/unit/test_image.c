@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include "image/image.h"
+#include "seal/seal.h"
+#include "util/log.h"
 #include "util/compiler.h"
 #include "util/err.h"
 
@@ -1064,6 +1066,388 @@ START_TEST(test_resolve)
 }
 END_TEST
 
+/* -- checked bytes: reads against the image's seal (lib/seal) -- */
+
+/* The image at @img sealed into @img.sqcseal (or @out).  *@root: its root
+ * hash, if not NULL. */
+static void seal_image(const char *img, const char *out, uint8_t *root)
+{
+	char p[PATH_MAX + 16];
+	uint8_t r[SEAL_HASH_SIZE];
+	struct stat sb;
+	int fd, sfd;
+
+	snprintf(p, sizeof(p), "%s%s", img, SEAL_SUFFIX);
+	fd = open(img, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &sb), 0);
+	sfd = open(out ? out : p, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	ck_assert_int_ge(sfd, 0);
+	/* mksquashfs pads to 4 KiB: the filesystem is the bytes_used the
+	 * image says, read from its superblock (le64 at 40). */
+	{
+		uint8_t sbuf[96];
+		uint64_t used = 0;
+
+		ck_assert_int_eq(pread(fd, sbuf, sizeof(sbuf), 0), 96);
+		for (int k = 7; k >= 0; k--)
+			used = used << 8 | sbuf[40 + k];
+		ck_assert_uint_le(used, (uint64_t)sb.st_size);
+		ck_assert_int_eq(seal_write(fd, 0, used, sfd, root ? root : r),
+				 0);
+	}
+	close(sfd);
+	close(fd);
+}
+
+static int open_sealed(const char *path, const char *seal, const uint8_t *root,
+		       bool optional, enum stage_mode stage, struct img **img)
+{
+	struct img_opts o;
+
+	img_opts_default(&o);
+	o.stage = stage;
+	o.ram = 1ull << 30;
+	o.seal = seal;
+	o.seal_root = root;
+	o.seal_optional = optional;
+	return img_open(path, &o, img);
+}
+
+/* A sealed image of each variant reads back as its tree, staged or not;
+ * staging checks each chunk once, and reads of staged bytes hash
+ * nothing again. */
+START_TEST(test_seal_tree)
+{
+	char p[PATH_MAX], sp[PATH_MAX + 16];
+	struct seal_stats a, b;
+	struct stage_stats ss;
+	struct img_inode root;
+	struct img_stats st;
+	struct img *img;
+
+	image_path((unsigned int)_i, p, sizeof(p));
+	snprintf(sp, sizeof(sp), "%s%s", p, SEAL_SUFFIX);
+	seal_image(p, NULL, NULL);
+	for (int staged = 0; staged < 2; staged++) {
+		ck_assert_int_eq(open_sealed(p, sp, NULL, false,
+					     staged ? STAGE_FULL : STAGE_NONE,
+					     &img),
+				 0);
+		ck_assert_ptr_nonnull(img_seal(img, NULL));
+		if (staged)
+			while (stage_next(img_stage(img)) == 1)
+				;
+		seal_get_stats(img_seal(img, NULL), &a);
+		root_inode(img, &root);
+		ck_assert_uint_eq(walk(img, &root, srcdir, true),
+				  count_tree(srcdir));
+		seal_get_stats(img_seal(img, NULL), &b);
+		img_get_stats(img, &st);
+		stage_get_stats(img_stage(img), &ss);
+		ck_assert_uint_eq(b.blocks_bad, 0);
+		ck_assert_uint_eq(st.seal_bad_reads, 0);
+		ck_assert_uint_eq(ss.refused, 0);
+		if (staged) {
+			ck_assert_uint_eq(ss.staged, st.image_bytes);
+			/* Every block of the image checked once, while it
+			 * was staged (and the superblock, read before). */
+			ck_assert_uint_eq(a.bytes_hashed,
+					  st.image_bytes +
+						  MIN(st.image_bytes, 4096));
+			ck_assert_uint_eq(b.bytes_hashed, a.bytes_hashed);
+		} else {
+			ck_assert_uint_gt(b.bytes_hashed, a.bytes_hashed);
+		}
+		img_close(img);
+	}
+}
+END_TEST
+
+/* Reads of the file at every alignment: equal to the file, and with a
+ * byte flipped in the image, exactly those touching its block fail. */
+START_TEST(test_seal_reads)
+{
+	char p[PATH_MAX], bad[PATH_MAX + 16], sp[PATH_MAX + 32];
+	static const uint64_t offs[] = { 0,    1,    95,    4095, 4096,
+					 4097, 8191, 12288, 20000 };
+	static const size_t lens[] = { 1,    2,	   100,	  4095, 4096,
+				       4097, 8192, 12289, 70000 };
+	uint8_t *want, *got = malloc(100000);
+	uint64_t used, flip = 12345; /* block 3 */
+	struct img_stats st;
+	struct img *img;
+	struct stat sb;
+	int fd;
+
+	image_path(2, p, sizeof(p)); /* lz4-raw: data stored as is */
+	snprintf(bad, sizeof(bad), "%s/flipped.sqfs", workdir);
+	snprintf(sp, sizeof(sp), "%s%s", bad, SEAL_SUFFIX);
+	sh("cp '%s' '%s'", p, bad);
+	seal_image(bad, NULL, NULL);
+	fd = open(bad, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &sb), 0);
+	want = malloc((size_t)sb.st_size);
+	ck_assert_int_eq(pread(fd, want, (size_t)sb.st_size, 0),
+			 (ssize_t)sb.st_size);
+	close(fd);
+	for (int pass = 0; pass < 2; pass++) {
+		ck_assert_int_eq(
+			open_sealed(bad, sp, NULL, false, STAGE_NONE, &img), 0);
+		used = img_get_super(img)->bytes_used;
+		for (size_t i = 0; i < ARRAY_SIZE(offs); i++)
+			for (size_t j = 0; j < ARRAY_SIZE(lens); j++) {
+				uint64_t off = offs[i], len = lens[j];
+				bool hit = pass && off / 4096 <= flip / 4096 &&
+					   (off + len - 1) / 4096 >=
+						   flip / 4096;
+				int err;
+
+				if (off + len > used)
+					continue;
+				err = img_window_read(img, off, got,
+						      (size_t)len);
+				ck_assert_msg(err == (hit ? -EFSCORRUPTED : 0),
+					      "read %llu+%llu: %d",
+					      (unsigned long long)off,
+					      (unsigned long long)len, err);
+				if (!hit)
+					ck_assert_msg(!memcmp(got, want + off,
+							      len),
+						      "read %llu+%llu: bytes",
+						      (unsigned long long)off,
+						      (unsigned long long)len);
+			}
+		/* The last bytes, the last block short. */
+		ck_assert_int_eq(img_window_read(img, used - 7, got, 7), 0);
+		ck_assert(!memcmp(got, want + used - 7, 7));
+		ck_assert_int_eq(img_window_read(img, used - 5000, got, 5000),
+				 0);
+		ck_assert(!memcmp(got, want + used - 5000, 5000));
+		img_get_stats(img, &st);
+		ck_assert_uint_eq(st.seal_bad_reads > 0, pass == 1);
+		img_close(img);
+		/* The second pass: a byte of block 3 flipped. */
+		want[flip] ^= 0x20;
+		fd = open(bad, O_WRONLY);
+		ck_assert_int_eq(pwrite(fd, want + flip, 1, (off_t)flip), 1);
+		close(fd);
+		want[flip] ^= 0x20;
+	}
+	free(want);
+	free(got);
+}
+END_TEST
+
+/* A byte flipped in a file's data stored as is: without a seal the file
+ * reads back wrong; with it, the file fails with -EFSCORRUPTED where the
+ * block is (staged or not), and the other files read back right. */
+START_TEST(test_seal_corrupt_file)
+{
+	char p[PATH_MAX], bad[PATH_MAX + 16], sp[PATH_MAX + 32];
+	char src[PATH_MAX + 16];
+	uint8_t *img_bytes, *want, *got;
+	struct img_inode ino, other;
+	struct stat sb;
+	size_t n, at;
+	uint8_t *hit;
+	struct img *img;
+	int fd;
+
+	image_path(2, p, sizeof(p)); /* lz4-raw */
+	snprintf(bad, sizeof(bad), "%s/corrupt-file.sqfs", workdir);
+	snprintf(sp, sizeof(sp), "%s%s", bad, SEAL_SUFFIX);
+	sh("cp '%s' '%s'", p, bad);
+	seal_image(bad, NULL, NULL);
+	snprintf(src, sizeof(src), "%s/rand1m", srcdir);
+	want = malloc(1 << 20);
+	got = malloc(1 << 20);
+	fd = open(src, O_RDONLY);
+	ck_assert_int_eq(read(fd, want, 1 << 20), 1 << 20);
+	close(fd);
+	/* Where rand1m's bytes 300000.. are in the image: flip one. */
+	fd = open(bad, O_RDWR);
+	ck_assert_int_eq(fstat(fd, &sb), 0);
+	img_bytes = malloc((size_t)sb.st_size);
+	ck_assert_int_eq(pread(fd, img_bytes, (size_t)sb.st_size, 0),
+			 (ssize_t)sb.st_size);
+	hit = memmem(img_bytes, (size_t)sb.st_size, want + 300000, 64);
+	ck_assert_ptr_nonnull(hit);
+	at = (size_t)(hit - img_bytes);
+	img_bytes[at] ^= 1;
+	ck_assert_int_eq(pwrite(fd, img_bytes + at, 1, (off_t)at), 1);
+	close(fd);
+	free(img_bytes);
+	/* Without the seal: wrong bytes, no error. */
+	ck_assert_int_eq(open_sealed(bad, NULL, NULL, false, STAGE_NONE, &img),
+			 0);
+	ck_assert_int_eq(resolve(img, "rand1m", &ino), 0);
+	ck_assert_int_eq(img_file_read(img, NULL, &ino, 0, got, 1 << 20, &n),
+			 0);
+	ck_assert_uint_eq(n, 1 << 20);
+	ck_assert(memcmp(got, want, 1 << 20) != 0);
+	img_close(img);
+	for (int staged = 0; staged < 2; staged++) {
+		ck_assert_int_eq(open_sealed(bad, sp, NULL, false,
+					     staged ? STAGE_FULL : STAGE_NONE,
+					     &img),
+				 0);
+		if (staged)
+			while (stage_next(img_stage(img)) == 1)
+				;
+		ck_assert_int_eq(resolve(img, "rand1m", &ino), 0);
+		ck_assert_int_eq(img_file_read(img, NULL, &ino, 0, got, 1 << 20,
+					       &n),
+				 -EFSCORRUPTED);
+		/* Up to its block, and after it, the file reads. */
+		ck_assert_int_eq(
+			img_file_read(img, NULL, &ino, 0, got, 290000, &n), 0);
+		ck_assert(!memcmp(got, want, 290000));
+		ck_assert_int_eq(img_file_read(img, NULL, &ino, 310000, got,
+					       100000, &n),
+				 0);
+		ck_assert(!memcmp(got, want + 310000, 100000));
+		ck_assert_int_eq(resolve(img, "text300k", &other), 0);
+		snprintf(src, sizeof(src), "%s/text300k", srcdir);
+		compare_file(img, &other, src, 5);
+		if (staged) {
+			struct stage_stats ss;
+
+			stage_get_stats(img_stage(img), &ss);
+			ck_assert_uint_eq(ss.refused, 128u << 10);
+		}
+		img_close(img);
+	}
+	free(want);
+	free(got);
+}
+END_TEST
+
+struct kept {
+	int fd; /* the copy, made on first use */
+	char key[8];
+};
+
+static void kept_backing(void *arg, int fd, uint64_t offset, uint64_t size,
+			 struct stage_backing *out)
+{
+	struct kept *k = arg;
+
+	(void)fd;
+	(void)offset;
+	if (k->fd < 0)
+		ck_assert_int_eq(
+			stage_backing_new(size, k->key, 4, "test", &k->fd), 0);
+	*out = (struct stage_backing){ k->fd, k->key, 4 };
+}
+
+/* A kept copy staged without a seal, then changed (its owner may write
+ * it): a sealed mount that adopts it checks what it reads of it, and
+ * reads a wrong block from the file instead. */
+START_TEST(test_seal_kept)
+{
+	char p[PATH_MAX], sp[PATH_MAX + 16], src[PATH_MAX + 16];
+	struct kept k = { -1, "kept" };
+	struct img_inode ino;
+	struct stage_stats ss;
+	struct img_stats st;
+	struct img_opts o;
+	struct img *img;
+	uint8_t *want, *got, x;
+	size_t n;
+
+	image_path(2, p, sizeof(p)); /* lz4-raw */
+	snprintf(sp, sizeof(sp), "%s/kept.sqcseal", workdir);
+	seal_image(p, sp, NULL);
+	img_opts_default(&o);
+	o.stage = STAGE_FULL;
+	o.ram = 1ull << 30;
+	o.backing = kept_backing;
+	o.backing_arg = &k;
+	ck_assert_int_eq(img_open(p, &o, &img), 0);
+	while (stage_next(img_stage(img)) == 1)
+		;
+	img_close(img);
+	/* Flip a byte of rand1m's in the copy: its data starts after the
+	 * superblock; 100000 bytes in is inside it. */
+	ck_assert_int_eq(pread(k.fd, &x, 1, 100000), 1);
+	x ^= 0x40;
+	ck_assert_int_eq(pwrite(k.fd, &x, 1, 100000), 1);
+	o.seal = sp;
+	ck_assert_int_eq(img_open(p, &o, &img), 0);
+	stage_get_stats(img_stage(img), &ss);
+	ck_assert_uint_eq(ss.adopted, img_get_super(img)->bytes_used);
+	want = malloc(1 << 20);
+	got = malloc(1 << 20);
+	snprintf(src, sizeof(src), "%s/rand1m", srcdir);
+	{
+		int fd = open(src, O_RDONLY);
+
+		ck_assert_int_eq(read(fd, want, 1 << 20), 1 << 20);
+		close(fd);
+	}
+	ck_assert_int_eq(resolve(img, "rand1m", &ino), 0);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(
+			img_file_read(img, NULL, &ino, 0, got, 1 << 20, &n), 0);
+		ck_assert(!memcmp(got, want, 1 << 20));
+	}
+	img_get_stats(img, &st);
+	ck_assert_uint_ge(st.seal_bad_staged, 2); /* once a read, or more */
+	ck_assert_uint_eq(st.seal_bad_reads, 0);
+	img_close(img);
+	close(k.fd);
+	free(want);
+	free(got);
+}
+END_TEST
+
+/* A seal that is not this image's, has another root, is damaged or
+ * missing: refused at open, each with its error. */
+START_TEST(test_seal_open)
+{
+	char p[PATH_MAX], q[PATH_MAX], sp[PATH_MAX + 16], sq[PATH_MAX + 32];
+	uint8_t root[SEAL_HASH_SIZE];
+	struct img *img = NULL;
+
+	log_set_level(LOG_CRIT);
+	image_path(0, p, sizeof(p));
+	image_path(1, q, sizeof(q));
+	snprintf(sp, sizeof(sp), "%s/open.sqcseal", workdir);
+	snprintf(sq, sizeof(sq), "%s/other.sqcseal", workdir);
+	seal_image(p, sp, root);
+	seal_image(q, sq, NULL);
+	ck_assert_int_eq(open_sealed(p, sp, root, false, STAGE_NONE, &img), 0);
+	img_close(img);
+	ck_assert_int_eq(open_sealed(p, sq, NULL, false, STAGE_NONE, &img),
+			 -ESTALE);
+	root[0] ^= 1;
+	ck_assert_int_eq(open_sealed(p, sp, root, false, STAGE_NONE, &img),
+			 -EKEYREJECTED);
+	sh("cp '%s' '%s.bad' && printf x | dd of='%s.bad' bs=1 seek=5000 "
+	   "conv=notrunc 2>/dev/null",
+	   sp, sp, sp);
+	snprintf(sq, sizeof(sq), "%s.bad", sp);
+	ck_assert_int_eq(open_sealed(p, sq, NULL, false, STAGE_NONE, &img),
+			 -EBADMSG);
+	/* Larger than a seal of the image file can be: refused unread (a
+	 * sparse 1 TiB file). */
+	snprintf(sq, sizeof(sq), "%s/huge.sqcseal", workdir);
+	sh("truncate -s 1T '%s'", sq);
+	ck_assert_int_eq(open_sealed(p, sq, NULL, false, STAGE_NONE, &img),
+			 -ESTALE);
+	unlink(sq);
+	snprintf(sq, sizeof(sq), "%s/absent.sqcseal", workdir);
+	ck_assert_int_eq(open_sealed(p, sq, NULL, false, STAGE_NONE, &img),
+			 -ENOENT);
+	ck_assert_int_eq(open_sealed(p, sq, NULL, true, STAGE_NONE, &img), 0);
+	ck_assert_ptr_null(img_seal(img, NULL));
+	img_close(img);
+	log_set_level(LOG_INFO);
+}
+END_TEST
+
 static Suite *image_suite(void)
 {
 	Suite *s = suite_create("image");
@@ -1095,6 +1479,15 @@ static Suite *image_suite(void)
 	tcase_add_loop_test(tc, test_stage_budget, 0, 2);
 	tcase_add_loop_test(tc, test_stage_resume, 0, NVARIANTS);
 	tcase_add_loop_test(tc, test_stage_direct, 0, 4);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("seal");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_seal_tree, 0, NVARIANTS);
+	tcase_add_test(tc, test_seal_reads);
+	tcase_add_test(tc, test_seal_corrupt_file);
+	tcase_add_test(tc, test_seal_kept);
+	tcase_add_test(tc, test_seal_open);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("threads");

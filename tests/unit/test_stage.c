@@ -85,7 +85,7 @@ static void src_free(struct mem_src *m)
 static struct stage *open_stage(struct mem_src *m, enum stage_mode mode,
 				uint64_t budget)
 {
-	struct stage_src src = { mem_read, mem_watch, m, "test" };
+	struct stage_src src = { mem_read, mem_watch, m, "test", NULL };
 	struct stage_opts o = { SIZE, META, mode, budget, NULL, 0 };
 	struct stage *st;
 
@@ -282,7 +282,7 @@ END_TEST
 
 static struct stage *open_backed(struct mem_src *m, int fd, const char *key)
 {
-	struct stage_src src = { mem_read, mem_watch, m, "test" };
+	struct stage_src src = { mem_read, mem_watch, m, "test", NULL };
 	struct stage_backing b = { fd, key, strlen(key) };
 	struct stage_opts o = { SIZE, META, STAGE_FULL, 1ull << 30, &b, 0 };
 	struct stage *st;
@@ -522,7 +522,7 @@ static struct shared_src *shared_new(const struct mem_src *m)
 
 static struct stage *shared_stage(struct shared_src *s, int fd)
 {
-	struct stage_src src = { shared_read, NULL, s, "test" };
+	struct stage_src src = { shared_read, NULL, s, "test", NULL };
 	struct stage_backing b = { fd, "k1", 2 };
 	struct stage_opts o = { SIZE, META, STAGE_FULL, 1ull << 30, &b, 0 };
 	struct stage *st;
@@ -677,7 +677,7 @@ START_TEST(test_backing_stuck)
 {
 	struct mem_src *m = src_new();
 	struct shared_src *s = shared_new(m);
-	struct stage_src src = { shared_read, NULL, s, "test" };
+	struct stage_src src = { shared_read, NULL, s, "test", NULL };
 	struct stage_backing b = { -1, "k1", 2 };
 	struct stage_opts o = { SIZE, META, STAGE_FULL, 1ull << 30, &b, 200 };
 	struct timespec t0, t1;
@@ -712,6 +712,138 @@ START_TEST(test_backing_stuck)
 }
 END_TEST
 
+/* The owner's check of chunks: it refuses the chunks whose bit is set in
+ * bad (chunk index < 64), and counts its calls. */
+static _Atomic uint64_t bad_chunks;
+static _Atomic unsigned int checks;
+
+static int mem_check(void *arg, uint64_t off, const void *bytes, size_t len)
+{
+	struct mem_src *m = arg;
+	uint64_t c = off / CHUNK;
+
+	atomic_fetch_add(&checks, 1);
+	/* It is given the chunk's bytes, in place. */
+	ck_assert(off % CHUNK == 0);
+	ck_assert_uint_eq(len, off + CHUNK <= SIZE ? CHUNK : SIZE - off);
+	ck_assert(!memcmp(bytes, m->bytes + off, len));
+	return c < 64 && atomic_load(&bad_chunks) >> c & 1 ? -EBADMSG : 0;
+}
+
+static struct stage *open_checked(struct mem_src *m, int fd, const char *key)
+{
+	struct stage_src src = { mem_read, mem_watch, m, "test", mem_check };
+	struct stage_backing b = { fd, key, key ? strlen(key) : 0 };
+	struct stage_opts o = {
+		SIZE, META, STAGE_FULL, 1ull << 30, fd >= 0 ? &b : NULL, 0
+	};
+	struct stage *st;
+
+	ck_assert_int_eq(stage_new(&src, &o, &st), 0);
+	return st;
+}
+
+/* A chunk that fails its check is not staged: readers get -ENODATA (they
+ * go to the source), staging goes on past it to the end, and the stats
+ * count it; one a reader reads itself likewise. */
+START_TEST(test_check)
+{
+	struct mem_src *m = src_new();
+	struct stage_stats ss;
+	struct stage *st;
+	const void *p;
+
+	atomic_store(&bad_chunks, 1ull << 3 | 1ull << 20);
+	atomic_store(&checks, 0);
+	st = open_checked(m, -1, NULL);
+	/* A reader's fill of chunks 2..4: 3 fails, 2 and 4 are staged. */
+	ck_assert_int_eq(stage_get(st, 2 * CHUNK + 5, 3 * CHUNK - 10, 0, m, &p),
+			 -ENODATA);
+	ck_assert_int_eq(stage_get(st, 2 * CHUNK, CHUNK, STAGE_GET_STAGED_ONLY,
+				   m, &p),
+			 0);
+	ck_assert_int_eq(
+		stage_get(st, 4 * CHUNK, 10, STAGE_GET_STAGED_ONLY, m, &p), 0);
+	ck_assert_int_eq(stage_start(st, 4), 0);
+	ck_assert_int_eq(stage_wait(st, 20000), 0);
+	stage_get_stats(st, &ss);
+	ck_assert_int_eq(ss.state, STAGE_DONE);
+	ck_assert_int_eq(ss.error, 0);
+	ck_assert_uint_eq(ss.refused, 2 * CHUNK);
+	ck_assert_uint_eq(ss.staged, SIZE - 2 * CHUNK);
+	ck_assert_uint_eq(atomic_load(&checks), (SIZE + CHUNK - 1) / CHUNK);
+	ck_assert_int_eq(stage_get(st, 20 * CHUNK + 7, 1, 0, m, &p), -ENODATA);
+	ck_assert(!stage_holds(st, 3 * CHUNK, 1));
+	ck_assert_int_eq(stage_get(st, 21 * CHUNK, SIZE - 21 * CHUNK, 0, m, &p),
+			 0);
+	ck_assert_mem_eq(p, m->bytes + 21 * CHUNK, SIZE - 21 * CHUNK);
+	stage_free(st);
+	src_free(m);
+}
+END_TEST
+
+/* In a backing copy a chunk that fails its check is never marked
+ * complete: the copy holds the others, and the next stage reads it
+ * again.  Another stage of the copy in the same process, which finds a
+ * chunk completed by the first, checks it before it takes it. */
+START_TEST(test_check_backing)
+{
+	struct mem_src *m = src_new();
+	uint64_t size = 0, complete = 0;
+	struct stage_stats ss;
+	struct stage *a, *b;
+	const void *p;
+	int fd;
+
+	ck_assert_int_eq(stage_backing_new(SIZE, "k1", 2, "test", &fd), 0);
+	atomic_store(&bad_chunks, 1ull << 5);
+	a = open_checked(m, fd, "k1");
+	while (stage_next(a) == 1)
+		;
+	stage_get_stats(a, &ss);
+	ck_assert_uint_eq(ss.refused, CHUNK);
+	ck_assert_int_eq(stage_backing_check(fd, &size, "k1", 2, &complete), 0);
+	ck_assert_uint_eq(complete, SIZE - CHUNK);
+	stage_free(a);
+
+	/* The check passes now: the next stage adopts the rest and reads
+	 * chunk 5 alone. */
+	atomic_store(&bad_chunks, 0);
+	atomic_store(&m->stager, 0);
+	a = open_checked(m, fd, "k1");
+	while (stage_next(a) == 1)
+		;
+	ck_assert_uint_eq(atomic_load(&m->stager), CHUNK);
+	ck_assert_int_eq(stage_backing_check(fd, &size, "k1", 2, &complete), 0);
+	ck_assert_uint_eq(complete, SIZE);
+	stage_free(a);
+	close(fd);
+
+	/* Two stages of one new copy: b finds what a completed, and checks
+	 * it: chunk 7 it refuses. */
+	ck_assert_int_eq(stage_backing_new(SIZE, "k2", 2, "test", &fd), 0);
+	a = open_checked(m, fd, "k2");
+	b = open_checked(m, fd, "k2");
+	while (stage_next(a) == 1)
+		;
+	atomic_store(&bad_chunks, 1ull << 7);
+	ck_assert_int_eq(stage_get(b, 6 * CHUNK, 3 * CHUNK, 0, m, &p),
+			 -ENODATA);
+	ck_assert_int_eq(stage_get(b, 6 * CHUNK, CHUNK, STAGE_GET_STAGED_ONLY,
+				   m, &p),
+			 0);
+	ck_assert_mem_eq(p, m->bytes + 6 * CHUNK, CHUNK);
+	stage_get_stats(b, &ss);
+	ck_assert_uint_eq(ss.refused, CHUNK);
+	ck_assert_uint_eq(ss.peers, 2 * CHUNK); /* chunks 6 and 8 */
+	stage_free(b);
+	stage_free(a);
+	close(fd);
+	atomic_store(&bad_chunks, 0);
+	src_free(m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("stage");
@@ -726,6 +858,8 @@ int main(void)
 	tcase_add_test(tc, test_readers);
 	tcase_add_test(tc, test_plans);
 	tcase_add_test(tc, test_failure);
+	tcase_add_test(tc, test_check);
+	tcase_add_test(tc, test_check_backing);
 	tcase_add_test(tc, test_backing_adopt);
 	tcase_add_test(tc, test_backing_mapped);
 	tcase_add_test(tc, test_backing_refused);
