@@ -47,6 +47,17 @@ uid_a=$(id -u $A)
 uid_b=$(id -u $B)
 KEEPC="$TOOLS/keepc"
 
+# as_bg USER CMD...: CMD as USER in the background (killed at exit), its
+# pid in bg: setpriv's, which becomes CMD (a background `as` would be a
+# subshell's, which a kill would leave CMD out of)
+as_bg() {
+    _ab_u=$1
+    shift
+    setpriv --reuid="$_ab_u" --regid="$(id -g "$_ab_u")" --init-groups -- "$@" &
+    bg=$!
+    _pids="$bg $_pids"
+}
+
 # keeper BUDGET: a new keeper on $K (the one before stopped), its pid in
 # KPID.  Started with a soft limit of 1024 descriptors, systemd's default
 # for a service: the keeper raises it itself.
@@ -155,9 +166,8 @@ note "(a) a user's FUSE file whose FLUSH never comes, sent three ways"
 keeper 1G
 mkdir "$T/hang"
 chown $A "$T/hang"
-as $A "$TOOLS/hangfs" "$T/hang" 2>"$T/hangfs.log" &
-hpid=$!
-_pids="$hpid $_pids"
+as_bg $A "$TOOLS/hangfs" "$T/hang" 2>"$T/hangfs.log"
+hpid=$bg
 _mounts="$T/hang $_mounts"
 _h_i=0
 until is_mounted "$T/hang"; do
@@ -174,12 +184,9 @@ hangfs_end() {
     kill -9 "$hpid" 2>/dev/null || true
 }
 at_exit hangfs_end
-as $A timeout 30 "$KEEPC" "$K" get "$T/hang/file" 0 >"$T/a-get.out" 2>&1 &
-_pids="$! $_pids"
-as $A timeout 30 "$KEEPC" "$K" get "$T/four" 0 sendfd "$T/hang/file" put >"$T/a-put.out" 2>&1 &
-_pids="$! $_pids"
-as $A timeout 30 "$KEEPC" "$K" sendfd "$T/hang/file" list >"$T/a-list.out" 2>&1 &
-_pids="$! $_pids"
+as_bg $A timeout 30 "$KEEPC" "$K" get "$T/hang/file" 0 >"$T/a-get.out" 2>&1
+as_bg $A timeout 30 "$KEEPC" "$K" get "$T/four" 0 sendfd "$T/hang/file" put >"$T/a-put.out" 2>&1
+as_bg $A timeout 30 "$KEEPC" "$K" sendfd "$T/hang/file" list >"$T/a-list.out" 2>&1
 _h_i=0
 until [ "$(grep -c "FLUSH of uid 0 " "$T/hangfs.log")" -ge 3 ]; do
     _h_i=$((_h_i + 1))
@@ -225,8 +232,7 @@ note "    the keeper holds $n of them"
 [ "$n" -ge 1 ] && [ "$n" -le 64 ] || fail "(b) the keeper holds $n copies of user a, not 1 to 64"
 # One more connection of the user's, held: the descriptor the keeper
 # would be out of, were the copies not capped.
-as $A "$KEEPC" "$K" ping hold >"$T/b-hold.out" 2>&1 &
-_pids="$! $_pids"
+as_bg $A "$KEEPC" "$K" ping hold >"$T/b-hold.out" 2>&1
 wait_line "$T/b-hold.out" "^holding" 10 "(b) user a's connection after the flood was not served"
 # Root lists meanwhile, and the keeper does not spin: its CPU time
 # (utime + stime, in clock ticks) over 2 s from root's connect.  A loop
@@ -247,9 +253,8 @@ wait $root_list || fail "(b) root cannot list after the flood: $(cat "$T/b-root.
 
 note "(c) a connection that holds a copy with no mount behind it"
 keeper 1G
-as $A "$KEEPC" "$K" get "$T/four" 0 put -f hold -d >"$T/c.out" 2>&1 &
-cpid=$!
-_pids="$cpid $_pids"
+as_bg $A "$KEEPC" "$K" get "$T/four" 0 put -f hold -d >"$T/c.out" 2>&1
+cpid=$bg
 wait_line "$T/c.out" "^holding" 10 "(c) keepc did not put its copy"
 grep -q "^DONE status=0 " "$T/c.out" || fail "(c) the copy was refused: $(cat "$T/c.out")"
 # A real daemon's mount meanwhile: its copy is in use once the keeper
@@ -264,9 +269,8 @@ wait_kept "sum(1 for e in v if e['uid'] == $uid_b and e['in_use'])" 1 10 \
 sqc_umount "$T/mc"
 kill "$cpid"
 keeper 1M
-as $A "$KEEPC" "$K" get "$T/four" 0 put -f hold -d >"$T/c2.out" 2>&1 &
-cpid=$!
-_pids="$cpid $_pids"
+as_bg $A "$KEEPC" "$K" get "$T/four" 0 put -f hold -d >"$T/c2.out" 2>&1
+cpid=$bg
 wait_line "$T/c2.out" "^holding" 10 "(c) keepc did not put its copy"
 grep -q "^DONE status=0 " "$T/c2.out" || fail "(c) the copy was refused: $(cat "$T/c2.out")"
 wait_kept "sum(1 for e in v if e['uid'] == $uid_a)" 0 5 \
