@@ -1,5 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 300
+# ALONE: starts the Slurm test cluster
 # SANITIZE: no (keep through Slurm: the keeper's C paths run sanitized in 120-122)
 # keep= on a real 2-node Slurm cluster (tests/slurm/cluster.sh, plain
 # mode) whose keepers stop answering: each node's keeper, started by a
