@@ -348,7 +348,10 @@ static uint64_t complete_of(const struct copy *c, uint64_t *range,
 }
 
 /* Drop @c's user's kept copies of the image @c asked for that are of
- * another identity now (the same name, or the same file and offset). */
+ * another identity now (the same name, or the same file), of the same
+ * range and pid namespace: a copy of another range of the file (offset=,
+ * each partition of a SIF file, all of one name) or of the mounts of
+ * another pid namespace is no copy of a changed image. */
 static void drop_changed(struct keeper *k, const struct conn *c)
 {
 	struct copy *p, *next;
@@ -356,12 +359,12 @@ static void drop_changed(struct keeper *k, const struct conn *c)
 	for (p = k->copies; p; p = next) {
 		next = p->next;
 		if (p->uid != c->uid || p->conns ||
-		    !memcmp(&p->key, &c->key, sizeof(c->key)))
+		    !memcmp(&p->key, &c->key, sizeof(c->key)) ||
+		    p->key.offset != c->key.offset ||
+		    p->key.pidns != c->key.pidns)
 			continue;
 		if (!strcmp(p->name, c->name) ||
-		    (p->key.dev == c->key.dev && p->key.ino == c->key.ino &&
-		     p->key.offset == c->key.offset &&
-		     p->key.pidns == c->key.pidns)) {
+		    (p->key.dev == c->key.dev && p->key.ino == c->key.ino)) {
 			log_info(
 				"the image of the kept copy of '%s' (uid %u) changed; dropping it",
 				p->name, (unsigned int)p->uid);

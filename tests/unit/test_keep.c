@@ -5,7 +5,8 @@
  * descriptor (more are dropped by the kernel) and hands back the
  * descriptor of a message it refuses; the keeper gives a user back the
  * copy of the same image and nobody else's, drops a copy whose image
- * changed, keeps what copies not in use hold within its budget (bytes
+ * changed (not one of another range of the file, or of another pid
+ * namespace's mounts), keeps what copies not in use hold within its budget (bytes
  * really held, so a sparse copy costs what it holds), drops from the
  * user who holds the most first, never drops one a checked daemon uses
  * and counts one no checked daemon uses against the budget, caps a
@@ -425,6 +426,74 @@ START_TEST(test_keep_unchecked_use)
 	unlink(p2);
 	free(p1);
 	free(p2);
+}
+END_TEST
+
+/* A mount by a new connection @c of @uid, whose peer is in the pid
+ * namespace @pidns, of the range of @size bytes at @offset in @path (the
+ * name the daemon gives: the file's, whatever the offset).  Return: 1 if
+ * a copy was given, 0 if one was made. */
+static int mount_range(struct keeper *k, struct cl *c, uid_t uid,
+		       uint64_t pidns, const char *path, uint64_t offset,
+		       uint64_t size)
+{
+	struct keep_msg m = { .op = KEEP_GET, .a = offset, .b = size }, ans;
+	struct keep_key key;
+	struct stat sb;
+	int img = open(path, O_RDONLY), copy;
+
+	ck_assert_int_ge(img, 0);
+	c->id = 900 + (int)offset / 4096 + (int)pidns;
+	c->uid = uid;
+	ck_assert_int_eq(keeper_open(k, c->id, uid, pidns), 0);
+	strcpy(m.name, path);
+	copy = ask(k, c, &m, img, -1, &ans);
+	if (ans.op == KEEP_COPY) {
+		close(copy);
+		close(img);
+		return 1;
+	}
+	ck_assert_int_eq(ans.op, KEEP_NONE);
+	ck_assert_int_eq(fstat(img, &sb), 0);
+	keep_key_of(&sb, offset, pidns, &key);
+	ck_assert_int_eq(stage_backing_new(size, &key, sizeof(key), "t", &copy),
+			 0);
+	m = (struct keep_msg){ .op = KEEP_PUT };
+	ck_assert_int_eq(ask(k, c, &m, -1, copy, &ans), -1);
+	ck_assert_int_eq(ans.status, 0);
+	close(copy);
+	close(img);
+	return 0;
+}
+
+/* Copies of one file by one user that are of other ranges (offset=, the
+ * partitions of a SIF file) or of mounts in another pid namespace (a
+ * container's) are not copies of a changed image: a GET of one keeps the
+ * others, and each is given back. */
+START_TEST(test_keep_ranges_kept)
+{
+	char *path = image_new();
+	struct keeper *k = keeper_of(1ull << 30, 0);
+	struct cl c;
+	unsigned int n;
+
+	ck_assert_int_eq(mount_range(k, &c, 1000, 7, path, 0, 8192), 0);
+	cl_close(k, &c);
+	ck_assert_int_eq(mount_range(k, &c, 1000, 7, path, 65536, 8192), 0);
+	cl_close(k, &c);
+	ck_assert_int_eq(mount_range(k, &c, 1000, 8, path, 0, 8192), 0);
+	cl_close(k, &c);
+	keeper_kept(k, &n);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_eq(mount_range(k, &c, 1000, 7, path, 0, 8192), 1);
+	cl_close(k, &c);
+	ck_assert_int_eq(mount_range(k, &c, 1000, 7, path, 65536, 8192), 1);
+	cl_close(k, &c);
+	ck_assert_int_eq(mount_range(k, &c, 1000, 8, path, 0, 8192), 1);
+	cl_close(k, &c);
+	keeper_free(k);
+	unlink(path);
+	free(path);
 }
 END_TEST
 
@@ -903,6 +972,7 @@ int main(void)
 	tcase_add_test(tc, test_keep_held_bytes);
 	tcase_add_test(tc, test_keep_fair);
 	tcase_add_test(tc, test_keep_unchecked_use);
+	tcase_add_test(tc, test_keep_ranges_kept);
 	tcase_add_test(tc, test_keep_user_copies);
 	tcase_add_test(tc, test_keep_share);
 	tcase_add_test(tc, test_keep_get_waits_for_put);

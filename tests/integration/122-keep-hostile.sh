@@ -1,0 +1,332 @@
+#!/bin/sh
+# TIMEOUT: 120
+# The keeper (mountctl keeper, root's, on a private socket) against what
+# a hostile user may send it: one user's requests never stop its service
+# for root or for other users, and what it holds is bounded.  The user's
+# side is tests/tools/keepc (a client of the keeper's protocol) and
+# tests/tools/hangfs (the user's own FUSE file, whose FLUSH from root is
+# never answered).  Checks, for real, that:
+#   (a) a descriptor of a hangfs file sent as a GET's image, as a PUT's
+#       copy and beside a LIST leaves three of the keeper's closes
+#       waiting on hangfs; yet root's status --kept answers within 5 s,
+#       another user's -o keep mount gets a new copy, keeps it, and the
+#       next one adopts it; the GET is given up within its budget, and
+#       once hangfs's connection is aborted no thread of the keeper's
+#       waits on it;
+#   (b) 1,100 copies of 8 KiB from one user, the keeper started with
+#       systemd's soft limit of 1024 descriptors: every one is taken, at
+#       most 64 are kept, and with one more connection of that user's
+#       held, the keeper does not spin and root connects and lists;
+#   (c) a connection that put a copy of 4 MiB of bytes, closed its own
+#       descriptor of it and holds on with no mount behind it: its copy is
+#       not in use (connections 1) once the keeper looked at it, when a
+#       real daemon's copy is; and a budget below it drops it while the
+#       connection lasts;
+#   (d) a sparse copy of 63 MiB under keep=64M: its bytes are the few it
+#       holds, and another user's kept copy of 4 MiB stays;
+#   (e) 200 copies (64 of user a, 64 of user b, 72 of root's): all are in
+#       status --kept and in check-node's report, which exits 0;
+#   (f) a mount with stage=meta leaves a partial copy: check-node exits 0
+#       and says it is partial;
+#   (g) an O_PATH image descriptor is refused, so is a copy sealed without
+#       F_SEAL_SEAL, and an image name with a raw 0x9B and a UTF-8 U+009B
+#       is shown with '?' for each, by the keeper and by status --kept.
+# Every call that could wait on a stuck keeper runs under timeout.
+. "$(dirname "$0")/lib.sh"
+need_root
+need_fuse
+need_cmd mksquashfs fusermount3 timeout
+need_test_users
+
+KDIR="$T/keeper"
+K="$KDIR/k.sock"
+mkdir -m 0755 "$KDIR" "$T/base"
+A=$TU_A
+B=$TU_B
+uid_a=$(id -u $A)
+uid_b=$(id -u $B)
+KEEPC="$TOOLS/keepc"
+
+# as_bg USER CMD...: CMD as USER in the background (killed at exit), its
+# pid in bg: setpriv's, which becomes CMD (a background `as` would be a
+# subshell's, which a kill would leave CMD out of)
+as_bg() {
+    _ab_u=$1
+    shift
+    setpriv --reuid="$_ab_u" --regid="$(id -g "$_ab_u")" --init-groups -- "$@" &
+    bg=$!
+    _pids="$bg $_pids"
+}
+
+# keeper BUDGET: a new keeper on $K (the one before stopped), its pid in
+# KPID.  Started with a soft limit of 1024 descriptors, systemd's default
+# for a service: the keeper raises it itself.
+KPID=
+keeper() {
+    if [ -n "$KPID" ]; then
+        kill "$KPID"
+        wait_gone "$KPID" 10 "the keeper"
+    fi
+    sh -c 'ulimit -S -n 1024 && exec "$@"' sh "$MOUNTCTL" keeper --socket "$K" \
+        --keep "$1" --min-available 0 2>>"$T/keeper.log" &
+    KPID=$!
+    _pids="$KPID $_pids"
+    _k_i=0
+    until [ -S "$K" ] && timeout 10 "$MOUNTCTL" status --kept --socket "$K" >/dev/null 2>&1; do
+        _k_i=$((_k_i + 1))
+        [ $_k_i -lt 250 ] || fail "the keeper did not start: $(cat "$T/keeper.log")"
+        sleep 0.02
+    done
+}
+
+# kept EXPR: the Python expression EXPR over v, the copies root's
+# status --kept --json lists (e["uid"], e["image"], e["bytes"], ...)
+kept() {
+    timeout 10 "$MOUNTCTL" status --kept --json --socket "$K" >"$T/kept.json" ||
+        { echo "status --kept failed or got no answer within 10 s"; return 0; }
+    "$PYTHON" -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+print(eval(sys.argv[2]))' "$T/kept.json" "$1"
+}
+
+# wait_kept EXPR VALUE SECONDS WHAT: until kept EXPR prints VALUE
+wait_kept() {
+    _wk_i=0
+    until [ "$(kept "$1")" = "$2" ]; do
+        _wk_i=$((_wk_i + 1))
+        [ $_wk_i -lt $(($3 * 20)) ] || fail "$4 ($1: $(kept "$1") after $3 s; copies: $(cat "$T/kept.json"))"
+        sleep 0.05
+    done
+}
+
+# copies UID [NAME]: how many copies UID has (named NAME)
+copies() {
+    kept "sum(1 for e in v if e['uid'] == $1 and '${2:-}' in ('', e['image']))"
+}
+
+# field UID NAME KEY: KEY of UID's copy of NAME, or none
+field() {
+    kept "next((e['$3'] for e in v if e['uid'] == $1 and e['image'] == '$2'), 'none')"
+}
+
+# wait_line FILE REGEX SECONDS WHAT: until FILE has a line matching REGEX
+wait_line() {
+    _wl_i=0
+    until grep -q "$2" "$1" 2>/dev/null; do
+        _wl_i=$((_wl_i + 1))
+        [ $_wl_i -lt $(($3 * 50)) ] || fail "$4 (after $3 s: $(cat "$1" 2>&1))"
+        sleep 0.02
+    done
+}
+
+# mount_keep USER IMG MNT [ARGS]: mount as USER with -o keep; bounded, as
+# a daemon whose keeper does not answer may wait on it
+mount_keep() {
+    _mk_u=$1
+    _mk_img=$2
+    _mk_mnt=$3
+    shift 3
+    mkdir -p "$_mk_mnt"
+    chown "$_mk_u" "$_mk_mnt"
+    _mounts="$_mk_mnt $_mounts"
+    as "$_mk_u" timeout 30 "$SQUASHCACHED" -o "keep=$K" "$@" "$_mk_img" "$_mk_mnt" ||
+        fail "$_mk_u could not mount $_mk_img with -o keep=$K within 30 s"
+}
+
+# wait_done MNT SECONDS: until staging is done
+wait_done() {
+    _wd_i=0
+    until [ "$(stat_of "$1" stage.state)" = "done" ]; do
+        _wd_i=$((_wd_i + 1))
+        [ $_wd_i -lt $(($2 * 50)) ] || fail "$1 not staged within $2 s ($(stat_of "$1" stage.staged) bytes)"
+        sleep 0.02
+    done
+}
+
+# check_node: mountctl job check-node for this keeper; its report in
+# $T/node.out, its status in rc
+check_node() {
+    rc=0
+    timeout 30 "$MOUNTCTL" job --set base="$T/base" --set keep=64M --set keep_socket="$K" \
+        --node n1 --min-age 0 check-node >"$T/node.out" 2>&1 || rc=$?
+}
+
+note "an image of ~2 MB of incompressible files; plain files for copies"
+rand_tree "$T/src" 1 2 8 250000
+mkimg "$T/src" "$T/img.sqfs" -comp lz4
+head -c 4194304 /dev/urandom >"$T/four"
+: >"$T/tiny"
+truncate -s $((1100 * 8192)) "$T/tiny"
+: >"$T/sparse"
+truncate -s 64M "$T/sparse"
+chmod 0644 "$T/img.sqfs" "$T/four" "$T/tiny" "$T/sparse"
+IMG="$T/img.sqfs"
+
+note "(a) a user's FUSE file whose FLUSH never comes, sent three ways"
+keeper 1G
+mkdir "$T/hang"
+chown $A "$T/hang"
+as_bg $A "$TOOLS/hangfs" "$T/hang" 2>"$T/hangfs.log"
+hpid=$bg
+_mounts="$T/hang $_mounts"
+_h_i=0
+until is_mounted "$T/hang"; do
+    _h_i=$((_h_i + 1))
+    [ $_h_i -lt 250 ] || fail "hangfs did not mount: $(cat "$T/hangfs.log")"
+    sleep 0.02
+done
+# Its connection, to abort: the mount's minor device number.
+hconn=$(awk -v m="$T/hang" '$5 == m { sub(/.*:/, "", $3); print $3 }' /proc/self/mountinfo)
+[ -n "$hconn" ] || fail "no device number for $T/hang"
+hangfs_end() {
+    [ ! -e "/sys/fs/fuse/connections/$hconn/abort" ] ||
+        echo 1 >"/sys/fs/fuse/connections/$hconn/abort"
+    kill -9 "$hpid" 2>/dev/null || true
+}
+at_exit hangfs_end
+as_bg $A timeout 30 "$KEEPC" "$K" get "$T/hang/file" 0 >"$T/a-get.out" 2>&1
+as_bg $A timeout 30 "$KEEPC" "$K" get "$T/four" 0 sendfd "$T/hang/file" put >"$T/a-put.out" 2>&1
+as_bg $A timeout 30 "$KEEPC" "$K" sendfd "$T/hang/file" list >"$T/a-list.out" 2>&1
+_h_i=0
+until [ "$(grep -c "FLUSH of uid 0 " "$T/hangfs.log")" -ge 3 ]; do
+    _h_i=$((_h_i + 1))
+    [ $_h_i -lt 500 ] || fail "the keeper did not close the three descriptors within 10 s: $(cat "$T/hangfs.log")"
+    sleep 0.02
+done
+note "    three closes of the keeper's wait on hangfs"
+timeout 5 "$MOUNTCTL" status --kept --socket "$K" >/dev/null ||
+    fail "(a) root's status --kept got no answer within 5 s while the keeper's closes wait on a user's FUSE file"
+wait_line "$T/a-put.out" "^DONE status=-9 " 5 "(a) a PUT of the hangfs descriptor was not refused (EBADF)"
+wait_line "$T/a-list.out" "^DONE status=0 " 5 "(a) a LIST beside the hangfs descriptor was not answered"
+mount_keep $B "$IMG" "$T/mb"
+[ "$(stat_of "$T/mb" keep.answer)" = new ] || fail "(a) user b: keep.answer $(stat_of "$T/mb" keep.answer), not new"
+wait_done "$T/mb" 30
+sqc_umount "$T/mb"
+wait_kept "next((e['connections'] for e in v if e['uid'] == $uid_b), None)" 0 10 \
+    "(a) user b's copy is not kept once the mount ended"
+mount_keep $B "$IMG" "$T/mb"
+[ "$(stat_of "$T/mb" keep.answer)" = copy ] || fail "(a) user b's next mount: keep.answer $(stat_of "$T/mb" keep.answer), not copy"
+as $B diff -r "$T/src" "$T/mb" || fail "(a) user b's mount: files differ"
+sqc_umount "$T/mb"
+# The GET's look at the image gives up within its budget (5 s).
+wait_line "$T/a-get.out" "^DONE status=-110 \|^closed" 15 "(a) the GET of the hangfs file was not given up"
+grep -q "a descriptor uid $uid_a sent did not answer within" "$T/keeper.log" ||
+    fail "(a) the keeper did not say it gave up user a's descriptor"
+hangfs_end
+umount -l "$T/hang"
+_h_i=0
+until [ "$(ls "/proc/$KPID/task" | wc -l)" -eq 1 ]; do
+    _h_i=$((_h_i + 1))
+    [ $_h_i -lt 500 ] || fail "(a) threads of the keeper still wait once hangfs is aborted: $(ls "/proc/$KPID/task")"
+    sleep 0.02
+done
+timeout 5 "$MOUNTCTL" status --kept --socket "$K" >/dev/null || fail "(a) the keeper does not answer after the abort"
+
+note "(b) 1,100 copies of 8 KiB of one user"
+keeper 1G
+as $A timeout 60 "$KEEPC" "$K" many 1100 "$T/tiny" >"$T/b.out" 2>&1 ||
+    fail "(b) user a's 1,100 copies: $(tail -n 3 "$T/b.out")"
+grep -q "^many: 1100 put, 0 given, 0 refused" "$T/b.out" || fail "(b) $(cat "$T/b.out")"
+n=$(copies "$uid_a")
+note "    the keeper holds $n of them"
+[ "$n" -ge 1 ] && [ "$n" -le 64 ] || fail "(b) the keeper holds $n copies of user a, not 1 to 64"
+# One more connection of the user's, held: the descriptor the keeper
+# would be out of, were the copies not capped.
+as_bg $A "$KEEPC" "$K" ping hold >"$T/b-hold.out" 2>&1
+wait_line "$T/b-hold.out" "^holding" 10 "(b) user a's connection after the flood was not served"
+# Root lists meanwhile, and the keeper does not spin: its CPU time
+# (utime + stime, in clock ticks) over 2 s from root's connect.  A loop
+# that spins (a connection waiting that it cannot take) takes a core: 2 s
+# of ticks, or half of that with a CPU hog on the same core; a keeper at
+# rest wakes once a second (two wakes in the window), each measuring 64
+# copies, well under 0.1 s.
+hz=$(getconf CLK_TCK)
+cpu() { awk '{ print $14 + $15 }' "/proc/$KPID/stat"; }
+c0=$(cpu)
+timeout 5 "$MOUNTCTL" status --kept --socket "$K" >"$T/b-root.out" 2>&1 &
+root_list=$!
+sleep 2
+c1=$(cpu)
+note "    the keeper used $((c1 - c0)) of $((2 * hz)) clock ticks in 2 s after the flood"
+[ $((c1 - c0)) -le $((hz / 5)) ] || fail "(b) the keeper spins: $((c1 - c0)) clock ticks of CPU in 2 s"
+wait $root_list || fail "(b) root cannot list after the flood: $(cat "$T/b-root.out")"
+
+note "(c) a connection that holds a copy with no mount behind it"
+keeper 1G
+as_bg $A "$KEEPC" "$K" get "$T/four" 0 put -f hold -d >"$T/c.out" 2>&1
+cpid=$bg
+wait_line "$T/c.out" "^holding" 10 "(c) keepc did not put its copy"
+grep -q "^DONE status=0 " "$T/c.out" || fail "(c) the copy was refused: $(cat "$T/c.out")"
+# A real daemon's mount meanwhile: its copy is in use once the keeper
+# looked at its peer, on a tick after its GET, which came after keepc's
+# PUT: keepc's peer was looked at by then too.
+mount_keep $B "$IMG" "$T/mc"
+wait_kept "sum(1 for e in v if e['uid'] == $uid_b and e['in_use'])" 1 10 \
+    "(c) the keeper never found user b's daemon holding its copy"
+[ "$(field "$uid_a" "$T/four" connections)" = 1 ] || fail "(c) keepc's copy: connections $(field "$uid_a" "$T/four" connections), not 1"
+[ "$(field "$uid_a" "$T/four" in_use)" = False ] || fail "(c) keepc's copy, with no mount behind it, is in use"
+[ "$(field "$uid_a" "$T/four" bytes)" -ge 4194304 ] || fail "(c) keepc's copy holds $(field "$uid_a" "$T/four" bytes) bytes"
+sqc_umount "$T/mc"
+kill "$cpid"
+keeper 1M
+as_bg $A "$KEEPC" "$K" get "$T/four" 0 put -f hold -d >"$T/c2.out" 2>&1
+cpid=$bg
+wait_line "$T/c2.out" "^holding" 10 "(c) keepc did not put its copy"
+grep -q "^DONE status=0 " "$T/c2.out" || fail "(c) the copy was refused: $(cat "$T/c2.out")"
+wait_kept "sum(1 for e in v if e['uid'] == $uid_a)" 0 5 \
+    "(c) a copy of 4 MiB held by a connection with no mount stays under a budget of 1 MiB"
+kill -0 "$cpid" || fail "(c) keepc ended: its connection did not last"
+kill "$cpid"
+
+note "(d) a sparse copy just under keep="
+keeper 64M
+as $B timeout 30 "$KEEPC" "$K" get "$T/four" 0 put -f >"$T/d-b.out" 2>&1 ||
+    fail "(d) user b's copy: $(cat "$T/d-b.out")"
+wait_kept "next((e['connections'] for e in v if e['uid'] == $uid_b), None)" 0 10 "(d) user b's copy not kept"
+as $A timeout 30 "$KEEPC" "$K" get "$T/sparse" 0 $((63 << 20)) put >"$T/d-a.out" 2>&1 ||
+    fail "(d) user a's copy: $(cat "$T/d-a.out")"
+grep -q "^DONE status=0 " "$T/d-a.out" || fail "(d) the sparse copy was refused: $(cat "$T/d-a.out")"
+wait_kept "next((e['connections'] for e in v if e['uid'] == $uid_a), None)" 0 10 "(d) user a's sparse copy not kept"
+sb=$(field "$uid_a" "$T/sparse" bytes)
+note "    the sparse copy of $(field "$uid_a" "$T/sparse" range_bytes) bytes holds $sb"
+[ "$(field "$uid_b" "$T/four" bytes)" != none ] ||
+    fail "(d) user a's sparse copy pushed user b's copy out: $(cat "$T/kept.json")"
+[ "$sb" -lt 1048576 ] || fail "(d) a sparse copy counts $sb bytes"
+
+note "(e) 200 copies of three users"
+keeper 64M
+as $A timeout 60 "$KEEPC" "$K" many 64 "$T/tiny" >"$T/e.out" 2>&1 &&
+    as $B timeout 60 "$KEEPC" "$K" many 64 "$T/tiny" >>"$T/e.out" 2>&1 &&
+    timeout 60 "$KEEPC" "$K" many 72 "$T/tiny" >>"$T/e.out" 2>&1 ||
+    fail "(e) $(cat "$T/e.out")"
+[ "$(grep -c "^many: [0-9]* put, 0 given, 0 refused" "$T/e.out")" = 3 ] || fail "(e) $(cat "$T/e.out")"
+[ "$(kept "len(v)")" = 200 ] || fail "(e) root's status --kept lists $(kept "len(v)") copies, not 200"
+check_node
+[ "$rc" = 0 ] || fail "(e) check-node exits $rc: $(tail -n 5 "$T/node.out")"
+[ "$(grep -c "^kept copy of " "$T/node.out")" = 200 ] ||
+    fail "(e) check-node lists $(grep -c "^kept copy of " "$T/node.out") copies, not 200: $(tail -n 3 "$T/node.out")"
+
+note "(f) an ordinary partial copy, then check-node"
+keeper 64M
+mount_keep $A "$IMG" "$T/mf" -o stage=meta
+as $A diff -r "$T/src" "$T/mf" || fail "(f) stage=meta: files differ"
+sqc_umount "$T/mf"
+wait_kept "next((e['connections'] for e in v if e['uid'] == $uid_a), None)" 0 10 "(f) the copy is not kept"
+[ "$(field "$uid_a" "$IMG" partial)" = True ] || fail "(f) the copy of a stage=meta mount is not partial: $(cat "$T/kept.json")"
+check_node
+[ "$rc" = 0 ] || fail "(f) check-node exits $rc after an ordinary partial copy: $(cat "$T/node.out")"
+grep -q "^kept copy of $IMG for uid $uid_a ($A): .*, partial$" "$T/node.out" ||
+    fail "(f) check-node does not say the copy is partial: $(cat "$T/node.out")"
+
+note "(g) O_PATH, F_SEAL_SEAL, names"
+keeper 64M
+as $A timeout 30 "$KEEPC" "$K" get -p "$T/four" 0 >"$T/g.out" 2>&1 || fail "(g) $(cat "$T/g.out")"
+grep -q "^DONE status=-9 " "$T/g.out" || fail "(g) an O_PATH image descriptor was not refused: $(cat "$T/g.out")"
+as $A timeout 30 "$KEEPC" "$K" get "$T/four" 0 put -u >"$T/g.out" 2>&1 || fail "(g) $(cat "$T/g.out")"
+grep -q "^DONE status=-22 " "$T/g.out" || fail "(g) a copy without F_SEAL_SEAL was not refused: $(cat "$T/g.out")"
+name=$(printf 'n\233a\302\233me')
+as $A timeout 30 "$KEEPC" "$K" get -n "$name" "$T/tiny" 0 8192 put list >"$T/g.out" 2>&1 ||
+    fail "(g) $(cat "$T/g.out")"
+grep -q "^ENTRY uid=$uid_a .* name=n?a?me$" "$T/g.out" || fail "(g) the keeper lists the name as $(grep ENTRY "$T/g.out")"
+[ "$(kept "[e['image'] for e in v]")" = "['n?a?me']" ] || fail "(g) status --kept shows $(kept "[e['image'] for e in v]")"
+echo "keep hostile ok"
