@@ -161,10 +161,13 @@ static void forget(struct keep *k)
 static void say_here(struct keep *k)
 {
 	struct keep_msg m = { .op = KEEP_PING };
-	int fd;
+	int fd = stage_backing_fd(img_stage(k->d->img));
 
 	if (k->sock < 0)
 		return;
+	/* Which of this process's descriptors is the copy: the keeper
+	 * compares that one, not every one it has. */
+	m.b = fd >= 0 ? (uint64_t)fd + 1 : 0;
 	if (!keep_send(k->sock, &m, -1) && !keep_recv(k->sock, &m, &fd) &&
 	    fd >= 0)
 		close(fd);

@@ -103,6 +103,8 @@ struct peer {
 	int64_t job_since; /* ms, when that look started */
 	int64_t out_since; /* ms, since answers wait to be sent; 0: none */
 	int64_t next_look; /* ms, when its peer is looked at next */
+	int theirs; /* the sender's descriptor of the copy, as it said in
+		       a PING (checked, not trusted), or -1 */
 };
 
 struct user {
@@ -345,6 +347,7 @@ static void new_sender(struct peer *p, pid_t pid)
 		close(p->pidfd);
 	p->pid = pid;
 	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	p->theirs = -1; /* until it says which is its copy */
 	p->next_look = 0;
 }
 
@@ -367,6 +370,10 @@ static void serve_one(struct server *sv, struct peer *p, int64_t now)
 	 * into a child): it is the one looked at from now on. */
 	if (cr.pid > 0 && cr.pid != p->pid && cr.uid == p->uid)
 		new_sender(p, cr.pid);
+	if (m.op == KEEP_PING && m.b && m.b <= INT32_MAX) {
+		p->theirs = (int)(m.b - 1);
+		p->next_look = 0;
+	}
 	switch (m.op) {
 	case KEEP_GET:
 		if (fd < 0)
@@ -440,7 +447,10 @@ static bool peer_uses(struct server *sv, const struct peer *p, int copy)
 	    (proc_exe_id(p->pid, &dev, &ino) || dev != sv->o->daemon_dev ||
 	     ino != sv->o->daemon_ino))
 		return false;
-	held = proc_holds_file(p->pid, copy);
+	/* The descriptor the daemon named, else a walk of its descriptors
+	 * (at most PROC_FD_WALK_MAX: a user's process may hold very many). */
+	held = p->theirs >= 0 ? proc_holds_file_as(p->pid, copy, p->theirs) :
+				proc_holds_file(p->pid, copy);
 	if (!held)
 		return false;
 	/* Alive after the looks: they were at that process. */
@@ -540,6 +550,7 @@ static bool accept_one(struct server *sv, int64_t now)
 			    .uid = cr.uid,
 			    .pid = cr.pid,
 			    .pidfd = pidfd,
+			    .theirs = -1,
 			    .serial = ++sv->serial };
 	u->conns++;
 	return true;

@@ -61,8 +61,9 @@ enum keep_op {
 		       epoch), d: bytes of its range, in_use: connections
 		       using it, flags (KEEP_F_*), name */
 	KEEP_DONE, /* status: 0 or -errno */
-	KEEP_PING, /* request: answered DONE, status 0, a: bytes the
-		      copies not in use hold */
+	KEEP_PING, /* request (b: the sender's descriptor of the copy its
+		      connection uses, plus 1; 0: none): answered DONE,
+		      status 0, a: bytes the copies not in use hold */
 };
 
 /* KEEP_ENTRY's flags. */

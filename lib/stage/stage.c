@@ -117,6 +117,11 @@ int stage_new(const struct stage_src *src, const struct stage_opts *o,
 	return 0;
 }
 
+int stage_backing_fd(const struct stage *st)
+{
+	return st->backing_fd;
+}
+
 void stage_free(struct stage *st)
 {
 	if (!st)

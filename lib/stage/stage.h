@@ -302,6 +302,14 @@ bool stage_is_done(struct stage *st);
 void stage_get_stats(struct stage *st, struct stage_stats *out);
 
 /**
+ * stage_backing_fd() - The stage's own descriptor of its backing copy,
+ * which it keeps open while it maps the copy (others look for it).
+ * Return: the descriptor, or -1 without a backing copy.
+ * Context: any thread; cannot fail.
+ */
+int stage_backing_fd(const struct stage *st);
+
+/**
  * stage_backing_size() - Bytes of a backing copy of a range.
  * @size: bytes of the range
  *

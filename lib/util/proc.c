@@ -69,7 +69,8 @@ int proc_holds_file(pid_t pid, int fd)
 	d = opendir(path);
 	if (!d)
 		return 0;
-	while (!found && (e = readdir(d))) {
+	for (int seen = 0;
+	     !found && seen < PROC_FD_WALK_MAX && (e = readdir(d)); seen++) {
 		char *end;
 		long n = strtol(e->d_name, &end, 10);
 
@@ -79,6 +80,15 @@ int proc_holds_file(pid_t pid, int fd)
 	}
 	closedir(d);
 	return found;
+}
+
+int proc_holds_file_as(pid_t pid, int fd, int theirs)
+{
+	pid_t self = getpid();
+
+	if (!syscall(SYS_kcmp, self, pid, KCMP_FILE, fd, theirs))
+		return 1;
+	return errno == ENOSYS ? -ENOSYS : 0;
 }
 
 /* Read the small file @path into @buf.  Return: 0 or -errno. */

@@ -42,6 +42,17 @@ int proc_start_time(pid_t pid, uint64_t *start);
  */
 int proc_holds_file(pid_t pid, int fd);
 
+/* At most this many of a process's descriptors are compared by
+ * proc_holds_file(): a process of a user's can hold very many. */
+#define PROC_FD_WALK_MAX 4096
+
+/**
+ * proc_holds_file_as() - Whether the descriptor @theirs of the process
+ * @pid is of the same open file as the caller's @fd (one kcmp(2)).
+ * Return: 1, 0, or -ENOSYS as proc_holds_file().  Context: any thread.
+ */
+int proc_holds_file_as(pid_t pid, int fd, int theirs);
+
 /**
  * proc_exe_id() - The device and inode of the program a process runs.
  * @pid: the process
