@@ -31,6 +31,7 @@
 
 #include "ctl/ctl.h"
 #include "mountctl.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/proc.h"
 
@@ -193,7 +194,7 @@ static void say_holder(const struct acq_holder *h)
 static int lock_parent(const char *path)
 {
 	char dir[PATH_MAX], *slash;
-	double deadline = mc_now() + LOCK_TIMEOUT_S;
+	double deadline = mono_sec() + LOCK_TIMEOUT_S;
 	int fd, err;
 
 	snprintf(dir, sizeof(dir), "%s", path);
@@ -215,13 +216,13 @@ static int lock_parent(const char *path)
 			close(fd);
 			return err;
 		}
-		if (mc_now() > deadline) {
+		if (mono_sec() > deadline) {
 			mc_err("'%s' stayed locked for %g s by another mountctl acquire or a daemon that is unmounting: try again",
 			       dir, LOCK_TIMEOUT_S);
 			close(fd);
 			return -ETIMEDOUT;
 		}
-		mc_sleep_ms(MC_POLL_MS);
+		sleep_ms(MC_POLL_MS);
 	}
 	return fd;
 }

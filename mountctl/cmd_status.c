@@ -17,6 +17,7 @@
 #include "ctl/ctl.h"
 #include "keep/keep.h"
 #include "mountctl.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/size.h"
 
@@ -361,7 +362,7 @@ static int run(int argc, char **argv)
 		ret = snapshot(&o, argv + optind, argc - optind);
 		if (!watch)
 			break;
-		mc_sleep_ms(WATCH_MS);
+		sleep_ms(WATCH_MS);
 	}
 	json_buf_release(&o.b);
 	return ret;

@@ -27,6 +27,7 @@
 #include "ctl/ctl.h"
 #include "mountctl.h"
 #include "slurm/dataset.h"
+#include "util/clock.h"
 #include "util/err.h"
 
 extern char **environ;
@@ -282,7 +283,7 @@ int mc_daemon_stat(const char *path_env, struct stat *st)
 static int run_daemon(char *argv[], double timeout, const char *real)
 {
 	char buf[PATH_MAX];
-	double deadline = mc_now() + timeout;
+	double deadline = mono_sec() + timeout;
 	const char *prog;
 	bool search;
 	pid_t pid, r;
@@ -308,7 +309,7 @@ static int run_daemon(char *argv[], double timeout, const char *real)
 			       err_str(errno));
 			return MC_EXIT_FAIL;
 		}
-		if (r == 0 && mc_now() >= deadline) {
+		if (r == 0 && mono_sec() >= deadline) {
 			struct mc_mount m;
 
 			mc_err("squashcached did not mount '%s' within %g s; stopping it",
@@ -321,7 +322,7 @@ static int run_daemon(char *argv[], double timeout, const char *real)
 			return MC_EXIT_FAIL;
 		}
 		if (r == 0)
-			mc_sleep_ms(MC_POLL_MS);
+			sleep_ms(MC_POLL_MS);
 	}
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);

@@ -285,21 +285,6 @@ bool mc_is_stale(int err);
 bool mc_is_running(pid_t pid);
 
 /**
- * mc_now() - Monotonic time in seconds.
- *
- * Return: seconds since an arbitrary start; cannot fail.
- */
-double mc_now(void);
-
-/**
- * mc_sleep_ms() - Sleep for @ms milliseconds, even if signals arrive.
- * @ms: milliseconds
- *
- * Return: nothing; cannot fail.
- */
-void mc_sleep_ms(int ms);
-
-/**
  * mc_unmount() - Unmount a squashcache mount and wait for its daemon.
  * @m: the mount, from the mount table
  * @lazy: detach even if busy when the daemon must be bypassed

@@ -2,8 +2,8 @@
 /*
  * This file implements how mountctl finds mounts and their daemons: the
  * mount table (/proc/self/mountinfo), the control requests through
- * lib/ctl, what their errors mean to a user, and the small process and
- * clock helpers the waiting verbs share.
+ * lib/ctl, what their errors mean to a user, and whether a process
+ * still runs, which the waiting verbs ask.
  *
  * The mount table, not stat(), tells whether a path is mounted: stat() on
  * a FUSE mount whose daemon hangs would hang too, and on a stale one it
@@ -302,18 +302,4 @@ bool mc_is_running(pid_t pid)
 	if (!paren || paren[1] != ' ')
 		return true;
 	return paren[2] != 'Z' && paren[2] != 'X';
-}
-
-double mc_now(void)
-{
-	return (double)mono_ns() / 1e9;
-}
-
-void mc_sleep_ms(int ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000,
-			       .tv_nsec = (long)(ms % 1000) * 1000000 };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
 }

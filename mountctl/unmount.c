@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "mountctl.h"
+#include "util/clock.h"
 #include "util/err.h"
 
 extern char **environ;
@@ -38,9 +39,9 @@ static int wait_gone(const char *path, pid_t pid, double deadline)
 	for (;;) {
 		if (!is_mounted(path) && !mc_is_running(pid))
 			return 0;
-		if (mc_now() >= deadline)
+		if (mono_sec() >= deadline)
 			return -ETIMEDOUT;
-		mc_sleep_ms(MC_POLL_MS);
+		sleep_ms(MC_POLL_MS);
 	}
 }
 
@@ -90,7 +91,7 @@ static int force_unmount(const struct mc_mount *m, bool lazy)
 int mc_unmount(const struct mc_mount *m, bool lazy, double timeout)
 {
 	const struct ctl_req req = { .cmd = CTL_CMD_UMOUNT };
-	double deadline = mc_now() + timeout;
+	double deadline = mono_sec() + timeout;
 	char why[PATH_MAX + 256];
 	struct ctl_reply *rep;
 	pid_t pid = 0;
@@ -129,7 +130,7 @@ int mc_unmount(const struct mc_mount *m, bool lazy, double timeout)
 	err = force_unmount(m, lazy);
 	if (err)
 		return err;
-	err = wait_gone(m->path, 0, mc_now() + 2);
+	err = wait_gone(m->path, 0, mono_sec() + 2);
 	if (err)
 		mc_err("'%s' is still mounted", m->path);
 	return err;

@@ -26,6 +26,7 @@
 #include "ctl/ctl.h"
 #include "job_i.h"
 #include "mountctl/mountctl.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/proc.h"
 
@@ -130,7 +131,7 @@ static void test_pause(void)
 		return;
 	close(fd);
 	for (int i = 0; i < 500 && !access(f, F_OK); i++)
-		mc_sleep_ms(20);
+		sleep_ms(20);
 }
 
 /*
@@ -299,7 +300,7 @@ static int spawn_mount(const struct ds_conf *c, const struct job_ids *ids,
 		if (job__drop_to_user(ids))
 			_exit(126);
 		_exit(mount_as_user(c, ids, im, mnt,
-				    MAX(deadline - mc_now() - 1.0, 1.0),
+				    MAX(deadline - mono_sec() - 1.0, 1.0),
 				    rp[1]));
 	}
 	close(ep[1]);
@@ -368,7 +369,7 @@ static int mount_one(const struct ds_conf *c, const struct job_ids *ids,
 		fail_image(j, ids, im->path, "cannot make the mount point");
 		return -1;
 	}
-	if (mc_now() < deadline)
+	if (mono_sec() < deadline)
 		rc = probe_image(ids, im, deadline);
 	if (rc == 0)
 		rc = spawn_mount(c, ids, j, im, mnt, deadline, msg, res);
@@ -447,7 +448,7 @@ static void run_mounter(const struct ds_conf *c, const struct job_ids *ids,
 	struct stat a, b;
 	int err;
 
-	err = job_cgroup_enter(ids, MIN(deadline, mc_now() + EXTERN_WAIT_S),
+	err = job_cgroup_enter(ids, MIN(deadline, mono_sec() + EXTERN_WAIT_S),
 			       why, sizeof(why));
 	if (err) {
 		openlog("squashcache", LOG_PID, LOG_DAEMON);
@@ -526,7 +527,7 @@ static void fail_private_base(const struct ds_conf *c,
 int job_prolog(const struct ds_conf *c, const struct job_ids *ids,
 	       const char *list)
 {
-	double deadline = mc_now() + c->timeout_s;
+	double deadline = mono_sec() + c->timeout_s;
 	struct ds_list *l = calloc(1, sizeof(*l));
 	struct ds_conf *nokeep = NULL;
 	struct jobdir j;
@@ -686,7 +687,7 @@ static void empty_as_user(struct jobdir *j, const struct job_ids *ids,
 /* Remove the entries of the job directory (root made every one). */
 static int remove_entries(struct jobdir *j, const struct job_ids *ids)
 {
-	double deadline = mc_now() + EMPTY_BUDGET_S;
+	double deadline = mono_sec() + EMPTY_BUDGET_S;
 	int fd = dup(j->dir), err = 0;
 	struct dirent *e;
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;

@@ -186,7 +186,7 @@ bool job_cgroup_is_pending(const struct job_ids *ids);
  * one in, and into its mount namespace (job_container/tmpfs gives a job
  * one of its own).  Children born afterwards are the job's.
  * @ids: the job
- * @deadline: mc_now() time to give up waiting
+ * @deadline: mono_sec() time to give up waiting
  * @why: what went wrong, for a message; "" on success
  * @cap: room in @why
  *

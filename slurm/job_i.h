@@ -124,7 +124,7 @@ int job__drop_to_user(const struct job_ids *ids);
  * @pid: the child, the leader of its own process group
  * @errfd: its stderr, read into @msg, or -1
  * @resfd: its result pipe, read into @res, or -1
- * @deadline: mc_now() when to give up
+ * @deadline: mono_sec() when to give up
  * @msg: destination, NUL-terminated, truncated at @mcap
  * @mcap: its capacity
  * @res: destination, NUL-terminated, truncated at @rcap
@@ -306,7 +306,7 @@ bool job__cg_is_pending(const struct job_cgroups *cg,
  * namespace of its first process of root's.
  * @cg: the hierarchies
  * @ids: the job
- * @deadline: mc_now() when to give up
+ * @deadline: mono_sec() when to give up
  * @why: set to the reason on failure
  * @cap: its capacity
  *

@@ -14,6 +14,7 @@
 #include "image/image.h"
 #include "job_i.h"
 #include "mountctl/mountctl.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
 
@@ -137,12 +138,12 @@ static int print_mounts(const char *dir, char *names, const char *node,
  * holds JOB_PENDING), at most @secs.  Return: 0, or -ETIMEDOUT. */
 static int wait_pending(int dirfd, double secs)
 {
-	double end = mc_now() + secs;
+	double end = mono_sec() + secs;
 
 	while (!faccessat(dirfd, JOB_PENDING, F_OK, AT_SYMLINK_NOFOLLOW)) {
-		if (mc_now() >= end)
+		if (mono_sec() >= end)
 			return -ETIMEDOUT;
-		mc_sleep_ms(PENDING_POLL_MS);
+		sleep_ms(PENDING_POLL_MS);
 	}
 	return 0;
 }
@@ -313,7 +314,7 @@ int job_check(const struct ds_conf *c, const char *list, FILE *out)
 	log_set_level(LOG_CRIT); /* the reason is said below */
 	ret = MC_EXIT_OK;
 	for (unsigned int i = 0; i < l->n; i++)
-		if (check_in_time(c, &l->im[i], mc_now() + c->timeout_s))
+		if (check_in_time(c, &l->im[i], mono_sec() + c->timeout_s))
 			ret = MC_EXIT_IMAGE;
 	text = malloc(cap);
 	if (!ret && (!text || ds_list_format(l, text, cap))) {

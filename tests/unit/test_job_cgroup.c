@@ -24,6 +24,7 @@
 
 #include "mountctl/mountctl.h"
 #include "slurm/job_i.h"
+#include "util/clock.h"
 #include "util/memlimit.h"
 
 #define MIB (1ull << 20)
@@ -203,7 +204,7 @@ START_TEST(test_v1_join)
 	v1_tree(&cg);
 	ck_assert(job__cg_is_pending(&cg, &ids));
 	ck_assert_int_eq(
-		job__cg_enter(&cg, &ids, mc_now() + 2, why, sizeof(why)), 0);
+		job__cg_enter(&cg, &ids, mono_sec() + 2, why, sizeof(why)), 0);
 	ck_assert_str_eq(why, "");
 	/* Both hierarchies' extern step, nothing else. */
 	ck_assert_str_eq(get(V1_MEM "step_extern/cgroup.procs"), me());
@@ -246,7 +247,7 @@ START_TEST(test_v1_plain_slurm)
 		ck_assert_int_eq(chown(path, 1000, 1000), 0);
 	}
 	ck_assert_int_eq(
-		job__cg_enter(&cg, &ids, mc_now() + 2, why, sizeof(why)), 0);
+		job__cg_enter(&cg, &ids, mono_sec() + 2, why, sizeof(why)), 0);
 	ck_assert_str_eq(
 		get("sys/freezer/slurm/uid_1000/job_7/step_extern/cgroup.procs"),
 		me());
@@ -263,7 +264,7 @@ START_TEST(test_v2_join)
 	v2_tree(&cg, "slurmstepd.scope", "1073741824\n");
 	ck_assert(job__cg_is_pending(&cg, &ids));
 	ck_assert_int_eq(
-		job__cg_enter(&cg, &ids, mc_now() + 2, why, sizeof(why)), 0);
+		job__cg_enter(&cg, &ids, mono_sec() + 2, why, sizeof(why)), 0);
 	/* task_special, where Slurm puts the extern step's pids. */
 	ck_assert_str_eq(get(V2_EXT "user/task_special/cgroup.procs"), me());
 	ck_assert_str_eq(get(V2_EXT "slurm/cgroup.procs"), "");
@@ -291,7 +292,7 @@ START_TEST(test_v2_max)
 	/* A node-specific scope; the job without a limit ("max"). */
 	v2_tree(&cg, "n1_slurmstepd.scope", "max\n");
 	ck_assert_int_eq(
-		job__cg_enter(&cg, &ids, mc_now() + 2, why, sizeof(why)), 0);
+		job__cg_enter(&cg, &ids, mono_sec() + 2, why, sizeof(why)), 0);
 	ck_assert_str_eq(get("sys/system.slice/n1_slurmstepd.scope/job_7/"
 			     "step_extern/user/task_special/cgroup.procs"),
 			 me());
@@ -312,7 +313,7 @@ START_TEST(test_missing)
 
 	/* No hierarchy at all. */
 	ck_assert(!job__cg_is_pending(&cg, &ids));
-	ck_assert_int_eq(job__cg_enter(&cg, &ids, mc_now() + 1, why,
+	ck_assert_int_eq(job__cg_enter(&cg, &ids, mono_sec() + 1, why,
 				       sizeof(why)),
 			 -ENOENT);
 	ck_assert_str_eq(why, "no cgroup of Slurm's for node n1");
@@ -331,7 +332,7 @@ START_TEST(test_missing)
 	v1_tree(&cg);
 	snprintf(other.node, sizeof(other.node), "../n1");
 	ck_assert(!job__cg_is_pending(&cg, &other));
-	ck_assert_int_eq(job__cg_enter(&cg, &other, mc_now() + 1, why,
+	ck_assert_int_eq(job__cg_enter(&cg, &other, mono_sec() + 1, why,
 				       sizeof(why)),
 			 -ENOENT);
 	job__cg_close(&cg);
@@ -347,7 +348,7 @@ START_TEST(test_no_extern_step)
 	put("sys/freezer/slurm_n1/uid_1000/job_7/step_0/cgroup.procs", "");
 	cg.n = 0;
 	add(&cg, "sys/freezer", false, true);
-	ck_assert_int_eq(job__cg_enter(&cg, &ids, mc_now() + 5, why,
+	ck_assert_int_eq(job__cg_enter(&cg, &ids, mono_sec() + 5, why,
 				       sizeof(why)),
 			 -ENOENT);
 	ck_assert_str_eq(
@@ -366,17 +367,17 @@ START_TEST(test_not_started)
 	/* The step's directory is there, its process not yet. */
 	v1_tree(&cg);
 	put(V1_FRZ "step_extern/cgroup.procs", "");
-	t0 = mc_now();
+	t0 = mono_sec();
 	ck_assert_int_eq(job__cg_enter(&cg, &ids, t0 + 0.2, why, sizeof(why)),
 			 -ETIMEDOUT);
-	ck_assert(mc_now() >= t0 + 0.2);
+	ck_assert(mono_sec() >= t0 + 0.2);
 	ck_assert_str_eq(why, "the extern step of job 7 did not start in time");
 	ck_assert_str_eq(get(V1_MEM "step_extern/cgroup.procs"), "");
 
 	/* A process that is not root's (or gone) is no step's: pid 1 and
 	 * pids out of range are never taken either. */
 	put(V1_FRZ "step_extern/cgroup.procs", "1\n4194304000\n-5\n");
-	ck_assert_int_eq(job__cg_enter(&cg, &ids, mc_now() + 0.1, why,
+	ck_assert_int_eq(job__cg_enter(&cg, &ids, mono_sec() + 0.1, why,
 				       sizeof(why)),
 			 -ETIMEDOUT);
 	ck_assert_str_eq(get(V1_MEM "step_extern/cgroup.procs"), "");
@@ -394,7 +395,7 @@ START_TEST(test_odd_trees)
 	v1_tree(&cg);
 	snprintf(path, sizeof(path), "%s/" V1_FRZ, top);
 	ck_assert_int_eq(chown(path, 1000, 1000), 0);
-	ck_assert_int_eq(job__cg_enter(&cg, &ids, mc_now() + 0.1, why,
+	ck_assert_int_eq(job__cg_enter(&cg, &ids, mono_sec() + 0.1, why,
 				       sizeof(why)),
 			 -ETIMEDOUT);
 	ck_assert_str_eq(get(V1_MEM "step_extern/cgroup.procs"), "");
@@ -405,7 +406,7 @@ START_TEST(test_odd_trees)
 	snprintf(target, sizeof(target), "%s/sys/freezer/slurm_n1/real", top);
 	ck_assert_int_eq(rename(path, target), 0);
 	ck_assert_int_eq(symlink("real", path), 0);
-	ck_assert_int_eq(job__cg_enter(&cg, &ids, mc_now() + 0.1, why,
+	ck_assert_int_eq(job__cg_enter(&cg, &ids, mono_sec() + 0.1, why,
 				       sizeof(why)),
 			 -ETIMEDOUT);
 	ck_assert_str_eq(get(V1_MEM "step_extern/cgroup.procs"), "");
@@ -418,7 +419,7 @@ START_TEST(test_odd_trees)
 	snprintf(path, sizeof(path), "rm -rf '%s/" V1_MEM "'", top);
 	ck_assert_int_eq(system(path), 0);
 	ck_assert_int_eq(
-		job__cg_enter(&cg, &ids, mc_now() + 2, why, sizeof(why)), 0);
+		job__cg_enter(&cg, &ids, mono_sec() + 2, why, sizeof(why)), 0);
 	ck_assert_str_eq(get(V1_FRZ "step_extern/cgroup.procs"), me());
 	job__cg_close(&cg);
 
