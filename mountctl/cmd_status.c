@@ -208,7 +208,7 @@ static void add_entry(struct out *o, const char *path, const char *image,
 }
 
 /* Ask one mount's daemon.  Return: true if it answered. */
-static bool status_one(struct out *o, const struct mc_mount *m)
+static bool status_one(struct out *o, const struct mountinfo_mount *m)
 {
 	const struct ctl_req req = { .cmd = CTL_CMD_STATS };
 	char why[PATH_MAX + 256];
@@ -236,7 +236,7 @@ static bool status_one(struct out *o, const struct mc_mount *m)
 static int snapshot(struct out *o, char **paths, int n)
 {
 	char path[PATH_MAX], why[PATH_MAX + 64];
-	struct mc_mount *all, m;
+	struct mountinfo_mount *all, m;
 	size_t count;
 	bool all_ok = true;
 	int err;
@@ -246,7 +246,7 @@ static int snapshot(struct out *o, char **paths, int n)
 	if (o->json)
 		json_buf_printf(&o->b, "[");
 	if (!n) {
-		err = mc_mount_list(&all, &count);
+		err = mountinfo_list(CTL_FSTYPE, &all, &count);
 		if (err) {
 			mc_err("cannot read the mount table: %s", err_str(err));
 			return MC_EXIT_FAIL;

@@ -83,29 +83,29 @@ static int sif_opts(const char *image, bool sif, char **opts)
 static int check_free(const char *path)
 {
 	char why[PATH_MAX + 256];
-	struct mc_mount m;
+	struct mountinfo_mount m;
 	pid_t pid;
 	int err;
 
-	err = mc_mount_find(path, &m);
+	err = mountinfo_find(path, &m);
 	if (err == -ENOENT)
 		return 0;
 	if (err) {
 		mc_err("cannot read the mount table: %s", err_str(err));
 		return err;
 	}
-	if (!m.is_sqc) {
+	if (!ctl_is_sqc_mount(&m)) {
 		mc_err("'%s' is already a mount point (%s): mount on another directory",
 		       path, m.fstype);
 		return -EBUSY;
 	}
-	err = mc_ping(&m, &pid);
+	err = ctl_ping_mount(&m, CTL_TIMEOUT_MS, &pid);
 	if (!err) {
 		mc_err("'%s' is already a squashcache mount of '%s' (daemon pid %d): see mountctl status %s, or run mountctl umount %s first",
 		       path, m.source, (int)pid, path, path);
 		return -EBUSY;
 	}
-	if (mc_is_stale(err)) {
+	if (ctl_is_stale(err)) {
 		mc_err("'%s' is a stale squashcache mount of '%s' (its daemon is gone): run mountctl umount %s, then mount again",
 		       path, m.source, path);
 		return -ENOTCONN;
@@ -310,14 +310,14 @@ static int run_daemon(char *argv[], double timeout, const char *real)
 			return MC_EXIT_FAIL;
 		}
 		if (r == 0 && mono_sec() >= deadline) {
-			struct mc_mount m;
+			struct mountinfo_mount m;
 
 			mc_err("squashcached did not mount '%s' within %g s; stopping it",
 			       real, timeout);
 			kill(pid, SIGTERM);
 			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 				;
-			if (!mc_mount_find(real, &m) && m.is_sqc)
+			if (!mountinfo_find(real, &m) && ctl_is_sqc_mount(&m))
 				mc_unmount(&m, true, MC_UMOUNT_TIMEOUT_S);
 			return MC_EXIT_FAIL;
 		}
@@ -385,7 +385,7 @@ int mc_mount_image(const char *image, const char *mountpoint, const char *opts,
 {
 	char dflt[PATH_MAX], *all = NULL, *dargv[6];
 	struct made mk = { 0 };
-	struct mc_mount m;
+	struct mountinfo_mount m;
 	int n = 0, ret = MC_EXIT_FAIL;
 
 	if (access(image, R_OK)) {
@@ -425,7 +425,7 @@ int mc_mount_image(const char *image, const char *mountpoint, const char *opts,
 	ret = run_daemon(dargv, timeout, real);
 	if (ret)
 		goto out_remove;
-	if (mc_mount_find(real, &m) || !m.is_sqc) {
+	if (mountinfo_find(real, &m) || !ctl_is_sqc_mount(&m)) {
 		mc_err("squashcached reported success, but '%s' is not mounted",
 		       real);
 		ret = MC_EXIT_FAIL;

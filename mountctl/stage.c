@@ -20,7 +20,7 @@
 #define WAIT_POLL_MS 200 /* between two stats requests */
 #define WAIT_PLAIN_S 5 /* between two plain lines when not on a terminal */
 
-int mc_wait_staged(struct mc_mount *m, double timeout)
+int mc_wait_staged(struct mountinfo_mount *m, double timeout)
 {
 	const struct ctl_req req = { .cmd = CTL_CMD_STATS };
 	char line[256], why[PATH_MAX + 256];

@@ -28,9 +28,9 @@ extern char **environ;
 /* Is a squashcache mount on top at @path? */
 static bool is_mounted(const char *path)
 {
-	struct mc_mount m;
+	struct mountinfo_mount m;
 
-	return !mc_mount_find(path, &m) && m.is_sqc;
+	return !mountinfo_find(path, &m) && ctl_is_sqc_mount(&m);
 }
 
 /* Wait until @path is unmounted and @pid (if not 0) has exited. */
@@ -74,7 +74,7 @@ static int run_fusermount(const char *path, bool lazy)
 }
 
 /* Unmount without the daemon's help. */
-static int force_unmount(const struct mc_mount *m, bool lazy)
+static int force_unmount(const struct mountinfo_mount *m, bool lazy)
 {
 	if (geteuid() != 0)
 		return run_fusermount(m->path, lazy);
@@ -88,7 +88,7 @@ static int force_unmount(const struct mc_mount *m, bool lazy)
 	return -errno;
 }
 
-int mc_unmount(const struct mc_mount *m, bool lazy, double timeout)
+int mc_unmount(const struct mountinfo_mount *m, bool lazy, double timeout)
 {
 	const struct ctl_req req = { .cmd = CTL_CMD_UMOUNT };
 	double deadline = mono_sec() + timeout;
@@ -100,7 +100,7 @@ int mc_unmount(const struct mc_mount *m, bool lazy, double timeout)
 	rep = malloc(sizeof(*rep));
 	if (!rep)
 		return -ENOMEM;
-	err = mc_ping(m, &pid);
+	err = ctl_ping_mount(m, CTL_TIMEOUT_MS, &pid);
 	if (!err)
 		err = mc_request(m, &req, rep, NULL);
 	free(rep);
@@ -111,10 +111,10 @@ int mc_unmount(const struct mc_mount *m, bool lazy, double timeout)
 	}
 	if (err) {
 		/* A stale mount's daemon is gone: nothing left to lose. */
-		if (!mc_is_stale(err))
+		if (!ctl_is_stale(err))
 			mc_err("%s; unmounting it without the daemon",
 			       mc_explain(m, err, false, why, sizeof(why)));
-		err = force_unmount(m, lazy || mc_is_stale(err));
+		err = force_unmount(m, lazy || ctl_is_stale(err));
 		if (err)
 			return err;
 	}

@@ -189,7 +189,7 @@ static int mount_as_user(const struct ds_conf *c, const struct job_ids *ids,
 	char opts[3 * DS_OPTS_MAX], image[64], rmnt[PATH_MAX];
 	uint64_t start = 0;
 	pid_t pid;
-	struct mc_mount m;
+	struct mountinfo_mount m;
 	int fd = open_allowed(c, ids, im), rc;
 
 	if (fd < 0)
@@ -208,7 +208,8 @@ static int mount_as_user(const struct ds_conf *c, const struct job_ids *ids,
 	snprintf(image, sizeof(image), "/proc/self/fd/%d", fd);
 	rc = mc_mount_image(image, mnt, opts[0] ? opts : NULL, timeout, false,
 			    rmnt);
-	if (rc || mc_mount_find(rmnt, &m) || mc_ping(&m, &pid))
+	if (rc || mountinfo_find(rmnt, &m) ||
+	    ctl_ping_mount(&m, CTL_TIMEOUT_MS, &pid))
 		return rc ? rc : MC_EXIT_FAIL;
 	if (!proc_start_time(pid, &start))
 		dprintf(resfd, "%llu %llu\n", (unsigned long long)pid,

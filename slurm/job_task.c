@@ -110,7 +110,7 @@ static int print_mounts(const char *dir, char *names, const char *node,
 {
 	char path[PATH_MAX + 512], var[DS_NAME_MAX + 32],
 		msg[sizeof(path) + 128];
-	struct mc_mount m;
+	struct mountinfo_mount m;
 	int n = 0;
 
 	for (char *p = names; *p; p += strcspn(p, "\n"), p += *p == '\n')
@@ -119,7 +119,8 @@ static int print_mounts(const char *dir, char *names, const char *node,
 	     s = strtok(NULL, "\n")) {
 		snprintf(path, sizeof(path), "%s/%s", dir, s);
 		if (s[0] == '.' || strchr(s, '/') || strlen(s) >= DS_NAME_MAX ||
-		    mc_mount_find(path, &m) || !m.is_sqc || m.uid != getuid()) {
+		    mountinfo_find(path, &m) || !ctl_is_sqc_mount(&m) ||
+		    m.uid != getuid()) {
 			snprintf(
 				msg, sizeof(msg),
 				"squashcache: %s: not mounted on %s (its daemon is gone?)\n",
