@@ -9,8 +9,9 @@
  * Also the default mount point of an image, mc_default_mountpoint().
  *
  * squashcached is the one next to the mountctl binary (so a build tree or
- * an installation stays consistent), else the one in PATH; the
- * environment variable SQUASHCACHED overrides both.  It is given the
+ * an installation stays consistent), else the one in PATH
+ * (proc_find_program()); the environment variable SQUASHCACHED overrides
+ * both.  It is given the
  * mountpoint fully resolved, so the daemon's canonical path, the mount
  * table and the control address all agree.
  */
@@ -29,6 +30,7 @@
 #include "slurm/dataset.h"
 #include "util/clock.h"
 #include "util/err.h"
+#include "util/proc.h"
 
 extern char **environ;
 
@@ -221,58 +223,39 @@ static int prepare_mountpoint(const char *arg, struct made *mk, char *real)
 	return 0;
 }
 
-/* The squashcached to run (@env: SQUASHCACHED may say); *@search says
- * whether to look in PATH. */
-static const char *daemon_prog(char *buf, size_t cap, bool env_ok, bool *search)
+/* The name the squashcached to run goes by: SQUASHCACHED, else its own. */
+static const char *daemon_name(void)
 {
-	const char *env = env_ok ? getenv("SQUASHCACHED") : NULL;
-	char *slash;
-	ssize_t n;
+	const char *env = getenv("SQUASHCACHED");
 
-	if (env && *env) {
-		*search = !strchr(env, '/');
-		return env;
-	}
-	n = readlink("/proc/self/exe", buf, cap - 1);
-	if (n > 0) {
-		buf[n] = '\0';
-		slash = strrchr(buf, '/');
-		if (slash &&
-		    (size_t)(slash - buf) + sizeof("/squashcached") <= cap) {
-			strcpy(slash + 1, "squashcached");
-			if (!access(buf, X_OK)) {
-				*search = false;
-				return buf;
-			}
-		}
-	}
-	*search = true;
-	return "squashcached";
+	return env && *env ? env : "squashcached";
 }
 
-int mc_daemon_stat(const char *path_env, struct stat *st)
+/*
+ * The squashcached to run: SQUASHCACHED as given if it holds a '/', else
+ * that program in PATH; without SQUASHCACHED, the one next to mountctl,
+ * else the one in PATH.  Return: 0 with its path in @buf; -ENOENT.
+ */
+static int daemon_path(char *buf, size_t cap)
 {
-	char buf[PATH_MAX], path[PATH_MAX];
-	const char *prog, *dirs, *end;
-	bool search;
+	const char *env = getenv("SQUASHCACHED");
 
-	prog = daemon_prog(buf, sizeof(buf), !path_env, &search);
-	if (!search)
-		return stat(prog, st) ? -errno : 0;
-	dirs = path_env ? path_env : getenv("PATH");
-	for (dirs = dirs ? dirs : "/usr/bin:/bin"; *dirs; dirs = end) {
-		size_t n;
-
-		end = dirs + strcspn(dirs, ":");
-		n = (size_t)(end - dirs);
-		end += *end == ':';
-		if (snprintf(path, sizeof(path), "%.*s/%s", (int)n,
-			     n ? dirs : ".", prog) >= (int)sizeof(path))
-			continue;
-		if (!access(path, X_OK) && !stat(path, st))
-			return 0;
+	if (env && *env && strchr(env, '/')) {
+		if ((size_t)snprintf(buf, cap, "%s", env) >= cap)
+			return -ENAMETOOLONG;
+		return 0;
 	}
-	return -ENOENT;
+	return proc_find_program(daemon_name(), !(env && *env), NULL, buf, cap);
+}
+
+int mc_daemon_stat(struct stat *st)
+{
+	char buf[PATH_MAX];
+	int err = daemon_path(buf, sizeof(buf));
+
+	if (err)
+		return err;
+	return stat(buf, st) ? -errno : 0;
 }
 
 /*
@@ -282,17 +265,17 @@ int mc_daemon_stat(const char *path_env, struct stat *st)
  */
 static int run_daemon(char *argv[], double timeout, const char *real)
 {
-	char buf[PATH_MAX];
+	char prog[PATH_MAX];
 	double deadline = mono_sec() + timeout;
-	const char *prog;
-	bool search;
 	pid_t pid, r;
 	int status, err;
 
-	prog = daemon_prog(buf, sizeof(buf), true, &search);
-	argv[0] = (char *)prog;
-	err = search ? posix_spawnp(&pid, prog, NULL, NULL, argv, environ) :
-		       posix_spawn(&pid, prog, NULL, NULL, argv, environ);
+	argv[0] = prog;
+	err = daemon_path(prog, sizeof(prog));
+	if (err)
+		snprintf(prog, sizeof(prog), "%s", daemon_name());
+	else
+		err = -posix_spawn(&pid, prog, NULL, NULL, argv, environ);
 	if (err) {
 		mc_err("cannot run '%s': %s%s", prog, err_str(err),
 		       getenv("SQUASHCACHED") ?

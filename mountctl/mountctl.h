@@ -105,13 +105,11 @@ int mc_mount_image(const char *image, const char *mountpoint, const char *opts,
  * mc_daemon_stat() - stat() the squashcached mc_mount_image() runs (the
  * one of SQUASHCACHED, else the one next to mountctl, else the first in
  * PATH), to tell it from another program.
- * @path_env: NULL: as in this environment; else as in an environment
- *            without SQUASHCACHED and with this PATH
  * @st: filled in
  *
  * Return: 0, or -errno (-ENOENT: none is found).
  */
-int mc_daemon_stat(const char *path_env, struct stat *st);
+int mc_daemon_stat(struct stat *st);
 
 /**
  * mc_append_opts() - Add -o options to a comma-separated list.

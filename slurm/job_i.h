@@ -228,8 +228,9 @@ bool job__private_base(const char *base, char *dir, size_t cap);
 
 /**
  * job__exe_stat() - stat() the executable of the daemons (the squashcached
- * mc_mount_image() runs as the user, in drop_to_user()'s environment) or,
- * @self, of the running mountctl (the mounter).
+ * `mountctl mount` runs as the user, in job__drop_to_user()'s
+ * environment: proc_find_program()) or, @self, of the running mountctl
+ * (the mounter and the mount children).
  * @self: mountctl itself
  * @st: filled in
  *

@@ -142,9 +142,18 @@ out_close_pidfd:
 
 int job__exe_stat(bool self, struct stat *st)
 {
+	char path[PATH_MAX];
+	int err;
+
 	if (self)
 		return stat("/proc/self/exe", st) ? -errno : 0;
-	return mc_daemon_stat(JOB_USER_PATH, st);
+	/* What `mountctl mount` runs in job__drop_to_user()'s environment
+	 * (no SQUASHCACHED, PATH JOB_USER_PATH). */
+	err = proc_find_program("squashcached", true, JOB_USER_PATH, path,
+				sizeof(path));
+	if (err)
+		return err;
+	return stat(path, st) ? -errno : 0;
 }
 
 /* The mount point a squashcached process serves: its last argument.

@@ -2,15 +2,18 @@
 /*
  * This file implements the unit tests of lib/util: size parsing and
  * printing, error strings, checked arithmetic, little-endian decoding,
- * the log sink, the mount table, the monotonic clock and a process's
- * start time.
+ * the log sink, the mount table, the monotonic clock, a process's start
+ * time and which program of a name we run.
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -309,6 +312,64 @@ START_TEST(test_mountinfo_copy)
 }
 END_TEST
 
+/* The program of a name: beside our own executable first, then along a
+ * PATH list, executable regular files only. */
+START_TEST(test_find_program)
+{
+	char dir[64], path[PATH_MAX], list[256], self[PATH_MAX], *name;
+	ssize_t n;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "/tmp/sqc-prog.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/tool", dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0755);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/plain", dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+
+	snprintf(list, sizeof(list), "/nonexistent::%s", dir);
+	ck_assert_int_eq(
+		proc_find_program("tool", true, list, path, sizeof(path)), 0);
+	snprintf(list, sizeof(list), "%s/tool", dir);
+	ck_assert_str_eq(path, list);
+	snprintf(list, sizeof(list), "%s", dir);
+	ck_assert_int_eq(proc_find_program("plain", false, list, path,
+					   sizeof(path)),
+			 -ENOENT);
+	ck_assert_int_eq(proc_find_program("sub", false, list, path,
+					   sizeof(path)),
+			 -ENOENT);
+	/* An empty entry is the current directory. */
+	ck_assert_int_eq(chdir(dir), 0);
+	ck_assert_int_eq(proc_find_program("tool", false, "/nonexistent:", path,
+					   sizeof(path)),
+			 0);
+	ck_assert_str_eq(path, "./tool");
+	ck_assert_int_eq(chdir("/"), 0);
+
+	/* This test's own program is beside itself, not in the list. */
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	ck_assert_int_gt(n, 0);
+	self[n] = '\0';
+	name = strrchr(self, '/') + 1;
+	ck_assert_int_eq(proc_find_program(name, true, "/nonexistent", path,
+					   sizeof(path)),
+			 0);
+	ck_assert_str_eq(path, self);
+	ck_assert_int_eq(proc_find_program(name, false, "/nonexistent", path,
+					   sizeof(path)),
+			 -ENOENT);
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(path), 0);
+}
+END_TEST
+
 /* mono_sec() is the clock of mono_ns(), in seconds; sleep_ms() sleeps the
  * whole time though a signal comes in the middle. */
 static volatile sig_atomic_t alarms;
@@ -379,6 +440,7 @@ int main(void)
 	tcase_add_test(tc, test_mountinfo);
 	tcase_add_test(tc, test_mountinfo_copy);
 	tcase_add_test(tc, test_clock);
+	tcase_add_test(tc, test_find_program);
 	tcase_add_test(tc, test_proc_start);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
