@@ -28,6 +28,7 @@
 #include "mountctl/mountctl.h"
 #include "util/clock.h"
 #include "util/err.h"
+#include "util/mountinfo.h"
 #include "util/proc.h"
 
 #define EMPTY_BUDGET_S 10.0 /* emptying mount points as the user, in all */
@@ -175,42 +176,90 @@ static int open_allowed(const struct ds_conf *c, const struct job_ids *ids,
 	return fd;
 }
 
-/*
- * The child's part, as the user: open the image, check allow= on the
- * path it really is, have the daemon mount that very file (the
- * descriptor, handed over as /proc/self/fd/N: never opened by name
- * again), and write "PID START" of its daemon to @resfd.
- * Return: the exit status for _exit().
- */
-static int mount_as_user(const struct ds_conf *c, const struct job_ids *ids,
-			 const struct ds_image *im, const char *mnt,
-			 double timeout, int resfd)
-{
-	char opts[3 * DS_OPTS_MAX], image[64], rmnt[PATH_MAX];
-	uint64_t start = 0;
-	pid_t pid;
-	struct mountinfo_mount m;
-	int fd = open_allowed(c, ids, im), rc;
+/* What a mount child needs: the image, where, and by when. */
+struct mount_req {
+	const struct ds_conf *c; /* the site's configuration */
+	const struct job_ids *ids; /* the job */
+	const struct ds_image *im; /* the image */
+	const char *mnt; /* the mount point, canonical */
+	double deadline; /* mono_sec() when the Prolog gives up */
+};
 
+/*
+ * The mount child's part, as the user: open the image, check allow= on
+ * the path it really is, and run the mount through mountctl as the SPANK
+ * plugin runs `mountctl job`, a program of its own: exec the running
+ * mountctl (/proc/self/exe, root's and the one job__exe_stat() names)
+ * as `mountctl mount --timeout S [-o OPTS] /dev/fd/N MNT`.  The daemon
+ * it starts mounts that very file, inherited as /dev/fd/N and never
+ * opened by name again.  Every other descriptor is closed at the exec.
+ * Return: the exit status for _exit(), only if there was no exec (said
+ * on stderr).
+ */
+static int exec_mount(const struct mount_req *r, int resfd)
+{
+	char opts[3 * DS_OPTS_MAX], image[32], secs[32];
+	const char *argv[12];
+	int fd = open_allowed(r->c, r->ids, r->im), n = 0;
+
+	(void)resfd; /* closed at the exec: the daemon is found after */
 	if (fd < 0)
 		return -fd;
-	if (ds_mount_opts(c, im->opts, opts, sizeof(opts))) {
+	if (ds_mount_opts(r->c, r->im->opts, opts, sizeof(opts))) {
 		fprintf(stderr, "options too long\n");
 		return MC_EXIT_USAGE;
 	}
 	test_pause();
-	/* The daemon inherits it. */
-	if (fcntl(fd, F_SETFD, 0)) {
+	/* Nothing of root's passes the exec but stdio and the image. */
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) || fcntl(fd, F_SETFD, 0)) {
 		fprintf(stderr, "cannot hand the image over: %s\n",
 			err_str(errno));
 		return MC_EXIT_FAIL;
 	}
-	snprintf(image, sizeof(image), "/proc/self/fd/%d", fd);
-	rc = mc_mount_image(image, mnt, opts[0] ? opts : NULL, timeout, false,
-			    rmnt);
-	if (rc || mountinfo_find(rmnt, &m) ||
-	    ctl_ping_mount(&m, CTL_TIMEOUT_MS, &pid))
-		return rc ? rc : MC_EXIT_FAIL;
+	snprintf(image, sizeof(image), "/dev/fd/%d", fd);
+	/* A second to spare: mountctl stops a late daemon itself. */
+	snprintf(secs, sizeof(secs), "%.3f",
+		 MAX(r->deadline - mono_sec() - 1.0, 1.0));
+	argv[n++] = "mountctl";
+	argv[n++] = "mount";
+	argv[n++] = "--timeout";
+	argv[n++] = secs;
+	if (opts[0]) {
+		argv[n++] = "-o";
+		argv[n++] = opts;
+	}
+	argv[n++] = "--";
+	argv[n++] = image;
+	argv[n++] = r->mnt;
+	argv[n] = NULL;
+	execv("/proc/self/exe", (char *const *)argv);
+	fprintf(stderr, "cannot run mountctl mount: %s\n", err_str(errno));
+	return MC_EXIT_FAIL;
+}
+
+/*
+ * The report child's part, as the user, once `mountctl mount` made the
+ * mount: ask the daemon at the mount point for its pid (the mount table,
+ * then a ping, as mountctl asks) and write "PID START" to @resfd.
+ * Return: the exit status for _exit().
+ */
+static int report_daemon(const struct mount_req *r, int resfd)
+{
+	struct mountinfo_mount *m = malloc(sizeof(*m));
+	uint64_t start = 0;
+	pid_t pid = 0;
+	int err = m ? mountinfo_find(r->mnt, m) : -ENOMEM;
+
+	if (!err && !ctl_is_sqc_mount(m))
+		err = -EMEDIUMTYPE;
+	if (!err)
+		err = ctl_ping_mount(m, CTL_TIMEOUT_MS, &pid);
+	free(m);
+	if (err) {
+		fprintf(stderr, "mounted, but its daemon does not answer: %s\n",
+			err_str(err));
+		return MC_EXIT_FAIL;
+	}
 	if (!proc_start_time(pid, &start))
 		dprintf(resfd, "%llu %llu\n", (unsigned long long)pid,
 			(unsigned long long)start);
@@ -222,7 +271,7 @@ static int mount_as_user(const struct ds_conf *c, const struct job_ids *ids,
  * cgroups (job_cgroup.c says why), and wait for it until @deadline: the
  * image's storage answers, or it is left to hang where it cannot keep
  * Slurm from ending the job.  What the read finds is not looked at:
- * mount_as_user() says what is wrong with the image.
+ * exec_mount() says what is wrong with the image.
  * Return: 0; -ETIMEDOUT if the read did not come back; -errno if the
  * child did not start.
  */
@@ -276,12 +325,14 @@ static int make_mountpoint(struct jobdir *j, const struct job_ids *ids,
 }
 
 /*
- * Run mount_as_user() in a child that drops to the user, and wait for it
- * until @deadline.  Return: as wait_child(), -errno if it did not start.
+ * Run @fn in a child that drops to the user, recorded in JOB_CHILDREN
+ * before it runs, and wait for it until @r->deadline, its stderr read
+ * into @msg (MSG_MAX) and what it writes to its result pipe into @res
+ * (128 bytes).  Return: as job__wait_child(); -errno if it did not start.
  */
-static int spawn_mount(const struct ds_conf *c, const struct job_ids *ids,
-		       struct jobdir *j, const struct ds_image *im,
-		       const char *mnt, double deadline, char *msg, char *res)
+static int run_as_user(struct jobdir *j, const struct mount_req *r,
+		       int (*fn)(const struct mount_req *r, int resfd),
+		       char *msg, char *res)
 {
 	int ep[2], rp[2], rc;
 	pid_t child;
@@ -298,20 +349,31 @@ static int spawn_mount(const struct ds_conf *c, const struct job_ids *ids,
 	child = job__fork_recorded(j, JOB_CHILDREN);
 	if (child == 0) {
 		job__child_stdio(ep[1]);
-		if (job__drop_to_user(ids))
+		if (job__drop_to_user(r->ids))
 			_exit(126);
-		_exit(mount_as_user(c, ids, im, mnt,
-				    MAX(deadline - mono_sec() - 1.0, 1.0),
-				    rp[1]));
+		_exit(fn(r, rp[1]));
 	}
 	close(ep[1]);
 	close(rp[1]);
 	rc = child < 0 ? child :
-			 job__wait_child(child, ep[0], rp[0], deadline, msg,
+			 job__wait_child(child, ep[0], rp[0], r->deadline, msg,
 					 MSG_MAX, res, 128);
 	close(ep[0]);
 	close(rp[0]);
 	return rc;
+}
+
+/*
+ * Mount @r's image as the user: exec_mount() in a child, then
+ * report_daemon() in another for the daemon's "PID START" in @res.
+ * Return: as run_as_user().
+ */
+static int spawn_mount(struct jobdir *j, const struct mount_req *r, char *msg,
+		       char *res)
+{
+	int rc = run_as_user(j, r, exec_mount, msg, res);
+
+	return rc ? rc : run_as_user(j, r, report_daemon, msg, res);
 }
 
 struct under_arg {
@@ -362,6 +424,7 @@ static int mount_one(const struct ds_conf *c, const struct job_ids *ids,
 {
 	char mnt[PATH_MAX + DS_NAME_MAX], msg[MSG_MAX], res[128];
 	char line[DS_NAME_MAX + 64];
+	const struct mount_req req = { c, ids, im, mnt, deadline };
 	unsigned long long pid, start;
 	int rc = -ETIMEDOUT;
 
@@ -373,7 +436,7 @@ static int mount_one(const struct ds_conf *c, const struct job_ids *ids,
 	if (mono_sec() < deadline)
 		rc = probe_image(ids, im, deadline);
 	if (rc == 0)
-		rc = spawn_mount(c, ids, j, im, mnt, deadline, msg, res);
+		rc = spawn_mount(j, &req, msg, res);
 	if (rc == 0 && sscanf(res, "%llu %llu", &pid, &start) == 2) {
 		snprintf(line, sizeof(line), "%s %llu %llu\n", im->name, pid,
 			 start);
