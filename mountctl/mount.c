@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * This file implements mountctl's mount service, mc_mount_image(), shared
- * by `mountctl mount`, `mountctl acquire` and the Slurm job code: check
- * that the mountpoint is free (not a squashcache mount, not a stale one,
- * not another filesystem), create it if missing, and run squashcached,
- * which detaches and returns only once the mount answers.  Its messages
- * reach the user unchanged and its exit status becomes the caller's.
+ * by `mountctl mount` (which the Slurm job code's mount child runs, too)
+ * and `mountctl acquire`: check that the mountpoint is free (not a
+ * squashcache mount, not a stale one, not another filesystem), create it
+ * if missing, and run squashcached, which detaches and returns only once
+ * the mount answers.  Its messages reach the user unchanged and its exit
+ * status becomes the caller's.
  * Also the default mount point of an image, mc_default_mountpoint().
  *
  * squashcached is the one next to the mountctl binary (so a build tree or

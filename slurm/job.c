@@ -25,7 +25,6 @@
 
 #include "ctl/ctl.h"
 #include "job_i.h"
-#include "mountctl/mountctl.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/mountinfo.h"
@@ -44,8 +43,8 @@ static int job_dir_of(const struct ds_conf *c, const struct job_ids *ids,
 	j->base = j->top = j->dir = -1;
 	j->name[0] = '\0';
 	if (ds_job_dir_name(ids->job, ids->node, name, sizeof(name))) {
-		mc_err("bad job id '%s' or node name '%s'", ids->job,
-		       ids->node);
+		job__err("bad job id '%s' or node name '%s'", ids->job,
+			 ids->node);
 		return -EINVAL;
 	}
 	return job__dir_open(c, name, create, j);
@@ -87,8 +86,8 @@ static void append_file(int dirfd, const char *name, const struct job_ids *ids,
 	    (root_only ? fchmod(fd, 0600) :
 			 fchown(fd, ids->uid, ids->gid) || fchmod(fd, 0400)) ||
 	    write(fd, text, strlen(text)) != (ssize_t)strlen(text))
-		mc_err("job %s: cannot write %s: %s", ids->job, name,
-		       err_str(errno));
+		job__err("job %s: cannot write %s: %s", ids->job, name,
+			 err_str(errno));
 	if (fd >= 0)
 		close(fd);
 }
@@ -150,28 +149,28 @@ static int open_allowed(const struct ds_conf *c, const struct job_ids *ids,
 
 	if (!at_image_dir(ids, im->path)) {
 		fprintf(stderr, "not an absolute path\n");
-		return -MC_EXIT_IMAGE;
+		return -JOB_EXIT_IMAGE;
 	}
 	fd = open(im->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st)) {
 		fprintf(stderr, "cannot open: %s\n", err_str(errno));
-		return -MC_EXIT_IMAGE;
+		return -JOB_EXIT_IMAGE;
 	}
 	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
 		fprintf(stderr, "not a regular file\n");
-		return -MC_EXIT_IMAGE;
+		return -JOB_EXIT_IMAGE;
 	}
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
 	n = readlink(link, real, sizeof(real) - 1);
 	if (n <= 0 || (size_t)n >= sizeof(real) - 1) {
 		fprintf(stderr, "cannot resolve its path\n");
-		return -MC_EXIT_IMAGE;
+		return -JOB_EXIT_IMAGE;
 	}
 	real[n] = '\0';
 	if (!ds_is_allowed(c, real)) {
 		fprintf(stderr, "not under an allowed prefix (%s): it is %s\n",
 			c->allow, real);
-		return -MC_EXIT_IMAGE;
+		return -JOB_EXIT_IMAGE;
 	}
 	return fd;
 }
@@ -207,14 +206,14 @@ static int exec_mount(const struct mount_req *r, int resfd)
 		return -fd;
 	if (ds_mount_opts(r->c, r->im->opts, opts, sizeof(opts))) {
 		fprintf(stderr, "options too long\n");
-		return MC_EXIT_USAGE;
+		return JOB_EXIT_USAGE;
 	}
 	test_pause();
 	/* Nothing of root's passes the exec but stdio and the image. */
 	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) || fcntl(fd, F_SETFD, 0)) {
 		fprintf(stderr, "cannot hand the image over: %s\n",
 			err_str(errno));
-		return MC_EXIT_FAIL;
+		return JOB_EXIT_FAIL;
 	}
 	snprintf(image, sizeof(image), "/dev/fd/%d", fd);
 	/* A second to spare: mountctl stops a late daemon itself. */
@@ -234,7 +233,7 @@ static int exec_mount(const struct mount_req *r, int resfd)
 	argv[n] = NULL;
 	execv("/proc/self/exe", (char *const *)argv);
 	fprintf(stderr, "cannot run mountctl mount: %s\n", err_str(errno));
-	return MC_EXIT_FAIL;
+	return JOB_EXIT_FAIL;
 }
 
 /*
@@ -258,12 +257,12 @@ static int report_daemon(const struct mount_req *r, int resfd)
 	if (err) {
 		fprintf(stderr, "mounted, but its daemon does not answer: %s\n",
 			err_str(err));
-		return MC_EXIT_FAIL;
+		return JOB_EXIT_FAIL;
 	}
 	if (!proc_start_time(pid, &start))
 		dprintf(resfd, "%llu %llu\n", (unsigned long long)pid,
 			(unsigned long long)start);
-	return MC_EXIT_OK;
+	return JOB_EXIT_OK;
 }
 
 /*
@@ -411,7 +410,7 @@ static void kill_daemons_under(struct jobdir *j, const struct job_ids *ids,
 
 	if (job__exe_stat(false, &exe) ||
 	    job__each_daemon(&exe, kill_if_under, &a) < 0)
-		mc_err("job %s: cannot look for its daemons", ids->job);
+		job__err("job %s: cannot look for its daemons", ids->job);
 }
 
 /*
@@ -657,7 +656,7 @@ static void kill_daemons(struct jobdir *j, const struct job_ids *ids)
 		return;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
 	    job__exe_stat(false, &exe) || !(f = fdopen(fd, "r"))) {
-		mc_err("job %s: cannot check its daemons", ids->job);
+		job__err("job %s: cannot check its daemons", ids->job);
 		close(fd);
 		return;
 	}
@@ -680,7 +679,7 @@ static void kill_mounters(struct jobdir *j, const struct job_ids *ids)
 	struct stat exe;
 
 	if (job__exe_stat(true, &exe)) {
-		mc_err("job %s: cannot check its mounters", ids->job);
+		job__err("job %s: cannot check its mounters", ids->job);
 		return;
 	}
 	job__kill_recorded(j, JOB_MOUNTER, 0, &exe);
@@ -744,8 +743,8 @@ static void empty_as_user(struct jobdir *j, const struct job_ids *ids,
 	close(fd);
 	if (child > 0 && job__wait_child(child, -1, -1, deadline, msg,
 					 sizeof(msg), res, sizeof(res)))
-		mc_err("job %s: could not empty %s/%s as uid %u", ids->job,
-		       j->path, name, (unsigned int)ids->uid);
+		job__err("job %s: could not empty %s/%s as uid %u", ids->job,
+			 j->path, name, (unsigned int)ids->uid);
 }
 
 /* Remove the entries of the job directory (root made every one). */
@@ -772,8 +771,8 @@ static int remove_entries(struct jobdir *j, const struct job_ids *ids)
 			unlinkat(j->dir, e->d_name, AT_REMOVEDIR);
 		}
 		if (!faccessat(j->dir, e->d_name, F_OK, AT_SYMLINK_NOFOLLOW)) {
-			mc_err("job %s: cannot remove %s/%s", ids->job, j->path,
-			       e->d_name);
+			job__err("job %s: cannot remove %s/%s", ids->job,
+				 j->path, e->d_name);
 			err = -ENOTEMPTY;
 		}
 	}
@@ -815,7 +814,7 @@ int job_epilog(const struct ds_conf *c, const struct job_ids *ids)
 		snprintf(line, sizeof(line), "job %.24s on %.65s: %s/%s/%s: %s",
 			 ids->job, ids->node, c->base, JOB_TOP_NAME, j.name,
 			 err_str(err));
-		mc_err("%s", line);
+		job__err("%s", line);
 		job__note_left(c, line);
 	}
 	job__dir_close(&j);

@@ -73,7 +73,6 @@
 #include <unistd.h>
 
 #include "job_i.h"
-#include "mountctl/mountctl.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/mountinfo.h"

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "job.h"
+#include "util/compiler.h"
 
 #define JOB_TOP_NAME "squashcache" /* BASE/squashcache */
 #define JOB_PENDING ".pending" /* the mounter is not done yet (job.h) */
@@ -25,6 +26,15 @@
 #define JOB_CHILDREN ".children" /* "PID START" of each mount child (job.h) */
 #define JOB_USER_PATH "/usr/local/bin:/usr/bin:/bin" /* PATH as the user */
 #define JOB_LEFT ".epilog-failed" /* in BASE/squashcache: job__note_left() */
+
+/**
+ * job__err() - Say what went wrong, on stderr: "mountctl: <message>"
+ * (`mountctl job` runs this code; slurmd logs a Prolog's stderr).
+ * @fmt: printf format, no newline
+ *
+ * Context: cannot fail.
+ */
+void job__err(const char *fmt, ...) __printf(1, 2);
 
 /* A job's directories, open. */
 struct jobdir {

@@ -38,7 +38,6 @@
 #include "job_i.h"
 #include "keep/keep.h"
 #include "keep_srv.h"
-#include "mountctl/mountctl.h"
 #include "util/clock.h"
 #include "util/err.h"
 #include "util/memlimit.h"

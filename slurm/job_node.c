@@ -28,7 +28,6 @@
 
 #include "ctl/ctl.h"
 #include "job_i.h"
-#include "mountctl/mountctl.h"
 #include "util/err.h"
 #include "util/mountinfo.h"
 
@@ -228,8 +227,8 @@ int job_check_node(const struct ds_conf *c, bool clean, double min_age)
 	int left;
 
 	if (!realpath(c->base, base)) {
-		mc_err("cannot resolve base=%s: %s", c->base, err_str(errno));
-		return MC_EXIT_USAGE;
+		job__err("cannot resolve base=%s: %s", c->base, err_str(errno));
+		return JOB_EXIT_USAGE;
 	}
 	snprintf(top, sizeof(top), "%s/%s", base, JOB_TOP_NAME);
 	left = check_mounts(c, top, clean);
@@ -237,5 +236,5 @@ int job_check_node(const struct ds_conf *c, bool clean, double min_age)
 	left += job__keep_check(c, clean);
 	left += job__check_left(c, clean && !left);
 	fflush(stdout);
-	return left ? MC_EXIT_FAIL : MC_EXIT_OK;
+	return left ? JOB_EXIT_FAIL : JOB_EXIT_OK;
 }

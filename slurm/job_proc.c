@@ -30,7 +30,6 @@
 
 #include "ctl/ctl.h"
 #include "job_i.h"
-#include "mountctl/mountctl.h"
 #include "util/clock.h"
 #include "util/proc.h"
 
