@@ -175,6 +175,32 @@ static int open_allowed(const struct ds_conf *c, const struct job_ids *ids,
 	return fd;
 }
 
+/*
+ * Mark every descriptor from 3 on close-on-exec: close_range(), or where
+ * the kernel has no CLOSE_RANGE_CLOEXEC (before 5.11), each descriptor of
+ * /proc/self/fd.  Return: 0 or -errno.
+ */
+static int cloexec_from_3(void)
+{
+	struct dirent *e;
+	DIR *d;
+	int err = 0;
+
+	if (!close_range(3, ~0U, CLOSE_RANGE_CLOEXEC))
+		return 0;
+	d = opendir("/proc/self/fd");
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		int fd = atoi(e->d_name);
+
+		if (fd >= 3 && fd != dirfd(d) && fcntl(fd, F_SETFD, FD_CLOEXEC))
+			err = -errno;
+	}
+	closedir(d);
+	return err;
+}
+
 /* What a mount child needs: the image, where, and by when. */
 struct mount_req {
 	const struct ds_conf *c; /* the site's configuration */
@@ -199,7 +225,7 @@ static int exec_mount(const struct mount_req *r, int resfd)
 {
 	char opts[3 * DS_OPTS_MAX], image[32], secs[32];
 	const char *argv[12];
-	int fd = open_allowed(r->c, r->ids, r->im), n = 0;
+	int fd = open_allowed(r->c, r->ids, r->im), n = 0, err;
 
 	(void)resfd; /* closed at the exec: the daemon is found after */
 	if (fd < 0)
@@ -210,9 +236,12 @@ static int exec_mount(const struct mount_req *r, int resfd)
 	}
 	test_pause();
 	/* Nothing of root's passes the exec but stdio and the image. */
-	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) || fcntl(fd, F_SETFD, 0)) {
+	err = cloexec_from_3();
+	if (!err && fcntl(fd, F_SETFD, 0))
+		err = -errno;
+	if (err) {
 		fprintf(stderr, "cannot hand the image over: %s\n",
-			err_str(errno));
+			err_str(err));
 		return JOB_EXIT_FAIL;
 	}
 	snprintf(image, sizeof(image), "/dev/fd/%d", fd);
