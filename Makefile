@@ -97,10 +97,9 @@ TOOL_BINS := $(TOOL_SRCS:%.c=$(BUILD)/%)
 BENCH_BINS := $(BENCH_SRCS:%.c=$(BUILD)/%)
 
 LIB := $(BUILD)/libsquashcache.a
+# slurm/ needs lib/ alone (tests/lint.sh): mountctl links it for `mountctl
+# job` and `mountctl keeper`, a unit test as it is.
 SLURM_LIB := $(BUILD)/libsqcslurm.a
-# mountctl less its main.c, for the unit tests of the job code (slurm/),
-# which calls mc_*(): such a test gives its own mc_err().
-MC_TEST_LIB := $(BUILD)/libsqcmountctl-test.a
 DAEMON := $(BUILD)/squashcached
 MOUNTCTL := $(BUILD)/mountctl
 
@@ -140,10 +139,6 @@ $(BUILD)/mountctl-obj/%.o: mountctl/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -I. $(ALL_CFLAGS) -c -o $@ $<
 
-$(BUILD)/slurm/%.o: slurm/%.c
-	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -I. $(ALL_CFLAGS) -c -o $@ $<
-
 $(BUILD)/bench/%.o: bench/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(FUSE_CFLAGS) $(ALL_CFLAGS) -c -o $@ $<
@@ -169,21 +164,11 @@ $(SLURM_LIB): $(SLURM_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(MC_TEST_LIB): $(filter-out %/main.o,$(MOUNTCTL_OBJS))
-	@mkdir -p $(@D)
-	rm -f $@
-	$(AR) rcs $@ $^
-
 $(MOUNTCTL): $(MOUNTCTL_OBJS) $(SLURM_LIB) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(MOUNTCTL_OBJS) $(SLURM_LIB) $(LIB) $(LIB_LIBS)
 
 $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(UNIT_COMMON_OBJS) $(SLURM_LIB) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $< $(UNIT_COMMON_OBJS) $(SLURM_LIB) $(LIB) $(CHECK_LIBS) $(LIB_LIBS)
-
-# The job code and mountctl call each other: one group.
-$(BUILD)/tests/unit/test_job_%: $(BUILD)/tests/unit/test_job_%.o $(UNIT_COMMON_OBJS) $(SLURM_LIB) $(MC_TEST_LIB) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $< $(UNIT_COMMON_OBJS) -Wl,--start-group $(SLURM_LIB) \
-		$(MC_TEST_LIB) -Wl,--end-group $(LIB) $(CHECK_LIBS) $(LIB_LIBS)
 
 $(BUILD)/tests/tools/%: $(BUILD)/tests/tools/%.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(FUSE_LIBS) $(LIB_LIBS)

@@ -31,6 +31,7 @@
 
 #include "ctl/ctl.h"
 #include "mountctl.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/proc.h"
 
@@ -193,7 +194,7 @@ static void say_holder(const struct acq_holder *h)
 static int lock_parent(const char *path)
 {
 	char dir[PATH_MAX], *slash;
-	double deadline = mc_now() + LOCK_TIMEOUT_S;
+	double deadline = mono_sec() + LOCK_TIMEOUT_S;
 	int fd, err;
 
 	snprintf(dir, sizeof(dir), "%s", path);
@@ -215,13 +216,13 @@ static int lock_parent(const char *path)
 			close(fd);
 			return err;
 		}
-		if (mc_now() > deadline) {
+		if (mono_sec() > deadline) {
 			mc_err("'%s' stayed locked for %g s by another mountctl acquire or a daemon that is unmounting: try again",
 			       dir, LOCK_TIMEOUT_S);
 			close(fd);
 			return -ETIMEDOUT;
 		}
-		mc_sleep_ms(MC_POLL_MS);
+		sleep_ms(MC_POLL_MS);
 	}
 	return fd;
 }
@@ -255,7 +256,7 @@ static int mount_held(const struct acq *a, const char *path, char *real)
  * Send @req to the daemon of @m; @error gets its refusal ("" if none).
  * Return: as mc_request(); -ENOMEM (said).
  */
-static int request(const struct mc_mount *m, const struct ctl_req *req,
+static int request(const struct mountinfo_mount *m, const struct ctl_req *req,
 		   char error[CTL_ERROR_MAX])
 {
 	struct ctl_reply *rep = malloc(sizeof(*rep));
@@ -273,7 +274,7 @@ static int request(const struct mc_mount *m, const struct ctl_req *req,
 }
 
 /* Join the live mount @m of the same image. */
-static int join(const struct acq *a, const struct mc_mount *m)
+static int join(const struct acq *a, const struct mountinfo_mount *m)
 {
 	const struct ctl_req req = {
 		.cmd = CTL_CMD_HOLD, .hold = { a->holder.pid, a->holder.start }
@@ -306,23 +307,23 @@ static int join(const struct acq *a, const struct mc_mount *m)
 static int acquire_locked(const struct acq *a, const char *path, char *real)
 {
 	char img[PATH_MAX], why[PATH_MAX + 256];
-	struct mc_mount m;
+	struct mountinfo_mount m;
 	int err;
 
-	err = mc_mount_find(path, &m);
+	err = mountinfo_find(path, &m);
 	if (err == -ENOENT)
 		return mount_held(a, path, real);
 	if (err) {
 		mc_err("cannot read the mount table: %s", err_str(err));
 		return MC_EXIT_FAIL;
 	}
-	if (!m.is_sqc) {
+	if (!ctl_is_sqc_mount(&m)) {
 		mc_err("'%s' is already a mount point (%s): acquire another directory",
 		       path, m.fstype);
 		return MC_EXIT_FAIL;
 	}
-	err = mc_ping(&m, NULL);
-	if (err && mc_is_stale(err)) {
+	err = ctl_ping_mount(&m, CTL_TIMEOUT_MS, NULL);
+	if (err && ctl_is_stale(err)) {
 		fprintf(stderr,
 			"mountctl: '%s' is a stale mount (its daemon is gone): clearing it\n",
 			path);
@@ -477,7 +478,7 @@ out_free:
 }
 
 /* Ask the daemon of @m to drop holder @pid. */
-static int release(const struct mc_mount *m, pid_t pid)
+static int release(const struct mountinfo_mount *m, pid_t pid)
 {
 	const struct ctl_req req = { .cmd = CTL_CMD_RELEASE,
 				     .release = { pid } };
@@ -510,7 +511,7 @@ static int run_release(int argc, char **argv)
 	};
 	char path[PATH_MAX];
 	const char *pid_arg = NULL;
-	struct mc_mount m;
+	struct mountinfo_mount m;
 	pid_t pid;
 	int c;
 

@@ -12,6 +12,7 @@
 
 #include "image/image.h"
 #include "mountctl.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/size.h"
@@ -89,12 +90,12 @@ static int run(int argc, char **argv)
 	       sb->block_size / 1024,
 	       size_format(sb->bytes_used, sz, sizeof(sz)));
 	fflush(stdout);
-	start = mc_now();
+	start = mono_sec();
 	err = img_check(img, &rep, max_errors);
 	print_report(&rep);
 	if (!err)
 		printf(LABEL "sound (checked in %s)\n", "result",
-		       mc_fmt_duration(mc_now() - start, t, sizeof(t)));
+		       mc_fmt_duration(mono_sec() - start, t, sizeof(t)));
 	else if (err == -EFSCORRUPTED)
 		printf(LABEL "corrupt: %llu problem%s (listed on stderr)\n",
 		       "result", (unsigned long long)rep.errors,

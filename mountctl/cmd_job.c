@@ -2,7 +2,8 @@
 /*
  * This file implements the arguments of `mountctl job VERB`; the work,
  * from the site's configuration and the job's ids on, is slurm/'s
- * (job_run(), slurm/job_cmd.c).
+ * (job_run(), slurm/job_cmd.c), which needs nothing of mountctl's: the
+ * calls go one way, from here into slurm/.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -11,6 +12,12 @@
 
 #include "slurm/job.h"
 #include "mountctl.h"
+
+/* job_run()'s statuses are mountctl's. */
+_Static_assert(JOB_EXIT_OK == MC_EXIT_OK && JOB_EXIT_FAIL == MC_EXIT_FAIL &&
+		       JOB_EXIT_USAGE == MC_EXIT_USAGE &&
+		       JOB_EXIT_IMAGE == MC_EXIT_IMAGE,
+	       "slurm/job.h's exit statuses are mountctl.h's");
 
 static int parse_verb(const char *s, enum job_verb *v)
 {

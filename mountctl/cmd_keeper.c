@@ -90,7 +90,7 @@ static int run(int argc, char **argv)
 	o.budget = budget;
 	o.floor = floor;
 	/* The daemon this mountctl runs: its processes use copies. */
-	o.has_daemon = !mc_daemon_stat(NULL, &st);
+	o.has_daemon = !mc_daemon_stat(&st);
 	o.daemon_dev = st.st_dev;
 	o.daemon_ino = st.st_ino;
 	return keep_serve(&o) ? MC_EXIT_FAIL : MC_EXIT_OK;

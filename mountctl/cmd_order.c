@@ -70,7 +70,7 @@ static int add(struct paths *p, const char *root, char *path)
 }
 
 /* Split standard input at @sep into the body.  Return: exit code. */
-static int build(struct paths *p, const struct mc_mount *m, char sep)
+static int build(struct paths *p, const struct mountinfo_mount *m, char sep)
 {
 	char *s = p->in, *end = p->in + p->in_len, *e;
 
@@ -101,7 +101,7 @@ static int build(struct paths *p, const struct mc_mount *m, char sep)
 }
 
 /* Send the body to the daemon of @m and say what it answered. */
-static int send_order(const struct mc_mount *m, const struct paths *p)
+static int send_order(const struct mountinfo_mount *m, const struct paths *p)
 {
 	const struct ctl_req req = { .cmd = CTL_CMD_ORDER,
 				     .order = { p->len } };
@@ -114,8 +114,8 @@ static int send_order(const struct mc_mount *m, const struct paths *p)
 		mc_err("out of memory");
 		return MC_EXIT_FAIL;
 	}
-	err = mc_request_body(m, &req, p->body, p->len, rep, NULL,
-			      ORDER_TIMEOUT_MS);
+	err = ctl_call_mount(m, &req, p->body, p->len, rep, NULL,
+			     ORDER_TIMEOUT_MS);
 	if (err == -EBADMSG && rep->error[0]) {
 		mc_err("the daemon of '%s' refused the order: %s", m->path,
 		       rep->error);
@@ -147,7 +147,7 @@ static int run(int argc, char **argv)
 	struct paths p = { 0 };
 	char path[PATH_MAX];
 	bool clear = false;
-	struct mc_mount m;
+	struct mountinfo_mount m;
 	char sep = '\n';
 	int c, err;
 

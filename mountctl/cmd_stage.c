@@ -17,7 +17,7 @@
 #include "util/size.h"
 
 /* Ask the daemon of @m to stage. */
-static int stage(const struct mc_mount *m, enum ctl_stage_mode mode,
+static int stage(const struct mountinfo_mount *m, enum ctl_stage_mode mode,
 		 uint64_t budget)
 {
 	const struct ctl_req req = { .cmd = CTL_CMD_STAGE,
@@ -61,7 +61,7 @@ static int run(int argc, char **argv)
 	bool meta = false, wait = false;
 	double timeout = 0;
 	uint64_t ram = 0;
-	struct mc_mount m;
+	struct mountinfo_mount m;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "mr:wt:h", longopts, NULL)) != -1) {

@@ -17,6 +17,7 @@
 #include "ctl/ctl.h"
 #include "keep/keep.h"
 #include "mountctl.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/size.h"
 
@@ -207,7 +208,7 @@ static void add_entry(struct out *o, const char *path, const char *image,
 }
 
 /* Ask one mount's daemon.  Return: true if it answered. */
-static bool status_one(struct out *o, const struct mc_mount *m)
+static bool status_one(struct out *o, const struct mountinfo_mount *m)
 {
 	const struct ctl_req req = { .cmd = CTL_CMD_STATS };
 	char why[PATH_MAX + 256];
@@ -235,7 +236,7 @@ static bool status_one(struct out *o, const struct mc_mount *m)
 static int snapshot(struct out *o, char **paths, int n)
 {
 	char path[PATH_MAX], why[PATH_MAX + 64];
-	struct mc_mount *all, m;
+	struct mountinfo_mount *all, m;
 	size_t count;
 	bool all_ok = true;
 	int err;
@@ -245,7 +246,7 @@ static int snapshot(struct out *o, char **paths, int n)
 	if (o->json)
 		json_buf_printf(&o->b, "[");
 	if (!n) {
-		err = mc_mount_list(&all, &count);
+		err = mountinfo_list(CTL_FSTYPE, &all, &count);
 		if (err) {
 			mc_err("cannot read the mount table: %s", err_str(err));
 			return MC_EXIT_FAIL;
@@ -361,7 +362,7 @@ static int run(int argc, char **argv)
 		ret = snapshot(&o, argv + optind, argc - optind);
 		if (!watch)
 			break;
-		mc_sleep_ms(WATCH_MS);
+		sleep_ms(WATCH_MS);
 	}
 	json_buf_release(&o.b);
 	return ret;

@@ -19,7 +19,7 @@ static int run(int argc, char **argv)
 	};
 	double timeout = MC_UMOUNT_TIMEOUT_S;
 	char path[PATH_MAX];
-	struct mc_mount m;
+	struct mountinfo_mount m;
 	bool lazy = false;
 	int c, err;
 

@@ -16,7 +16,7 @@ static int run(int argc, char **argv)
 	};
 	char path[PATH_MAX];
 	double timeout = 0;
-	struct mc_mount m;
+	struct mountinfo_mount m;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "t:h", longopts, NULL)) != -1) {

@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
  * This file implements mountctl's mount service, mc_mount_image(), shared
- * by `mountctl mount`, `mountctl acquire` and the Slurm job code: check
- * that the mountpoint is free (not a squashcache mount, not a stale one,
- * not another filesystem), create it if missing, and run squashcached,
- * which detaches and returns only once the mount answers.  Its messages
- * reach the user unchanged and its exit status becomes the caller's.
+ * by `mountctl mount` (which the Slurm job code's mount child runs, too)
+ * and `mountctl acquire`: check that the mountpoint is free (not a
+ * squashcache mount, not a stale one, not another filesystem), create it
+ * if missing, and run squashcached, which detaches and returns only once
+ * the mount answers.  Its messages reach the user unchanged and its exit
+ * status becomes the caller's.
  * Also the default mount point of an image, mc_default_mountpoint().
  *
  * squashcached is the one next to the mountctl binary (so a build tree or
- * an installation stays consistent), else the one in PATH; the
- * environment variable SQUASHCACHED overrides both.  It is given the
+ * an installation stays consistent), else the one in PATH
+ * (proc_find_program()); the environment variable SQUASHCACHED overrides
+ * both.  It is given the
  * mountpoint fully resolved, so the daemon's canonical path, the mount
  * table and the control address all agree.
  */
@@ -27,7 +29,9 @@
 #include "ctl/ctl.h"
 #include "mountctl.h"
 #include "slurm/dataset.h"
+#include "util/clock.h"
 #include "util/err.h"
+#include "util/proc.h"
 
 extern char **environ;
 
@@ -82,29 +86,29 @@ static int sif_opts(const char *image, bool sif, char **opts)
 static int check_free(const char *path)
 {
 	char why[PATH_MAX + 256];
-	struct mc_mount m;
+	struct mountinfo_mount m;
 	pid_t pid;
 	int err;
 
-	err = mc_mount_find(path, &m);
+	err = mountinfo_find(path, &m);
 	if (err == -ENOENT)
 		return 0;
 	if (err) {
 		mc_err("cannot read the mount table: %s", err_str(err));
 		return err;
 	}
-	if (!m.is_sqc) {
+	if (!ctl_is_sqc_mount(&m)) {
 		mc_err("'%s' is already a mount point (%s): mount on another directory",
 		       path, m.fstype);
 		return -EBUSY;
 	}
-	err = mc_ping(&m, &pid);
+	err = ctl_ping_mount(&m, CTL_TIMEOUT_MS, &pid);
 	if (!err) {
 		mc_err("'%s' is already a squashcache mount of '%s' (daemon pid %d): see mountctl status %s, or run mountctl umount %s first",
 		       path, m.source, (int)pid, path, path);
 		return -EBUSY;
 	}
-	if (mc_is_stale(err)) {
+	if (ctl_is_stale(err)) {
 		mc_err("'%s' is a stale squashcache mount of '%s' (its daemon is gone): run mountctl umount %s, then mount again",
 		       path, m.source, path);
 		return -ENOTCONN;
@@ -220,58 +224,39 @@ static int prepare_mountpoint(const char *arg, struct made *mk, char *real)
 	return 0;
 }
 
-/* The squashcached to run (@env: SQUASHCACHED may say); *@search says
- * whether to look in PATH. */
-static const char *daemon_prog(char *buf, size_t cap, bool env_ok, bool *search)
+/* The name the squashcached to run goes by: SQUASHCACHED, else its own. */
+static const char *daemon_name(void)
 {
-	const char *env = env_ok ? getenv("SQUASHCACHED") : NULL;
-	char *slash;
-	ssize_t n;
+	const char *env = getenv("SQUASHCACHED");
 
-	if (env && *env) {
-		*search = !strchr(env, '/');
-		return env;
-	}
-	n = readlink("/proc/self/exe", buf, cap - 1);
-	if (n > 0) {
-		buf[n] = '\0';
-		slash = strrchr(buf, '/');
-		if (slash &&
-		    (size_t)(slash - buf) + sizeof("/squashcached") <= cap) {
-			strcpy(slash + 1, "squashcached");
-			if (!access(buf, X_OK)) {
-				*search = false;
-				return buf;
-			}
-		}
-	}
-	*search = true;
-	return "squashcached";
+	return env && *env ? env : "squashcached";
 }
 
-int mc_daemon_stat(const char *path_env, struct stat *st)
+/*
+ * The squashcached to run: SQUASHCACHED as given if it holds a '/', else
+ * that program in PATH; without SQUASHCACHED, the one next to mountctl,
+ * else the one in PATH.  Return: 0 with its path in @buf; -ENOENT.
+ */
+static int daemon_path(char *buf, size_t cap)
 {
-	char buf[PATH_MAX], path[PATH_MAX];
-	const char *prog, *dirs, *end;
-	bool search;
+	const char *env = getenv("SQUASHCACHED");
 
-	prog = daemon_prog(buf, sizeof(buf), !path_env, &search);
-	if (!search)
-		return stat(prog, st) ? -errno : 0;
-	dirs = path_env ? path_env : getenv("PATH");
-	for (dirs = dirs ? dirs : "/usr/bin:/bin"; *dirs; dirs = end) {
-		size_t n;
-
-		end = dirs + strcspn(dirs, ":");
-		n = (size_t)(end - dirs);
-		end += *end == ':';
-		if (snprintf(path, sizeof(path), "%.*s/%s", (int)n,
-			     n ? dirs : ".", prog) >= (int)sizeof(path))
-			continue;
-		if (!access(path, X_OK) && !stat(path, st))
-			return 0;
+	if (env && *env && strchr(env, '/')) {
+		if ((size_t)snprintf(buf, cap, "%s", env) >= cap)
+			return -ENAMETOOLONG;
+		return 0;
 	}
-	return -ENOENT;
+	return proc_find_program(daemon_name(), !(env && *env), NULL, buf, cap);
+}
+
+int mc_daemon_stat(struct stat *st)
+{
+	char buf[PATH_MAX];
+	int err = daemon_path(buf, sizeof(buf));
+
+	if (err)
+		return err;
+	return stat(buf, st) ? -errno : 0;
 }
 
 /*
@@ -281,17 +266,17 @@ int mc_daemon_stat(const char *path_env, struct stat *st)
  */
 static int run_daemon(char *argv[], double timeout, const char *real)
 {
-	char buf[PATH_MAX];
-	double deadline = mc_now() + timeout;
-	const char *prog;
-	bool search;
+	char prog[PATH_MAX];
+	double deadline = mono_sec() + timeout;
 	pid_t pid, r;
 	int status, err;
 
-	prog = daemon_prog(buf, sizeof(buf), true, &search);
-	argv[0] = (char *)prog;
-	err = search ? posix_spawnp(&pid, prog, NULL, NULL, argv, environ) :
-		       posix_spawn(&pid, prog, NULL, NULL, argv, environ);
+	argv[0] = prog;
+	err = daemon_path(prog, sizeof(prog));
+	if (err)
+		snprintf(prog, sizeof(prog), "%s", daemon_name());
+	else
+		err = -posix_spawn(&pid, prog, NULL, NULL, argv, environ);
 	if (err) {
 		mc_err("cannot run '%s': %s%s", prog, err_str(err),
 		       getenv("SQUASHCACHED") ?
@@ -308,20 +293,20 @@ static int run_daemon(char *argv[], double timeout, const char *real)
 			       err_str(errno));
 			return MC_EXIT_FAIL;
 		}
-		if (r == 0 && mc_now() >= deadline) {
-			struct mc_mount m;
+		if (r == 0 && mono_sec() >= deadline) {
+			struct mountinfo_mount m;
 
 			mc_err("squashcached did not mount '%s' within %g s; stopping it",
 			       real, timeout);
 			kill(pid, SIGTERM);
 			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 				;
-			if (!mc_mount_find(real, &m) && m.is_sqc)
+			if (!mountinfo_find(real, &m) && ctl_is_sqc_mount(&m))
 				mc_unmount(&m, true, MC_UMOUNT_TIMEOUT_S);
 			return MC_EXIT_FAIL;
 		}
 		if (r == 0)
-			mc_sleep_ms(MC_POLL_MS);
+			sleep_ms(MC_POLL_MS);
 	}
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
@@ -384,7 +369,7 @@ int mc_mount_image(const char *image, const char *mountpoint, const char *opts,
 {
 	char dflt[PATH_MAX], *all = NULL, *dargv[6];
 	struct made mk = { 0 };
-	struct mc_mount m;
+	struct mountinfo_mount m;
 	int n = 0, ret = MC_EXIT_FAIL;
 
 	if (access(image, R_OK)) {
@@ -424,7 +409,7 @@ int mc_mount_image(const char *image, const char *mountpoint, const char *opts,
 	ret = run_daemon(dargv, timeout, real);
 	if (ret)
 		goto out_remove;
-	if (mc_mount_find(real, &m) || !m.is_sqc) {
+	if (mountinfo_find(real, &m) || !ctl_is_sqc_mount(&m)) {
 		mc_err("squashcached reported success, but '%s' is not mounted",
 		       real);
 		ret = MC_EXIT_FAIL;

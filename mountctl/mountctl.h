@@ -4,13 +4,14 @@
  * (one cmd_<verb>.c each, which parses its arguments and calls the
  * services), exit codes, the services the verbs share (mount.c:
  * mc_mount_image(); unmount.c: mc_unmount(); stage.c: mc_wait_staged()),
- * the mount table and daemon requests of mounts.c, and the formatting
- * helpers of report.c.
+ * the MOUNTPOINT arguments and daemon requests of mounts.c, and the
+ * formatting helpers of report.c.
  *
  * mountctl finds a mount's daemon from the mount path alone: the path is
  * made canonical with ctl_canonical_mountpoint(), looked up in
- * /proc/self/mountinfo (fstype CTL_FSTYPE, source = the image, owner in
- * the user_id= option) and the daemon is asked with ctl_request_mount():
+ * /proc/self/mountinfo (mountinfo_find(): fstype CTL_FSTYPE, source = the
+ * image, owner in the user_id= option) and the daemon is asked with
+ * ctl_call_mount():
  * at ctl_default_address(), or, if another user took that name first, at
  * the fallback address the daemon chose, which only a daemon running as
  * the mount's owner and naming the mount point in its ping can pass for.
@@ -33,6 +34,7 @@ struct stat;
 
 #include "ctl/ctl.h"
 #include "util/compiler.h"
+#include "util/mountinfo.h"
 #include "util/version.h"
 
 /* Exit codes shared by every verb (a verb documents what 1 means). */
@@ -42,7 +44,6 @@ struct stat;
 #define MC_EXIT_OTHER_IMAGE 3 /* another image is mounted there */
 #define MC_EXIT_IMAGE 4 /* the image is missing, unreadable or invalid */
 
-#define MC_CTL_TIMEOUT_MS 3000 /* one control request */
 #define MC_UMOUNT_TIMEOUT_S 10.0 /* umount: mount gone and daemon exited */
 #define MC_POLL_MS 50 /* how often waits look again */
 
@@ -105,13 +106,11 @@ int mc_mount_image(const char *image, const char *mountpoint, const char *opts,
  * mc_daemon_stat() - stat() the squashcached mc_mount_image() runs (the
  * one of SQUASHCACHED, else the one next to mountctl, else the first in
  * PATH), to tell it from another program.
- * @path_env: NULL: as in this environment; else as in an environment
- *            without SQUASHCACHED and with this PATH
  * @st: filled in
  *
  * Return: 0, or -errno (-ENOENT: none is found).
  */
-int mc_daemon_stat(const char *path_env, struct stat *st);
+int mc_daemon_stat(struct stat *st);
 
 /**
  * mc_append_opts() - Add -o options to a comma-separated list.
@@ -158,34 +157,6 @@ void mc_err(const char *fmt, ...) __printf(1, 2);
  */
 int mc_parse_seconds(const char *s, double *out);
 
-/* A mount as /proc/self/mountinfo shows it. */
-struct mc_mount {
-	char path[PATH_MAX]; /* mount point, unescaped */
-	char source[PATH_MAX]; /* source: the image path for squashcache */
-	char fstype[64]; /* "fuse.squashcache" */
-	uid_t uid; /* user_id= option, or (uid_t)-1 if absent */
-	bool is_sqc; /* fstype is CTL_FSTYPE */
-};
-
-/**
- * mc_mount_find() - Look a path up in the mount table.
- * @path: canonical mount path
- * @out: the top-most mount at @path, when found
- *
- * Return: 0; -ENOENT if nothing is mounted there; -errno if the table
- * cannot be read.
- */
-int mc_mount_find(const char *path, struct mc_mount *out);
-
-/**
- * mc_mount_list() - Every squashcache mount in the mount table.
- * @out: set to an array, in mount order
- * @n: set to its length
- *
- * Return: 0 or -errno.  Ownership: the caller frees *@out.
- */
-int mc_mount_list(struct mc_mount **out, size_t *n);
-
 /**
  * mc_resolve() - Canonical path of a MOUNTPOINT argument and its mount.
  * @arg: the path as the user gave it
@@ -196,7 +167,7 @@ int mc_mount_list(struct mc_mount **out, size_t *n);
  * mounted there; -EMEDIUMTYPE if something else is (@m says what);
  * -errno if the path cannot be resolved.
  */
-int mc_resolve(const char *arg, char *path, struct mc_mount *m);
+int mc_resolve(const char *arg, char *path, struct mountinfo_mount *m);
 
 /**
  * mc_resolve_arg() - mc_resolve() for a MOUNTPOINT argument that must be a
@@ -207,53 +178,21 @@ int mc_resolve(const char *arg, char *path, struct mc_mount *m);
  *
  * Return: 0, or mc_resolve()'s error once printed.
  */
-int mc_resolve_arg(const char *arg, char *path, struct mc_mount *m);
+int mc_resolve_arg(const char *arg, char *path, struct mountinfo_mount *m);
 
 /**
- * mc_request() - Send one request to the daemon of a mount.
+ * mc_request() - ctl_call_mount() of a request without a body, given
+ * CTL_TIMEOUT_MS.
  * @m: the mount
  * @req: the request
- * @rep: set to the reply; after -EBADMSG or -EACCES, the refusal, whose
- *       @rep->error says why
- * @json: set to the reply's text (for `status --json`), or NULL
+ * @rep: as for ctl_call_mount()
+ * @json: as for ctl_call_mount()
  *
- * A refusal {"ok":false,"error":"permission denied"} gives -EACCES, any
- * other refusal -EBADMSG.
- *
- * Return: 0; -ECONNREFUSED or -ENOENT if no daemon of the mount's owner
- * answers at its default or fallback address (stale mount); -ETIMEDOUT;
- * -EACCES; -EBADMSG; -EPERM if another user holds the default address and
- * the fallback cannot be looked for; -EPROTO for a reply that does not
- * decode; -EINVAL if @req does not encode; -errno.
+ * Return: as ctl_call_mount().
  * Ownership: the caller frees *@json, set only on success.
  */
-int mc_request(const struct mc_mount *m, const struct ctl_req *req,
+int mc_request(const struct mountinfo_mount *m, const struct ctl_req *req,
 	       struct ctl_reply *rep, char **json);
-
-/**
- * mc_request_body() - mc_request() of a request with a body (an order).
- * @m: the mount
- * @req: the request
- * @body: the bytes after its line
- * @len: how many
- * @rep: as mc_request()
- * @json: as mc_request()
- * @timeout_ms: give up after this long
- *
- * Return: as mc_request().
- */
-int mc_request_body(const struct mc_mount *m, const struct ctl_req *req,
-		    const void *body, size_t len, struct ctl_reply *rep,
-		    char **json, int timeout_ms);
-
-/**
- * mc_ping() - mc_request() of a ping.
- * @m: the mount
- * @pid: set to the daemon's pid, or NULL
- *
- * Return: as mc_request(); -ENOMEM.
- */
-int mc_ping(const struct mc_mount *m, pid_t *pid);
 
 /**
  * mc_explain() - Say why a daemon could not be asked.
@@ -265,17 +204,8 @@ int mc_ping(const struct mc_mount *m, pid_t *pid);
  *
  * Return: @buf ("no daemon answers for '/x' (stale mount?)").
  */
-const char *mc_explain(const struct mc_mount *m, int err, bool hint, char *buf,
-		       size_t cap);
-
-/**
- * mc_is_stale() - Does @err from mc_request() mean the daemon is gone?
- * @err: the error
- *
- * Return: true for "no daemon of the mount's owner listens at either
- * control address", whoever else may hold the default one.
- */
-bool mc_is_stale(int err);
+const char *mc_explain(const struct mountinfo_mount *m, int err, bool hint,
+		       char *buf, size_t cap);
 
 /**
  * mc_is_running() - Is process @pid still running (not a zombie)?
@@ -284,21 +214,6 @@ bool mc_is_stale(int err);
  * Return: true while it runs.
  */
 bool mc_is_running(pid_t pid);
-
-/**
- * mc_now() - Monotonic time in seconds.
- *
- * Return: seconds since an arbitrary start; cannot fail.
- */
-double mc_now(void);
-
-/**
- * mc_sleep_ms() - Sleep for @ms milliseconds, even if signals arrive.
- * @ms: milliseconds
- *
- * Return: nothing; cannot fail.
- */
-void mc_sleep_ms(int ms);
 
 /**
  * mc_unmount() - Unmount a squashcache mount and wait for its daemon.
@@ -312,7 +227,7 @@ void mc_sleep_ms(int ms);
  *
  * Return: 0; -errno.
  */
-int mc_unmount(const struct mc_mount *m, bool lazy, double timeout);
+int mc_unmount(const struct mountinfo_mount *m, bool lazy, double timeout);
 
 /**
  * mc_stage_line() - Describe staging from a stats reply, in one line.
@@ -347,7 +262,7 @@ bool mc_is_staged(const struct ctl_stats *stats);
  * Return: MC_EXIT_OK; MC_EXIT_FAIL on timeout; MC_EXIT_USAGE if the
  * daemon does not answer (said on stderr).
  */
-int mc_wait_staged(struct mc_mount *m, double timeout);
+int mc_wait_staged(struct mountinfo_mount *m, double timeout);
 
 /**
  * mc_fmt_duration() - Print seconds for people ("3m 12s").

@@ -14,17 +14,18 @@
 #include <unistd.h>
 
 #include "mountctl.h"
+#include "util/clock.h"
 #include "util/err.h"
 
 #define WAIT_POLL_MS 200 /* between two stats requests */
 #define WAIT_PLAIN_S 5 /* between two plain lines when not on a terminal */
 
-int mc_wait_staged(struct mc_mount *m, double timeout)
+int mc_wait_staged(struct mountinfo_mount *m, double timeout)
 {
 	const struct ctl_req req = { .cmd = CTL_CMD_STATS };
 	char line[256], why[PATH_MAX + 256];
 	bool tty = isatty(STDERR_FILENO), shown = false;
-	double deadline = mc_now() + timeout, next_plain = 0;
+	double deadline = mono_sec() + timeout, next_plain = 0;
 	struct ctl_reply *rep = malloc(sizeof(*rep));
 	const struct ctl_stats *st;
 	int err, ret = MC_EXIT_OK;
@@ -50,12 +51,12 @@ int mc_wait_staged(struct mc_mount *m, double timeout)
 			fprintf(stderr, "\r%s\033[K",
 				mc_stage_line(st, line, sizeof(line)));
 			shown = true;
-		} else if (mc_now() >= next_plain) {
+		} else if (mono_sec() >= next_plain) {
 			fprintf(stderr, "%s\n",
 				mc_stage_line(st, line, sizeof(line)));
-			next_plain = mc_now() + WAIT_PLAIN_S;
+			next_plain = mono_sec() + WAIT_PLAIN_S;
 		}
-		if (timeout > 0 && mc_now() >= deadline) {
+		if (timeout > 0 && mono_sec() >= deadline) {
 			if (shown)
 				fputc('\n', stderr);
 			mc_err("staging of '%s' is not done after %g s: %s",
@@ -64,7 +65,7 @@ int mc_wait_staged(struct mc_mount *m, double timeout)
 			ret = MC_EXIT_FAIL;
 			goto out_free;
 		}
-		mc_sleep_ms(WAIT_POLL_MS);
+		sleep_ms(WAIT_POLL_MS);
 	}
 	/* The last line says how it ended, on a terminal or not. */
 	fprintf(stderr, "%s%s%s\n", tty ? "\r" : "",

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "mountctl.h"
+#include "util/clock.h"
 #include "util/err.h"
 
 extern char **environ;
@@ -27,9 +28,9 @@ extern char **environ;
 /* Is a squashcache mount on top at @path? */
 static bool is_mounted(const char *path)
 {
-	struct mc_mount m;
+	struct mountinfo_mount m;
 
-	return !mc_mount_find(path, &m) && m.is_sqc;
+	return !mountinfo_find(path, &m) && ctl_is_sqc_mount(&m);
 }
 
 /* Wait until @path is unmounted and @pid (if not 0) has exited. */
@@ -38,9 +39,9 @@ static int wait_gone(const char *path, pid_t pid, double deadline)
 	for (;;) {
 		if (!is_mounted(path) && !mc_is_running(pid))
 			return 0;
-		if (mc_now() >= deadline)
+		if (mono_sec() >= deadline)
 			return -ETIMEDOUT;
-		mc_sleep_ms(MC_POLL_MS);
+		sleep_ms(MC_POLL_MS);
 	}
 }
 
@@ -73,7 +74,7 @@ static int run_fusermount(const char *path, bool lazy)
 }
 
 /* Unmount without the daemon's help. */
-static int force_unmount(const struct mc_mount *m, bool lazy)
+static int force_unmount(const struct mountinfo_mount *m, bool lazy)
 {
 	if (geteuid() != 0)
 		return run_fusermount(m->path, lazy);
@@ -87,10 +88,10 @@ static int force_unmount(const struct mc_mount *m, bool lazy)
 	return -errno;
 }
 
-int mc_unmount(const struct mc_mount *m, bool lazy, double timeout)
+int mc_unmount(const struct mountinfo_mount *m, bool lazy, double timeout)
 {
 	const struct ctl_req req = { .cmd = CTL_CMD_UMOUNT };
-	double deadline = mc_now() + timeout;
+	double deadline = mono_sec() + timeout;
 	char why[PATH_MAX + 256];
 	struct ctl_reply *rep;
 	pid_t pid = 0;
@@ -99,7 +100,7 @@ int mc_unmount(const struct mc_mount *m, bool lazy, double timeout)
 	rep = malloc(sizeof(*rep));
 	if (!rep)
 		return -ENOMEM;
-	err = mc_ping(m, &pid);
+	err = ctl_ping_mount(m, CTL_TIMEOUT_MS, &pid);
 	if (!err)
 		err = mc_request(m, &req, rep, NULL);
 	free(rep);
@@ -110,10 +111,10 @@ int mc_unmount(const struct mc_mount *m, bool lazy, double timeout)
 	}
 	if (err) {
 		/* A stale mount's daemon is gone: nothing left to lose. */
-		if (!mc_is_stale(err))
+		if (!ctl_is_stale(err))
 			mc_err("%s; unmounting it without the daemon",
 			       mc_explain(m, err, false, why, sizeof(why)));
-		err = force_unmount(m, lazy || mc_is_stale(err));
+		err = force_unmount(m, lazy || ctl_is_stale(err));
 		if (err)
 			return err;
 	}
@@ -129,7 +130,7 @@ int mc_unmount(const struct mc_mount *m, bool lazy, double timeout)
 	err = force_unmount(m, lazy);
 	if (err)
 		return err;
-	err = wait_gone(m->path, 0, mc_now() + 2);
+	err = wait_gone(m->path, 0, mono_sec() + 2);
 	if (err)
 		mc_err("'%s' is still mounted", m->path);
 	return err;

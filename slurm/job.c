@@ -25,8 +25,9 @@
 
 #include "ctl/ctl.h"
 #include "job_i.h"
-#include "mountctl/mountctl.h"
+#include "util/clock.h"
 #include "util/err.h"
+#include "util/mountinfo.h"
 #include "util/proc.h"
 
 #define EMPTY_BUDGET_S 10.0 /* emptying mount points as the user, in all */
@@ -42,8 +43,8 @@ static int job_dir_of(const struct ds_conf *c, const struct job_ids *ids,
 	j->base = j->top = j->dir = -1;
 	j->name[0] = '\0';
 	if (ds_job_dir_name(ids->job, ids->node, name, sizeof(name))) {
-		mc_err("bad job id '%s' or node name '%s'", ids->job,
-		       ids->node);
+		job__err("bad job id '%s' or node name '%s'", ids->job,
+			 ids->node);
 		return -EINVAL;
 	}
 	return job__dir_open(c, name, create, j);
@@ -85,8 +86,8 @@ static void append_file(int dirfd, const char *name, const struct job_ids *ids,
 	    (root_only ? fchmod(fd, 0600) :
 			 fchown(fd, ids->uid, ids->gid) || fchmod(fd, 0400)) ||
 	    write(fd, text, strlen(text)) != (ssize_t)strlen(text))
-		mc_err("job %s: cannot write %s: %s", ids->job, name,
-		       err_str(errno));
+		job__err("job %s: cannot write %s: %s", ids->job, name,
+			 err_str(errno));
 	if (fd >= 0)
 		close(fd);
 }
@@ -130,7 +131,7 @@ static void test_pause(void)
 		return;
 	close(fd);
 	for (int i = 0; i < 500 && !access(f, F_OK); i++)
-		mc_sleep_ms(20);
+		sleep_ms(20);
 }
 
 /*
@@ -148,71 +149,149 @@ static int open_allowed(const struct ds_conf *c, const struct job_ids *ids,
 
 	if (!at_image_dir(ids, im->path)) {
 		fprintf(stderr, "not an absolute path\n");
-		return -MC_EXIT_IMAGE;
+		return -JOB_EXIT_IMAGE;
 	}
 	fd = open(im->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st)) {
 		fprintf(stderr, "cannot open: %s\n", err_str(errno));
-		return -MC_EXIT_IMAGE;
+		return -JOB_EXIT_IMAGE;
 	}
 	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
 		fprintf(stderr, "not a regular file\n");
-		return -MC_EXIT_IMAGE;
+		return -JOB_EXIT_IMAGE;
 	}
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
 	n = readlink(link, real, sizeof(real) - 1);
 	if (n <= 0 || (size_t)n >= sizeof(real) - 1) {
 		fprintf(stderr, "cannot resolve its path\n");
-		return -MC_EXIT_IMAGE;
+		return -JOB_EXIT_IMAGE;
 	}
 	real[n] = '\0';
 	if (!ds_is_allowed(c, real)) {
 		fprintf(stderr, "not under an allowed prefix (%s): it is %s\n",
 			c->allow, real);
-		return -MC_EXIT_IMAGE;
+		return -JOB_EXIT_IMAGE;
 	}
 	return fd;
 }
 
 /*
- * The child's part, as the user: open the image, check allow= on the
- * path it really is, have the daemon mount that very file (the
- * descriptor, handed over as /proc/self/fd/N: never opened by name
- * again), and write "PID START" of its daemon to @resfd.
- * Return: the exit status for _exit().
+ * Mark every descriptor from 3 on close-on-exec: close_range(), or where
+ * the kernel has no CLOSE_RANGE_CLOEXEC (before 5.11), each descriptor of
+ * /proc/self/fd.  Return: 0 or -errno.
  */
-static int mount_as_user(const struct ds_conf *c, const struct job_ids *ids,
-			 const struct ds_image *im, const char *mnt,
-			 double timeout, int resfd)
+static int cloexec_from_3(void)
 {
-	char opts[3 * DS_OPTS_MAX], image[64], rmnt[PATH_MAX];
-	uint64_t start = 0;
-	pid_t pid;
-	struct mc_mount m;
-	int fd = open_allowed(c, ids, im), rc;
+	struct dirent *e;
+	DIR *d;
+	int err = 0;
 
+	if (!close_range(3, ~0U, CLOSE_RANGE_CLOEXEC))
+		return 0;
+	d = opendir("/proc/self/fd");
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		int fd = atoi(e->d_name);
+
+		if (fd >= 3 && fd != dirfd(d) && fcntl(fd, F_SETFD, FD_CLOEXEC))
+			err = -errno;
+	}
+	closedir(d);
+	return err;
+}
+
+/* What a mount child needs: the image, where, and by when. */
+struct mount_req {
+	const struct ds_conf *c; /* the site's configuration */
+	const struct job_ids *ids; /* the job */
+	const struct ds_image *im; /* the image */
+	const char *mnt; /* the mount point, canonical */
+	double deadline; /* mono_sec() when the Prolog gives up */
+};
+
+/*
+ * The mount child's part, as the user: open the image, check allow= on
+ * the path it really is, and run the mount through mountctl as the SPANK
+ * plugin runs `mountctl job`, a program of its own: exec the running
+ * mountctl (/proc/self/exe, root's and the one job__exe_stat() names)
+ * as `mountctl mount --timeout S [-o OPTS] /dev/fd/N MNT`.  The daemon
+ * it starts mounts that very file, inherited as /dev/fd/N and never
+ * opened by name again.  Every other descriptor is closed at the exec.
+ * Return: the exit status for _exit(), only if there was no exec (said
+ * on stderr).
+ */
+static int exec_mount(const struct mount_req *r, int resfd)
+{
+	char opts[3 * DS_OPTS_MAX], image[32], secs[32];
+	const char *argv[12];
+	int fd = open_allowed(r->c, r->ids, r->im), n = 0, err;
+
+	(void)resfd; /* closed at the exec: the daemon is found after */
 	if (fd < 0)
 		return -fd;
-	if (ds_mount_opts(c, im->opts, opts, sizeof(opts))) {
+	if (ds_mount_opts(r->c, r->im->opts, opts, sizeof(opts))) {
 		fprintf(stderr, "options too long\n");
-		return MC_EXIT_USAGE;
+		return JOB_EXIT_USAGE;
 	}
 	test_pause();
-	/* The daemon inherits it. */
-	if (fcntl(fd, F_SETFD, 0)) {
+	/* Nothing of root's passes the exec but stdio and the image. */
+	err = cloexec_from_3();
+	if (!err && fcntl(fd, F_SETFD, 0))
+		err = -errno;
+	if (err) {
 		fprintf(stderr, "cannot hand the image over: %s\n",
-			err_str(errno));
-		return MC_EXIT_FAIL;
+			err_str(err));
+		return JOB_EXIT_FAIL;
 	}
-	snprintf(image, sizeof(image), "/proc/self/fd/%d", fd);
-	rc = mc_mount_image(image, mnt, opts[0] ? opts : NULL, timeout, false,
-			    rmnt);
-	if (rc || mc_mount_find(rmnt, &m) || mc_ping(&m, &pid))
-		return rc ? rc : MC_EXIT_FAIL;
+	snprintf(image, sizeof(image), "/dev/fd/%d", fd);
+	/* A second to spare: mountctl stops a late daemon itself. */
+	snprintf(secs, sizeof(secs), "%.3f",
+		 MAX(r->deadline - mono_sec() - 1.0, 1.0));
+	argv[n++] = "mountctl";
+	argv[n++] = "mount";
+	argv[n++] = "--timeout";
+	argv[n++] = secs;
+	if (opts[0]) {
+		argv[n++] = "-o";
+		argv[n++] = opts;
+	}
+	argv[n++] = "--";
+	argv[n++] = image;
+	argv[n++] = r->mnt;
+	argv[n] = NULL;
+	execv("/proc/self/exe", (char *const *)argv);
+	fprintf(stderr, "cannot run mountctl mount: %s\n", err_str(errno));
+	return JOB_EXIT_FAIL;
+}
+
+/*
+ * The report child's part, as the user, once `mountctl mount` made the
+ * mount: ask the daemon at the mount point for its pid (the mount table,
+ * then a ping, as mountctl asks) and write "PID START" to @resfd.
+ * Return: the exit status for _exit().
+ */
+static int report_daemon(const struct mount_req *r, int resfd)
+{
+	struct mountinfo_mount *m = malloc(sizeof(*m));
+	uint64_t start = 0;
+	pid_t pid = 0;
+	int err = m ? mountinfo_find(r->mnt, m) : -ENOMEM;
+
+	if (!err && !ctl_is_sqc_mount(m))
+		err = -EMEDIUMTYPE;
+	if (!err)
+		err = ctl_ping_mount(m, CTL_TIMEOUT_MS, &pid);
+	free(m);
+	if (err) {
+		fprintf(stderr, "mounted, but its daemon does not answer: %s\n",
+			err_str(err));
+		return JOB_EXIT_FAIL;
+	}
 	if (!proc_start_time(pid, &start))
 		dprintf(resfd, "%llu %llu\n", (unsigned long long)pid,
 			(unsigned long long)start);
-	return MC_EXIT_OK;
+	return JOB_EXIT_OK;
 }
 
 /*
@@ -220,7 +299,7 @@ static int mount_as_user(const struct ds_conf *c, const struct job_ids *ids,
  * cgroups (job_cgroup.c says why), and wait for it until @deadline: the
  * image's storage answers, or it is left to hang where it cannot keep
  * Slurm from ending the job.  What the read finds is not looked at:
- * mount_as_user() says what is wrong with the image.
+ * exec_mount() says what is wrong with the image.
  * Return: 0; -ETIMEDOUT if the read did not come back; -errno if the
  * child did not start.
  */
@@ -274,12 +353,14 @@ static int make_mountpoint(struct jobdir *j, const struct job_ids *ids,
 }
 
 /*
- * Run mount_as_user() in a child that drops to the user, and wait for it
- * until @deadline.  Return: as wait_child(), -errno if it did not start.
+ * Run @fn in a child that drops to the user, recorded in JOB_CHILDREN
+ * before it runs, and wait for it until @r->deadline, its stderr read
+ * into @msg (MSG_MAX) and what it writes to its result pipe into @res
+ * (128 bytes).  Return: as job__wait_child(); -errno if it did not start.
  */
-static int spawn_mount(const struct ds_conf *c, const struct job_ids *ids,
-		       struct jobdir *j, const struct ds_image *im,
-		       const char *mnt, double deadline, char *msg, char *res)
+static int run_as_user(struct jobdir *j, const struct mount_req *r,
+		       int (*fn)(const struct mount_req *r, int resfd),
+		       char *msg, char *res)
 {
 	int ep[2], rp[2], rc;
 	pid_t child;
@@ -296,20 +377,31 @@ static int spawn_mount(const struct ds_conf *c, const struct job_ids *ids,
 	child = job__fork_recorded(j, JOB_CHILDREN);
 	if (child == 0) {
 		job__child_stdio(ep[1]);
-		if (job__drop_to_user(ids))
+		if (job__drop_to_user(r->ids))
 			_exit(126);
-		_exit(mount_as_user(c, ids, im, mnt,
-				    MAX(deadline - mc_now() - 1.0, 1.0),
-				    rp[1]));
+		_exit(fn(r, rp[1]));
 	}
 	close(ep[1]);
 	close(rp[1]);
 	rc = child < 0 ? child :
-			 job__wait_child(child, ep[0], rp[0], deadline, msg,
+			 job__wait_child(child, ep[0], rp[0], r->deadline, msg,
 					 MSG_MAX, res, 128);
 	close(ep[0]);
 	close(rp[0]);
 	return rc;
+}
+
+/*
+ * Mount @r's image as the user: exec_mount() in a child, then
+ * report_daemon() in another for the daemon's "PID START" in @res.
+ * Return: as run_as_user().
+ */
+static int spawn_mount(struct jobdir *j, const struct mount_req *r, char *msg,
+		       char *res)
+{
+	int rc = run_as_user(j, r, exec_mount, msg, res);
+
+	return rc ? rc : run_as_user(j, r, report_daemon, msg, res);
 }
 
 struct under_arg {
@@ -347,7 +439,7 @@ static void kill_daemons_under(struct jobdir *j, const struct job_ids *ids,
 
 	if (job__exe_stat(false, &exe) ||
 	    job__each_daemon(&exe, kill_if_under, &a) < 0)
-		mc_err("job %s: cannot look for its daemons", ids->job);
+		job__err("job %s: cannot look for its daemons", ids->job);
 }
 
 /*
@@ -360,6 +452,7 @@ static int mount_one(const struct ds_conf *c, const struct job_ids *ids,
 {
 	char mnt[PATH_MAX + DS_NAME_MAX], msg[MSG_MAX], res[128];
 	char line[DS_NAME_MAX + 64];
+	const struct mount_req req = { c, ids, im, mnt, deadline };
 	unsigned long long pid, start;
 	int rc = -ETIMEDOUT;
 
@@ -368,10 +461,10 @@ static int mount_one(const struct ds_conf *c, const struct job_ids *ids,
 		fail_image(j, ids, im->path, "cannot make the mount point");
 		return -1;
 	}
-	if (mc_now() < deadline)
+	if (mono_sec() < deadline)
 		rc = probe_image(ids, im, deadline);
 	if (rc == 0)
-		rc = spawn_mount(c, ids, j, im, mnt, deadline, msg, res);
+		rc = spawn_mount(j, &req, msg, res);
 	if (rc == 0 && sscanf(res, "%llu %llu", &pid, &start) == 2) {
 		snprintf(line, sizeof(line), "%s %llu %llu\n", im->name, pid,
 			 start);
@@ -447,7 +540,7 @@ static void run_mounter(const struct ds_conf *c, const struct job_ids *ids,
 	struct stat a, b;
 	int err;
 
-	err = job_cgroup_enter(ids, MIN(deadline, mc_now() + EXTERN_WAIT_S),
+	err = job_cgroup_enter(ids, MIN(deadline, mono_sec() + EXTERN_WAIT_S),
 			       why, sizeof(why));
 	if (err) {
 		openlog("squashcache", LOG_PID, LOG_DAEMON);
@@ -526,7 +619,7 @@ static void fail_private_base(const struct ds_conf *c,
 int job_prolog(const struct ds_conf *c, const struct job_ids *ids,
 	       const char *list)
 {
-	double deadline = mc_now() + c->timeout_s;
+	double deadline = mono_sec() + c->timeout_s;
 	struct ds_list *l = calloc(1, sizeof(*l));
 	struct ds_conf *nokeep = NULL;
 	struct jobdir j;
@@ -592,7 +685,7 @@ static void kill_daemons(struct jobdir *j, const struct job_ids *ids)
 		return;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
 	    job__exe_stat(false, &exe) || !(f = fdopen(fd, "r"))) {
-		mc_err("job %s: cannot check its daemons", ids->job);
+		job__err("job %s: cannot check its daemons", ids->job);
 		close(fd);
 		return;
 	}
@@ -615,7 +708,7 @@ static void kill_mounters(struct jobdir *j, const struct job_ids *ids)
 	struct stat exe;
 
 	if (job__exe_stat(true, &exe)) {
-		mc_err("job %s: cannot check its mounters", ids->job);
+		job__err("job %s: cannot check its mounters", ids->job);
 		return;
 	}
 	job__kill_recorded(j, JOB_MOUNTER, 0, &exe);
@@ -679,14 +772,14 @@ static void empty_as_user(struct jobdir *j, const struct job_ids *ids,
 	close(fd);
 	if (child > 0 && job__wait_child(child, -1, -1, deadline, msg,
 					 sizeof(msg), res, sizeof(res)))
-		mc_err("job %s: could not empty %s/%s as uid %u", ids->job,
-		       j->path, name, (unsigned int)ids->uid);
+		job__err("job %s: could not empty %s/%s as uid %u", ids->job,
+			 j->path, name, (unsigned int)ids->uid);
 }
 
 /* Remove the entries of the job directory (root made every one). */
 static int remove_entries(struct jobdir *j, const struct job_ids *ids)
 {
-	double deadline = mc_now() + EMPTY_BUDGET_S;
+	double deadline = mono_sec() + EMPTY_BUDGET_S;
 	int fd = dup(j->dir), err = 0;
 	struct dirent *e;
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -707,8 +800,8 @@ static int remove_entries(struct jobdir *j, const struct job_ids *ids)
 			unlinkat(j->dir, e->d_name, AT_REMOVEDIR);
 		}
 		if (!faccessat(j->dir, e->d_name, F_OK, AT_SYMLINK_NOFOLLOW)) {
-			mc_err("job %s: cannot remove %s/%s", ids->job, j->path,
-			       e->d_name);
+			job__err("job %s: cannot remove %s/%s", ids->job,
+				 j->path, e->d_name);
 			err = -ENOTEMPTY;
 		}
 	}
@@ -750,7 +843,7 @@ int job_epilog(const struct ds_conf *c, const struct job_ids *ids)
 		snprintf(line, sizeof(line), "job %.24s on %.65s: %s/%s/%s: %s",
 			 ids->job, ids->node, c->base, JOB_TOP_NAME, j.name,
 			 err_str(err));
-		mc_err("%s", line);
+		job__err("%s", line);
 		job__note_left(c, line);
 	}
 	job__dir_close(&j);

@@ -51,6 +51,15 @@
 
 #include "dataset.h"
 
+/*
+ * The exit statuses of `mountctl job` (mountctl's own, mountctl(1); a
+ * verb says what 1 means).
+ */
+#define JOB_EXIT_OK 0 /* done */
+#define JOB_EXIT_FAIL 1 /* failed, or the answer is "no" */
+#define JOB_EXIT_USAGE 2 /* bad arguments, or cannot even start */
+#define JOB_EXIT_IMAGE 4 /* an image is missing, unreadable or invalid */
+
 /* Who and where: one job on one node. */
 struct job_ids {
 	char job[24]; /* the job id, digits */
@@ -96,8 +105,8 @@ struct job_req {
  * config prints each key's value on a line (the shell hooks' one way to
  * the config); name prints each image's mount name (dataset.h).
  *
- * Return: the exit status (prolog and epilog: MC_EXIT_OK whatever
- * happened, MC_EXIT_USAGE if not root).
+ * Return: the exit status (prolog and epilog: JOB_EXIT_OK whatever
+ * happened, JOB_EXIT_USAGE if not root).
  */
 int job_run(const struct job_req *r);
 
@@ -147,7 +156,7 @@ int job_epilog(const struct ds_conf *c, const struct job_ids *ids);
  * Prints SQUASHCACHE_MOUNT (the first image) and, with several images,
  * SQUASHCACHE_MOUNT_<NAME> for each.
  *
- * Return: MC_EXIT_OK; MC_EXIT_FAIL if a mount failed or is missing (the
+ * Return: JOB_EXIT_OK; JOB_EXIT_FAIL if a mount failed or is missing (the
  * reason is on stderr).
  */
 int job_env(const struct ds_conf *c, const char *job, const char *node,
@@ -161,8 +170,8 @@ int job_env(const struct ds_conf *c, const char *job, const char *node,
  * @list: the list as the user gave it
  * @out: where the resolved list goes
  *
- * Return: MC_EXIT_OK; MC_EXIT_USAGE for a list that breaks the grammar or
- * the option policy; MC_EXIT_IMAGE for an image that cannot be used.
+ * Return: JOB_EXIT_OK; JOB_EXIT_USAGE for a list that breaks the grammar or
+ * the option policy; JOB_EXIT_IMAGE for an image that cannot be used.
  * Each problem is said on stderr as "squashcache: IMAGE: why".
  */
 int job_check(const struct ds_conf *c, const char *list, FILE *out);
@@ -186,7 +195,7 @@ bool job_cgroup_is_pending(const struct job_ids *ids);
  * one in, and into its mount namespace (job_container/tmpfs gives a job
  * one of its own).  Children born afterwards are the job's.
  * @ids: the job
- * @deadline: mc_now() time to give up waiting
+ * @deadline: mono_sec() time to give up waiting
  * @why: what went wrong, for a message; "" on success
  * @cap: room in @why
  *
@@ -223,7 +232,7 @@ int job_cgroup_leave(const struct job_ids *ids);
  * @min_age: seconds a daemon must have run to count (one that is still
  *           mounting has no mount yet)
  *
- * Return: MC_EXIT_OK if none is left; MC_EXIT_FAIL if some are.
+ * Return: JOB_EXIT_OK if none is left; JOB_EXIT_FAIL if some are.
  */
 int job_check_node(const struct ds_conf *c, bool clean, double min_age);
 

@@ -73,7 +73,7 @@
 #include <unistd.h>
 
 #include "job_i.h"
-#include "mountctl/mountctl.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/mountinfo.h"
 
@@ -538,14 +538,14 @@ static int wait_extern(const struct job_cg_hier *track,
 				ids->job);
 			return -ENOENT;
 		}
-		if (mc_now() >= deadline) {
+		if (mono_sec() >= deadline) {
 			snprintf(
 				why, cap,
 				"the extern step of job %s did not start in time",
 				ids->job);
 			return -ETIMEDOUT;
 		}
-		mc_sleep_ms(CG_POLL_MS);
+		sleep_ms(CG_POLL_MS);
 	}
 }
 

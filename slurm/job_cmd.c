@@ -4,19 +4,32 @@
  * has parsed the arguments: the site's configuration (defaults, the
  * file, --set), the job's ids from the options or, as slurmd sets them
  * for a Prolog, Epilog or TaskProlog, from the environment, then the
- * work of job.c, job_task.c and job_node.c; and the two answers the shell
+ * work of job.c, job_task.c and job_node.c; the two answers the shell
  * hooks ask for instead of reading the config or naming mounts
- * themselves: `config KEY...` and `name IMAGE...`.
+ * themselves: `config KEY...` and `name IMAGE...`; and job__err(), how
+ * the job code says what went wrong.
  */
 #include <errno.h>
 #include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "job.h"
-#include "mountctl/mountctl.h"
+#include "job_i.h"
 #include "util/err.h"
+
+void job__err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "mountctl: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+}
 
 static const char *env_or(const char *a, const char *b)
 {
@@ -30,7 +43,7 @@ static const char *env_or(const char *a, const char *b)
 static void bad_line(const char *path, int no, const char *why, void *arg)
 {
 	(void)arg;
-	mc_err("%s:%d: ignored: %s", path, no, why);
+	job__err("%s:%d: ignored: %s", path, no, why);
 }
 
 /* The site's configuration: defaults, the file, then --set. */
@@ -44,11 +57,11 @@ static void load_conf(const struct job_req *r, struct ds_conf *c)
 	ds_conf_default(c);
 	err = ds_conf_read(c, path ? path : DS_CONF_FILE, bad_line, NULL);
 	if (err && err != -EINVAL && (path || err != -ENOENT))
-		mc_err("cannot read %s: %s", path ? path : DS_CONF_FILE,
-		       err_str(err));
+		job__err("cannot read %s: %s", path ? path : DS_CONF_FILE,
+			 err_str(err));
 	for (int i = 0; i < r->nsets; i++)
 		if (ds_conf_set(c, r->sets[i], why, sizeof(why)))
-			mc_err("--set %s: ignored: %s", r->sets[i], why);
+			job__err("--set %s: ignored: %s", r->sets[i], why);
 }
 
 static int parse_id(const char *s, unsigned int *out)
@@ -89,7 +102,8 @@ static int job_ids_get(const struct job_req *r, struct job_ids *ids)
 	    !job ||
 	    snprintf(ids->job, sizeof(ids->job), "%s", job) >=
 		    (int)sizeof(ids->job)) {
-		mc_err("job: no job id, uid and gid (--job, --uid, --gid, or SLURM_JOB_ID, SLURM_JOB_UID, SLURM_JOB_GID as slurmd sets them)");
+		job__err(
+			"job: no job id, uid and gid (--job, --uid, --gid, or SLURM_JOB_ID, SLURM_JOB_UID, SLURM_JOB_GID as slurmd sets them)");
 		return -EINVAL;
 	}
 	ids->uid = uid;
@@ -131,17 +145,17 @@ static int run_root(const struct job_req *r, const struct ds_conf *c)
 	struct job_ids ids;
 
 	if (geteuid() != 0) {
-		mc_err("job %s must run as root (from slurmd)",
-		       r->verb == JOB_PROLOG ? "prolog" : "epilog");
-		return MC_EXIT_USAGE;
+		job__err("job %s must run as root (from slurmd)",
+			 r->verb == JOB_PROLOG ? "prolog" : "epilog");
+		return JOB_EXIT_USAGE;
 	}
 	if (job_ids_get(r, &ids))
-		return MC_EXIT_OK;
+		return JOB_EXIT_OK;
 	if (r->verb == JOB_EPILOG)
 		job_epilog(c, &ids);
 	else
 		job_prolog(c, &ids, prolog_list(r, c, list, sizeof(list)));
-	return MC_EXIT_OK;
+	return JOB_EXIT_OK;
 }
 
 /* env: in a task, where the mounts are. */
@@ -157,8 +171,9 @@ static int run_env(const struct job_req *r, const struct ds_conf *c)
 		nd = node;
 	}
 	if (!job) {
-		mc_err("job env: no job id (--job, or SLURM_JOB_ID in a task)");
-		return MC_EXIT_USAGE;
+		job__err(
+			"job env: no job id (--job, or SLURM_JOB_ID in a task)");
+		return JOB_EXIT_USAGE;
 	}
 	return job_env(c, job, nd, r->datasets, r->task_prolog);
 }
@@ -172,13 +187,13 @@ static int run_config(const struct job_req *r, const struct ds_conf *c)
 		int err = ds_conf_get(c, r->args[i], val, sizeof(val));
 
 		if (err) {
-			mc_err("job config: %s: %s", r->args[i],
-			       err == -ENOENT ? "no such key" : err_str(err));
-			return MC_EXIT_USAGE;
+			job__err("job config: %s: %s", r->args[i],
+				 err == -ENOENT ? "no such key" : err_str(err));
+			return JOB_EXIT_USAGE;
 		}
 		printf("%s\n", val);
 	}
-	return MC_EXIT_OK;
+	return JOB_EXIT_OK;
 }
 
 /* name IMAGE...: the mount name of each, as one job's list gives them. */
@@ -187,8 +202,8 @@ static int run_name(const struct job_req *r)
 	static struct ds_list l;
 
 	if (r->nargs > DS_MAX_IMAGES) {
-		mc_err("job name: more than %d images", DS_MAX_IMAGES);
-		return MC_EXIT_USAGE;
+		job__err("job name: more than %d images", DS_MAX_IMAGES);
+		return JOB_EXIT_USAGE;
 	}
 	l.n = 0;
 	for (int i = 0; i < r->nargs; i++)
@@ -197,7 +212,7 @@ static int run_name(const struct job_req *r)
 	ds_list_name(&l);
 	for (unsigned int i = 0; i < l.n; i++)
 		printf("%s\n", l.im[i].name);
-	return MC_EXIT_OK;
+	return JOB_EXIT_OK;
 }
 
 int job_run(const struct job_req *r)

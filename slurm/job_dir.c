@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "job_i.h"
-#include "mountctl/mountctl.h"
 #include "util/err.h"
 #include "util/mountinfo.h"
 
@@ -60,11 +59,11 @@ static int move_aside(int dirfd, const char *name, const char *why)
 		    (unsigned long long)time(NULL);
 	snprintf(aside, sizeof(aside), "%s.bad-%016llx", name, r);
 	if (renameat2(dirfd, name, dirfd, aside, RENAME_NOREPLACE)) {
-		mc_err("cannot move '%s' (%s) aside: %s", name, why,
-		       err_str(errno));
+		job__err("cannot move '%s' (%s) aside: %s", name, why,
+			 err_str(errno));
 		return -errno;
 	}
-	mc_err("moved '%s' aside to '%s': %s", name, aside, why);
+	job__err("moved '%s' aside to '%s': %s", name, aside, why);
 	return 0;
 }
 
@@ -83,7 +82,8 @@ static int root_dir_at(int dirfd, const char *name, mode_t mode)
 		int fd;
 
 		if (!made && errno != EEXIST) {
-			mc_err("cannot create '%s': %s", name, err_str(errno));
+			job__err("cannot create '%s': %s", name,
+				 err_str(errno));
 			return -errno;
 		}
 		fd = job__open_dir_at(dirfd, name, O_RDONLY);
@@ -197,8 +197,8 @@ void job__note_left(const struct ds_conf *c, const char *line)
 	if (top >= 0)
 		fd = open_left(top, O_WRONLY | O_APPEND | O_CREAT);
 	if (fd < 0 || dprintf(fd, "%s\n", line) < 0)
-		mc_err("cannot note it for check-node in %s/%s/%s", c->base,
-		       JOB_TOP_NAME, JOB_LEFT);
+		job__err("cannot note it for check-node in %s/%s/%s", c->base,
+			 JOB_TOP_NAME, JOB_LEFT);
 	if (fd >= 0)
 		close(fd);
 	if (top >= 0)
@@ -244,7 +244,7 @@ int job__dir_open(const struct ds_conf *c, const char *name, bool create,
 	base = open(c->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (base < 0) {
 		err = -errno;
-		mc_err("cannot open base=%s: %s", c->base, err_str(err));
+		job__err("cannot open base=%s: %s", c->base, err_str(err));
 		return err;
 	}
 	return job__dir_open_at(base, name, create, j);
@@ -265,8 +265,8 @@ static void abort_fuse(const struct mountinfo_entry *e)
 	if (fd < 0)
 		return;
 	if (write(fd, "1", 1) != 1)
-		mc_err("cannot abort FUSE connection %u: %s", e->minor,
-		       err_str(errno));
+		job__err("cannot abort FUSE connection %u: %s", e->minor,
+			 err_str(errno));
 	close(fd);
 }
 
@@ -323,13 +323,15 @@ static int detach_one(const struct mountinfo_entry *e, void *arg)
 	abort_fuse(e);
 	fd = open_mount_at(a->j->dir, rel);
 	if (fd < 0) {
-		mc_err("cannot reach mount %s: %s", e->mountpoint, err_str(fd));
+		job__err("cannot reach mount %s: %s", e->mountpoint,
+			 err_str(fd));
 		return 0;
 	}
 	/* The descriptor is the mount's root: unmount what it stands for. */
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	if (umount2(proc, MNT_DETACH))
-		mc_err("cannot unmount %s: %s", e->mountpoint, err_str(errno));
+		job__err("cannot unmount %s: %s", e->mountpoint,
+			 err_str(errno));
 	close(fd);
 	return 0;
 }
@@ -347,5 +349,5 @@ void job__detach_under(struct jobdir *j, const char *only)
 		if (mountinfo_foreach(detach_one, &a) < 0 || !a.found)
 			return;
 	}
-	mc_err("mounts are still stacked under %s", j->path);
+	job__err("mounts are still stacked under %s", j->path);
 }

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include "job.h"
+#include "util/compiler.h"
 
 #define JOB_TOP_NAME "squashcache" /* BASE/squashcache */
 #define JOB_PENDING ".pending" /* the mounter is not done yet (job.h) */
@@ -25,6 +26,15 @@
 #define JOB_CHILDREN ".children" /* "PID START" of each mount child (job.h) */
 #define JOB_USER_PATH "/usr/local/bin:/usr/bin:/bin" /* PATH as the user */
 #define JOB_LEFT ".epilog-failed" /* in BASE/squashcache: job__note_left() */
+
+/**
+ * job__err() - Say what went wrong, on stderr: "mountctl: <message>"
+ * (`mountctl job` runs this code; slurmd logs a Prolog's stderr).
+ * @fmt: printf format, no newline
+ *
+ * Context: cannot fail.
+ */
+void job__err(const char *fmt, ...) __printf(1, 2);
 
 /* A job's directories, open. */
 struct jobdir {
@@ -124,7 +134,7 @@ int job__drop_to_user(const struct job_ids *ids);
  * @pid: the child, the leader of its own process group
  * @errfd: its stderr, read into @msg, or -1
  * @resfd: its result pipe, read into @res, or -1
- * @deadline: mc_now() when to give up
+ * @deadline: mono_sec() when to give up
  * @msg: destination, NUL-terminated, truncated at @mcap
  * @mcap: its capacity
  * @res: destination, NUL-terminated, truncated at @rcap
@@ -228,8 +238,9 @@ bool job__private_base(const char *base, char *dir, size_t cap);
 
 /**
  * job__exe_stat() - stat() the executable of the daemons (the squashcached
- * mc_mount_image() runs as the user, in drop_to_user()'s environment) or,
- * @self, of the running mountctl (the mounter).
+ * `mountctl mount` runs as the user, in job__drop_to_user()'s
+ * environment: proc_find_program()) or, @self, of the running mountctl
+ * (the mounter and the mount children).
  * @self: mountctl itself
  * @st: filled in
  *
@@ -306,7 +317,7 @@ bool job__cg_is_pending(const struct job_cgroups *cg,
  * namespace of its first process of root's.
  * @cg: the hierarchies
  * @ids: the job
- * @deadline: mc_now() when to give up
+ * @deadline: mono_sec() when to give up
  * @why: set to the reason on failure
  * @cap: its capacity
  *

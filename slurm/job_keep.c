@@ -38,7 +38,7 @@
 #include "job_i.h"
 #include "keep/keep.h"
 #include "keep_srv.h"
-#include "mountctl/mountctl.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/memlimit.h"
 #include "util/size.h"
@@ -68,7 +68,7 @@ static void say(const struct job_ids *ids, const char *what, int err)
  */
 static int lock_dir(const char *sock)
 {
-	double end = mc_now() + LOCK_S;
+	double end = mono_sec() + LOCK_S;
 	const char *name;
 	struct stat sb;
 	int d, fd;
@@ -92,11 +92,11 @@ static int lock_dir(const char *sock)
 			close(fd);
 			return -EPERM;
 		}
-		if (mc_now() >= end) {
+		if (mono_sec() >= end) {
 			close(fd);
 			return -ETIMEDOUT;
 		}
-		mc_sleep_ms(20);
+		sleep_ms(20);
 	}
 	return fd;
 }
@@ -183,12 +183,12 @@ static int start_keeper(const struct ds_conf *c)
 	}
 	waitpid(child, NULL, 0);
 	err = -ETIMEDOUT;
-	for (end = mc_now() + KEEPER_START_S; mc_now() < end;) {
+	for (end = mono_sec() + KEEPER_START_S; mono_sec() < end;) {
 		if (!keeper_ping(c->keep_socket)) {
 			err = 0;
 			break;
 		}
-		mc_sleep_ms(20);
+		sleep_ms(20);
 	}
 out_unlock:
 	close(lock);
@@ -270,7 +270,7 @@ static uint64_t job_mem(const struct job_ids *ids)
 	}
 	close(out[1]);
 	if (child < 0 ||
-	    job__wait_child(child, -1, out[0], mc_now() + SCONTROL_S, msg,
+	    job__wait_child(child, -1, out[0], mono_sec() + SCONTROL_S, msg,
 			    sizeof(msg), res, sizeof(res))) {
 		close(out[0]);
 		return 0;
@@ -338,7 +338,7 @@ static int forget_as(const char *sock, uid_t uid, const char *name)
 	}
 	if (child < 0)
 		return -errno;
-	return job__wait_child(child, -1, -1, mc_now() + FORGET_S, msg,
+	return job__wait_child(child, -1, -1, mono_sec() + FORGET_S, msg,
 			       sizeof(msg), res, sizeof(res)) ?
 		       -EIO :
 		       0;

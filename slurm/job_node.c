@@ -28,7 +28,6 @@
 
 #include "ctl/ctl.h"
 #include "job_i.h"
-#include "mountctl/mountctl.h"
 #include "util/err.h"
 #include "util/mountinfo.h"
 
@@ -57,7 +56,7 @@ static int detach_stale(const struct ds_conf *c, const char *top,
 {
 	char job[128], name[DS_NAME_MAX];
 	struct jobdir j;
-	struct mc_mount m;
+	struct mountinfo_mount m;
 	int err;
 
 	if (!split_under(top, path, job, name))
@@ -66,7 +65,7 @@ static int detach_stale(const struct ds_conf *c, const char *top,
 	if (!err)
 		job__detach_under(&j, name);
 	job__dir_close(&j);
-	if (!err && !mc_mount_find(path, &m))
+	if (!err && !mountinfo_find(path, &m))
 		err = -EBUSY;
 	return err;
 }
@@ -74,11 +73,11 @@ static int detach_stale(const struct ds_conf *c, const char *top,
 /* Stale mounts under @top.  Return: how many are left. */
 static int check_mounts(const struct ds_conf *c, const char *top, bool clean)
 {
-	struct mc_mount *v;
+	struct mountinfo_mount *v;
 	size_t n;
 	int left = 0;
 
-	if (mc_mount_list(&v, &n))
+	if (mountinfo_list(CTL_FSTYPE, &v, &n))
 		return 1;
 	for (size_t i = 0; i < n; i++) {
 		char job[128], name[DS_NAME_MAX];
@@ -86,8 +85,8 @@ static int check_mounts(const struct ds_conf *c, const char *top, bool clean)
 
 		if (!split_under(top, v[i].path, job, name))
 			continue;
-		err = mc_ping(&v[i], NULL);
-		if (!mc_is_stale(err))
+		err = ctl_ping_mount(&v[i], CTL_TIMEOUT_MS, NULL);
+		if (!ctl_is_stale(err))
 			continue;
 		printf("stale mount %s of %s (uid %u): its daemon is gone",
 		       v[i].path, v[i].source, (unsigned int)v[i].uid);
@@ -196,11 +195,11 @@ static int check_daemon(struct job_proc *p, const char *mnt, void *arg)
 {
 	struct orphan_arg *a = arg;
 	char job[128], name[DS_NAME_MAX], pid[16];
-	struct mc_mount m;
+	struct mountinfo_mount m;
 
 	snprintf(pid, sizeof(pid), "%d", (int)p->pid);
 	if (!split_under(a->top, mnt, job, name) ||
-	    (!mc_mount_find(mnt, &m) && m.is_sqc) ||
+	    (!mountinfo_find(mnt, &m) && ctl_is_sqc_mount(&m)) ||
 	    mounted_in_its_ns(pid, mnt) || proc_age(p->start) < a->min_age)
 		return 0;
 	return orphan(a->c, a->top, mnt, p, a->clean);
@@ -228,8 +227,8 @@ int job_check_node(const struct ds_conf *c, bool clean, double min_age)
 	int left;
 
 	if (!realpath(c->base, base)) {
-		mc_err("cannot resolve base=%s: %s", c->base, err_str(errno));
-		return MC_EXIT_USAGE;
+		job__err("cannot resolve base=%s: %s", c->base, err_str(errno));
+		return JOB_EXIT_USAGE;
 	}
 	snprintf(top, sizeof(top), "%s/%s", base, JOB_TOP_NAME);
 	left = check_mounts(c, top, clean);
@@ -237,5 +236,5 @@ int job_check_node(const struct ds_conf *c, bool clean, double min_age)
 	left += job__keep_check(c, clean);
 	left += job__check_left(c, clean && !left);
 	fflush(stdout);
-	return left ? MC_EXIT_FAIL : MC_EXIT_OK;
+	return left ? JOB_EXIT_FAIL : JOB_EXIT_OK;
 }

@@ -30,7 +30,7 @@
 
 #include "ctl/ctl.h"
 #include "job_i.h"
-#include "mountctl/mountctl.h"
+#include "util/clock.h"
 #include "util/proc.h"
 
 #define KILL_GRACE_S 2.0 /* waiting for a killed child */
@@ -141,9 +141,18 @@ out_close_pidfd:
 
 int job__exe_stat(bool self, struct stat *st)
 {
+	char path[PATH_MAX];
+	int err;
+
 	if (self)
 		return stat("/proc/self/exe", st) ? -errno : 0;
-	return mc_daemon_stat(JOB_USER_PATH, st);
+	/* What `mountctl mount` runs in job__drop_to_user()'s environment
+	 * (no SQUASHCACHED, PATH JOB_USER_PATH). */
+	err = proc_find_program("squashcached", true, JOB_USER_PATH, path,
+				sizeof(path));
+	if (err)
+		return err;
+	return stat(path, st) ? -errno : 0;
 }
 
 /* The mount point a squashcached process serves: its last argument.
@@ -366,7 +375,7 @@ int job__drop_to_user(const struct job_ids *ids)
 
 /*
  * Wait for @pid, reading its stderr from @errfd into @msg and its result
- * line from @resfd into @res, until @deadline (mc_now()).  At the
+ * line from @resfd into @res, until @deadline (mono_sec()).  At the
  * deadline its process group is killed.
  * Return: its exit status; -ETIMEDOUT if it had to be killed.
  */
@@ -381,8 +390,8 @@ int job__wait_child(pid_t pid, int errfd, int resfd, double deadline, char *msg,
 	bool late = false;
 
 	msg[0] = res[0] = '\0';
-	while (nopen && !(late = mc_now() >= deadline)) {
-		double left = deadline - mc_now();
+	while (nopen && !(late = mono_sec() >= deadline)) {
+		double left = deadline - mono_sec();
 
 		if (poll(p, 2, left > 0.2 ? 200 : (int)(left * 1000) + 1) < 0 &&
 		    errno != EINTR)
@@ -416,16 +425,16 @@ int job__wait_child(pid_t pid, int errfd, int resfd, double deadline, char *msg,
 						   128 + WTERMSIG(status);
 		if (r < 0 && errno != EINTR)
 			return -ECHILD;
-		late = mc_now() >= deadline;
+		late = mono_sec() >= deadline;
 		if (!late)
-			mc_sleep_ms(10);
+			sleep_ms(10);
 	}
 	kill(-pid, SIGKILL);
 	kill(pid, SIGKILL);
-	for (double end = mc_now() + KILL_GRACE_S; mc_now() < end;) {
+	for (double end = mono_sec() + KILL_GRACE_S; mono_sec() < end;) {
 		if (waitpid(pid, &status, WNOHANG) == pid)
 			break;
-		mc_sleep_ms(10);
+		sleep_ms(10);
 	}
 	return -ETIMEDOUT;
 }

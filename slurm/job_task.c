@@ -11,11 +11,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ctl/ctl.h"
 #include "image/image.h"
 #include "job_i.h"
-#include "mountctl/mountctl.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/mountinfo.h"
 
 #define FILE_MAX 8192 /* .mounts and .error are read up to this */
 #define PENDING_SLACK_S 5.0 /* waited for a mounter past timeout= */
@@ -94,7 +96,7 @@ static int env_fail(const char *msg, bool task_prolog)
 		printf("print %.*s\n", (int)n, p);
 		p += n + (p[n] == '\n');
 	}
-	return MC_EXIT_FAIL;
+	return JOB_EXIT_FAIL;
 }
 
 static void print_var(const char *key, const char *val, bool task_prolog)
@@ -109,7 +111,7 @@ static int print_mounts(const char *dir, char *names, const char *node,
 {
 	char path[PATH_MAX + 512], var[DS_NAME_MAX + 32],
 		msg[sizeof(path) + 128];
-	struct mc_mount m;
+	struct mountinfo_mount m;
 	int n = 0;
 
 	for (char *p = names; *p; p += strcspn(p, "\n"), p += *p == '\n')
@@ -118,7 +120,8 @@ static int print_mounts(const char *dir, char *names, const char *node,
 	     s = strtok(NULL, "\n")) {
 		snprintf(path, sizeof(path), "%s/%s", dir, s);
 		if (s[0] == '.' || strchr(s, '/') || strlen(s) >= DS_NAME_MAX ||
-		    mc_mount_find(path, &m) || !m.is_sqc || m.uid != getuid()) {
+		    mountinfo_find(path, &m) || !ctl_is_sqc_mount(&m) ||
+		    m.uid != getuid()) {
 			snprintf(
 				msg, sizeof(msg),
 				"squashcache: %s: not mounted on %s (its daemon is gone?)\n",
@@ -130,19 +133,19 @@ static int print_mounts(const char *dir, char *names, const char *node,
 		if (n > 1 && !ds_env_name(s, var, sizeof(var)))
 			print_var(var, path, task_prolog);
 	}
-	return MC_EXIT_OK;
+	return JOB_EXIT_OK;
 }
 
 /* Wait while the job's mounter is at work (the job directory @dirfd
  * holds JOB_PENDING), at most @secs.  Return: 0, or -ETIMEDOUT. */
 static int wait_pending(int dirfd, double secs)
 {
-	double end = mc_now() + secs;
+	double end = mono_sec() + secs;
 
 	while (!faccessat(dirfd, JOB_PENDING, F_OK, AT_SYMLINK_NOFOLLOW)) {
-		if (mc_now() >= end)
+		if (mono_sec() >= end)
 			return -ETIMEDOUT;
-		mc_sleep_ms(PENDING_POLL_MS);
+		sleep_ms(PENDING_POLL_MS);
 	}
 	return 0;
 }
@@ -167,7 +170,7 @@ int job_env(const struct ds_conf *c, const char *job, const char *node,
 	fd = open_job_dir(c, name);
 	/* No job directory of root's: the job has no dataset here. */
 	if (fd < 0 && (!expect || !*expect))
-		return MC_EXIT_OK;
+		return JOB_EXIT_OK;
 	if (fd < 0 && job__private_base(c->base, buf, sizeof(buf))) {
 		snprintf(
 			msg, sizeof(msg),
@@ -296,10 +299,10 @@ int job_check(const struct ds_conf *c, const char *list, FILE *out)
 	struct ds_list *l = calloc(1, sizeof(*l));
 	char why[1024], *text = NULL;
 	size_t cap = (size_t)DS_MAX_IMAGES * (2 * PATH_MAX + DS_OPTS_MAX);
-	int ret = MC_EXIT_USAGE;
+	int ret = JOB_EXIT_USAGE;
 
 	if (!l)
-		return MC_EXIT_FAIL;
+		return JOB_EXIT_FAIL;
 	if (ds_list_parse(list, l, why, sizeof(why))) {
 		fprintf(stderr, "squashcache: --dataset: %s\n", why);
 		goto out_free;
@@ -311,15 +314,15 @@ int job_check(const struct ds_conf *c, const char *list, FILE *out)
 			goto out_free;
 		}
 	log_set_level(LOG_CRIT); /* the reason is said below */
-	ret = MC_EXIT_OK;
+	ret = JOB_EXIT_OK;
 	for (unsigned int i = 0; i < l->n; i++)
-		if (check_in_time(c, &l->im[i], mc_now() + c->timeout_s))
-			ret = MC_EXIT_IMAGE;
+		if (check_in_time(c, &l->im[i], mono_sec() + c->timeout_s))
+			ret = JOB_EXIT_IMAGE;
 	text = malloc(cap);
 	if (!ret && (!text || ds_list_format(l, text, cap))) {
 		fprintf(stderr,
 			"squashcache: --dataset: the list is too long\n");
-		ret = MC_EXIT_USAGE;
+		ret = JOB_EXIT_USAGE;
 	}
 	if (!ret)
 		fprintf(out, "%s\n", text);

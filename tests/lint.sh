@@ -4,9 +4,10 @@
 # bottom, nothing below it); lib/ never includes a FUSE header, never calls
 # exit() or abort() and never prints but through log.h; the on-disk
 # structs of sqfs_fmt.h stay in lib/image; mountctl/ and slurm/ never
-# include FUSE; every header has the one include-guard form; nothing
-# points outside the repository.  Then run shellcheck over the shell
-# scripts.  Prints each violation; exits 1 if there is any.
+# include FUSE, and slurm/ nothing of mountctl/; every header has the one
+# include-guard form; nothing points outside the repository.  Then
+# run shellcheck over the shell scripts.  Prints each violation; exits 1
+# if there is any.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 bad=0
@@ -110,6 +111,16 @@ grep -n '#include "' slurm/dataset.c | grep -vE '"(dataset\.h|util/compiler\.h)"
     violation "slurm/dataset.c includes what the plugin does not link"
 grep -nE '\b(ds_[a-z_]+|job_[a-z_]+(prolog|epilog|env|check)[a-z_]*|fopen|getenv)\(' mountctl/cmd_job.c &&
     violation "mountctl/cmd_job.c does work (it parses arguments; job_run() does the rest)"
+# slurm/ stands on lib/ alone, and the calls between it and mountctl go
+# one way (mountctl/cmd_job.c and cmd_keeper.c into slurm/): no file of
+# slurm/ includes a header of mountctl/ or calls a function of mountctl's
+# (mc_*), so that a reviewer of the root side reads slurm/ and lib/ only.
+for f in slurm/*.[ch]; do
+    grep -nE '#[[:space:]]*include[[:space:]]*[<"][./]*mountctl(/|\.h)' "$f" &&
+        violation "$f includes mountctl/ (slurm/ needs lib/ only)"
+    grep -nE '\bmc_[a-z_]+[[:space:]]*\(|\bMC_[A-Z_]+\b' "$f" &&
+        violation "$f uses mountctl's insides (mc_*, MC_*): take it from lib/ or slurm/"
+done
 # The hooks only run mountctl: they never read the config, name mounts
 # (the image extensions are dataset.c's) or mount, unmount or start a
 # daemon themselves.

@@ -59,7 +59,9 @@
  *
  * Files: addr.c the names (canonical paths, addresses, the socket
  * table), sock.c the transport, proto.c the messages, lookup.c finding a
- * mount's daemon with the three; the JSON they write and read is lib/json.
+ * mount's daemon with the three, call.c one request to the daemon of a
+ * mount of the mount table (util/mountinfo.h), its reply decoded; the
+ * JSON they write and read is lib/json.
  */
 #ifndef SQC_CTL_CTL_H
 #define SQC_CTL_CTL_H
@@ -73,6 +75,7 @@
 
 #include "json/json.h" /* replies are written into a struct json_buf */
 #include "util/compiler.h"
+#include "util/mountinfo.h" /* a mount, as ctl_call_mount() takes it */
 
 #define CTL_VERSION 1 /* bumped when a field changes meaning */
 /*
@@ -86,6 +89,7 @@
 #define CTL_PATH_MAX 108 /* sun_path */
 #define CTL_REPLY_MAX (64 * 1024) /* largest reply accepted */
 #define CTL_FSTYPE "fuse.squashcache" /* type in /proc/self/mounts */
+#define CTL_TIMEOUT_MS 3000 /* one request of mountctl or the Slurm hooks */
 
 /**
  * ctl_canonical_mountpoint() - Canonical form of a mount path.
@@ -493,5 +497,62 @@ int ctl_reply_encode(const struct ctl_reply *rep, struct json_buf *b);
  * Context: any thread.
  */
 int ctl_reply_decode(enum ctl_cmd cmd, const char *json, struct ctl_reply *rep);
+
+/**
+ * ctl_is_sqc_mount() - Is @m a squashcache mount (type CTL_FSTYPE)?
+ * @m: a mount of the mount table
+ *
+ * Return: true if so.  Context: any thread; cannot fail.
+ */
+bool ctl_is_sqc_mount(const struct mountinfo_mount *m);
+
+/**
+ * ctl_call_mount() - One request to the daemon of a mount, at its default
+ * or fallback address (ctl_request_mount_body()), the reply decoded.
+ * @m: the mount, from the mount table: its path (canonical) and owner
+ *     (the uid its daemon must run as)
+ * @req: the request
+ * @body: the bytes sent after its line (an order's), or NULL
+ * @len: how many
+ * @rep: set to the reply; after -EBADMSG or -EACCES, the refusal, whose
+ *       @rep->error says why
+ * @json: set to the reply's text (for `status --json`), or NULL
+ * @timeout_ms: give up after this long (CTL_TIMEOUT_MS for one request
+ *              with no reason to wait longer)
+ *
+ * A refusal {"ok":false,"error":"permission denied"} gives -EACCES, any
+ * other refusal -EBADMSG.
+ *
+ * Return: 0; -ECONNREFUSED or -ENOENT if no daemon of the mount's owner
+ * answers at its default or fallback address (ctl_is_stale()); -ETIMEDOUT;
+ * -EACCES; -EBADMSG; -EPERM if another user holds the default address and
+ * the fallback cannot be looked for; -EPROTO for a reply that does not
+ * decode; -EINVAL if @req does not encode; -errno.
+ * Ownership: the caller frees *@json, set only on success.
+ * Context: any thread.
+ */
+int ctl_call_mount(const struct mountinfo_mount *m, const struct ctl_req *req,
+		   const void *body, size_t len, struct ctl_reply *rep,
+		   char **json, int timeout_ms);
+
+/**
+ * ctl_ping_mount() - ctl_call_mount() of a ping.
+ * @m: the mount
+ * @timeout_ms: as for ctl_call_mount()
+ * @pid: set to the daemon's pid, or NULL
+ *
+ * Return: as ctl_call_mount(); -ENOMEM.  Context: any thread.
+ */
+int ctl_ping_mount(const struct mountinfo_mount *m, int timeout_ms, pid_t *pid);
+
+/**
+ * ctl_is_stale() - Does @err of ctl_call_mount() mean the daemon is gone?
+ * @err: the error
+ *
+ * Return: true for "no daemon of the mount's owner listens at either
+ * control address", whoever else may hold the default one (a stale
+ * mount: its readers get ENOTCONN).  Context: any thread; cannot fail.
+ */
+bool ctl_is_stale(int err);
 
 #endif /* SQC_CTL_CTL_H */

@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * This file has the monotonic clock helpers the library, the daemon and
- * mountctl share: a reading, the time in nanoseconds, and seconds elapsed
- * since a reading; and the deadlines that pthread_cond_timedwait() takes:
- * CLOCK_REALTIME by default, CLOCK_MONOTONIC for a condition variable
- * made by cond_init_mono().
+ * This file has the monotonic clock helpers the library, the daemon,
+ * mountctl and the Slurm node side share: a reading, the time in
+ * nanoseconds or in seconds, seconds elapsed since a reading, and a sleep
+ * that signals do not cut short; and the deadlines that
+ * pthread_cond_timedwait() takes: CLOCK_REALTIME by default,
+ * CLOCK_MONOTONIC for a condition variable made by cond_init_mono().
  */
 #ifndef SQC_UTIL_CLOCK_H
 #define SQC_UTIL_CLOCK_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <time.h>
@@ -36,6 +38,34 @@ static inline int64_t mono_ns(void)
 
 	mono_now(&t);
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/**
+ * mono_sec() - CLOCK_MONOTONIC in seconds, for deadlines kept as a double
+ * ("mono_sec() + 5.0").
+ *
+ * Return: seconds since an unspecified start (boot, on Linux).
+ * Context: any thread; cannot fail.
+ */
+static inline double mono_sec(void)
+{
+	return (double)mono_ns() / 1e9;
+}
+
+/**
+ * sleep_ms() - Sleep for @ms milliseconds, the whole time even if signals
+ * arrive.
+ * @ms: milliseconds, >= 0
+ *
+ * Context: any thread; cannot fail.
+ */
+static inline void sleep_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000,
+			       .tv_nsec = (ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
 }
 
 /**

@@ -2,7 +2,7 @@
 /*
  * This file implements what is read about other processes from /proc
  * (proc.h): the start time, whether one holds a file we hold, and what it
- * runs.
+ * runs; and which program of a name we run.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -178,4 +179,43 @@ int proc_exe_id(pid_t pid, dev_t *dev, ino_t *ino)
 	err = proc_exe_id_at(dir, dev, ino);
 	close(dir);
 	return err;
+}
+
+/* Is @path an executable regular file? */
+static bool is_program(const char *path)
+{
+	struct stat st;
+
+	return !access(path, X_OK) && !stat(path, &st) && S_ISREG(st.st_mode);
+}
+
+int proc_find_program(const char *name, bool beside_self, const char *path,
+		      char *buf, size_t cap)
+{
+	const char *dirs;
+	char *slash;
+	size_t len;
+	ssize_t n;
+
+	n = beside_self ? readlink("/proc/self/exe", buf, cap - 1) : -1;
+	if (n > 0 && (size_t)n < cap - 1) {
+		buf[n] = '\0';
+		slash = strrchr(buf, '/');
+		if (slash && (size_t)(slash + 1 - buf) + strlen(name) < cap) {
+			strcpy(slash + 1, name);
+			if (is_program(buf))
+				return 0;
+		}
+	}
+	dirs = path ? path : getenv("PATH");
+	for (dirs = dirs ? dirs : "/usr/bin:/bin";; dirs += len + 1) {
+		len = strcspn(dirs, ":");
+		if ((size_t)snprintf(buf, cap, "%.*s/%s", len ? (int)len : 1,
+				     len ? dirs : ".", name) < cap &&
+		    is_program(buf))
+			return 0;
+		if (!dirs[len])
+			break;
+	}
+	return -ENOENT;
 }

@@ -6,11 +6,14 @@
  * not taken for it; whether it holds a file we hold; what it runs.  None
  * of these calls into the file system of the file looked at (a user's
  * FUSE server cannot make them wait): root's keeper uses them on users'
- * processes.
+ * processes.  And which program we would run by a name: the one beside
+ * our own executable (/proc/self/exe), else the one PATH gives.
  */
 #ifndef SQC_UTIL_PROC_H
 #define SQC_UTIL_PROC_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -74,5 +77,25 @@ int proc_exe_id(pid_t pid, dev_t *dev, ino_t *ino);
  * Return: as proc_exe_id().  Context: any thread.
  */
 int proc_exe_id_at(int dir, dev_t *dev, ino_t *ino);
+
+/**
+ * proc_find_program() - Which program of that name we run: with
+ * @beside_self, the one in the directory of our own executable (so a
+ * build tree or an installation runs its own); else, or if there is none
+ * there, the first of @path.
+ * @name: the program's file name, without '/'
+ * @beside_self: look beside /proc/self/exe first
+ * @path: directories to search, ':' separated as PATH (an empty entry is
+ *        the current directory), or NULL for this environment's PATH
+ *        ("/usr/bin:/bin" where it is unset)
+ * @buf: set to the program's path
+ * @cap: its capacity (PATH_MAX is enough)
+ *
+ * Only an executable (access(X_OK)) regular file is taken.
+ *
+ * Return: 0; -ENOENT if there is none.  Context: any thread.
+ */
+int proc_find_program(const char *name, bool beside_self, const char *path,
+		      char *buf, size_t cap);
 
 #endif /* SQC_UTIL_PROC_H */

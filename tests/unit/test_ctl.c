@@ -4,7 +4,8 @@
  * request/reply round trip over a real socket,
  * including the checks on who may talk to whom; and how a client finds a
  * daemon whose default address another user took (the /proc/net/unix
- * table, the choice among fallback addresses, the whole lookup).
+ * table, the choice among fallback addresses, the whole lookup); and one
+ * request to the daemon of a mount of the mount table (call.c).
  */
 /* TSAN: yes */
 #include <signal.h>
@@ -612,6 +613,39 @@ START_TEST(test_request_mount)
 }
 END_TEST
 
+/* One request to the daemon of a mount of the table (call.c): its ping
+ * answered, a refusal told apart, a stale mount said. */
+START_TEST(test_call_mount)
+{
+	struct mountinfo_mount m = { .fstype = CTL_FSTYPE, .uid = getuid() };
+	char def[CTL_PATH_MAX];
+	struct fake ours;
+	pid_t pid = 0;
+	int err;
+
+	snprintf(m.path, sizeof(m.path), "/tmp/sqc-call-%d", (int)getpid());
+	ck_assert(ctl_is_sqc_mount(&m));
+	ck_assert_int_eq(ctl_default_address(m.path, def, sizeof(def)), 0);
+	fake_start(&ours, def, m.path);
+	ck_assert_int_eq(ctl_ping_mount(&m, CTL_TIMEOUT_MS, &pid), 0);
+	ck_assert_int_eq(pid, 1);
+	fake_stop(&ours);
+	/* "permission denied": -EACCES, not stale. */
+	fake_start(&ours, def, "");
+	err = ctl_ping_mount(&m, CTL_TIMEOUT_MS, &pid);
+	ck_assert_int_eq(err, -EACCES);
+	ck_assert(!ctl_is_stale(err));
+	fake_stop(&ours);
+	err = ctl_ping_mount(&m, CTL_TIMEOUT_MS, NULL);
+	ck_assert_int_eq(err, -ECONNREFUSED);
+	ck_assert(ctl_is_stale(err));
+	ck_assert(ctl_is_stale(-ENOENT));
+	ck_assert(!ctl_is_stale(-ETIMEDOUT));
+	snprintf(m.fstype, sizeof(m.fstype), "fuse.squashfuse");
+	ck_assert(!ctl_is_sqc_mount(&m));
+}
+END_TEST
+
 /* Messages (lib/ctl/proto.c): helpers shared by the cases below. */
 
 /* Decode @line, encode it again: the line must come back as @canon. */
@@ -1045,6 +1079,7 @@ int main(void)
 	tcase_add_test(tc, test_fallback_names);
 	tcase_add_test(tc, test_fallback_choice);
 	tcase_add_test(tc, test_request_mount);
+	tcase_add_test(tc, test_call_mount);
 	tcase_add_test(tc, test_msg_ping);
 	tcase_add_test(tc, test_msg_stats);
 	tcase_add_test(tc, test_msg_stage);

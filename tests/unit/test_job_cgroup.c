@@ -15,15 +15,14 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mountctl/mountctl.h"
 #include "slurm/job_i.h"
+#include "util/clock.h"
 #include "util/memlimit.h"
 
 #define MIB (1ull << 20)
@@ -32,16 +31,34 @@
 #define V1_NONE "9223372036854771712\n"
 
 static char top[64];
-static char said[1024]; /* the last mc_err() */
+static FILE *err_file; /* stderr goes here while it is listened to */
+static int err_saved = -1; /* the real stderr meanwhile */
 
-/* mountctl's main.c is not linked: its messages come here. */
-void mc_err(const char *fmt, ...)
+/* Send stderr, where the job code says what went wrong, to a file. */
+static void listen_stderr(void)
 {
-	va_list ap;
+	fflush(stderr);
+	err_file = tmpfile();
+	ck_assert_ptr_nonnull(err_file);
+	err_saved = dup(2);
+	ck_assert_int_ge(err_saved, 0);
+	ck_assert_int_eq(dup2(fileno(err_file), 2), 2);
+}
 
-	va_start(ap, fmt);
-	vsnprintf(said, sizeof(said), fmt, ap);
-	va_end(ap);
+/* Put stderr back.  Return: what was said meanwhile. */
+static const char *said(void)
+{
+	static char buf[4096];
+	size_t n;
+
+	fflush(stderr);
+	ck_assert_int_eq(dup2(err_saved, 2), 2);
+	close(err_saved);
+	rewind(err_file);
+	n = fread(buf, 1, sizeof(buf) - 1, err_file);
+	buf[n] = '\0';
+	fclose(err_file);
+	return buf;
 }
 
 /* Make the directories of @rel under the tree, and @rel itself if it
@@ -95,7 +112,6 @@ static void setup(void)
 {
 	snprintf(top, sizeof(top), "/tmp/sqc-jobcg.XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(top));
-	said[0] = '\0';
 }
 
 static void teardown(void)
@@ -203,7 +219,7 @@ START_TEST(test_v1_join)
 	v1_tree(&cg);
 	ck_assert(job__cg_is_pending(&cg, &ids));
 	ck_assert_int_eq(
-		job__cg_enter(&cg, &ids, mc_now() + 2, why, sizeof(why)), 0);
+		job__cg_enter(&cg, &ids, mono_sec() + 2, why, sizeof(why)), 0);
 	ck_assert_str_eq(why, "");
 	/* Both hierarchies' extern step, nothing else. */
 	ck_assert_str_eq(get(V1_MEM "step_extern/cgroup.procs"), me());
@@ -246,7 +262,7 @@ START_TEST(test_v1_plain_slurm)
 		ck_assert_int_eq(chown(path, 1000, 1000), 0);
 	}
 	ck_assert_int_eq(
-		job__cg_enter(&cg, &ids, mc_now() + 2, why, sizeof(why)), 0);
+		job__cg_enter(&cg, &ids, mono_sec() + 2, why, sizeof(why)), 0);
 	ck_assert_str_eq(
 		get("sys/freezer/slurm/uid_1000/job_7/step_extern/cgroup.procs"),
 		me());
@@ -263,7 +279,7 @@ START_TEST(test_v2_join)
 	v2_tree(&cg, "slurmstepd.scope", "1073741824\n");
 	ck_assert(job__cg_is_pending(&cg, &ids));
 	ck_assert_int_eq(
-		job__cg_enter(&cg, &ids, mc_now() + 2, why, sizeof(why)), 0);
+		job__cg_enter(&cg, &ids, mono_sec() + 2, why, sizeof(why)), 0);
 	/* task_special, where Slurm puts the extern step's pids. */
 	ck_assert_str_eq(get(V2_EXT "user/task_special/cgroup.procs"), me());
 	ck_assert_str_eq(get(V2_EXT "slurm/cgroup.procs"), "");
@@ -291,7 +307,7 @@ START_TEST(test_v2_max)
 	/* A node-specific scope; the job without a limit ("max"). */
 	v2_tree(&cg, "n1_slurmstepd.scope", "max\n");
 	ck_assert_int_eq(
-		job__cg_enter(&cg, &ids, mc_now() + 2, why, sizeof(why)), 0);
+		job__cg_enter(&cg, &ids, mono_sec() + 2, why, sizeof(why)), 0);
 	ck_assert_str_eq(get("sys/system.slice/n1_slurmstepd.scope/job_7/"
 			     "step_extern/user/task_special/cgroup.procs"),
 			 me());
@@ -312,7 +328,7 @@ START_TEST(test_missing)
 
 	/* No hierarchy at all. */
 	ck_assert(!job__cg_is_pending(&cg, &ids));
-	ck_assert_int_eq(job__cg_enter(&cg, &ids, mc_now() + 1, why,
+	ck_assert_int_eq(job__cg_enter(&cg, &ids, mono_sec() + 1, why,
 				       sizeof(why)),
 			 -ENOENT);
 	ck_assert_str_eq(why, "no cgroup of Slurm's for node n1");
@@ -331,7 +347,7 @@ START_TEST(test_missing)
 	v1_tree(&cg);
 	snprintf(other.node, sizeof(other.node), "../n1");
 	ck_assert(!job__cg_is_pending(&cg, &other));
-	ck_assert_int_eq(job__cg_enter(&cg, &other, mc_now() + 1, why,
+	ck_assert_int_eq(job__cg_enter(&cg, &other, mono_sec() + 1, why,
 				       sizeof(why)),
 			 -ENOENT);
 	job__cg_close(&cg);
@@ -347,7 +363,7 @@ START_TEST(test_no_extern_step)
 	put("sys/freezer/slurm_n1/uid_1000/job_7/step_0/cgroup.procs", "");
 	cg.n = 0;
 	add(&cg, "sys/freezer", false, true);
-	ck_assert_int_eq(job__cg_enter(&cg, &ids, mc_now() + 5, why,
+	ck_assert_int_eq(job__cg_enter(&cg, &ids, mono_sec() + 5, why,
 				       sizeof(why)),
 			 -ENOENT);
 	ck_assert_str_eq(
@@ -366,17 +382,17 @@ START_TEST(test_not_started)
 	/* The step's directory is there, its process not yet. */
 	v1_tree(&cg);
 	put(V1_FRZ "step_extern/cgroup.procs", "");
-	t0 = mc_now();
+	t0 = mono_sec();
 	ck_assert_int_eq(job__cg_enter(&cg, &ids, t0 + 0.2, why, sizeof(why)),
 			 -ETIMEDOUT);
-	ck_assert(mc_now() >= t0 + 0.2);
+	ck_assert(mono_sec() >= t0 + 0.2);
 	ck_assert_str_eq(why, "the extern step of job 7 did not start in time");
 	ck_assert_str_eq(get(V1_MEM "step_extern/cgroup.procs"), "");
 
 	/* A process that is not root's (or gone) is no step's: pid 1 and
 	 * pids out of range are never taken either. */
 	put(V1_FRZ "step_extern/cgroup.procs", "1\n4194304000\n-5\n");
-	ck_assert_int_eq(job__cg_enter(&cg, &ids, mc_now() + 0.1, why,
+	ck_assert_int_eq(job__cg_enter(&cg, &ids, mono_sec() + 0.1, why,
 				       sizeof(why)),
 			 -ETIMEDOUT);
 	ck_assert_str_eq(get(V1_MEM "step_extern/cgroup.procs"), "");
@@ -394,7 +410,7 @@ START_TEST(test_odd_trees)
 	v1_tree(&cg);
 	snprintf(path, sizeof(path), "%s/" V1_FRZ, top);
 	ck_assert_int_eq(chown(path, 1000, 1000), 0);
-	ck_assert_int_eq(job__cg_enter(&cg, &ids, mc_now() + 0.1, why,
+	ck_assert_int_eq(job__cg_enter(&cg, &ids, mono_sec() + 0.1, why,
 				       sizeof(why)),
 			 -ETIMEDOUT);
 	ck_assert_str_eq(get(V1_MEM "step_extern/cgroup.procs"), "");
@@ -405,7 +421,7 @@ START_TEST(test_odd_trees)
 	snprintf(target, sizeof(target), "%s/sys/freezer/slurm_n1/real", top);
 	ck_assert_int_eq(rename(path, target), 0);
 	ck_assert_int_eq(symlink("real", path), 0);
-	ck_assert_int_eq(job__cg_enter(&cg, &ids, mc_now() + 0.1, why,
+	ck_assert_int_eq(job__cg_enter(&cg, &ids, mono_sec() + 0.1, why,
 				       sizeof(why)),
 			 -ETIMEDOUT);
 	ck_assert_str_eq(get(V1_MEM "step_extern/cgroup.procs"), "");
@@ -418,7 +434,7 @@ START_TEST(test_odd_trees)
 	snprintf(path, sizeof(path), "rm -rf '%s/" V1_MEM "'", top);
 	ck_assert_int_eq(system(path), 0);
 	ck_assert_int_eq(
-		job__cg_enter(&cg, &ids, mc_now() + 2, why, sizeof(why)), 0);
+		job__cg_enter(&cg, &ids, mono_sec() + 2, why, sizeof(why)), 0);
 	ck_assert_str_eq(get(V1_FRZ "step_extern/cgroup.procs"), me());
 	job__cg_close(&cg);
 
@@ -526,21 +542,24 @@ START_TEST(test_job_dir)
 	ck_assert_int_eq(job__dir_open_at(base, "job7-n1", false, &j), -EPERM);
 	job__dir_close(&j);
 	base = open(path, O_RDONLY | O_DIRECTORY);
+	listen_stderr();
 	ck_assert_int_eq(job__dir_open_at(base, "job7-n1", true, &j), 0);
-	ck_assert_ptr_nonnull(strstr(said, "moved 'squashcache' aside"));
+	ck_assert_ptr_nonnull(
+		strstr(said(), "mountctl: moved 'squashcache' aside to '"));
 	ck_assert_int_eq(fstat(j.top, &st), 0);
 	ck_assert_uint_eq(st.st_uid, 0);
 	job__dir_close(&j);
 
 	snprintf(link, sizeof(link), "%s/squashcache/job8-n1", path);
 	ck_assert_int_eq(symlink("/etc", link), 0);
-	said[0] = '\0';
 	base = open(path, O_RDONLY | O_DIRECTORY);
 	ck_assert_int_eq(job__dir_open_at(base, "job8-n1", false, &j), -EPERM);
 	job__dir_close(&j);
 	base = open(path, O_RDONLY | O_DIRECTORY);
+	listen_stderr();
 	ck_assert_int_eq(job__dir_open_at(base, "job8-n1", true, &j), 0);
-	ck_assert_ptr_nonnull(strstr(said, "moved 'job8-n1' aside"));
+	ck_assert_ptr_nonnull(
+		strstr(said(), "mountctl: moved 'job8-n1' aside"));
 	ck_assert_int_eq(lstat(link, &st), 0);
 	ck_assert(S_ISDIR(st.st_mode));
 	job__dir_close(&j);

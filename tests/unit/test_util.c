@@ -2,18 +2,24 @@
 /*
  * This file implements the unit tests of lib/util: size parsing and
  * printing, error strings, checked arithmetic, little-endian decoding,
- * the log sink, the mount table and a process's start time.
+ * the log sink, the mount table, the monotonic clock, a process's start
+ * time and which program of a name we run.
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "util/ckd.h"
+#include "util/clock.h"
 #include "util/endian.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -245,6 +251,153 @@ START_TEST(test_mountinfo)
 }
 END_TEST
 
+/* Mounts copied out of a table: the top of a stack, the owner of a FUSE
+ * mount, one type listed in table order. */
+START_TEST(test_mountinfo_copy)
+{
+	static const char stacked[] =
+		"35 22 0:30 / /dev/shm rw - tmpfs tmpfs rw\n"
+		"60 35 0:50 / /dev/shm/x rw - fuse.squashcache /a.sqfs "
+		"ro,user_id=1000\n"
+		"61 60 0:51 / /dev/shm/x rw - fuse.squashcache /b.sqfs "
+		"ro,user_id=1001,user_id=7\n";
+	struct mountinfo_mount *m = malloc(sizeof(*m)), *v;
+	size_t n;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(m);
+	f = fmemopen((void *)sample_table, sizeof(sample_table) - 1, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(
+		mountinfo_find_in(f, "/dev/shm/ann/squashcache/my data", m), 0);
+	ck_assert_str_eq(m->path, "/dev/shm/ann/squashcache/my data");
+	ck_assert_str_eq(m->source, "/data/my data.sqfs");
+	ck_assert_str_eq(m->fstype, "fuse.squashcache");
+	ck_assert_uint_eq(m->uid, 1000);
+	rewind(f);
+	ck_assert_int_eq(mountinfo_find_in(f, "/dev/shm", m), 0);
+	ck_assert_str_eq(m->fstype, "tmpfs");
+	ck_assert_uint_eq(m->uid, (uid_t)-1);
+	rewind(f);
+	ck_assert_int_eq(mountinfo_find_in(f, "/dev/shm/none", m), -ENOENT);
+	/* The malformed last line is no mount; the one without super
+	 * options has no owner. */
+	rewind(f);
+	ck_assert_int_eq(mountinfo_list_in(f, "fuse.squashcache", &v, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_str_eq(v[0].path, "/dev/shm/ann/squashcache/my data");
+	ck_assert_str_eq(v[1].path, "/dev/shm/bob/squashcache/a\\b\tc");
+	ck_assert_uint_eq(v[1].uid, 1001);
+	ck_assert_str_eq(v[2].source, "/y.sqfs");
+	ck_assert_uint_eq(v[2].uid, (uid_t)-1);
+	free(v);
+	rewind(f);
+	ck_assert_int_eq(mountinfo_list_in(f, "nfs", &v, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	free(v);
+	fclose(f);
+
+	/* Two mounts at one path: the later one is on top; the first
+	 * user_id= counts. */
+	f = fmemopen((void *)stacked, sizeof(stacked) - 1, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(mountinfo_find_in(f, "/dev/shm/x", m), 0);
+	ck_assert_str_eq(m->source, "/b.sqfs");
+	ck_assert_uint_eq(m->uid, 1001);
+	fclose(f);
+
+	/* The real table has the root mount. */
+	ck_assert_int_eq(mountinfo_find("/", m), 0);
+	free(m);
+}
+END_TEST
+
+/* The program of a name: beside our own executable first, then along a
+ * PATH list, executable regular files only. */
+START_TEST(test_find_program)
+{
+	char dir[64], path[PATH_MAX], list[256], self[PATH_MAX], *name;
+	ssize_t n;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "/tmp/sqc-prog.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/tool", dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0755);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/plain", dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+
+	snprintf(list, sizeof(list), "/nonexistent::%s", dir);
+	ck_assert_int_eq(
+		proc_find_program("tool", true, list, path, sizeof(path)), 0);
+	snprintf(list, sizeof(list), "%s/tool", dir);
+	ck_assert_str_eq(path, list);
+	snprintf(list, sizeof(list), "%s", dir);
+	ck_assert_int_eq(proc_find_program("plain", false, list, path,
+					   sizeof(path)),
+			 -ENOENT);
+	ck_assert_int_eq(proc_find_program("sub", false, list, path,
+					   sizeof(path)),
+			 -ENOENT);
+	/* An empty entry is the current directory. */
+	ck_assert_int_eq(chdir(dir), 0);
+	ck_assert_int_eq(proc_find_program("tool", false, "/nonexistent:", path,
+					   sizeof(path)),
+			 0);
+	ck_assert_str_eq(path, "./tool");
+	ck_assert_int_eq(chdir("/"), 0);
+
+	/* This test's own program is beside itself, not in the list. */
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	ck_assert_int_gt(n, 0);
+	self[n] = '\0';
+	name = strrchr(self, '/') + 1;
+	ck_assert_int_eq(proc_find_program(name, true, "/nonexistent", path,
+					   sizeof(path)),
+			 0);
+	ck_assert_str_eq(path, self);
+	ck_assert_int_eq(proc_find_program(name, false, "/nonexistent", path,
+					   sizeof(path)),
+			 -ENOENT);
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(path), 0);
+}
+END_TEST
+
+/* mono_sec() is the clock of mono_ns(), in seconds; sleep_ms() sleeps the
+ * whole time though a signal comes in the middle. */
+static volatile sig_atomic_t alarms;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	alarms++;
+}
+
+START_TEST(test_clock)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };
+	struct itimerval it = { .it_value = { .tv_usec = 20000 } };
+	double t0 = mono_sec(), t1;
+	double ns = (double)mono_ns() / 1e9;
+
+	ck_assert(t0 <= ns && ns <= mono_sec());
+	/* No SA_RESTART: the alarm cuts nanosleep() short. */
+	ck_assert_int_eq(sigaction(SIGALRM, &sa, NULL), 0);
+	ck_assert_int_eq(setitimer(ITIMER_REAL, &it, NULL), 0);
+	sleep_ms(100);
+	t1 = mono_sec();
+	ck_assert_int_eq(alarms, 1);
+	ck_assert_msg(t1 - t0 >= 0.1, "slept %.3f s of 0.1", t1 - t0);
+}
+END_TEST
+
 /* A holder is a pid and a start time: a child's is after ours, and is
  * gone with it (the pid may be reused, the pair is not). */
 START_TEST(test_proc_start)
@@ -285,6 +438,9 @@ int main(void)
 	tcase_add_test(tc, test_endian);
 	tcase_add_test(tc, test_log);
 	tcase_add_test(tc, test_mountinfo);
+	tcase_add_test(tc, test_mountinfo_copy);
+	tcase_add_test(tc, test_clock);
+	tcase_add_test(tc, test_find_program);
 	tcase_add_test(tc, test_proc_start);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
