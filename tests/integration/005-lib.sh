@@ -8,6 +8,7 @@
 #     open it; after the test, no user, process or ACL entry of the run
 #     is left and /dev/fuse's mode and base ACL entries are as before.
 # TIMEOUT: 120
+# ALONE: compares /dev/fuse's whole ACL and mode before and after its test users
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_cmd mksquashfs

@@ -1,5 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 300
+# ALONE: drops the machine's page cache (drop_caches)
 # TSAN: yes
 # Staging reads each byte of the image from storage once.  The image sits
 # behind tests/tools/faultfs, which logs every read it serves (and can

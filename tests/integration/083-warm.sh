@@ -10,6 +10,7 @@
 # daemon lists the tree itself, so files opened by path are served from
 # the kernel's caches without ever being listed.
 # TIMEOUT: 120
+# ALONE: pauses DAMON's reclaim and drops the machine's page cache
 # TSAN: yes
 . "$(dirname "$0")/lib.sh"
 need_fuse

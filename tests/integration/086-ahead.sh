@@ -8,6 +8,7 @@
 # Whatever the daemon lists, the reader sees the same tree as the source,
 # and SIGTERM in the middle of it unmounts cleanly.
 # TIMEOUT: 180
+# ALONE: drops the machine's page cache (drop_caches)
 # TSAN: yes
 . "$(dirname "$0")/lib.sh"
 need_fuse

@@ -1,5 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 300
+# ALONE: sets the fuse module's enable_uring
 # TSAN: yes
 # The daemon's features (daemon/main.c, features[]) started and stopped
 # alone and all together: warming, listing ahead (and statahead=all),

@@ -1,5 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 300
+# ALONE: starts the Slurm test cluster
 # SANITIZE: no (Slurm's side of the hooks: their C paths (mountctl job, acquire) run sanitized in 091 and 103)
 # Slurm hooks on a real 2-node Slurm cluster (tests/slurm/cluster.sh:
 # linuxproc, no cgroups), each node with its own /dev/shm and
