@@ -17,6 +17,8 @@
 #   hold_reclaim         pause proactive reclaim (DAMON) until exit
 #   stat_of MNT KEY      one value of the daemon's stats (KEY like fuse.read)
 #   wait_stat MNT KEY MIN SECONDS WHAT         wait for a stat to reach MIN
+#   wait_until SECONDS WHAT CONDITION           wait for shell code to hold
+#   watch_for SECONDS WHAT CONDITION            assert it holds that long
 #   need_test_users      two users for this run, $TU_A and $TU_B (root)
 #   add_test_user VAR    one more, its name in $VAR (root)
 #   as USER CMD...       CMD run as one of them
@@ -374,6 +376,37 @@ wait_stat() {
         [ $_ws_i -lt $(($4 * 20)) ] || fail "$5 ($2: $(stat_of "$1" "$2") after $4 s)"
         sleep 0.05
     done
+}
+
+# now_ms: the wall clock in milliseconds.
+now_ms() {
+    echo $(($(date +%s%N) / 1000000))
+}
+
+# wait_until SECONDS WHAT CONDITION: wait until CONDITION (shell code)
+# holds, looking every 20 ms; fail with WHAT if it does not within
+# SECONDS (fractions allowed).  The bound is generous: it only ends a
+# wait for something that is not coming.
+wait_until() {
+    _wu_end=$(($(now_ms) + $(awk -v s="$1" 'BEGIN { printf "%d", s * 1000 }')))
+    until eval "$3"; do
+        [ "$(now_ms)" -lt "$_wu_end" ] || fail "$2 (not within $1 s)"
+        sleep 0.02
+    done
+}
+
+# watch_for SECONDS WHAT CONDITION: assert that nothing happens, that
+# CONDITION (shell code) holds from now for SECONDS (fractions allowed),
+# looking every 50 ms; fail naming WHAT at the first look where it does
+# not.  The caller says why SECONDS is long enough for it to show.
+watch_for() {
+    _wf_end=$(($(now_ms) + $(awk -v s="$1" 'BEGIN { printf "%d", s * 1000 }')))
+    while :; do
+        eval "$3" || fail "$2: changed within $1 s"
+        [ "$(now_ms)" -lt "$_wf_end" ] || break
+        sleep 0.05
+    done
+    note "$2: unchanged for $1 s"
 }
 
 # Loop devices are few (max_loop) and shared: retry while none is free.
