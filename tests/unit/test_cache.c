@@ -1132,11 +1132,16 @@ START_TEST(test_bench_hit_path)
 }
 END_TEST
 
+/* THREADS: the case runs threads of its own (TSan runs only those). */
+#define THREADS true
+
 static void add_case(Suite *s, const char *name, const TTest *test,
-		     double timeout)
+		     double timeout, bool threads)
 {
 	TCase *tc = tcase_create(name);
 
+	if (threads)
+		tcase_set_tags(tc, "threads");
 	tcase_set_timeout(tc, timeout);
 	tcase_add_test(tc, test);
 	suite_add_tcase(s, tc);
@@ -1146,25 +1151,26 @@ static Suite *cache_suite(void)
 {
 	Suite *s = suite_create("cache");
 
-	add_case(s, "basics", test_basics, 10);
-	add_case(s, "hit_miss", test_hit_miss, 10);
-	add_case(s, "data_integrity", test_data_integrity, 10);
-	add_case(s, "single_flight", test_single_flight, 20);
-	add_case(s, "single_flight_error", test_single_flight_error, 20);
-	add_case(s, "again_refilled", test_again_refilled, 20);
-	add_case(s, "eio_not_remembered", test_eio_not_remembered, 10);
-	add_case(s, "corrupt_remembered", test_corrupt_remembered, 10);
-	add_case(s, "budget_concurrent", test_budget_concurrent, 120);
-	add_case(s, "bypass_pinned", test_bypass_pinned, 10);
-	add_case(s, "budget_zero", test_budget_zero, 10);
-	add_case(s, "scan_resistance", test_scan_resistance, 30);
-	add_case(s, "ghost_readmission", test_ghost_readmission, 10);
-	add_case(s, "prefill_basic", test_prefill_basic, 10);
-	add_case(s, "prefill_pending", test_prefill_pending, 20);
-	add_case(s, "prefill_enospc", test_prefill_enospc, 10);
-	add_case(s, "free_many", test_free_many, 60);
-	add_case(s, "stress", test_stress, 300);
-	add_case(s, "bench_hit_path", test_bench_hit_path, 120);
+	add_case(s, "basics", test_basics, 10, false);
+	add_case(s, "hit_miss", test_hit_miss, 10, false);
+	add_case(s, "data_integrity", test_data_integrity, 10, false);
+	add_case(s, "single_flight", test_single_flight, 20, THREADS);
+	add_case(s, "single_flight_error", test_single_flight_error, 20,
+		 THREADS);
+	add_case(s, "again_refilled", test_again_refilled, 20, THREADS);
+	add_case(s, "eio_not_remembered", test_eio_not_remembered, 10, false);
+	add_case(s, "corrupt_remembered", test_corrupt_remembered, 10, false);
+	add_case(s, "budget_concurrent", test_budget_concurrent, 120, THREADS);
+	add_case(s, "bypass_pinned", test_bypass_pinned, 10, false);
+	add_case(s, "budget_zero", test_budget_zero, 10, false);
+	add_case(s, "scan_resistance", test_scan_resistance, 30, false);
+	add_case(s, "ghost_readmission", test_ghost_readmission, 10, false);
+	add_case(s, "prefill_basic", test_prefill_basic, 10, false);
+	add_case(s, "prefill_pending", test_prefill_pending, 20, THREADS);
+	add_case(s, "prefill_enospc", test_prefill_enospc, 10, false);
+	add_case(s, "free_many", test_free_many, 60, false);
+	add_case(s, "stress", test_stress, 300, THREADS);
+	add_case(s, "bench_hit_path", test_bench_hit_path, 120, THREADS);
 	return s;
 }
 

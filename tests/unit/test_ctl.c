@@ -1044,18 +1044,22 @@ int main(void)
 {
 	Suite *s = suite_create("ctl");
 	TCase *tc = tcase_create("ctl");
+	TCase *tt = tcase_create("servers");
 	SRunner *sr;
 	int failed;
 
 	tcase_add_test(tc, test_canonical);
 	tcase_add_test(tc, test_address);
-	tcase_add_test(tc, test_roundtrip);
 	tcase_add_test(tc, test_full_queue);
 	tcase_add_test(tc, test_probe);
-	tcase_add_test(tc, test_path_socket);
 	tcase_add_test(tc, test_fallback_names);
-	tcase_add_test(tc, test_fallback_choice);
-	tcase_add_test(tc, test_request_mount);
+	/* A server thread and its clients: TSan runs these. */
+	tcase_set_tags(tt, "threads");
+	tcase_add_test(tt, test_roundtrip);
+	tcase_add_test(tt, test_path_socket);
+	tcase_add_test(tt, test_fallback_choice);
+	tcase_add_test(tt, test_request_mount);
+	suite_add_tcase(s, tt);
 	tcase_add_test(tc, test_msg_ping);
 	tcase_add_test(tc, test_msg_stats);
 	tcase_add_test(tc, test_msg_stage);
