@@ -8,7 +8,8 @@
 # Integration tests are tests/integration/NNN-name.sh; each script counts.
 # A script's "# TIMEOUT: seconds" header bounds it, exit 77 means skipped
 # (it prints why), and its output goes to $BUILD/tests/logs/NAME.log.
-# SQC_TESTS=pattern runs only the scripts and suites whose name matches.
+# SQC_TESTS="pattern..." runs only the scripts and suites whose name
+# holds one of the patterns.
 # A sanitizer build (SQC_SANITIZE) leaves out the scripts headed
 # "# SANITIZE: no": they run programs it does not build (packages) or
 # deploy code whose sanitized paths other scripts run; the plain run
@@ -22,9 +23,12 @@
 # others, one at a time, with nothing else running.  The others start
 # longest first (by the last run's times in $BUILD/tests/logs, else by
 # their TIMEOUT), and each one's lines print when it ends.  SQC_JOBS=1
-# runs one at a time, in name order.  With SQC_SLURM_LOCK=FILE, a script
-# whose ALONE reason names the Slurm test cluster runs under flock FILE
-# (one cluster at a time on a machine that others share).
+# runs one at a time, in name order.  On a machine that others share:
+# with SQC_SLURM_LOCK=FILE, a script whose ALONE reason names the Slurm
+# test cluster runs under flock FILE (one cluster at a time); with
+# SQC_CACHE_LOCK=FILE, one whose reason names the page cache (it drops
+# it, and asserts what the kernel keeps) runs under flock FILE, the lock
+# of whatever else drops it (benchmarks).
 #
 # TSan (tsan): the suites headed "TSAN: yes" with their cases tagged
 # "threads" (CK_INCLUDE_TAGS), and the scripts headed "# TSAN: yes".
@@ -48,7 +52,9 @@ unsanitized=""
 
 selected() {
     [ -z "$pattern" ] && return 0
-    case "$1" in *$pattern*) return 0 ;; esac
+    for _p in $pattern; do
+        case "$1" in *$_p*) return 0 ;; esac
+    done
     return 1
 }
 
@@ -108,6 +114,8 @@ script_one() {
     lock=
     if [ -n "${SQC_SLURM_LOCK:-}" ] && grep -q '^# ALONE:.*Slurm test cluster' "$s"; then
         lock=$SQC_SLURM_LOCK
+    elif [ -n "${SQC_CACHE_LOCK:-}" ] && grep -q '^# ALONE:.*page cache' "$s"; then
+        lock=$SQC_CACHE_LOCK
     fi
     start=$(date +%s)
     if [ -n "$lock" ]; then
