@@ -15,6 +15,7 @@
 #   mkimg SRC IMG [mksquashfs args...]          pack quietly, no progress
 #   at_exit 'COMMANDS'   run COMMANDS at exit, before the unmounts
 #   hold_reclaim         pause proactive reclaim (DAMON) until exit
+#   drop_file_cache PATH...  drop the page cache of these files only
 #   stat_of MNT KEY      one value of the daemon's stats (KEY like fuse.read)
 #   wait_stat MNT KEY MIN SECONDS WHAT         wait for a stat to reach MIN
 #   wait_until SECONDS WHAT CONDITION           wait for shell code to hold
@@ -107,6 +108,29 @@ hold_reclaim() {
         echo "paused proactive reclaim (${_hr%/state}) for this test"
         at_exit "echo on >'$_hr'"
     done
+}
+
+# drop_file_cache PATH...: drop the kernel's page cache of each file
+# PATH, and of every file under each directory PATH (posix_fadvise
+# DONTNEED): what drop_caches does to their pages, without dropping
+# everyone else's (the dentries and inodes stay).
+drop_file_cache() {
+    "$PYTHON" - "$@" <<'PY' || fail "drop_file_cache $*"
+import os, sys
+for top in sys.argv[1:]:
+    if os.path.isdir(top):
+        files = [os.path.join(d, f) for d, _, fs in os.walk(top) for f in fs]
+    else:
+        files = [top]
+    for p in files:
+        if os.path.islink(p) or not os.path.isfile(p):
+            continue
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+PY
 }
 
 skip() {
