@@ -2,7 +2,8 @@
 # Scale: a directory of 100,000 entries and a sparse file larger than
 # 4 GiB with data on both sides of the 4 GiB mark (gzip, 128K blocks).
 # Mount with the mounter under test (SQC_MOUNTER, default squashcached),
-# compare with the source and with the kernel mount, and report
+# compare with the source and (but in the quick run, with sanitizers)
+# with the kernel mount, and report
 # (informational) the time of 2,000 random lookups by name in the big
 # directory and of reading it.  Through the mount, the sparse file's data
 # and the bytes around them (where offsets pass 4 GiB) are compared with
@@ -123,6 +124,13 @@ big_case() {
     else
         # shellcheck disable=SC2086
         compare "$bc_label: source vs $SQC_MOUNTER" $SRC_CMP_OPTS "$bc_dir" "$T/mnt"
+    fi
+    if is_quick; then
+        # The kernel's mount checks values (the plain run's), not memory.
+        tumount "$T/mnt"
+        rm -f "$image"
+        note "$bc_label: ok ($(($(date +%s) - bc_t0)) s, quick run: no kernel mount)"
+        return 0
     fi
     kmount_retry "$image" "$T/kmnt"
     if [ -d "$bc_dir/bigdir" ] && [ "$SQC_MOUNTER" != kernel ]; then
