@@ -298,13 +298,13 @@ note "SIGKILL while the daemon lists ahead on slow storage: daemon, lister and m
 FAULTFS_DELAY_US=100000 start_faultfs "$T/big.sqfs" "$T/store" "$T/failfile"
 sqc_mount "$T/store/image" "$T/m" -o "stage=none,list_attrs,log=$T/d10.log"
 pid=$(sqc_pid "$T/m")
-conn=$(awk -v m="$T/m" '$5 == m { split($3, d, ":"); print d[2] }' /proc/self/mountinfo)
 # If the test fails, end the hung connection so that nothing stays behind.
-at_exit "[ -e /sys/fs/fuse/connections/$conn ] || mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null; echo 1 >/sys/fs/fuse/connections/$conn/abort 2>/dev/null"
+abort_at_exit "$T/m"
 ls "$T/m" >/dev/null
 # Every storage read takes 0.1 s: the lister is soon waiting for a
 # listing that a worker reads from storage.
 wait_stat "$T/m" statahead.walks 1 10 "no walk ahead after a listing of the root"
+lister= # set by the condition below
 wait_until 10 "no lister process waiting on the mount" \
     'lister=$(pgrep -P "$pid" -x sqc-lister) &&
      [ "$(cat "/proc/$lister/wchan" 2>/dev/null)" = request_wait_answer ]'

@@ -16,6 +16,7 @@
 #   at_exit 'COMMANDS'   run COMMANDS at exit, before the unmounts
 #   hold_reclaim         pause proactive reclaim (DAMON) until exit
 #   drop_file_cache PATH...  drop the page cache of these files only
+#   abort_at_exit MNT    at exit, abort MNT's FUSE connection if still there
 #   stat_of MNT KEY      one value of the daemon's stats (KEY like fuse.read)
 #   wait_stat MNT KEY MIN SECONDS WHAT         wait for a stat to reach MIN
 #   wait_until SECONDS WHAT CONDITION           wait for shell code to hold
@@ -431,6 +432,23 @@ watch_for() {
         sleep 0.05
     done
     note "$2: unchanged for $1 s"
+}
+
+# fuse_conn MNT: the FUSE connection (its number in
+# /sys/fs/fuse/connections) of what is mounted at MNT now, or nothing.
+fuse_conn() {
+    awk -v m="$1" '$5 == m { split($3, d, ":"); c = d[2] } END { if (c != "") print c }' \
+        /proc/self/mountinfo
+}
+
+# abort_at_exit MNT: if the test fails with a mount at MNT whose daemon
+# hangs, abort its connection at exit, so that nothing stays behind.  The
+# number is looked up then: once MNT is unmounted, the number it had may
+# be another test's mount.
+abort_at_exit() {
+    at_exit "_ae_c=\$(fuse_conn '$1'); if [ -n \"\$_ae_c\" ]; then
+        [ -e /sys/fs/fuse/connections/\$_ae_c ] || mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null
+        echo 1 >/sys/fs/fuse/connections/\$_ae_c/abort 2>/dev/null; fi"
 }
 
 # Loop devices are few (max_loop) and shared: retry while none is free.
