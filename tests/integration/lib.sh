@@ -378,7 +378,9 @@ sqc_umount() {
         sleep 0.05
     done
     if [ -n "$_su_pid" ]; then
-        wait_gone "$_su_pid" 10 "daemon $_su_pid (unmounted)"
+        # It frees its caches and exits (seconds under ASan); 60 s: a
+        # machine at a load of 27 took over 10.
+        wait_gone "$_su_pid" 60 "daemon $_su_pid (unmounted)"
     fi
     ! is_mounted "$_su_mnt" || fail "$_su_mnt still mounted"
 }
