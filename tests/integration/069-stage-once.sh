@@ -113,20 +113,26 @@ r = random.Random(70)
 for i in range(4):
     open(os.path.join(sys.argv[1], "f%d" % i), "wb").write(r.randbytes(16 << 20))' "$T/big"
 mkimg "$T/big" "$T/big.sqfs" -comp lz4 -noappend
-# stage_max: the most stager reads at once while staging big.sqfs
-# 80 ms a read: the storage's delay, not the CPU (slow under sanitizers),
-# sets how long a read takes.
+# stage_max FILE: the most stager reads at once while staging big.sqfs,
+# into $T/FILE (run in this shell, not in $(...), so that its mounts are
+# this test's to clean up if it fails).  80 ms a read: the storage's
+# delay, not the CPU (slow under sanitizers), sets how long a read takes.
 stage_max() {
     start_store 80000 "$T/big.sqfs"
     sqc_mount "$T/store/image" "$T/m" -o "log=$T/dpace.log"
     "$MOUNTCTL" wait "$T/m" >/dev/null
-    stat_of "$T/m" stage.inflight_max
-    note "  target $(stat_of "$T/m" stage.inflight_target), reads $(stat_of "$T/m" stage.read_ms) ms, fastest $(stat_of "$T/m" stage.read_ms_min) ms" >&2
+    stat_of "$T/m" stage.inflight_max >"$T/$1"
+    note "  target $(stat_of "$T/m" stage.inflight_target), reads $(stat_of "$T/m" stage.read_ms) ms, fastest $(stat_of "$T/m" stage.read_ms_min) ms"
     sqc_umount "$T/m"
     stop_store
 }
-one=$(stage_max)
-many=$(FAULTFS_PARALLEL=1 stage_max)
+stage_max pace-one
+FAULTFS_PARALLEL=1
+export FAULTFS_PARALLEL
+stage_max pace-many
+unset FAULTFS_PARALLEL
+one=$(cat "$T/pace-one")
+many=$(cat "$T/pace-many")
 note "one queue: at most $one at once; many servers: $many"
 [ "$one" -le 5 ] || fail "$one stager reads at once on storage with one queue"
 [ "$many" -ge 7 ] && [ "$many" -gt $((one + 1)) ] ||
