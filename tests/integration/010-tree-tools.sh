@@ -8,6 +8,7 @@
 #  - treecmp fails, and names each difference, when a copy of the source
 #    is mutated in a dozen different ways.
 # TIMEOUT: 300
+# SANITIZE: no (runs no program of ours: mktree.py, treecmp.py and the kernel)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=trees.sh

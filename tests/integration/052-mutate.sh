@@ -12,11 +12,13 @@
 #      reading everything: the daemon must refuse with a message or serve,
 #      stay alive, not hang, keep its peak RSS within its budgets (14 MiB)
 #      plus 48 MiB, and exit 0 on unmount.
-#   3. For comparison only (never a failure): the same images, plus more up
-#      to SQC_MUTATE_PEER (100), through Debian's squashfuse_ll, counting
-#      its crashes (a signal) and hangs.
+#   3. For comparison only (never a failure; not in a sanitizer run): the
+#      same images, plus more up to SQC_MUTATE_PEER (100), through
+#      Debian's squashfuse_ll, counting its crashes (a signal) and hangs.
 #
-# The seed is printed; SQC_MUTATE_SEED=N repeats a run.
+# The seed is printed; SQC_MUTATE_SEED=N repeats a run.  It is 1 unless
+# set, so that every run of make check tries the same mutations and a
+# failure repeats; SQC_MUTATE_SEED=random draws one (to explore more).
 # TIMEOUT: 400
 . "$(dirname "$0")/lib.sh"
 
@@ -27,7 +29,11 @@ need_cmd mksquashfs timeout
 # whose path has no spaces (the tree's may).
 cp "$TOP/tests/images/corrupt.py" "$T/corrupt.py"
 C="$PYTHON $T/corrupt.py"
-SEED=${SQC_MUTATE_SEED:-$(date +%s)}
+SEED=${SQC_MUTATE_SEED:-1}
+if [ "$SEED" = random ]; then
+    SEED=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+fi
+case "$SEED" in '' | *[!0-9]*) fail "SQC_MUTATE_SEED must be a number or 'random', not '$SEED'" ;; esac
 N=${SQC_MUTATIONS:-300}
 MOUNTS=${SQC_MUTATE_MOUNTS:-20}
 PEER=${SQC_MUTATE_PEER:-100}
@@ -50,7 +56,7 @@ if [ $rc -ne 0 ]; then
     SQC_KEEP=1 # read by the cleanup trap in lib.sh
     export SQC_KEEP
     grep -E '^FAIL|killed|exit status' "$T/replay.out" | head -n 20
-    fail "mutated images crashed the library walk (inputs kept in $T/kept)"
+    fail "mutated images crashed the library walk (inputs kept in $T/kept; SQC_MUTATE_SEED=$SEED repeats it)"
 fi
 echo "library walk: $(($(date +%s) - start))s"
 
@@ -147,13 +153,16 @@ if [ -c /dev/fuse ] && [ -x "$SQUASHCACHED" ]; then
             export SQC_KEEP
             cp "$T/mut/$m" "$T/kept/"
             cat "$T/log/d.err" | tail -n 20
-            fail "squashcached on mutated image $m: $r (kept in $T/kept)"
+            fail "squashcached on mutated image $m: $r (kept in $T/kept; SQC_MUTATE_SEED=$SEED repeats it)"
             ;;
         esac
     done <"$T/mount.list"
     echo "squashcached: $served served, $refused refused, 0 crashes ($(($(date +%s) - start))s)"
 
-    if command -v squashfuse_ll >/dev/null 2>&1; then
+    # Informational, and the same in every build: the plain run's.
+    if [ -n "${SQC_SANITIZE:-}" ]; then
+        note "sanitizer build: the squashfuse_ll comparison is the plain run's"
+    elif command -v squashfuse_ll >/dev/null 2>&1; then
         note "for comparison: squashfuse_ll on $PEER mutated images (informational)"
         start=$(date +%s)
         head -n "$PEER" "$T/mut.list" >"$T/peer.list"

@@ -112,7 +112,8 @@ pid=$(sqc_pid "$T/m")
 for _ in 1 2 3 4; do
     (while cat "$T/m/big" >/dev/null 2>&1; do :; done) &
 done
-sleep 0.5
+# The readers are reading: the daemon has served a whole copy of big.
+wait_stat "$T/m" fuse.bytes_served 3000000 10 "the readers read nothing"
 kill -TERM "$pid"
 wait_gone "$pid" 10 "daemon (SIGTERM under load)"
 wait # the readers stop once the mount is gone

@@ -19,6 +19,7 @@
 # and then runs 083-warm (pushes into the page cache, READ counts) and
 # 086-ahead (listing ahead of readers) again with io_uring on.
 # TIMEOUT: 400
+# ALONE: sets the fuse module's enable_uring; runs 083 and 086 (they drop the page cache)
 # TSAN: yes
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/trees.sh"

@@ -1,5 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 300
+# ALONE: sets the fuse module's enable_uring
 # TSAN: yes
 # The daemon's features (daemon/main.c, features[]) started and stopped
 # alone and all together: warming, listing ahead (and statahead=all),
@@ -79,9 +80,16 @@ run() {
     # A reader holding a file open, and a walk, while SIGTERM comes.
     ( exec 3<"$T/m/d03/f00" && exec sleep 30 ) &
     holder=$!
-    ( find "$T/m" -type f -exec cat {} + >/dev/null 2>&1 ) &
+    rm -f "$T/walking"
+    ( find "$T/m" -type f | while read -r f; do
+        cat "$f" >/dev/null 2>&1 || exit 0
+        [ -e "$T/walking" ] || : >"$T/walking"
+    done ) &
     walker=$!
-    sleep 0.1
+    # The file held open, and the walk under way (a file read).
+    wait_until 10 "$name: the holder did not open its file" \
+        'readlink "/proc/$holder/fd/3" 2>/dev/null | grep -q "/m/d03/f00\$"'
+    wait_until 10 "$name: the walk did not start" '[ -e "$T/walking" ]'
     kill -TERM "$pid"
     wait_gone "$pid" 10 "$name: daemon after SIGTERM"
     st=0

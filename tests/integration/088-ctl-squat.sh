@@ -132,6 +132,11 @@ stop_squatter() {
 
 note "the default address, from a first mount's log"
 mount_as_owner -o log="$T/home/log"
+# A mount with the address taken must not wait on the squatter (whose
+# socket gets a connect and nothing more): it may take as long as this
+# one plus 1.5 s, and 3 s in any case, so that a machine busy with
+# other work slows both alike.
+bound=$(awk -v t="$took" 'BEGIN { b = t + 1.5; printf "%.2f", b < 3 ? 3 : b }')
 addr=$(sed -n "s/.*control socket \(@squashcache-[0-9a-f]*\)\$/\1/p" "$T/home/log")
 [ -n "$addr" ] || fail "no control socket in the log: $(cat "$T/home/log")"
 [ "$addr" = "$(default_address "$mnt")" ] || fail "the log's address $addr is not the computed one"
@@ -143,7 +148,8 @@ note "another user listens at the default address: the mount falls back at once"
 chmod 666 "$T/sq/got"
 start_squatter listen "$addr" "$haddr"
 mount_as_owner -o stage=none
-awk -v t="$took" 'BEGIN { exit !(t < 3) }' || fail "mounting took $took s with the address taken"
+awk -v t="$took" -v b="$bound" 'BEGIN { exit !(t < b) }' ||
+    fail "mounting took $took s with the address taken (bound $bound s)"
 grep -q "control address '$addr' is taken by uid $squatter_uid: listening on '$addr-[0-9a-f]\{16\}'" "$T/mount.err" ||
     fail "no line says the address is taken: $(cat "$T/mount.err")"
 note "$(cat "$T/mount.err")"
@@ -210,7 +216,8 @@ stop_squatter
 note "a squatter that binds and does not listen"
 start_squatter bind "$addr"
 mount_as_owner
-awk -v t="$took" 'BEGIN { exit !(t < 3) }' || fail "mounting took $took s with the address bound"
+awk -v t="$took" -v b="$bound" 'BEGIN { exit !(t < b) }' ||
+    fail "mounting took $took s with the address bound (bound $bound s)"
 grep -q "control address '$addr' is taken by a socket that does not answer" "$T/mount.err" ||
     fail "no line says the address is taken: $(cat "$T/mount.err")"
 as $owner "$MOUNTCTL" status "$mnt" >/dev/null 2>"$T/err" || fail "status failed: $(cat "$T/err")"

@@ -12,6 +12,7 @@
 #   - a daemon built without liburing (make SQC_NO_URING=1) builds, mounts,
 #     serves the right bytes, and its stats say io_uring is unavailable.
 # TIMEOUT: 120
+# ALONE: sets the fuse module's enable_uring
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_cmd cmp make

@@ -20,12 +20,9 @@ note "a tree of 12 directories of files up to 2 MB"
 rand_tree "$T/src" 92 12 30 500 9000 70000 300000 2000000
 mkimg "$T/src" "$T/img.sqfs" -comp zstd
 
-# A hung daemon cannot be killed: end its connection (those of this
-# test's mounts, listed in $conns) so that nothing is left behind when
-# this test fails.
-conns=
-# shellcheck disable=SC2016 # $conns as it is at exit
-at_exit 'for c in $conns; do [ "$(cat "/sys/fs/fuse/connections/$c/waiting" 2>/dev/null)" = 0 ] || echo 1 >"/sys/fs/fuse/connections/$c/abort"; done 2>/dev/null'
+# A hung daemon cannot be killed: at exit, the connection of each of this
+# test's mount points still mounted is aborted (lib.sh's abort_at_exit),
+# so that nothing is left behind when this test fails.
 
 runs=${SQC_STOP_RUNS:-40}
 pushed=0
@@ -35,7 +32,7 @@ while [ $i -lt "$runs" ]; do
     m="$T/m$i"
     sqc_mount_fg "$T/img.sqfs" "$m" -o "warm=256M,statahead=0,no_uring"
     pid=$SQC_PID
-    conns="$conns $(awk -v m="$m" '$5 == m { split($3, d, ":"); print d[2] }' /proc/self/mountinfo)"
+    abort_at_exit "$m"
     # The listing makes the inodes warming pushes to; a read starts it.
     ls -R "$m" >/dev/null
     cat "$m/d3/f000" >/dev/null

@@ -1,5 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 300
+# ALONE: starts the Slurm test cluster
 # SANITIZE: no (Slurm's side of the hooks: their C paths (mountctl job, acquire) run sanitized in 091 and 103)
 # Slurm hooks on a real 2-node Slurm cluster (tests/slurm/cluster.sh:
 # linuxproc, no cgroups), each node with its own /dev/shm and
@@ -250,7 +251,11 @@ cat >"$T/out/kill.sh" <<EOB
 #!/bin/sh
 "$T/bin/readit"
 pkill -9 -f "^$T/bin/real/squashcached .*job\$SLURM_JOB_ID-" && echo killed
-sleep 0.5
+i=0
+while pgrep -f "^$T/bin/real/squashcached .*job\$SLURM_JOB_ID-" >/dev/null && [ \$i -lt 100 ]; do
+    i=\$((i + 1))
+    sleep 0.1
+done
 pgrep -f "^$T/bin/real/squashcached .*job\$SLURM_JOB_ID-" || echo no-daemon
 EOB
 chmod 0755 "$T/out/kill.sh"

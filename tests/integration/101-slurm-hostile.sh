@@ -1,5 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 600
+# ALONE: starts the Slurm test cluster, edits /etc/fuse.conf
 # The hostile-user suite of issue #19: the root side of the Slurm hooks
 # (slurm.conf Prolog/Epilog/TaskProlog and the SPANK plugin) on a real
 # 2-node cluster (tests/slurm/cluster.sh), attacked by the job's own user
@@ -207,7 +208,7 @@ rc=0
 cluster_start "$T/cl" "$MODE" || rc=$?
 [ $rc -ne 77 ] || skip "no cgroup freezer and memory controllers for the cgroup mode"
 [ $rc -eq 0 ] || { tail -n 30 "$T/cl/log/"*.log; fail "cluster did not start"; }
-note "$MODE cluster up on port ${SQC_SLURM_PORT:-26817} (nodes $CL_N1 $CL_N2); users $U and $V; cases: $CASES"
+note "$MODE cluster up on port $CL_PORT (nodes $CL_N1 $CL_N2); users $U and $V; cases: $CASES"
 
 # --- helpers ------------------------------------------------------------
 as_user() {

@@ -1,5 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 300
+# ALONE: starts the Slurm test cluster, with cgroups
 # SANITIZE: no (100 under cgroups: the same C paths, sanitized in 091 and 103)
 # The Slurm side under a production-like configuration
 # (tests/slurm/cluster.sh cgroup mode: proctrack/cgroup, task/cgroup with

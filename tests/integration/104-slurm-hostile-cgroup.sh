@@ -1,5 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 600
+# ALONE: starts the Slurm test cluster, with cgroups
 # SANITIZE: no (101's cases under cgroups: the same C paths, sanitized in 101)
 # 101-slurm-hostile's cases on a cluster as production sites run Slurm
 # (tests/slurm/cluster.sh cgroup mode: proctrack/cgroup, task/cgroup,

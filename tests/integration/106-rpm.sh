@@ -1,5 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 420
+# ALONE: installs packages (tests/deps.sh rpm)
 # SANITIZE: no (builds its own packages, without the sanitizer)
 # The RPM packages (make rpm, packaging/rpm/): built from a fresh clone of
 # this tree (with the work tree's uncommitted changes to tracked files) by

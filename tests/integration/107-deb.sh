@@ -1,5 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 420
+# ALONE: installs and purges packages, starts the Slurm test cluster
 # SANITIZE: no (builds and installs its own packages, without the sanitizer)
 # The Debian packages (make deb, packaging/): built and checked by
 # lintian, installed on this machine with apt-get, their files in place

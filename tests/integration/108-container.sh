@@ -1,5 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 180
+# ALONE: starts the Slurm test cluster
 # SANITIZE: no (the job's container around 100's paths, sanitized in 091 and 103)
 # Training inside a container, as `srun --dataset=IMG singularity exec -B
 # "$SQUASHCACHE_MOUNT" image.sif python train.py` does: on a 2-node Slurm

@@ -1,5 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 300
+# ALONE: starts the Slurm test cluster
 # SANITIZE: no (keep through Slurm: its C paths run sanitized in 103, 120 and 121)
 # keep= on a real 2-node Slurm cluster (tests/slurm/cluster.sh, plain
 # mode), jobs of a non-root test user with --comment=dataset=:

@@ -1,5 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 600
+# ALONE: builds, installs and purges packages
 # SANITIZE: no (builds and installs its own packages, without the sanitizer)
 # Machine-wide, as 107-deb: installs the packages, purges them at exit.
 # Every path the installed man pages and the packages' docs name exists:

@@ -175,12 +175,14 @@ until is_mounted "$T/hang"; do
     [ $_h_i -lt 250 ] || fail "hangfs did not mount: $(cat "$T/hangfs.log")"
     sleep 0.02
 done
-# Its connection, to abort: the mount's minor device number.
-hconn=$(awk -v m="$T/hang" '$5 == m { sub(/.*:/, "", $3); print $3 }' /proc/self/mountinfo)
-[ -n "$hconn" ] || fail "no device number for $T/hang"
+[ -n "$(fuse_conn "$T/hang")" ] || fail "no FUSE connection for $T/hang"
+# Abort its connection, looked up from the mount when it is done: once
+# unmounted, the number it had may be another test's mount by now.
 hangfs_end() {
-    [ ! -e "/sys/fs/fuse/connections/$hconn/abort" ] ||
-        echo 1 >"/sys/fs/fuse/connections/$hconn/abort"
+    _he_c=$(fuse_conn "$T/hang")
+    if [ -n "$_he_c" ] && [ -e "/sys/fs/fuse/connections/$_he_c/abort" ]; then
+        echo 1 >"/sys/fs/fuse/connections/$_he_c/abort"
+    fi
     kill -9 "$hpid" 2>/dev/null || true
 }
 at_exit hangfs_end

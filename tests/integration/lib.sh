@@ -15,8 +15,12 @@
 #   mkimg SRC IMG [mksquashfs args...]          pack quietly, no progress
 #   at_exit 'COMMANDS'   run COMMANDS at exit, before the unmounts
 #   hold_reclaim         pause proactive reclaim (DAMON) until exit
+#   drop_file_cache PATH...  drop the page cache of these files only
+#   abort_at_exit MNT    at exit, abort MNT's FUSE connection if still there
 #   stat_of MNT KEY      one value of the daemon's stats (KEY like fuse.read)
 #   wait_stat MNT KEY MIN SECONDS WHAT         wait for a stat to reach MIN
+#   wait_until SECONDS WHAT CONDITION           wait for shell code to hold
+#   watch_for SECONDS WHAT CONDITION            assert it holds that long
 #   need_test_users      two users for this run, $TU_A and $TU_B (root)
 #   add_test_user VAR    one more, its name in $VAR (root)
 #   as USER CMD...       CMD run as one of them
@@ -105,6 +109,29 @@ hold_reclaim() {
         echo "paused proactive reclaim (${_hr%/state}) for this test"
         at_exit "echo on >'$_hr'"
     done
+}
+
+# drop_file_cache PATH...: drop the kernel's page cache of each file
+# PATH, and of every file under each directory PATH (posix_fadvise
+# DONTNEED): what drop_caches does to their pages, without dropping
+# everyone else's (the dentries and inodes stay).
+drop_file_cache() {
+    "$PYTHON" - "$@" <<'PY' || fail "drop_file_cache $*"
+import os, sys
+for top in sys.argv[1:]:
+    if os.path.isdir(top):
+        files = [os.path.join(d, f) for d, _, fs in os.walk(top) for f in fs]
+    else:
+        files = [top]
+    for p in files:
+        if os.path.islink(p) or not os.path.isfile(p):
+            continue
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+PY
 }
 
 skip() {
@@ -351,7 +378,9 @@ sqc_umount() {
         sleep 0.05
     done
     if [ -n "$_su_pid" ]; then
-        wait_gone "$_su_pid" 10 "daemon $_su_pid (unmounted)"
+        # It frees its caches and exits (seconds under ASan); 60 s: a
+        # machine at a load of 27 took over 10.
+        wait_gone "$_su_pid" 60 "daemon $_su_pid (unmounted)"
     fi
     ! is_mounted "$_su_mnt" || fail "$_su_mnt still mounted"
 }
@@ -374,6 +403,54 @@ wait_stat() {
         [ $_ws_i -lt $(($4 * 20)) ] || fail "$5 ($2: $(stat_of "$1" "$2") after $4 s)"
         sleep 0.05
     done
+}
+
+# now_ms: the wall clock in milliseconds.
+now_ms() {
+    echo $(($(date +%s%N) / 1000000))
+}
+
+# wait_until SECONDS WHAT CONDITION: wait until CONDITION (shell code)
+# holds, looking every 20 ms; fail with WHAT if it does not within
+# SECONDS (fractions allowed).  The bound is generous: it only ends a
+# wait for something that is not coming.
+wait_until() {
+    _wu_end=$(($(now_ms) + $(awk -v s="$1" 'BEGIN { printf "%d", s * 1000 }')))
+    until eval "$3"; do
+        [ "$(now_ms)" -lt "$_wu_end" ] || fail "$2 (not within $1 s)"
+        sleep 0.02
+    done
+}
+
+# watch_for SECONDS WHAT CONDITION: assert that nothing happens, that
+# CONDITION (shell code) holds from now for SECONDS (fractions allowed),
+# looking every 50 ms; fail naming WHAT at the first look where it does
+# not.  The caller says why SECONDS is long enough for it to show.
+watch_for() {
+    _wf_end=$(($(now_ms) + $(awk -v s="$1" 'BEGIN { printf "%d", s * 1000 }')))
+    while :; do
+        eval "$3" || fail "$2: changed within $1 s"
+        [ "$(now_ms)" -lt "$_wf_end" ] || break
+        sleep 0.05
+    done
+    note "$2: unchanged for $1 s"
+}
+
+# fuse_conn MNT: the FUSE connection (its number in
+# /sys/fs/fuse/connections) of what is mounted at MNT now, or nothing.
+fuse_conn() {
+    awk -v m="$1" '$5 == m { split($3, d, ":"); c = d[2] } END { if (c != "") print c }' \
+        /proc/self/mountinfo
+}
+
+# abort_at_exit MNT: if the test fails with a mount at MNT whose daemon
+# hangs, abort its connection at exit, so that nothing stays behind.  The
+# number is looked up then: once MNT is unmounted, the number it had may
+# be another test's mount.
+abort_at_exit() {
+    at_exit "_ae_c=\$(fuse_conn '$1'); if [ -n \"\$_ae_c\" ]; then
+        [ -e /sys/fs/fuse/connections/\$_ae_c ] || mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null
+        echo 1 >/sys/fs/fuse/connections/\$_ae_c/abort 2>/dev/null; fi"
 }
 
 # Loop devices are few (max_loop) and shared: retry while none is free.

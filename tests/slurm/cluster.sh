@@ -46,10 +46,12 @@
 # it marks it (/run/squashcache-test-munged), and the last cluster to
 # stop, the one that finds no slurmctld left, stops it; both under one
 # lock, so that no cluster's munged is stopped under it.
-# Ports: SQC_SLURM_PORT (default 26817) for slurmctld, +1/+2 for the
-# slurmd of the two nodes (well away from Slurm's 6817-6818).  Job ids
-# start at 10 * port, so that two clusters on one machine never share a
-# job id (nor a job's cgroup).
+# Ports: SQC_SLURM_PORT for slurmctld, +1/+2 for the slurmd of the two
+# nodes; unset, the first of 26817, 26820, ... (well away from Slurm's
+# 6817-6818) whose three ports no socket listens on (a cluster of another
+# run, or one a killed test left, keeps its own).  The port taken is in
+# CL_PORT.  Job ids start at 10 * port, so that two clusters on one
+# machine never share a job id (nor a job's cgroup).
 # The caller writes DIR/hooks/{prolog,epilog,task-prolog} and
 # DIR/etc/plugstack.conf before cluster_start, naming what the nodes and
 # the jobs' users run (hooks, the SPANK plugin, programs) in lib.sh's
@@ -63,6 +65,21 @@ _cl_mark=/run/squashcache-test-munged
 _cl_mode=
 CL_N1=
 CL_N2=
+CL_PORT=
+
+# _cl_free_port: the first port P from 26817 on, in steps of 3, such
+# that nothing listens on P, P+1 or P+2 (TCP).
+_cl_free_port() {
+    _fp=26817
+    while [ "$_fp" -lt 26917 ]; do
+        if [ -z "$(ss -Hltn "( sport = :$_fp or sport = :$((_fp + 1)) or sport = :$((_fp + 2)) )" 2>/dev/null)" ]; then
+            echo "$_fp"
+            return 0
+        fi
+        _fp=$((_fp + 3))
+    done
+    echo 26817
+}
 
 # _cl_has_cgroups: the cgroup controllers the cgroup mode needs (v1
 # freezer and memory, or v2 with memory) are mounted.
@@ -106,7 +123,13 @@ EOS
 cluster_start() {
     _cl_dir=$1
     _cl_mode=${2:-plain}
-    port=${SQC_SLURM_PORT:-26817}
+    if [ -n "${SQC_SLURM_PORT:-}" ] || ! command -v ss >/dev/null 2>&1; then
+        port=${SQC_SLURM_PORT:-26817}
+    else
+        port=$(_cl_free_port)
+    fi
+    # shellcheck disable=SC2034 # read by the sourcing test
+    CL_PORT=$port
     case "$_cl_dir" in *[[:space:]]*)
         echo "cluster: $_cl_dir: slurm.conf cannot name a path with spaces" >&2
         return 1

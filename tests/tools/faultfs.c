@@ -8,7 +8,10 @@
  *   faultfs FILE MOUNTPOINT FAILFILE
  *
  * FAILFILE is read at every request: each line "START LENGTH" is a byte
- * range whose reads fail, and a line "block" makes every read of the image
+ * range whose reads fail, a line "hold START LENGTH" a range whose reads
+ * wait until that line is gone from the file (storage that stalls there,
+ * until the test lets it go on; with FAULTFS_PARALLEL=1 the other reads
+ * are served meanwhile), and a line "block" makes every read of the image
  * from then on block (see FAULTFS_BLOCK).  No file, or an empty one, means
  * no failures.
  * The image file is served with direct_io and no attribute caching, so
@@ -55,7 +58,7 @@ static size_t nheld; /* entries of held[] */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* the above */
 
 /* What FAILFILE says about a read. */
-enum fault { FAULT_NONE, FAULT_EIO, FAULT_BLOCK };
+enum fault { FAULT_NONE, FAULT_EIO, FAULT_BLOCK, FAULT_HOLD };
 
 static enum fault fault_of(off_t off, size_t len)
 {
@@ -75,6 +78,11 @@ static enum fault fault_of(off_t off, size_t len)
 		    (unsigned long long)off < a + n &&
 		    a < (unsigned long long)off + len)
 			ret = FAULT_EIO;
+		if (ret == FAULT_NONE &&
+		    sscanf(line, "hold %llu %llu", &a, &n) == 2 &&
+		    (unsigned long long)off < a + n &&
+		    a < (unsigned long long)off + len)
+			ret = FAULT_HOLD;
 	}
 	fclose(f);
 	return ret;
@@ -142,6 +150,11 @@ static void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	(void)ino;
 	if (fi->fh == 1)
 		return (void)fuse_reply_err(req, EINVAL);
+	/* Held: look again at FAILFILE every 10 ms until it lets go. */
+	while (fault == FAULT_HOLD) {
+		usleep(10000);
+		fault = fault_of(off, size);
+	}
 	pthread_mutex_lock(&lock);
 	reads++;
 	if (fault == FAULT_BLOCK && nheld < sizeof(held) / sizeof(held[0])) {

@@ -5,12 +5,18 @@
  * against a manifest of CRC-32s made from the source tree.
  *
  *   stress --manifest ROOT > MANIFEST
- *   stress ROOT MANIFEST THREADS SECONDS [SEED]
+ *   stress [--drop-every SECS] ROOT MANIFEST THREADS SECONDS [SEED]
  *
  * A manifest line is "CRC SIZE PATH" (path relative to ROOT).  Each read
  * opens a random file, reads it whole in random-sized pieces (sometimes
  * with pread at scattered offsets), and compares size and CRC.  Prints
- * one summary line; exits 1 on any mismatch or error.
+ * one summary line; exits 1 on any mismatch or error.  The seed (the
+ * time when not given) is in that line.
+ *
+ * --drop-every SECS: every SECS seconds one more thread drops the page
+ * cache of every file of the manifest (posix_fadvise DONTNEED), so that
+ * the kernel's cache does not answer every read; the files of ROOT only,
+ * unlike /proc/sys/vm/drop_caches, which drops everyone's.
  */
 
 #include <errno.h>
@@ -38,7 +44,8 @@ static size_t nentries;
 static const char *root;
 static size_t root_len;
 static double deadline;
-static atomic_ulong files_read, bytes_read, errors;
+static double drop_every; /* seconds between drops; 0: none */
+static atomic_ulong files_read, bytes_read, errors, drops;
 
 static double now(void)
 {
@@ -184,9 +191,43 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* --drop-every: drop the page cache of every file, then wait. */
+static void *dropper(void *arg)
+{
+	char path[8192];
+
+	(void)arg;
+	while (now() < deadline) {
+		double next = now() + drop_every;
+
+		for (size_t i = 0; i < nentries && now() < deadline; i++) {
+			int fd;
+
+			snprintf(path, sizeof(path), "%s/%s", root,
+				 entries[i].path);
+			fd = open(path, O_RDONLY);
+			if (fd < 0)
+				continue;
+			posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+			close(fd);
+		}
+		atomic_fetch_add(&drops, 1);
+		while (now() < next && now() < deadline) {
+			double left = next - now();
+			struct timespec ts = {
+				(time_t)left,
+				(long)((left - (double)(time_t)left) * 1e9)
+			};
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
-	pthread_t *t;
+	pthread_t *t, drop_thread;
 	unsigned int threads, seed;
 	double secs, start;
 
@@ -195,10 +236,16 @@ int main(int argc, char **argv)
 		root_len = strlen(root);
 		return nftw(root, manifest_one, 64, FTW_PHYS) ? 1 : 0;
 	}
+	if (argc > 2 && !strcmp(argv[1], "--drop-every")) {
+		drop_every = atof(argv[2]);
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc < 5) {
 		fprintf(stderr,
 			"usage: stress --manifest ROOT\n"
-			"       stress ROOT MANIFEST THREADS SECONDS [SEED]\n");
+			"       stress [--drop-every SECS] ROOT MANIFEST THREADS "
+			"SECONDS [SEED]\n");
 		return 2;
 	}
 	root = argv[1];
@@ -213,12 +260,19 @@ int main(int argc, char **argv)
 	for (unsigned int i = 0; i < threads; i++)
 		pthread_create(&t[i], NULL, worker,
 			       (void *)(uintptr_t)(seed * 31u + i));
+	if (drop_every > 0)
+		pthread_create(&drop_thread, NULL, dropper, NULL);
 	for (unsigned int i = 0; i < threads; i++)
 		pthread_join(t[i], NULL);
-	printf("stress: %u threads, %.1f s, seed %u: %lu files, %.1f MB, %lu errors, %.0f files/s\n",
+	if (drop_every > 0)
+		pthread_join(drop_thread, NULL);
+	printf("stress: %u threads, %.1f s, seed %u: %lu files, %.1f MB, %lu errors, %.0f files/s",
 	       threads, now() - start, seed, (unsigned long)files_read,
 	       (double)bytes_read / 1e6, (unsigned long)errors,
 	       (double)files_read / (now() - start));
+	if (drop_every > 0)
+		printf(", page cache dropped %lu times", (unsigned long)drops);
+	printf("\n");
 	free(t);
 	return errors ? 1 : 0;
 }

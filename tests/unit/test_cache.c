@@ -82,8 +82,8 @@ struct fill_ctl {
 	atomic_int calls; /* fills run */
 	int err; /* returned by every fill, 0 = success */
 	size_t len; /* bytes written, 0 = cap */
-	unsigned int delay_us; /* sleep before returning */
 	sem_t *gate; /* if set, wait on it before returning */
+	atomic_bool open; /* the gate is open: pass it */
 };
 
 static int ctl_fill(void *arg, uint64_t key, void *buf, size_t cap, size_t *len)
@@ -92,9 +92,7 @@ static int ctl_fill(void *arg, uint64_t key, void *buf, size_t cap, size_t *len)
 	size_t n = ctl->len ? ctl->len : cap;
 
 	atomic_fetch_add(&ctl->calls, 1);
-	if (ctl->delay_us)
-		usleep(ctl->delay_us);
-	if (ctl->gate)
+	if (ctl->gate && !atomic_load(&ctl->open))
 		sem_wait(ctl->gate);
 	if (ctl->err)
 		return ctl->err;
@@ -258,6 +256,14 @@ START_TEST(test_data_integrity)
 }
 END_TEST
 
+/* Wait (up to 10 s) until @ctl's fill has been called @n times. */
+static void wait_calls(struct fill_ctl *ctl, int n)
+{
+	for (int i = 0; i < 10000 && atomic_load(&ctl->calls) < n; i++)
+		usleep(1000);
+	ck_assert_int_ge(atomic_load(&ctl->calls), n);
+}
+
 /* Single flight: NTHREADS threads get one key at once. */
 struct flight {
 	struct cache *c;
@@ -281,11 +287,25 @@ static void *flight_thread(void *arg)
 	return NULL;
 }
 
+/* Wait (up to 10 s) until @n lookups more than @base wait for a fill. */
+static void wait_waiters(struct cache *c, uint64_t base, uint64_t n)
+{
+	for (int i = 0; i < 10000 && stats(c).waits < base + n; i++)
+		usleep(1000);
+	ck_assert_uint_ge(stats(c).waits, base + n);
+}
+
+/*
+ * NTHREADS threads get @key at once.  The fill waits at @ctl->gate
+ * until the other NTHREADS - 1 threads wait for it, so that every one
+ * of them meets the fill under way, however the threads are scheduled.
+ */
 static void run_flight(struct cache *c, struct fill_ctl *ctl, uint64_t key,
 		       struct flight *f)
 {
 	pthread_t tid[NTHREADS];
 	pthread_barrier_t start;
+	uint64_t waits0 = stats(c).waits;
 	int i;
 
 	pthread_barrier_init(&start, NULL, NTHREADS);
@@ -296,19 +316,28 @@ static void run_flight(struct cache *c, struct fill_ctl *ctl, uint64_t key,
 		ck_assert_int_eq(
 			pthread_create(&tid[i], NULL, flight_thread, &f[i]), 0);
 	}
+	wait_waiters(c, waits0, NTHREADS - 1);
+	/* Open: the fill held goes on, and any later one passes. */
+	atomic_store(&ctl->open, true);
+	sem_post(ctl->gate);
 	for (i = 0; i < NTHREADS; i++)
 		pthread_join(tid[i], NULL);
 	pthread_barrier_destroy(&start);
+	atomic_store(&ctl->open, false);
+	while (!sem_trywait(ctl->gate))
+		;
 }
 
 START_TEST(test_single_flight)
 {
 	struct cache *c = cache_new("data", ROOM_FOR(64), ENTRY);
-	struct fill_ctl ctl = { .delay_us = 200000 };
+	sem_t gate;
+	struct fill_ctl ctl = { .gate = &gate };
 	struct flight f[NTHREADS];
 	struct cache_stats st;
 	int i;
 
+	sem_init(&gate, 0, 0);
 	run_flight(c, &ctl, 77 * 4096, f);
 	ck_assert_int_eq(atomic_load(&ctl.calls), 1);
 	for (i = 0; i < NTHREADS; i++) {
@@ -318,11 +347,12 @@ START_TEST(test_single_flight)
 	}
 	st = stats(c);
 	ck_assert_uint_eq(st.misses, 1);
-	ck_assert_uint_eq(st.waits + st.hits, NTHREADS - 1);
-	ck_assert_uint_ge(st.waits, 1);
+	ck_assert_uint_eq(st.waits, NTHREADS - 1);
+	ck_assert_uint_eq(st.hits, 0);
 	for (i = 0; i < NTHREADS; i++)
 		cache_put(c, f[i].e);
 	ck_assert(cache_contains(c, 77 * 4096));
+	sem_destroy(&gate);
 	cache_free(c);
 }
 END_TEST
@@ -330,23 +360,24 @@ END_TEST
 START_TEST(test_single_flight_error)
 {
 	struct cache *c = cache_new("data", ROOM_FOR(64), ENTRY);
-	struct fill_ctl ctl = { .delay_us = 200000, .err = -EIO };
+	sem_t gate;
+	struct fill_ctl ctl = { .gate = &gate, .err = -EIO };
 	struct flight f[NTHREADS];
 	struct cache_stats st;
-	int i, calls;
+	int i;
 
 	/* Waiters share a transient error; the next get tries again. */
+	sem_init(&gate, 0, 0);
 	run_flight(c, &ctl, 3, f);
-	calls = atomic_load(&ctl.calls);
-	ck_assert_int_ge(calls, 1);
+	ck_assert_int_eq(atomic_load(&ctl.calls), 1);
 	for (i = 0; i < NTHREADS; i++) {
 		ck_assert_int_eq(f[i].err, -EIO);
 		ck_assert_ptr_null(f[i].e);
 	}
 	st = stats(c);
-	ck_assert_uint_eq(st.misses, (uint64_t)calls);
-	ck_assert_uint_eq(st.fill_errors, (uint64_t)calls);
-	ck_assert_uint_eq(st.waits + st.misses, NTHREADS);
+	ck_assert_uint_eq(st.misses, 1);
+	ck_assert_uint_eq(st.fill_errors, 1);
+	ck_assert_uint_eq(st.waits, NTHREADS - 1);
 	ck_assert_uint_eq(st.entries, 0);
 	ck_assert_uint_eq(st.bytes, 0);
 
@@ -358,6 +389,7 @@ START_TEST(test_single_flight_error)
 	for (i = 0; i < NTHREADS; i++)
 		ck_assert_int_eq(f[i].err, -EFSCORRUPTED);
 	ck_assert_uint_eq(stats(c).entries, 1);
+	sem_destroy(&gate);
 	cache_free(c);
 }
 END_TEST
@@ -368,6 +400,7 @@ struct again_arg {
 	struct cache *c;
 	struct fill_ctl *ctl;
 	int err;
+	size_t size; /* of the entry got */
 };
 
 static void *again_main(void *p)
@@ -376,29 +409,38 @@ static void *again_main(void *p)
 	struct cache_entry *e;
 
 	a->err = cache_get(a->c, 7, 4096, ctl_fill, a->ctl, &e);
-	if (!a->err)
+	if (!a->err) {
+		a->size = cache_entry_size(e);
 		cache_put(a->c, e);
+	}
 	return NULL;
 }
 
 START_TEST(test_again_refilled)
 {
 	struct cache *c = cache_new("data", ROOM_FOR(64), ENTRY);
-	struct fill_ctl giveup = { .delay_us = 200000, .err = -EAGAIN };
+	sem_t gate;
+	struct fill_ctl giveup = { .gate = &gate, .err = -EAGAIN };
 	struct fill_ctl good = { .len = 100 };
-	struct again_arg a = { c, &giveup, 0 };
-	struct cache_entry *e;
-	pthread_t t;
+	struct again_arg a = { c, &giveup, 0, 0 }, b = { c, &good, 0, 0 };
+	pthread_t t, u;
 
+	/* The first fill is under way (held at the gate) when the second
+	 * thread comes and waits for it; then it gives up. */
+	sem_init(&gate, 0, 0);
 	ck_assert_int_eq(pthread_create(&t, NULL, again_main, &a), 0);
-	usleep(50000); /* the first fill is under way */
-	ck_assert_int_eq(cache_get(c, 7, 4096, ctl_fill, &good, &e), 0);
-	ck_assert_uint_eq(cache_entry_size(e), 100);
-	cache_put(c, e);
+	wait_calls(&giveup, 1);
+	ck_assert_int_eq(pthread_create(&u, NULL, again_main, &b), 0);
+	wait_waiters(c, 0, 1);
+	sem_post(&gate);
 	pthread_join(t, NULL);
+	pthread_join(u, NULL);
 	ck_assert_int_eq(a.err, -EAGAIN); /* its own fill's error */
+	ck_assert_int_eq(b.err, 0); /* filled it itself */
+	ck_assert_uint_eq(b.size, 100);
 	ck_assert_int_eq(atomic_load(&giveup.calls), 1);
 	ck_assert_int_eq(atomic_load(&good.calls), 1);
+	sem_destroy(&gate);
 	cache_free(c);
 }
 END_TEST
@@ -794,12 +836,6 @@ static void *prefill_thread(void *arg)
 	return NULL;
 }
 
-static void wait_calls(struct fill_ctl *ctl, int n)
-{
-	while (atomic_load(&ctl->calls) < n)
-		usleep(1000);
-}
-
 /* Prefill never waits for a pending fill, and a get waits for a prefill. */
 START_TEST(test_prefill_pending)
 {
@@ -828,8 +864,7 @@ START_TEST(test_prefill_pending)
 	pthread_create(&t, NULL, prefill_thread, &b);
 	wait_calls(&ctl, 1);
 	pthread_create(&t2, NULL, blocked_get_thread, &b2);
-	while (stats(c).waits < 1)
-		usleep(1000);
+	wait_waiters(c, 0, 1);
 	sem_post(&gate);
 	pthread_join(t, NULL);
 	pthread_join(t2, NULL);
@@ -1097,11 +1132,16 @@ START_TEST(test_bench_hit_path)
 }
 END_TEST
 
+/* THREADS: the case runs threads of its own (TSan runs only those). */
+#define THREADS true
+
 static void add_case(Suite *s, const char *name, const TTest *test,
-		     double timeout)
+		     double timeout, bool threads)
 {
 	TCase *tc = tcase_create(name);
 
+	if (threads)
+		tcase_set_tags(tc, "threads");
 	tcase_set_timeout(tc, timeout);
 	tcase_add_test(tc, test);
 	suite_add_tcase(s, tc);
@@ -1111,25 +1151,26 @@ static Suite *cache_suite(void)
 {
 	Suite *s = suite_create("cache");
 
-	add_case(s, "basics", test_basics, 10);
-	add_case(s, "hit_miss", test_hit_miss, 10);
-	add_case(s, "data_integrity", test_data_integrity, 10);
-	add_case(s, "single_flight", test_single_flight, 20);
-	add_case(s, "single_flight_error", test_single_flight_error, 20);
-	add_case(s, "again_refilled", test_again_refilled, 20);
-	add_case(s, "eio_not_remembered", test_eio_not_remembered, 10);
-	add_case(s, "corrupt_remembered", test_corrupt_remembered, 10);
-	add_case(s, "budget_concurrent", test_budget_concurrent, 120);
-	add_case(s, "bypass_pinned", test_bypass_pinned, 10);
-	add_case(s, "budget_zero", test_budget_zero, 10);
-	add_case(s, "scan_resistance", test_scan_resistance, 30);
-	add_case(s, "ghost_readmission", test_ghost_readmission, 10);
-	add_case(s, "prefill_basic", test_prefill_basic, 10);
-	add_case(s, "prefill_pending", test_prefill_pending, 20);
-	add_case(s, "prefill_enospc", test_prefill_enospc, 10);
-	add_case(s, "free_many", test_free_many, 60);
-	add_case(s, "stress", test_stress, 300);
-	add_case(s, "bench_hit_path", test_bench_hit_path, 120);
+	add_case(s, "basics", test_basics, 10, false);
+	add_case(s, "hit_miss", test_hit_miss, 10, false);
+	add_case(s, "data_integrity", test_data_integrity, 10, false);
+	add_case(s, "single_flight", test_single_flight, 20, THREADS);
+	add_case(s, "single_flight_error", test_single_flight_error, 20,
+		 THREADS);
+	add_case(s, "again_refilled", test_again_refilled, 20, THREADS);
+	add_case(s, "eio_not_remembered", test_eio_not_remembered, 10, false);
+	add_case(s, "corrupt_remembered", test_corrupt_remembered, 10, false);
+	add_case(s, "budget_concurrent", test_budget_concurrent, 120, THREADS);
+	add_case(s, "bypass_pinned", test_bypass_pinned, 10, false);
+	add_case(s, "budget_zero", test_budget_zero, 10, false);
+	add_case(s, "scan_resistance", test_scan_resistance, 30, false);
+	add_case(s, "ghost_readmission", test_ghost_readmission, 10, false);
+	add_case(s, "prefill_basic", test_prefill_basic, 10, false);
+	add_case(s, "prefill_pending", test_prefill_pending, 20, THREADS);
+	add_case(s, "prefill_enospc", test_prefill_enospc, 10, false);
+	add_case(s, "free_many", test_free_many, 60, false);
+	add_case(s, "stress", test_stress, 300, THREADS);
+	add_case(s, "bench_hit_path", test_bench_hit_path, 120, THREADS);
 	return s;
 }
 

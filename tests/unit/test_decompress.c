@@ -1243,6 +1243,7 @@ static Suite *decompress_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("threads");
+	tcase_set_tags(tc, "threads"); /* what TSan runs */
 	tcase_add_test(tc, test_threads_mixed);
 	tcase_add_test(tc, test_threads_same);
 	tcase_add_test(tc, test_threads_exit);

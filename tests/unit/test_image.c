@@ -4,6 +4,18 @@
  * main() builds a source tree and packs it with mksquashfs under several
  * compressors and options, and every test compares what the reader returns
  * with the source tree itself (lstat, file bytes, xattrs, link targets).
+ *
+ * The "matrix" cases pack tests/images/mktree.py's standard tree (every
+ * kind of entry) with every compressor at every block size and with each
+ * mksquashfs option that changes the layout, and compare the whole image,
+ * read through lib/image alone, with the source: names, type and mode,
+ * owner, mtime, size, nlink, device numbers, symlink targets, xattrs,
+ * every byte, and which names share an inode.  One FUSE mount per
+ * compressor, compared with the kernel's squashfs too, is
+ * tests/integration/020's.  SQC_QUICK=1 (the sanitizer run) keeps one
+ * block size per compressor and the options that change the layout.
+ *
+ * Cases tagged "threads" run threads (TSan runs those only).
  */
 /* TSAN: yes */
 #include <check.h>
@@ -18,6 +30,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -1448,6 +1461,482 @@ START_TEST(test_seal_open)
 }
 END_TEST
 
+/*
+ * The image matrix: mktree.py's tree through every compressor, block
+ * size and layout option (see the top of this file).
+ */
+static char mtree[PATH_MAX / 4 + 16]; /* the standard tree, or "" */
+static char mhuge[PATH_MAX / 4 + 16]; /* the tree of one huge sparse file */
+
+enum {
+	M_QUICK = 1 << 0, /* in the SQC_QUICK=1 run too */
+	M_OPTIONAL = 1 << 1, /* mksquashfs may lack it: a note, no failure */
+	M_NO_XATTRS = 1 << 2, /* -no-xattrs: none stored */
+	M_NO_HARDLINKS = 1 << 3, /* -no-hardlinks: an inode per name */
+	M_ALL_ROOT = 1 << 4, /* -all-root: uid and gid 0 */
+	M_FORCE_IDS = 1 << 5, /* -force-uid 12345 -force-gid 4000000001 */
+	M_ALL_TIME = 1 << 6, /* -all-time 1234567 */
+	M_HUGE = 1 << 7, /* the huge sparse file's tree, not the standard */
+};
+
+struct mvariant {
+	const char *args; /* mksquashfs options */
+	unsigned int flags;
+};
+
+static const struct mvariant mvariants[] = {
+	/* Every compressor x block size (020's matrix before). */
+	{ "-comp gzip -b 4K", M_QUICK },
+	{ "-comp gzip -b 64K", 0 },
+	{ "-comp gzip -b 128K", 0 },
+	{ "-comp gzip -b 1M", 0 },
+	{ "-comp lz4 -b 4K", 0 },
+	{ "-comp lz4 -b 64K", M_QUICK },
+	{ "-comp lz4 -b 128K", 0 },
+	{ "-comp lz4 -b 1M", 0 },
+	{ "-comp lz4 -Xhc -b 4K", 0 },
+	{ "-comp lz4 -Xhc -b 64K", 0 },
+	{ "-comp lz4 -Xhc -b 128K", 0 },
+	{ "-comp lz4 -Xhc -b 1M", M_QUICK },
+	{ "-comp lzo -b 4K", M_QUICK },
+	{ "-comp lzo -b 64K", 0 },
+	{ "-comp lzo -b 128K", 0 },
+	{ "-comp lzo -b 1M", 0 },
+	{ "-comp xz -b 4K", 0 },
+	{ "-comp xz -b 64K", 0 },
+	{ "-comp xz -b 128K", 0 },
+	{ "-comp xz -b 1M", M_QUICK },
+	{ "-comp zstd -b 4K", 0 },
+	{ "-comp zstd -b 64K", 0 },
+	{ "-comp zstd -b 128K", M_QUICK },
+	{ "-comp zstd -b 1M", 0 },
+	{ "-comp lzma -b 4K", M_OPTIONAL },
+	{ "-comp lzma -b 64K", M_OPTIONAL },
+	{ "-comp lzma -b 128K", M_QUICK | M_OPTIONAL },
+	{ "-comp lzma -b 1M", M_OPTIONAL },
+	/* Options that change the layout (030's before). */
+	{ "-comp gzip -no-fragments", M_QUICK },
+	{ "-comp zstd -always-use-fragments", M_QUICK },
+	{ "-comp lz4 -tailends", M_QUICK | M_OPTIONAL },
+	{ "-comp gzip -tailends -b 4K", M_QUICK | M_OPTIONAL },
+	{ "-comp gzip -noI -noD -noF -noX", M_QUICK },
+	{ "-comp xz -noI", 0 },
+	{ "-comp lzo -noD", 0 },
+	{ "-comp zstd -noF", 0 },
+	{ "-comp gzip -noX", 0 },
+	{ "-comp lz4 -noId", 0 },
+	{ "-comp gzip -no-xattrs", M_QUICK | M_NO_XATTRS },
+	{ "-comp zstd -no-sparse", 0 },
+	{ "-comp lz4 -no-duplicates", 0 },
+	{ "-comp gzip -no-hardlinks", M_NO_HARDLINKS },
+	{ "-comp gzip -all-root", M_ALL_ROOT },
+	{ "-comp zstd -force-uid 12345 -force-gid 4000000001", M_FORCE_IDS },
+	{ "-comp lz4 -all-time 1234567", M_ALL_TIME },
+	{ "-comp xz -no-exports", 0 },
+	/* The kernel cannot mount it (its loop device cuts the unpadded
+	 * tail); lib/image reads the file itself. */
+	{ "-comp gzip -nopad", 0 },
+	{ "-comp gzip -b 4K -always-use-fragments", 0 },
+	/* A compressor-options block; x86 BCJ on files/x86ish. */
+	{ "-comp xz -Xbcj x86,arm -Xdict-size 50%", M_QUICK },
+	{ "-comp gzip -Xcompression-level 1 -Xwindow-size 8 "
+	  "-Xstrategy default,filtered",
+	  0 },
+	{ "-comp lzo -Xalgorithm lzo1x_1", 0 },
+	{ "-comp zstd -Xcompression-level 1", 0 },
+	/* A sparse file over 4 GiB with data on both sides of the 4 GiB
+	 * mark, 4K blocks: over a million entries in its block list
+	 * (040's second case before). */
+	{ "-comp lz4 -b 4K", M_HUGE },
+};
+#define NMVARIANTS (sizeof(mvariants) / sizeof(mvariants[0]))
+
+/* The variants this run packs (SQC_QUICK=1: those marked M_QUICK). */
+static unsigned int mrun[NMVARIANTS];
+static unsigned int nmrun;
+
+static bool is_quick(void)
+{
+	const char *q = getenv("SQC_QUICK");
+
+	return q && !strcmp(q, "1");
+}
+
+/* One name of the source and the image inode it became. */
+struct mlink {
+	uint64_t src_ino; /* the source's st_ino */
+	uint32_t img_ino; /* the image's inode number */
+	bool symlink; /* a hard-linked symlink may be split */
+};
+
+struct mwalk {
+	const struct mvariant *v;
+	struct img *img;
+	uint8_t *want, *have; /* MCHUNK each */
+	struct mlink *links;
+	size_t nlinks, caplinks;
+	unsigned long entries;
+	unsigned long long bytes;
+};
+
+#define MCHUNK (1u << 20)
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The xattrs of @path without system.* (mksquashfs drops POSIX ACLs). */
+static size_t src_xattrs(const char *path, char *names, size_t cap)
+{
+	char all[8192];
+	ssize_t n = llistxattr(path, all, sizeof(all));
+	size_t out = 0;
+
+	ck_assert_msg(n >= 0, "llistxattr %s: %s", path, strerror(errno));
+	for (ssize_t p = 0; p < n; p += (ssize_t)strlen(all + p) + 1) {
+		size_t l = strlen(all + p) + 1;
+
+		if (!strncmp(all + p, "system.", 7))
+			continue;
+		ck_assert_uint_le(out + l, cap);
+		memcpy(names + out, all + p, l);
+		out += l;
+	}
+	return out;
+}
+
+static void mcompare_xattrs(struct mwalk *w, const struct img_inode *ino,
+			    const char *path)
+{
+	char want[8192], have[8192], wv[65536], hv[65536];
+	size_t wn = 0, hn, vl;
+	ssize_t sl;
+
+	if (!(w->v->flags & M_NO_XATTRS))
+		wn = src_xattrs(path, want, sizeof(want));
+	ck_assert_int_eq(img_xattr_list(w->img, ino, have, sizeof(have), &hn),
+			 0);
+	/* Same set of names (the image lists them in its own order). */
+	for (size_t p = 0; p < wn; p += strlen(want + p) + 1) {
+		bool found = false;
+
+		for (size_t q = 0; q < hn && !found; q += strlen(have + q) + 1)
+			found = !strcmp(want + p, have + q);
+		ck_assert_msg(found, "%s: xattr %s missing from the image",
+			      path, want + p);
+		sl = lgetxattr(path, want + p, wv, sizeof(wv));
+		ck_assert_int_ge(sl, 0);
+		ck_assert_int_eq(img_xattr_get(w->img, ino, want + p, hv,
+					       sizeof(hv), &vl),
+				 0);
+		ck_assert_msg(vl == (size_t)sl && !memcmp(wv, hv, vl),
+			      "%s: xattr %s differs", path, want + p);
+	}
+	ck_assert_msg(hn == wn,
+		      "%s: the image lists %zu bytes of xattr "
+		      "names, the source %zu",
+		      path, hn, wn);
+}
+
+static void mcompare_file(struct mwalk *w, const struct img_inode *ino,
+			  const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	uint64_t off = 0;
+	size_t got;
+
+	ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
+	while (off < ino->size) {
+		size_t len = (size_t)MIN((uint64_t)MCHUNK, ino->size - off);
+		ssize_t n = pread(fd, w->want, len, (off_t)off);
+
+		ck_assert_int_eq(n, (ssize_t)len);
+		ck_assert_int_eq(img_file_read(w->img, NULL, ino, off, w->have,
+					       len, &got),
+				 0);
+		ck_assert_uint_eq(got, len);
+		if (memcmp(w->want, w->have, len)) {
+			size_t i = 0;
+
+			while (w->want[i] == w->have[i])
+				i++;
+			ck_abort_msg("%s: first difference at byte %llu", path,
+				     (unsigned long long)(off + i));
+		}
+		off += len;
+		w->bytes += len;
+	}
+	/* At the end: nothing more. */
+	ck_assert_int_eq(
+		img_file_read(w->img, NULL, ino, off, w->have, 1, &got), 0);
+	ck_assert_uint_eq(got, 0);
+	close(fd);
+}
+
+/* Compare the image inode @ino with the source entry @path. */
+static void mcompare_entry(struct mwalk *w, const struct img_inode *ino,
+			   const char *path)
+{
+	unsigned int fl = w->v->flags;
+	uint32_t uid, gid, mtime;
+	struct stat st;
+
+	ck_assert_msg(lstat(path, &st) == 0, "lstat %s: %s", path,
+		      strerror(errno));
+	w->entries++;
+	ck_assert_msg(ino->mode == st.st_mode, "%s: mode %o, source %o", path,
+		      ino->mode, st.st_mode);
+	uid = fl & M_ALL_ROOT ? 0 : fl & M_FORCE_IDS ? 12345 : st.st_uid;
+	gid = fl & M_ALL_ROOT ? 0 : fl & M_FORCE_IDS ? 4000000001u : st.st_gid;
+	ck_assert_msg(ino->uid == uid && ino->gid == gid,
+		      "%s: owner %u:%u, want %u:%u", path, ino->uid, ino->gid,
+		      uid, gid);
+	mtime = fl & M_ALL_TIME ? 1234567 : (uint32_t)st.st_mtime;
+	ck_assert_msg(ino->mtime == mtime, "%s: mtime %u, want %u", path,
+		      ino->mtime, mtime);
+	if (S_ISDIR(st.st_mode)) {
+		/* SquashFS, ext4 and tmpfs all count 2 + subdirectories. */
+		ck_assert_msg(ino->nlink == st.st_nlink,
+			      "%s: directory nlink %u, source %lu", path,
+			      ino->nlink, (unsigned long)st.st_nlink);
+	} else {
+		ck_assert_msg(
+			ino->size ==
+				(S_ISREG(st.st_mode) || S_ISLNK(st.st_mode) ?
+					 (uint64_t)st.st_size :
+					 0),
+			"%s: size %llu, source %lld", path,
+			(unsigned long long)ino->size, (long long)st.st_size);
+		if (fl & M_NO_HARDLINKS)
+			ck_assert_msg(ino->nlink == 1,
+				      "%s: nlink %u with "
+				      "-no-hardlinks",
+				      path, ino->nlink);
+		else if (S_ISLNK(st.st_mode) && st.st_nlink > 1)
+			/* mksquashfs 4.5.1 gives some names of a hard-linked
+			 * symlink an inode of their own. */
+			ck_assert_uint_le(ino->nlink, st.st_nlink);
+		else
+			ck_assert_msg(ino->nlink == st.st_nlink,
+				      "%s: nlink %u, source %lu", path,
+				      ino->nlink, (unsigned long)st.st_nlink);
+		if (w->nlinks == w->caplinks) {
+			w->caplinks = w->caplinks ? 2 * w->caplinks : 4096;
+			w->links = realloc(w->links,
+					   w->caplinks * sizeof(*w->links));
+			ck_assert_ptr_nonnull(w->links);
+		}
+		w->links[w->nlinks++] =
+			(struct mlink){ st.st_ino, ino->ino,
+					S_ISLNK(st.st_mode) != 0 };
+	}
+	if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
+		ck_assert_msg(major(ino->rdev) == major(st.st_rdev) &&
+				      minor(ino->rdev) == minor(st.st_rdev),
+			      "%s: device %u:%u, source %u:%u", path,
+			      major(ino->rdev), minor(ino->rdev),
+			      major(st.st_rdev), minor(st.st_rdev));
+	if (S_ISLNK(st.st_mode)) {
+		char want[IMG_SYMLINK_MAX + 2], have[IMG_SYMLINK_MAX + 1];
+		ssize_t n = readlink(path, want, sizeof(want) - 1);
+
+		ck_assert_int_gt(n, 0);
+		want[n] = '\0';
+		ck_assert_int_eq(img_readlink(w->img, ino, have, sizeof(have)),
+				 0);
+		ck_assert_msg(!strcmp(want, have), "%s: symlink target differs",
+			      path);
+	}
+	mcompare_xattrs(w, ino, path);
+	if (S_ISREG(st.st_mode))
+		mcompare_file(w, ino, path);
+}
+
+/* Compare directory @dir of the image with @path, recursively. */
+static void mwalk_dir(struct mwalk *w, const struct img_inode *dir,
+		      const char *path)
+{
+	size_t nsrc = 0, capsrc = 64, nimg = 0;
+	char **src = malloc(capsrc * sizeof(*src)), sub[PATH_MAX];
+	struct img_dirent *de = NULL;
+	struct img_dir_iter it;
+	struct img_inode ino;
+	struct dirent *d;
+	DIR *dp = opendir(path);
+	int err;
+
+	ck_assert_msg(dp != NULL, "opendir %s: %s", path, strerror(errno));
+	while ((d = readdir(dp))) {
+		if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
+			continue;
+		if (nsrc == capsrc) {
+			capsrc *= 2;
+			src = realloc(src, capsrc * sizeof(*src));
+		}
+		src[nsrc++] = strdup(d->d_name);
+	}
+	closedir(dp);
+	qsort(src, nsrc, sizeof(*src), cmp_name);
+	de = malloc((nsrc + 1) * sizeof(*de));
+	ck_assert_int_eq(img_dir_open(w->img, dir, 0, &it), 0);
+	while (nimg <= nsrc && (err = img_dir_next(&it, &de[nimg])) == 1)
+		nimg++;
+	ck_assert_msg(nimg == nsrc,
+		      "%s: %zu entries in the image, %zu in "
+		      "the source",
+		      path, nimg, nsrc);
+	for (size_t i = 0; i < nsrc; i++) {
+		ck_assert_msg(!strcmp(de[i].name, src[i]),
+			      "%s: entry %zu is '%s' in the image, '%s' in the "
+			      "source",
+			      path, i, de[i].name, src[i]);
+		ck_assert_msg(snprintf(sub, sizeof(sub), "%s/%s", path,
+				       src[i]) < (int)sizeof(sub),
+			      "path too long");
+		ck_assert_int_eq(img_inode_get(w->img, de[i].ref, &ino), 0);
+		ck_assert_uint_eq(ino.ino, de[i].ino);
+		ck_assert_uint_eq(ino.type, de[i].type);
+		mcompare_entry(w, &ino, sub);
+		if (ino.type == IMG_DIR)
+			mwalk_dir(w, &ino, sub);
+		free(src[i]);
+	}
+	free(src);
+	free(de);
+}
+
+static int cmp_src(const void *a, const void *b)
+{
+	const struct mlink *x = a, *y = b;
+
+	return x->src_ino < y->src_ino ? -1 : x->src_ino > y->src_ino;
+}
+
+static int cmp_img(const void *a, const void *b)
+{
+	const struct mlink *x = a, *y = b;
+
+	return x->img_ino < y->img_ino ? -1 : x->img_ino > y->img_ino;
+}
+
+/* Names share an inode in the image exactly where they do in the source
+ * (with -no-hardlinks: never; a hard-linked symlink may be split). */
+static void mcheck_links(struct mwalk *w)
+{
+	struct mlink *l = w->links;
+	size_t n = w->nlinks, i, j;
+
+	qsort(l, n, sizeof(*l), cmp_img);
+	for (i = 0; i + 1 < n; i++)
+		if (l[i].img_ino == l[i + 1].img_ino) {
+			ck_assert_msg(!(w->v->flags & M_NO_HARDLINKS),
+				      "-no-hardlinks: inode %u shared",
+				      l[i].img_ino);
+			ck_assert_msg(l[i].src_ino == l[i + 1].src_ino,
+				      "image inode %u shared by names of two "
+				      "source inodes",
+				      l[i].img_ino);
+		}
+	if (w->v->flags & M_NO_HARDLINKS)
+		return;
+	qsort(l, n, sizeof(*l), cmp_src);
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && l[j].src_ino == l[i].src_ino; j++)
+			if (!l[i].symlink)
+				ck_assert_msg(l[j].img_ino == l[i].img_ino,
+					      "a hard-link group was split "
+					      "(image inodes %u and %u)",
+					      l[i].img_ino, l[j].img_ino);
+	}
+}
+
+START_TEST(test_matrix)
+{
+	const struct mvariant *v = &mvariants[mrun[_i]];
+	const char *tree = v->flags & M_HUGE ? mhuge : mtree;
+	char img_path[PATH_MAX], cmd[PATH_MAX * 4];
+	struct mwalk w = { .v = v };
+	struct img_inode root;
+	struct img_opts o;
+	int rc;
+
+	snprintf(img_path, sizeof(img_path), "%s/matrix-%u.sqfs", workdir,
+		 mrun[_i]);
+	/* mksquashfs clamps every timestamp to SOURCE_DATE_EPOCH if set; the
+	 * "Unrecognised xattr prefix system.*" lines are the source's ACLs. */
+	snprintf(cmd, sizeof(cmd),
+		 "env -u SOURCE_DATE_EPOCH mksquashfs '%s' '%s' %s -noappend "
+		 "-no-progress -quiet >'%s.log' 2>&1",
+		 tree, img_path, v->args, img_path);
+	rc = system(cmd);
+	if (rc && (v->flags & M_OPTIONAL)) {
+		printf("matrix '%s': this mksquashfs cannot, skipped\n",
+		       v->args);
+		return;
+	}
+	ck_assert_msg(rc == 0, "mksquashfs %s failed (%s.log)", v->args,
+		      img_path);
+	img_opts_default(&o);
+	o.stage = STAGE_NONE;
+	ck_assert_int_eq(img_open(img_path, &o, &w.img), 0);
+	w.want = malloc(MCHUNK);
+	w.have = malloc(MCHUNK);
+	root_inode(w.img, &root);
+	mcompare_entry(&w, &root, tree);
+	mwalk_dir(&w, &root, tree);
+	mcheck_links(&w);
+	printf("matrix '%s': %lu entries, %llu bytes equal to the source\n",
+	       v->args, w.entries, w.bytes);
+	/* Every name of the source was seen (the walk compares listings). */
+	ck_assert_uint_eq(w.entries, 1 + count_tree(tree));
+	img_close(w.img);
+	free(w.want);
+	free(w.have);
+	free(w.links);
+	unlink(img_path);
+}
+END_TEST
+
+/* The trees of the matrix, from tests/images/mktree.py (run from the top
+ * of the tree, as make check does; $PYTHON or /usr/bin/python3). */
+static void build_matrix_trees(void)
+{
+	const char *py = getenv("PYTHON"), *tags = getenv("CK_INCLUDE_TAGS");
+	const char *only = getenv("CK_RUN_CASE");
+	char cmd[PATH_MAX + 256];
+	int rc;
+
+	/* Not for a run that leaves the (untagged) matrix out. */
+	if ((tags && *tags) || (only && *only && strcmp(only, "matrix")))
+		return;
+	if (!py || !*py)
+		py = "/usr/bin/python3";
+	snprintf(mtree, sizeof(mtree), "%s/mtree", workdir);
+	snprintf(cmd, sizeof(cmd), "'%s' tests/images/mktree.py -q '%s'", py,
+		 mtree);
+	rc = system(cmd);
+	if (rc) {
+		printf("mktree.py: exit %d: no matrix cases%s\n",
+		       WIFEXITED(rc) ? WEXITSTATUS(rc) : -1,
+		       WIFEXITED(rc) && WEXITSTATUS(rc) == 77 ?
+			       " (the file system lacks a feature)" :
+			       "");
+		if (!WIFEXITED(rc) || WEXITSTATUS(rc) != 77)
+			exit(1);
+		mtree[0] = '\0';
+	}
+	if (is_quick())
+		return;
+	snprintf(mhuge, sizeof(mhuge), "%s/mhuge", workdir);
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' tests/images/mktree.py -q --profile none --huge-sparse "
+		 "'%s'",
+		 py, mhuge);
+	if (system(cmd))
+		mhuge[0] = '\0';
+}
+
 static Suite *image_suite(void)
 {
 	Suite *s = suite_create("image");
@@ -1490,7 +1979,19 @@ static Suite *image_suite(void)
 	tcase_add_test(tc, test_seal_open);
 	suite_add_tcase(s, tc);
 
+	for (unsigned int v = 0; v < NMVARIANTS; v++) {
+		const char *tree = mvariants[v].flags & M_HUGE ? mhuge : mtree;
+
+		if (*tree && (!is_quick() || (mvariants[v].flags & M_QUICK)))
+			mrun[nmrun++] = v;
+	}
+	tc = tcase_create("matrix");
+	tcase_set_timeout(tc, 300);
+	tcase_add_loop_test(tc, test_matrix, 0, (int)nmrun);
+	suite_add_tcase(s, tc);
+
 	tc = tcase_create("threads");
+	tcase_set_tags(tc, "threads");
 	tcase_set_timeout(tc, 300);
 	tcase_add_loop_test(tc, test_concurrent_readers, 0, NVARIANTS);
 	suite_add_tcase(s, tc);
@@ -1511,6 +2012,7 @@ int main(void)
 		return 77;
 	}
 	build_fixture();
+	build_matrix_trees();
 	sr = srunner_create(image_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

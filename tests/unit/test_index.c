@@ -9,7 +9,6 @@
  * was damaged (the walk fails with -EFSCORRUPTED or ends, never crashes
  * or loops).
  */
-/* TSAN: yes */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>

@@ -3,7 +3,6 @@
  * This file implements the unit tests of lib/json: the scanner on nested,
  * escaped and malformed text, and the buffer's growth and string escapes.
  */
-/* TSAN: yes */
 #include <check.h>
 #include <errno.h>
 #include <stdint.h>

@@ -127,6 +127,7 @@ int main(void)
 		printf("cannot make the test image (is squashfs-tools installed?)\n");
 		return 77;
 	}
+	tcase_set_tags(tc, "threads"); /* the worker pool's: TSan runs it */
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_readahead);
 	tcase_add_test(tc, test_queue_full);

@@ -847,22 +847,27 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("stage");
+	TCase *tt = tcase_create("stager");
 	TCase *tc = tcase_create("stage");
 	SRunner *sr;
 	int failed;
 
+	/* The stager's threads (stage_start()): TSan runs these. */
+	tcase_set_tags(tt, "threads");
+	tcase_set_timeout(tt, 60);
+	tcase_add_test(tt, test_threads);
+	tcase_add_test(tt, test_threads_lazy);
+	tcase_add_test(tt, test_ended_log);
+	tcase_add_test(tt, test_backing_mapped);
+	tcase_add_test(tt, test_backing_refused);
+	suite_add_tcase(s, tt);
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_threads);
-	tcase_add_test(tc, test_threads_lazy);
-	tcase_add_test(tc, test_ended_log);
 	tcase_add_test(tc, test_readers);
 	tcase_add_test(tc, test_plans);
 	tcase_add_test(tc, test_failure);
 	tcase_add_test(tc, test_check);
 	tcase_add_test(tc, test_check_backing);
 	tcase_add_test(tc, test_backing_adopt);
-	tcase_add_test(tc, test_backing_mapped);
-	tcase_add_test(tc, test_backing_refused);
 	tcase_add_test(tc, test_backing_shared);
 	tcase_add_test(tc, test_backing_killed);
 	tcase_add_test(tc, test_backing_stuck);
