@@ -57,6 +57,7 @@ struct sqcd_opts {
 	struct img_opts img; /* ram=, cache=, meta=, stage= */
 	const char *keep; /* -o keep[=PATH]: the keeper's socket, or NULL */
 	uint64_t order_window; /* -o order_window=SIZE: the epoch order's */
+	uint64_t order_plans; /* -o order_plans=SIZE: its plans' budget */
 	/* the memory the daemon may use, read at start: the defaults of
 	 * ram= and warm= come from it (memlimit.h) */
 	struct memlimit mem;
