@@ -9,9 +9,12 @@
 #      and ping come back, the order's reply has not come, and the order
 #      is not set yet; once the rest of its body is sent, the order is
 #      taken whole;
-#   2. orders wait for the one in flight, a bounded number of them: one
-#      more is refused at once as busy, and those that waited are
-#      carried out, in turn, once it is done;
+#   2. the orders of many processes at once (the ranks of a job on a
+#      node: 8, 16 and 64 of them, each its own order with its pid) wait
+#      for the one in flight, none is refused as busy, stats and ping are
+#      answered meanwhile, then each is carried out and held beside the
+#      others (the stats list every process and its files), and each
+#      goes once its process ends;
 #   3. an order of 40,000 paths sent whole: pings are answered while it
 #      is carried out (reported; how many depends on the machine);
 #   4. umount asked while an order is in flight: the daemon exits at once
@@ -114,29 +117,84 @@ assert st["orders"] == orders + 1 and st["files"] == n, st
 print("1. stats in %.2f s and ping while an order of %d paths was in "
       "flight; then the order: %s" % (took, n, r.decode().strip()))
 
-# 2. Orders wait for the one in flight, at most 4; one more is refused.
-s, rest = held_order(body)
-small = b"d000/f00000\0d001/f00001\0"
-waiting = []
-for k in range(4):
-    w = connect()
-    w.sendall(b"order %d\n" % len(small) + small)
-    waiting.append(w)
-r, rest = ask_held(s, rest, "order %d\n" % len(small))
-assert r.startswith(b'{"ok":false') and b"busy" in r, r
-r, rest = ask_held(s, rest, "stats\n")
-assert json.loads(r)["order"]["orders"] == orders + 1, "an order jumped the queue"
-assert not any(has_reply(w) for w in waiting), "a waiting order was answered"
-s.sendall(rest)
-r = reply(s)
-assert b'"files":%d' % n in r, r
-for w in waiting:
-    r = reply(w)
-    assert r.startswith(b'{"ok":true') and b'"files":2' in r, r
-st = stats()["order"]
-assert st["orders"] == orders + 6 and st["files"] == 2, st
-print("2. 4 orders waited for the one in flight and were carried out; "
-      "a 5th was refused as busy")
+# 2. The orders of 8, 16 and 64 processes at once wait for the one in
+# flight: none is refused, and each is held beside the others.
+import os
+
+
+def start_time():
+    """Our start time, as the daemon checks it (/proc/PID/stat field 22)."""
+    with open("/proc/self/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])
+
+
+def rank(k, out, go):
+    """A child: its own order of 3 files, the reply to @out, then wait
+    until @go is closed."""
+    mine = b"".join(b"d%03d/f%05d\0" % ((k * 3 + j) % 200, k * 3 + j)
+                    for j in range(3))
+    s = connect()
+    s.sendall(b"order %d %d %d\n" % (len(mine), os.getpid(), start_time())
+              + mine)
+    r = reply(s, 120)
+    os.write(out, r.strip() + b"\n")
+    os.read(go, 1)
+    os._exit(0)
+
+
+def pending(fd):
+    return bool(select.select([fd], [], [], 0)[0])
+
+
+for nranks in (8, 16, 64):
+    before = stats()["order"]["orders"]
+    s, rest = held_order(body)
+    out_r, out_w = os.pipe()
+    go_r, go_w = os.pipe()
+    kids = []
+    for k in range(nranks):
+        pid = os.fork()
+        if pid == 0:
+            os.close(out_r)
+            os.close(go_w)
+            rank(k, out_w, go_r)
+        kids.append(pid)
+    os.close(out_w)
+    os.close(go_r)
+    # Until every child has sent its line and body, each waits in turn.
+    r, rest = ask_held(s, rest, "stats\n")
+    assert json.loads(r)["order"]["orders"] == before, \
+        "an order jumped the queue"
+    r, rest = ask_held(s, rest, "ping\n")
+    assert r.startswith(b'{"ok":true'), r
+    assert not pending(out_r), "a waiting order was answered: %r" % \
+        os.read(out_r, 4096)
+    s.sendall(rest)
+    r = reply(s)
+    assert b'"files":%d' % n in r, r
+    with os.fdopen(out_r, "rb") as f:
+        lines = [f.readline() for _ in range(nranks)]
+    for line in lines:
+        assert line.startswith(b'{"ok":true') and b'"files":3' in line, \
+            "a rank's order: %r" % line
+    st = stats()["order"]
+    by = {c["pid"]: c for c in st["by_client"]}
+    assert st["clients"] == nranks + 1 and sorted(by) == [0] + sorted(kids), \
+        (st["clients"], sorted(by))
+    assert all(by[p]["files"] == 3 for p in kids), by
+    assert st["files"] == n + 3 * nranks and st["refused"] == 0, st
+    # Each rank's order goes when it ends.
+    os.close(go_w)
+    for pid in kids:
+        os.waitpid(pid, 0)
+    t0 = time.monotonic()
+    while stats()["order"]["clients"] != 1:
+        assert time.monotonic() - t0 < 10, \
+            "the ranks' orders outlived them by 10 s"
+        time.sleep(0.05)
+    print("2. %d processes' orders waited for the one in flight, none "
+          "refused, each held beside the others, and each gone %.2f s "
+          "after its process ended" % (nranks, time.monotonic() - t0))
 
 # 3. An order sent whole: pings while it is carried out.
 s = connect()
