@@ -20,6 +20,7 @@
 #   4. umount asked while an order is in flight: the daemon exits at once
 #      and the order is refused, not carried out.
 # TIMEOUT: 300
+# TSAN: yes
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 

@@ -16,6 +16,7 @@
 #      one rank's);
 #   3. once the ranks have exited, their orders are gone.
 # TIMEOUT: 300
+# TSAN: yes
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 
