@@ -17,8 +17,9 @@
 #      goes once its process ends;
 #   3. an order of 40,000 paths sent whole: pings are answered while it
 #      is carried out (reported; how many depends on the machine);
-#   4. umount asked while an order is in flight: the daemon exits at once
-#      and the order is refused, not carried out.
+#   4. umount asked while an order is in flight and 64 processes' orders
+#      wait: the daemon exits at once, and none of the orders is carried
+#      out.
 # TIMEOUT: 300
 # TSAN: yes
 # shellcheck source=tests/integration/lib.sh
@@ -129,18 +130,65 @@ def start_time():
         return int(f.read().rsplit(")", 1)[1].split()[19])
 
 
-def rank(k, out, go):
-    """A child: its own order of 3 files, the reply to @out, then wait
-    until @go is closed."""
-    mine = b"".join(b"d%03d/f%05d\0" % ((k * 3 + j) % 200, k * 3 + j)
-                    for j in range(3))
-    s = connect()
-    s.sendall(b"order %d %d %d\n" % (len(mine), os.getpid(), start_time())
-              + mine)
-    r = reply(s, 120)
-    os.write(out, r.strip() + b"\n")
-    os.read(go, 1)
-    os._exit(0)
+def rank(k, out, go, sent):
+    """A child: its own order of 3 files; a byte to @sent once it is sent;
+    its reply, or what went wrong, as a line to @out (always: the parent
+    reads one from each); then wait until @go is closed.  Never returns."""
+    r = b"(no reply)"
+    try:
+        mine = b"".join(b"d%03d/f%05d\0" % ((k * 3 + j) % 200, k * 3 + j)
+                        for j in range(3))
+        s = connect()
+        s.sendall(b"order %d %d %d\n" % (len(mine), os.getpid(),
+                                         start_time()) + mine)
+        os.write(sent, b"s")
+        r = reply(s, 120)
+    except BaseException as e:  # noqa: B036 - reported to the parent
+        r = b"(%s: %s)" % (type(e).__name__.encode(), str(e).encode())
+    finally:
+        try:
+            os.write(out, r.strip().replace(b"\n", b" ") + b"\n")
+            os.read(go, 1)
+        finally:
+            os._exit(0)
+
+
+def ranks(n):
+    """Fork @n ranks; return (pids, their replies' pipe, the pipe that
+    lets them exit, the pipe each writes to once its order is sent)."""
+    out_r, out_w = os.pipe()
+    go_r, go_w = os.pipe()
+    sent_r, sent_w = os.pipe()
+    kids = []
+    for k in range(n):
+        pid = os.fork()
+        if pid == 0:
+            os.close(out_r)
+            os.close(go_w)
+            os.close(sent_r)
+            rank(k, out_w, go_r, sent_w)
+        kids.append(pid)
+    for fd in (out_w, go_r, sent_w):
+        os.close(fd)
+    return kids, out_r, go_w, sent_r
+
+
+def wait_sent(s, rest, sent, n):
+    """Until @n ranks have sent their orders, trickling @rest of the order
+    in flight on @s (a byte every 0.4 s, as ask_held()).  Return: the
+    bytes of @rest left."""
+    got = 0
+    while got < n:
+        if select.select([sent], [], [], 0.4)[0]:
+            c = os.read(sent, n - got)
+            assert c, "a rank ended before sending its order"
+            got += len(c)
+            continue
+        assert len(rest) > 1, "%d of %d ranks sent their orders in %.0f s" % (
+            got, n, 0.4 * 63)
+        s.sendall(rest[:1])
+        rest = rest[1:]
+    return rest
 
 
 def pending(fd):
@@ -150,19 +198,10 @@ def pending(fd):
 for nranks in (8, 16, 64):
     before = stats()["order"]["orders"]
     s, rest = held_order(body)
-    out_r, out_w = os.pipe()
-    go_r, go_w = os.pipe()
-    kids = []
-    for k in range(nranks):
-        pid = os.fork()
-        if pid == 0:
-            os.close(out_r)
-            os.close(go_w)
-            rank(k, out_w, go_r)
-        kids.append(pid)
-    os.close(out_w)
-    os.close(go_r)
-    # Until every child has sent its line and body, each waits in turn.
+    kids, out_r, go_w, sent_r = ranks(nranks)
+    rest = wait_sent(s, rest, sent_r, nranks)
+    os.close(sent_r)
+    # Asked after every rank's order: answered once all of them wait.
     r, rest = ask_held(s, rest, "stats\n")
     assert json.loads(r)["order"]["orders"] == before, \
         "an order jumped the queue"
@@ -211,14 +250,31 @@ assert b'"files":%d' % n in r, r
 print("3. an order of %d paths took %.2f s; %d pings answered meanwhile" %
       (n, time.monotonic() - t0, pings))
 
-# 4. umount while an order is in flight.
+# 4. umount while an order is in flight and 64 processes' orders wait.
 s, rest = held_order(body)
+kids, out_r, go_w, sent_r = ranks(64)
+rest = wait_sent(s, rest, sent_r, 64)
+os.close(sent_r)
+r, rest = ask_held(s, rest, "stats\n")  # after every rank's order line
+assert r.startswith(b'{"ok":true'), r
 r, rest = ask_held(s, rest, "umount\n")
 assert r.startswith(b'{"ok":true'), r
+t0 = time.monotonic()
 r = reply(s, 30)
 assert not r.startswith(b'{"ok":true'), "an order was carried out after umount: %r" % r
-print("4. umount answered while an order was in flight; the order: %s" %
-      (r.decode().strip() or "(connection closed)"))
+with os.fdopen(out_r, "rb") as f:
+    lines = [f.readline() for _ in range(64)]
+took = time.monotonic() - t0
+assert not any(line.startswith(b'{"ok":true') for line in lines), \
+    "a waiting order was carried out after umount: %r" % lines
+os.close(go_w)
+for pid in kids:
+    os.waitpid(pid, 0)
+assert took < 10, "64 waiting orders held the unmount for %.1f s" % took
+print("4. umount answered while an order was in flight and 64 waited; "
+      "the order: %s; the 64 refused within %.2f s: %s" % (
+          r.decode().strip() or "(connection closed)", took,
+          lines[0].decode().strip() or "(connection closed)"))
 PY
 cat "$T/py.out"
 wait_gone "$pid" 20 "daemon $pid (umount asked while an order was in flight)"
