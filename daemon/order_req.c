@@ -347,9 +347,9 @@ void order_req(struct sqcd *d, struct order_clients *oc,
 	/* This client's ranges; those that files share are read once. */
 	order_get_stats(d->order, &os);
 	order_get_client(d->order, (uint64_t)who->pid, &cs);
-	log_info("epoch order of %s %d: %llu files, %llu bytes to read ahead "
-		 "(%llu staged); %llu orders",
-		 who->pid ? "pid" : "the mount,", (int)who->pid,
+	log_info("epoch order of %s%.0d: %llu files, %llu bytes to read ahead "
+		 "(%llu staged); %llu orders held",
+		 who->pid ? "pid " : "the mount", (int)who->pid,
 		 (unsigned long long)files, (unsigned long long)cs.planned,
 		 (unsigned long long)staged, (unsigned long long)os.clients);
 	rep->order.files = files;
