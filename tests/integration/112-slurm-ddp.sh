@@ -1,6 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 420
-# SANITIZE: no (a deployment test on the Slurm cluster; the order's C paths run sanitized in 072, 073 and 076)
+# SANITIZE: no (a deployment test on the Slurm cluster; the order's C paths run sanitized in 072, 073 and 078)
 # The seeds' job shape on a real 2-node Slurm cluster (issue 38;
 # tests/slurm/cluster.sh: each node with its own /dev/shm and /tmp, jobs
 # run by a non-root test user): `srun -N2 --ntasks-per-node=4` of a
