@@ -31,6 +31,12 @@
 #                              epoch with and without the image's seal, in
 #                              /dev/shm and on slowfs (20,000 images)
 #   sh bench/run.sh seal --quick    the same with 400 images, 1 repetition
+#   sh bench/run.sh ranks      a node's ranks sharing a mount (issue 38):
+#                              N ranks (1, 4, 8) x W workers, each rank a
+#                              DistributedSampler + EpochOrder, the
+#                              6,000 images (~600 MB) on slow storage,
+#                              ram= a quarter of the image (bench/ranks.py)
+#   sh bench/run.sh ranks --quick   the same with 400 images, 1x1 and 4x1
 #
 # Steps: generate the seeded data sets (cached under $BENCH_WORK), build
 # their SquashFS images and tars (cached too, with the time each took),
@@ -53,11 +59,12 @@ DECODE=0
 HDF5=0
 SWEEP=0
 SEAL=0
+RANKS=0
 for a in "$@"; do
 	case $a in
 	--quick) QUICK=1 ;;
 	-h | --help)
-		sed -n '3,43p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,49p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	scale) SCALE=1 ;;
@@ -66,6 +73,7 @@ for a in "$@"; do
 	hdf5) HDF5=1 ;;
 	sweep) SWEEP=1 ;;
 	seal) SEAL=1 ;;
+	ranks) RANKS=1 ;;
 	*)
 		echo "bench: unknown argument '$a' (try --help)" >&2
 		exit 2
@@ -78,8 +86,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-if [ $((SCALE + RAM + DECODE + HDF5 + SWEEP + SEAL)) -gt 1 ]; then
-	echo "bench: 'scale', 'ram', 'decode', 'hdf5', 'sweep' and 'seal' are separate runs; give one" >&2
+if [ $((SCALE + RAM + DECODE + HDF5 + SWEEP + SEAL + RANKS)) -gt 1 ]; then
+	echo "bench: 'scale', 'ram', 'decode', 'hdf5', 'sweep', 'seal' and 'ranks' are separate runs; give one" >&2
 	exit 2
 fi
 
@@ -101,6 +109,24 @@ if [ $RAM = 1 ]; then
 	: "${REPS:=1}" "${SLOW_REPS:=1}" "${PIL_SUBSET:=100}"
 	SLOW=0
 	export SLOW RAM RAM_REPS RAM_PEER_REPS RAM_PEER_FIRST SLOW_PROFILES
+elif [ $RANKS = 1 ]; then
+	# A node's ranks sharing a mount (issue 38 item 3): the larger-than-RAM
+	# set behind slowfs, read by N rank processes (bench/ranks.py).
+	if [ $QUICK = 1 ]; then
+		: "${RAM_CLASSES:=4}" "${RAM_PER_CLASS:=100}" "${RANKS_REPS:=1}"
+		: "${RANKS_SHAPES:=1x1,4x1}" "${SLOW_TIMEOUT:=300}"
+		SUFFIX=-ranks-quick
+	else
+		: "${RAM_CLASSES:=6}" "${RAM_PER_CLASS:=1000}" "${RANKS_REPS:=3}"
+		: "${SLOW_TIMEOUT:=900}"
+		SUFFIX=-ranks
+	fi
+	: "${SLOW_PROFILES:=pfs,pfs_slow}"
+	: "${REPS:=1}" "${SLOW_REPS:=1}" "${PIL_SUBSET:=100}"
+	: "${PASS_TIMEOUT:=1200}"
+	SLOW=0
+	export SLOW SLOW_PROFILES RANKS_REPS
+	[ -z "${RANKS_SHAPES:-}" ] || export RANKS_SHAPES
 elif [ $SCALE = 1 ]; then
 	# ImageNet-1k's tree, bytes scaled down (bench/gen.py imagenet), and
 	# a quarter of it for the growth check.  lz4, as issue #20 measured.
@@ -275,7 +301,7 @@ if [ $SCALE = 1 ]; then
 	build_set imagenet "$key2" --files "$SCALE_Q_FILES" \
 		--classes "$SCALE_CLASSES" --median "$SCALE_MEDIAN" \
 		--seed "$SEED_SCALE"
-elif [ $RAM = 1 ]; then
+elif [ $RAM = 1 ] || [ $RANKS = 1 ]; then
 	set1=images set2=
 	key1=images-${RAM_CLASSES}x${RAM_PER_CLASS}-s$SEED_IMAGES
 	key2=
@@ -361,7 +387,7 @@ for key in $key1 $key2; do
 	# case reads the image only.
 	if [ $SCALE = 1 ]; then
 		ln -s "$BENCH_WORK/$key.tar" "$STORE/$key.tar"
-	elif [ $RAM = 0 ] && [ $SWEEP = 0 ] && [ $SEAL = 0 ]; then
+	elif [ $RAM = 0 ] && [ $SWEEP = 0 ] && [ $SEAL = 0 ] && [ $RANKS = 0 ]; then
 		cp "$BENCH_WORK/$key.tar" "$STORE/"
 	fi
 done
@@ -382,7 +408,7 @@ EOF
 }
 {
 	echo "{"
-	if [ $RAM = 1 ] || [ $SWEEP = 1 ] || [ $SEAL = 1 ]; then
+	if [ $RAM = 1 ] || [ $SWEEP = 1 ] || [ $SEAL = 1 ] || [ $RANKS = 1 ]; then
 		# the tar is not read: it stays on disk
 		set_json "$set1" "$key1" "$BENCH_WORK/$key1.tar"
 	elif [ -z "$key2" ]; then
@@ -407,9 +433,15 @@ if [ $SWEEP = 1 ]; then
 	"$PYTHON" bench/sweep.py "$raw"
 elif [ $SEAL = 1 ]; then
 	"$PYTHON" bench/sealbench.py "$raw"
+elif [ $RANKS = 1 ]; then
+	"$PYTHON" bench/ranks.py "$raw"
 else
 	"$PYTHON" bench/bench.py "$raw"
 fi
 say "measured in $(since "$t0") s"
-"$PYTHON" bench/report.py "$raw" >"$RESULTS/$name.md"
+if [ $RANKS = 1 ]; then
+	"$PYTHON" bench/ranks.py report "$raw" >"$RESULTS/$name.md"
+else
+	"$PYTHON" bench/report.py "$raw" >"$RESULTS/$name.md"
+fi
 say "wrote the report $RESULTS/$name.md (raw results: $raw)"

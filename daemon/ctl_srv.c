@@ -4,7 +4,8 @@
  * a thread that accepts connections on the control socket, checks who is
  * asking, and answers ping, stats (built by the core, stats.c), stage,
  * umount, hold and release; and a thread of its own for order (the epoch
- * order, order_req.c), so that no request waits behind one (order_main()).
+ * orders, order_req.c), so that no request waits behind one, which also
+ * drops the order of a process that ended (order_main()).
  * Each request is read with ctl_req_decode() and answered with
  * ctl_reply_encode(), but for the stats object.
  */
@@ -16,11 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "ctl_srv.h"
 #include "daemon.h"
+#include "order/order.h"
 #include "order_req.h"
 #include "holders.h"
 #include "util/clock.h"
@@ -255,21 +258,28 @@ static char *read_order_body(int c, const char *first, size_t extra,
  * stats, hold, release and umount meanwhile (mountctl takes a daemon that
  * does not answer for busy or hung).  So the control thread hands each
  * order, once its line is read, to this one thread, which reads its body,
- * carries it out (order_req.c) and answers.  Orders are carried out one at a
- * time, in the order they came, as before; at most ORDERS_QUEUED_MAX wait,
- * and more are refused, so that the connections held open stay bounded.
+ * carries it out (order_req.c) and answers.  Orders are carried out one at
+ * a time, in the order they came.  Every rank of a job sends its order
+ * at the start of each epoch, all at once: ORDERS_QUEUED_MAX may wait (a
+ * connection each), enough for a node's ranks many times over, and more
+ * are refused, so that the connections held open stay bounded.
+ *
+ * Between orders the thread sleeps in poll() on an eventfd (an order
+ * queued, or stopping) and the pidfds of the processes whose orders it
+ * holds: a process that ends has its order dropped (order_clients_reap()).
  *
  * What an order touches beside the control thread: the image's lookups and
  * its epoch order (order_plan_set()), which FUSE workers and stats use
  * concurrently anyway.  The control thread's own requests (holders,
  * staging) never run here.
  */
-#define ORDERS_QUEUED_MAX 4
+#define ORDERS_QUEUED_MAX 256
 
 /* An order the control thread has read the line of. */
 struct order_job {
 	int c; /* its connection: the order thread's to close */
 	uint64_t bytes; /* of its body */
+	struct order_who who; /* whose order */
 	size_t extra; /* bytes of it that came with the line */
 	char first[CTL_REQ_MAX]; /* those bytes */
 };
@@ -281,14 +291,25 @@ struct ctl_srv {
 	bool running; /* @thread was started */
 	pthread_t order_thread; /* carries out orders (order_main()) */
 	bool order_running; /* @order_thread was started */
+	int wake; /* eventfd: an order queued, or stopping */
+	struct order_clients *clients; /* the order thread's (order_req.h) */
 	pthread_mutex_t lock; /* protects the fields below */
-	pthread_cond_t wake; /* an order queued, or stopping */
-	struct order_job queue[ORDERS_QUEUED_MAX]; /* waiting orders, a ring */
+	struct order_job *queue; /* waiting orders, a ring of
+				    ORDERS_QUEUED_MAX */
 	unsigned int head; /* the oldest of @queue */
 	unsigned int queued; /* orders in @queue */
 	int reading; /* the connection whose order is carried out, or -1 */
 	bool stopping; /* ctl_srv_stop() was called: orders are refused */
 };
+
+/* Wake the order thread.  Context: any thread. */
+static void wake_orders(struct ctl_srv *srv)
+{
+	uint64_t one = 1;
+
+	if (write(srv->wake, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_warn("cannot wake the order thread: %s", err_str(-errno));
+}
 
 /* Queue the order @req of connection @c, the first @extra bytes of its
  * body at @first.  Return: 0 (the order thread answers @c and closes it);
@@ -304,13 +325,16 @@ static int order_queue(struct ctl_srv *srv, int c, const struct ctl_req *req,
 		job = &srv->queue[(srv->head + srv->queued) % ORDERS_QUEUED_MAX];
 		job->c = c;
 		job->bytes = req->order.bytes;
+		job->who.pid = req->order.pid;
+		job->who.start = req->order.start;
 		job->extra = MIN(extra, sizeof(job->first));
 		memcpy(job->first, first, job->extra);
 		srv->queued++;
-		pthread_cond_signal(&srv->wake);
 		err = 0;
 	}
 	pthread_mutex_unlock(&srv->lock);
+	if (!err)
+		wake_orders(srv);
 	return err;
 }
 
@@ -332,7 +356,8 @@ static void order_answer(struct ctl_srv *srv, struct order_job *job,
 					 "the order's body did not come whole");
 		else {
 			rep->ok = true;
-			order_req(srv->d, body, job->bytes, rep);
+			order_req(srv->d, srv->clients, &job->who, body,
+				  job->bytes, rep);
 		}
 		free(body);
 		send_reply(srv->d, job->c, rep);
@@ -347,6 +372,24 @@ static void order_answer(struct ctl_srv *srv, struct order_job *job,
 	close(job->c);
 }
 
+/* Sleep until an order is queued, stopping, or a client ended; drop the
+ * orders of those that ended. */
+static void order_sleep(struct ctl_srv *srv)
+{
+	struct pollfd p[1 + ORDER_CLIENTS_MAX];
+	size_t n;
+	uint64_t v;
+
+	p[0] = (struct pollfd){ .fd = srv->wake, .events = POLLIN };
+	n = 1 + order_clients_fds(srv->clients, p + 1, ORDER_CLIENTS_MAX);
+	if (poll(p, n, order_clients_timeout(srv->clients)) > 0 &&
+	    (p[0].revents & POLLIN) && read(srv->wake, &v, sizeof(v)) < 0 &&
+	    errno != EAGAIN)
+		log_warn("cannot read the order thread's eventfd: %s",
+			 err_str(-errno));
+	order_clients_reap(srv->d, srv->clients);
+}
+
 /* Carry out the queued orders, one at a time, until stopped.  Orders
  * still queued then are refused. */
 static void *order_main(void *arg)
@@ -357,8 +400,11 @@ static void *order_main(void *arg)
 
 	for (;;) {
 		pthread_mutex_lock(&srv->lock);
-		while (!srv->queued && !srv->stopping)
-			pthread_cond_wait(&srv->wake, &srv->lock);
+		while (!srv->queued && !srv->stopping) {
+			pthread_mutex_unlock(&srv->lock);
+			order_sleep(srv);
+			pthread_mutex_lock(&srv->lock);
+		}
 		if (!srv->queued) {
 			pthread_mutex_unlock(&srv->lock);
 			return NULL;
@@ -484,13 +530,22 @@ static int bind_addr(struct sqcd *d, struct ctl_srv **out)
 		return -ENOMEM;
 	srv->d = d;
 	srv->reading = -1;
-	err = ctl_listen(d->o.ctl_addr, &srv->fd);
+	srv->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	srv->queue = calloc(ORDERS_QUEUED_MAX, sizeof(*srv->queue));
+	err = srv->wake < 0 ? -errno : !srv->queue ? -ENOMEM : 0;
+	if (!err)
+		err = order_clients_new(&srv->clients);
+	if (!err)
+		err = ctl_listen(d->o.ctl_addr, &srv->fd);
 	if (err) {
+		if (srv->wake >= 0)
+			close(srv->wake);
+		order_clients_free(srv->clients);
+		free(srv->queue);
 		free(srv);
 		return err;
 	}
 	pthread_mutex_init(&srv->lock, NULL);
-	pthread_cond_init(&srv->wake, NULL);
 	*out = srv;
 	return 0;
 }
@@ -606,8 +661,8 @@ void ctl_srv_stop(void *f)
 	srv->stopping = true;
 	if (srv->reading >= 0)
 		shutdown(srv->reading, SHUT_RD);
-	pthread_cond_signal(&srv->wake);
 	pthread_mutex_unlock(&srv->lock);
+	wake_orders(srv);
 	if (srv->order_running)
 		pthread_join(srv->order_thread, NULL);
 	srv->running = false;
@@ -624,7 +679,9 @@ void ctl_srv_free(void *f)
 	if (!srv)
 		return;
 	pthread_mutex_destroy(&srv->lock);
-	pthread_cond_destroy(&srv->wake);
+	close(srv->wake);
+	order_clients_free(srv->clients);
+	free(srv->queue);
 	free(srv);
 }
 

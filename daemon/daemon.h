@@ -61,6 +61,7 @@ struct sqcd_opts {
 	uint8_t seal_root[32]; /* -o seal_root=HEX: the root it must have */
 	bool seal_root_set; /* seal_root= was given */
 	uint64_t order_window; /* -o order_window=SIZE: the epoch order's */
+	uint64_t order_plans; /* -o order_plans=SIZE: its plans' budget */
 	/* the memory the daemon may use, read at start: the defaults of
 	 * ram= and warm= come from it (memlimit.h) */
 	struct memlimit mem;

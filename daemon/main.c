@@ -504,7 +504,10 @@ static int open_image(struct sqcd *d, int *status)
 	}
 	if (fd_image && atoi(strrchr(d->o.image, '/') + 1) > 2)
 		close(atoi(strrchr(d->o.image, '/') + 1)); /* img has its own */
-	err = order_attach(d->img, d->o.order_window, &d->order);
+	err = order_attach(d->img,
+			   &(struct order_opts){ .window = d->o.order_window,
+						 .plans = d->o.order_plans },
+			   &d->order);
 	if (err) {
 		fprintf(stderr, "squashcached: cannot mount '%s': %s\n",
 			d->o.image, err_str(err));

@@ -48,8 +48,11 @@ static void usage(FILE *f)
 		"                     least 64M, at most 1/16 of memory)\n"
 		"  warm=SIZE          push listed files into the kernel's page cache in\n"
 		"                     the background, up to SIZE (default 25%%; 0 = off)\n"
-		"  order_window=SIZE  RAM for reading ahead an epoch order given with\n"
+		"  order_window=SIZE  RAM for reading ahead the epoch orders given with\n"
 		"                     mountctl order (default 64M; 0 = refuse orders)\n"
+		"  order_plans=SIZE   RAM for the plans of the epoch orders, all\n"
+		"                     processes' together (default: 1/16 of memory, at\n"
+		"                     least 64M, at most 1G)\n"
 		"  statahead=N|all    listing ahead: list up to N entries ahead of a\n"
 		"                     reader that walks the tree, and directories whose\n"
 		"                     files are opened by path (default 65536; 0 = off);\n"
@@ -272,6 +275,8 @@ static int parse_one(struct sqcd_opts *o, char *opt)
 		return parse_size_opt(o, opt, val, &o->warm);
 	if (!strcmp(opt, "order_window"))
 		return parse_size_opt(o, opt, val, &o->order_window);
+	if (!strcmp(opt, "order_plans"))
+		return parse_size_opt(o, opt, val, &o->order_plans);
 	if (!strcmp(opt, "offset"))
 		return parse_size_opt(o, opt, val, &o->img.offset);
 	if (!strcmp(opt, "stage"))
@@ -368,6 +373,9 @@ int sqcd_opts_parse(struct sqcd_opts *o, int argc, char **argv, int *status)
 	o->warm = o->mem.usable / 4;
 	o->readahead = 4;
 	o->order_window = 64ull << 20;
+	/* An order costs about 110 bytes a range: ImageNet's 1.28M files,
+	 * ordered whole or in shards, about 150 MB. */
+	o->order_plans = MIN(MAX(o->mem.usable / 16, 64ull << 20), 1ull << 30);
 	o->statahead_wait = 10;
 	o->statahead = 65536;
 	o->seal = "auto"; /* IMAGE.sqcseal, if there is one */

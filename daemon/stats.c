@@ -22,11 +22,15 @@
  *   image_io: {bytes, reads, read_bytes, stager_bytes, demand_bytes,
  *            readahead_bytes, order_bytes, read_errors, decompressions,
  *            decompressed_bytes, corrupt}
- *   order:  {window, held, held_max, orders, files, ranges, planned, read,
+ *   order:  {window, held, held_max, orders, clients, files, ranges,
+ *            planned, plans, plans_max, plans_budget, refused, read,
  *            served, hits, skipped, waits, by_readers, dropped_unread,
- *            errors,
- *            threads} (the epoch order, lib/order; counts of the last
- *            order but orders and held_max)
+ *            errors, threads, by_client: [{pid, orders, files, at,
+ *            ranges, planned, taken, ahead, plans}]} (the epoch orders,
+ *            lib/order; files, ranges and planned of the orders held now,
+ *            the other counts since the mount; by_client: each process's
+ *            order and how far its readers are, pid 0 the mount's own,
+ *            the first ORDER_CLIENTS_SHOWN; order_req.c)
  *   fuse:   {lookup, getattr, readlink, open, read, opendir, readdir,
  *            readdirplus, statfs, getxattr, listxattr, write, ioctl,
  *            bytes_served, eio, readaheads, spliced, no_open,
@@ -57,11 +61,11 @@
 #include "holders.h"
 #include "idle.h"
 #include "keep.h"
+#include "order_req.h"
 #include "statahead.h"
 #include "uring.h"
 #include "verify.h"
 #include "warm.h"
-#include "order/order.h"
 #include "util/clock.h"
 #include "util/err.h"
 
@@ -215,32 +219,6 @@ static void image_io_json(struct json_buf *b, struct img_stats *st)
 			(unsigned long long)st->corrupt);
 }
 
-/* "order":{...}: the epoch order's window (lib/order). */
-static void order_json(struct json_buf *b, struct order *ord)
-{
-	struct order_stats os = { 0 };
-
-	if (ord)
-		order_get_stats(ord, &os);
-	json_buf_printf(
-		b,
-		"\"order\":{\"window\":%llu,\"held\":%llu,\"held_max\":%llu,"
-		"\"orders\":%llu,\"files\":%llu,\"ranges\":%llu,"
-		"\"planned\":%llu,\"read\":%llu,\"served\":%llu,"
-		"\"hits\":%llu,\"skipped\":%llu,\"waits\":%llu,"
-		"\"by_readers\":%llu,"
-		"\"dropped_unread\":%llu,\"errors\":%llu,\"threads\":%u},",
-		(unsigned long long)os.window, (unsigned long long)os.held,
-		(unsigned long long)os.held_max, (unsigned long long)os.orders,
-		(unsigned long long)os.items, (unsigned long long)os.ranges,
-		(unsigned long long)os.planned, (unsigned long long)os.read,
-		(unsigned long long)os.served, (unsigned long long)os.hits,
-		(unsigned long long)os.skipped, (unsigned long long)os.waits,
-		(unsigned long long)os.by_readers,
-		(unsigned long long)os.dropped_unread,
-		(unsigned long long)os.errors, os.threads);
-}
-
 /* The name of each kind of request in the stats, in enum sqcd_op order. */
 static const char *const op_names[SQCD_OP__COUNT] = {
 	[SQCD_OP_LOOKUP] = "lookup",
@@ -298,7 +276,7 @@ void sqcd_stats_json(struct sqcd *d, struct json_buf *b)
 			   b); /* feature call site: holders */
 	stage_json(b, &st, &ss, &d->o.mem);
 	image_io_json(b, &st);
-	order_json(b, d->order);
+	order_stats_json(d, b); /* order_req.c */
 	fuse_json(d, b);
 	uring_stats_json(sqcd_feature(d, &uring_feature),
 			 b); /* feature call site: io_uring */

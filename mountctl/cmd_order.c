@@ -4,7 +4,9 @@
  * files a training epoch will read, in the order it will read them, so
  * that it reads them ahead (the "order" request, lib/ctl/ctl.h).  The
  * paths come on standard input; each is made relative to the mount's
- * root here, and the daemon checks every one before it uses any.
+ * root here, and the daemon checks every one before it uses any.  With
+ * --pid the order is that process's, beside other processes' orders, and
+ * the daemon drops it when the process ends.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -15,6 +17,7 @@
 #include "ctl/ctl.h"
 #include "mountctl.h"
 #include "util/err.h"
+#include "util/proc.h"
 #include "util/size.h"
 
 /* Finding a million files takes the daemon a few seconds. */
@@ -100,11 +103,13 @@ static int build(struct paths *p, const struct mountinfo_mount *m, char sep)
 	return MC_EXIT_OK;
 }
 
-/* Send the body to the daemon of @m and say what it answered. */
-static int send_order(const struct mountinfo_mount *m, const struct paths *p)
+/* Send the body to the daemon of @m, as the order of process @pid (0:
+ * the mount's own), started at @start, and say what it answered. */
+static int send_order(const struct mountinfo_mount *m, const struct paths *p,
+		      pid_t pid, uint64_t start)
 {
 	const struct ctl_req req = { .cmd = CTL_CMD_ORDER,
-				     .order = { p->len } };
+				     .order = { p->len, pid, start } };
 	char why[PATH_MAX + 256], b[32], w[32];
 	struct ctl_reply *rep;
 	int err, rc = MC_EXIT_OK;
@@ -141,23 +146,36 @@ static int run(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "null", no_argument, NULL, '0' },
 		{ "clear", no_argument, NULL, 'c' },
+		{ "pid", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct paths p = { 0 };
-	char path[PATH_MAX];
+	char path[PATH_MAX], *end;
 	bool clear = false;
 	struct mountinfo_mount m;
+	uint64_t start = 0;
 	char sep = '\n';
+	long pid = 0;
 	int c, err;
 
-	while ((c = getopt_long(argc, argv, "0ch", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "0cp:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case '0':
 			sep = '\0';
 			break;
 		case 'c':
 			clear = true;
+			break;
+		case 'p':
+			errno = 0;
+			pid = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || pid <= 0 ||
+			    pid > CTL_PID_MAX)
+				return mc_bad_usage(
+					&mc_cmd_order,
+					"--pid: '%s' is not a process id",
+					optarg);
 			break;
 		case 'h':
 			mc_usage(&mc_cmd_order, stdout);
@@ -171,6 +189,10 @@ static int run(int argc, char **argv)
 		return mc_bad_usage(&mc_cmd_order,
 				    "expected one MOUNTPOINT, got %d arguments",
 				    argc - optind);
+	if (pid && proc_start_time((pid_t)pid, &start)) {
+		mc_err("order: --pid %ld: no such process", pid);
+		return MC_EXIT_USAGE;
+	}
 	if (mc_resolve_arg(argv[optind], path, &m))
 		return MC_EXIT_USAGE;
 	if (!clear) {
@@ -191,14 +213,14 @@ static int run(int argc, char **argv)
 			return c;
 		}
 	}
-	c = send_order(&m, &p);
+	c = send_order(&m, &p, (pid_t)pid, start);
 	free(p.in);
 	return c;
 }
 
 const struct mc_cmd mc_cmd_order = {
 	.name = "order",
-	.args = "[-0] [--clear] MOUNTPOINT < PATHS",
+	.args = "[-0] [--clear] [--pid PID] MOUNTPOINT < PATHS",
 	.summary = "tell a mount the order in which an epoch reads its files",
 	.help = "\n"
 		"Reads the files this epoch will read, in that order, from standard\n"
@@ -206,13 +228,22 @@ const struct mc_cmd mc_cmd_order = {
 		"the mount's root or absolute under MOUNTPOINT.  The daemon then\n"
 		"reads the parts of the image they need that are not staged ahead of\n"
 		"the readers, in that order, within its order_window= of RAM, and\n"
-		"drops each once read.  A new order replaces the one before.  Reads\n"
-		"in another order still work; they just gain less.  Every path must\n"
-		"name a regular file of the image; if one does not, the order is\n"
-		"refused, naming it, and the order before stays.\n"
+		"drops each once read.  Reads in another order still work; they just\n"
+		"gain less.  Every path must name a regular file of the image; if one\n"
+		"does not, the order is refused, naming it, and the order before\n"
+		"stays.\n"
+		"\n"
+		"With --pid, the order is that process's (a rank of a training job,\n"
+		"which its DataLoader's workers read for): it replaces that process's\n"
+		"order only, the daemon reads it ahead beside the orders of the other\n"
+		"processes that share the mount, as far as each one's readers have\n"
+		"got, and drops it when the process ends.  squashcache.torch.EpochOrder\n"
+		"gives its own process's pid.  Without --pid, the order is the\n"
+		"mount's own, and the next such order replaces it.\n"
 		"\n"
 		"  -0, --null         paths end in NUL, not newline\n"
 		"  -c, --clear        forget the order (standard input is not read)\n"
+		"  -p, --pid PID      the order of process PID (running)\n"
 		"  -h, --help         this text\n"
 		"\n"
 		"Exit status: 0 the order is set, 1 the daemon refused it, 2 not a\n"

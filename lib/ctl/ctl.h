@@ -44,15 +44,21 @@
  *            util/proc.h), holds the mount; refused
  *            ("closing") once the daemon decided to go
  *   release PID        {"ok":true,"holders":N}; "not a holder" if it was not
- *   order BYTES
+ *   order BYTES [PID START]
  *            followed by BYTES bytes (at most CTL_ORDER_MAX): the files
  *            this epoch will read, in order, each a path relative to the
  *            mount's root ending in a NUL.  {"ok":true,"files":N,
  *            "bytes":B,"staged":S,"window":W}: B bytes of the image will
  *            be read ahead in that order within a window of W bytes, S
- *            are staged already.  "order 0" forgets the order.  A path
- *            that is malformed or names no regular file of the image is
- *            refused, naming it, and the order before stays.
+ *            are staged already.  The order is process PID's, started at
+ *            START (proc_start_time()): it replaces that process's order
+ *            only, beside the orders of other processes (the ranks of a
+ *            job that share the mount), and is forgotten when the
+ *            process ends; refused ("no such process") if it is not
+ *            running.  Without PID it is the mount's own order, replaced
+ *            by the next such order.  "order 0 [PID START]" forgets the
+ *            order.  A path that is malformed or names no regular file of
+ *            the image is refused, naming it, and the order before stays.
  *
  * A refusal is {"ok":false,"error":"..."}: "unknown command", "usage:
  * ..." (ctl_req_usage()), "permission denied", or the command's own.
@@ -283,7 +289,7 @@ enum ctl_cmd {
 	CTL_CMD_UMOUNT, /* "umount" */
 	CTL_CMD_HOLD, /* "hold PID START" */
 	CTL_CMD_RELEASE, /* "release PID" */
-	CTL_CMD_ORDER, /* "order BYTES", then the body */
+	CTL_CMD_ORDER, /* "order BYTES [PID START]", then the body */
 	CTL_CMD_COUNT /* number of commands, not one */
 };
 
@@ -315,9 +321,11 @@ struct ctl_req_release {
 	pid_t pid; /* the holder, 1..CTL_PID_MAX */
 };
 
-/* "order BYTES". */
+/* "order BYTES [PID START]". */
 struct ctl_req_order {
 	uint64_t bytes; /* of the body that follows, 0..CTL_ORDER_MAX */
+	pid_t pid; /* whose order, 1..CTL_PID_MAX; 0: the mount's own */
+	uint64_t start; /* its start time, proc_start_time() of it */
 };
 
 /* One request; ping, stats and umount have no arguments. */

@@ -20,7 +20,7 @@
 #include "json/json.h"
 #include "util/compiler.h"
 
-#define WORDS_MAX 4 /* a command and its arguments, plus one too many */
+#define WORDS_MAX 5 /* a command and its arguments, plus one too many */
 
 /* One command: its name, how many arguments it takes, its usage. */
 struct cmd_desc {
@@ -37,8 +37,8 @@ static const struct cmd_desc cmds[CTL_CMD_COUNT] = {
 	[CTL_CMD_UMOUNT] = { "umount", 0, 0, "usage: umount" },
 	[CTL_CMD_HOLD] = { "hold", 2, 2, "usage: hold PID START" },
 	[CTL_CMD_RELEASE] = { "release", 1, 1, "usage: release PID" },
-	[CTL_CMD_ORDER] = { "order", 1, 1,
-			    "usage: order BYTES (then the body)" },
+	[CTL_CMD_ORDER] = { "order", 1, 3,
+			    "usage: order BYTES [PID START] (then the body)" },
 };
 
 static const char *const mode_names[] = {
@@ -160,6 +160,12 @@ int ctl_req_decode(const char *line, struct ctl_req *req)
 		err = parse_pid(&w[1], &r.release.pid);
 	} else if (r.cmd == CTL_CMD_ORDER) {
 		err = parse_num(&w[1], CTL_ORDER_MAX, &r.order.bytes);
+		if (!err && args == 2)
+			err = -EINVAL; /* a PID without its START */
+		if (!err && args == 3)
+			err = parse_pid(&w[2], &r.order.pid);
+		if (!err && args == 3)
+			err = parse_num(&w[3], UINT64_MAX, &r.order.start);
 	}
 	if (err)
 		return err;
@@ -211,10 +217,16 @@ int ctl_req_encode(const struct ctl_req *req, char *buf, size_t cap)
 		n = snprintf(buf, cap, "%s %d", name, (int)req->release.pid);
 		break;
 	case CTL_CMD_ORDER:
-		if (req->order.bytes > CTL_ORDER_MAX)
+		if (req->order.bytes > CTL_ORDER_MAX ||
+		    (req->order.pid && !is_pid(req->order.pid)))
 			return -EINVAL;
-		n = snprintf(buf, cap, "%s %llu", name,
-			     (unsigned long long)req->order.bytes);
+		n = req->order.pid ?
+			    snprintf(buf, cap, "%s %llu %d %llu", name,
+				     (unsigned long long)req->order.bytes,
+				     (int)req->order.pid,
+				     (unsigned long long)req->order.start) :
+			    snprintf(buf, cap, "%s %llu", name,
+				     (unsigned long long)req->order.bytes);
 		break;
 	default:
 		n = snprintf(buf, cap, "%s", name);

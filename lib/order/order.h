@@ -7,16 +7,29 @@
  * one storage round trip per file; told the order, the reads overlap, so
  * the storage stays busy at its bandwidth.
  *
- * The owner (plan.c, for an image) turns each file of the order into the
- * ranges a read of it needs (struct order_range), leaving out what
- * staging holds.  order.c knows nothing of SquashFS.  Each range is read from the
+ * Orders come from clients: each process that reads (a rank of a training
+ * job, each with its own shard of the data set) gives its own order, under
+ * a key its owner chooses, and a new order of a client replaces that
+ * client's order only.  The order serves them all at once: one plan of
+ * ranges shared by every client (a range two clients need is read once
+ * and held until both took it), read ahead by one set of threads within
+ * one window, each next read taken for the client whose readers are
+ * nearest to it (the fewest files between their place and that range),
+ * each client at most its share of the window (the window over the clients
+ * with ranges to read or held).
+ *
+ * The owner (plan.c, for an image) turns each file of an order into the
+ * ranges a read of it needs (struct order_range), leaving out what staging
+ * holds.  order.c knows nothing of SquashFS.  Each range is read from the
  * source once: by a thread ahead of the readers, or by the first reader
  * that needs it before a thread got to it (others wait for that read).
- * Ranges may overlap (blocks that files share): a read is served by any
- * range that holds all its bytes, the one of the earliest user still held.
- * A range is dropped when readers have taken all its bytes (as often as
- * files share it), or when they are ORDER_LAG files past its last user;
- * the window (held bytes) stays within its budget.
+ * Ranges may overlap (blocks that files share): a read is served by a
+ * range that holds all its bytes, the one whose client's readers are
+ * nearest to it.  Bytes readers take count for one client that needs the
+ * range (the one whose readers are nearest to it), which moves that
+ * client's place; a range is dropped when each of its users took it whole,
+ * or when their clients' readers are ORDER_LAG files past it.  The plans
+ * (ranges and each client's list of them) stay within a byte budget.
  */
 #ifndef SQC_ORDER_ORDER_H
 #define SQC_ORDER_ORDER_H
@@ -31,6 +44,7 @@ struct order; /* opaque, shared by all threads */
 #define ORDER_LAG 1024u
 #define ORDER_THREADS_MAX 64u
 #define ORDER_RANGE_MAX (8u << 20) /* longest range; the owner splits */
+#define ORDER_CLIENTS_MAX 256u /* clients at once, at most */
 
 /* How the order reads its source; the owner's. */
 struct order_src {
@@ -43,9 +57,11 @@ struct order_src {
 struct order_opts {
 	uint64_t window; /* bytes held at most; 0 turns the order off */
 	unsigned int threads; /* reads under way at most; 0: 16 */
+	uint64_t plans; /* bytes the plans may take in all; 0: no bound */
+	unsigned int clients; /* clients at most; 0: ORDER_CLIENTS_MAX */
 };
 
-/* One range of the order. */
+/* One range of an order. */
 struct order_range {
 	uint64_t off; /* in the source */
 	uint32_t len; /* bytes, 1 .. ORDER_RANGE_MAX */
@@ -57,11 +73,16 @@ struct order_stats {
 	uint64_t window; /* the budget */
 	uint64_t held; /* bytes read or being read, not dropped */
 	uint64_t held_max; /* the most at once */
-	uint64_t orders; /* orders set (order_set()) */
-	uint64_t items; /* files in the current order */
-	uint64_t ranges; /* its ranges (after merging shared ones) */
+	uint64_t orders; /* orders set (order_set() with ranges) */
+	uint64_t clients; /* clients with an order now */
+	uint64_t items; /* files in their orders */
+	uint64_t ranges; /* distinct ranges of their orders */
 	uint64_t planned; /* their bytes */
-	uint64_t read; /* bytes read from the source, this order */
+	uint64_t plans; /* bytes the plans take */
+	uint64_t plans_max; /* the most at once */
+	uint64_t plans_budget; /* what they may take (0: no bound) */
+	uint64_t refused; /* orders refused for the budget or clients */
+	uint64_t read; /* bytes read from the source (since order_new()) */
 	uint64_t served; /* bytes readers took from the window */
 	uint64_t hits; /* order_get() calls served */
 	uint64_t skipped; /* bytes counted as taken from a cache instead
@@ -69,15 +90,31 @@ struct order_stats {
 	uint64_t waits; /* of those, that waited for a read under way */
 	uint64_t by_readers; /* bytes a reader read before a thread did */
 	uint64_t dropped_unread; /* bytes dropped before any reader took
-				    them (passed by ORDER_LAG) */
+				    them (passed by ORDER_LAG, or their
+				    clients left) */
 	uint64_t errors; /* failed source reads */
 	unsigned int threads; /* threads running */
 };
 
+/* One client's order and how far its readers are. */
+struct order_client_stats {
+	uint64_t client; /* the key its owner gave (order_set()) */
+	uint64_t orders; /* orders it gave */
+	uint64_t items; /* files in its order */
+	uint64_t at; /* files its readers reached: the latest file they took
+			bytes of, plus one (0: none yet) */
+	uint64_t ranges; /* distinct ranges of its order */
+	uint64_t planned; /* their bytes */
+	uint64_t taken; /* bytes of them its readers took (or found in a
+			   cache) */
+	uint64_t ahead; /* bytes the threads read for it, not dropped */
+	uint64_t plans; /* bytes its list of ranges takes */
+};
+
 /**
- * order_new() - Set up an empty order.
+ * order_new() - Set up an order with no client.
  * @src: how to read the source; copied, @src->arg must outlive it
- * @o: window and threads
+ * @o: window, threads, budget of the plans, clients
  * @out: set to the order
  *
  * No thread starts until the first order_set() with ranges.
@@ -95,24 +132,32 @@ int order_new(const struct order_src *src, const struct order_opts *o,
 void order_free(struct order *ord);
 
 /**
- * order_set() - Replace the order.
+ * order_set() - Replace a client's order.
  * @ord: order
+ * @client: the client's key (the owner's: a process id, say)
  * @r: its ranges, in order (item non-decreasing); taken over (freed with
- *     free() by the order), may be NULL with @n 0 to clear the order
+ *     free() by the order), may be NULL with @n 0 to clear the client's
+ *     order (the client is forgotten)
  * @n: how many
  * @items: files in the order (counted in the stats)
  *
- * What the window held for the old order is dropped.  Ranges with the
- * same offset and length are merged into the first.  Starts the threads
- * the first time.
+ * Ranges with the same offset and length are one range, for this client
+ * and with every other client's.  What the window holds that no order
+ * needs any more is dropped; what the new order needs of it stays.  Other
+ * clients' orders are not touched.  Starts the threads the first time.
+ * Waits for reads and copies of ranges no order needs any more (one
+ * source read at most), not for anything else.
  *
  * Return: 0; -EOPNOTSUPP if the window is 0 (@r is freed); -EINVAL for a
  * range of length 0 or over ORDER_RANGE_MAX or ending past 2^64, or
- * items going back (@r is freed, the old order stays); -ENOMEM; -errno from pthread_create().
- * Context: any thread.
+ * items going back; -ENOSPC if the plans would pass their budget;
+ * -EUSERS if the order has its most clients already (on error @r is
+ * freed and the client's order before stays); -ENOMEM; -errno from
+ * pthread_create().
+ * Context: any thread; calls are carried out one at a time.
  */
-int order_set(struct order *ord, struct order_range *r, size_t n,
-	      uint64_t items);
+int order_set(struct order *ord, uint64_t client, struct order_range *r,
+	      size_t n, uint64_t items);
 
 /**
  * order_get() - Copy bytes from the window.
@@ -121,10 +166,11 @@ int order_set(struct order *ord, struct order_range *r, size_t n,
  * @len: bytes
  * @dst: destination
  *
- * If a range of the order holds all of [@off, @off + @len) (of several
- * that overlap: a live one, of the earliest user): copies from it,
- * reading it first if no thread has yet, or waiting for a read under
- * way.  The bytes taken count towards dropping the range.
+ * If a range of an order holds all of [@off, @off + @len) (of several
+ * that overlap: one held, or the one whose client's readers are nearest
+ * to it): copies from it, reading it first if no thread has yet, or
+ * waiting for a read under way.  The bytes taken count towards dropping
+ * the range, for the client whose readers are nearest to it.
  *
  * Return: 0; -ENODATA if no range of the order holds them (or its read
  * failed: the caller reads the source itself).
@@ -149,7 +195,7 @@ int order_get(struct order *ord, uint64_t off, size_t len, void *dst);
 void order_skip(struct order *ord, uint64_t off, size_t len, uint64_t amount);
 
 /**
- * order_has() - Whether a range of the order holds [@off, @off + @len).
+ * order_has() - Whether a range of an order holds [@off, @off + @len).
  * @ord: order, may be NULL
  * @off: offset in the source
  * @len: bytes
@@ -166,6 +212,30 @@ bool order_has(struct order *ord, uint64_t off, size_t len);
  * Context: any thread; cannot fail.
  */
 void order_get_stats(struct order *ord, struct order_stats *out);
+
+/**
+ * order_get_client() - Snapshot one client's counters.
+ * @ord: order
+ * @client: its key
+ * @out: filled in, or zeroed if it has no order
+ *
+ * Return: true if it has an order.
+ * Context: any thread; cannot fail.
+ */
+bool order_get_client(struct order *ord, uint64_t client,
+		      struct order_client_stats *out);
+
+/**
+ * order_get_clients() - Snapshot each client's counters.
+ * @ord: order
+ * @out: filled with the first @cap clients, in the order they came
+ * @cap: room in @out
+ *
+ * Return: the number of clients (may be more than @cap).
+ * Context: any thread; cannot fail.
+ */
+size_t order_get_clients(struct order *ord, struct order_client_stats *out,
+			 size_t cap);
 
 /*
  * The epoch order of a SquashFS image (plan.c, this module's only use of
@@ -195,7 +265,8 @@ struct order_plan {
 /**
  * order_attach() - Set up the epoch order of an image.
  * @img: image, opened and not yet read by anyone but img_open()
- * @window: bytes held at most; 0: orders are refused (-EOPNOTSUPP)
+ * @o: window (0: orders are refused, -EOPNOTSUPP), threads, budget of
+ *     the plans, clients
  * @out: set to the order, for order_plan_set() and its stats
  *
  * The order reads the image (img_window_read()) and is the image's window
@@ -205,7 +276,8 @@ struct order_plan {
  * Ownership: the image's: img_close() frees the order.
  * Context: before the image is shared.
  */
-int order_attach(struct img *img, uint64_t window, struct order **out);
+int order_attach(struct img *img, const struct order_opts *o,
+		 struct order **out);
 
 /**
  * order_plan_add() - Add a file to an epoch order being built.
@@ -227,18 +299,18 @@ int order_plan_add(struct order_plan *p, struct img *img,
 		   const struct img_inode *f);
 
 /**
- * order_plan_set() - Read ahead an epoch order from now on.
+ * order_plan_set() - Read ahead a client's epoch order from now on.
  * @ord: the image's order (order_attach()), or NULL
+ * @client: the client's key (order_set())
  * @p: the order built with order_plan_add(); its ranges are taken (@p is
  *     zeroed), also on error
  *
- * Replaces the order before it; an empty @p clears it.
+ * Replaces the client's order before it; an empty @p clears it.
  *
- * Return: 0; -EOPNOTSUPP if @ord is NULL or its window 0; -ENOMEM;
- * -errno from pthread_create().
+ * Return: as order_set(); -EOPNOTSUPP if @ord is NULL.
  * Context: any thread.
  */
-int order_plan_set(struct order *ord, struct order_plan *p);
+int order_plan_set(struct order *ord, uint64_t client, struct order_plan *p);
 
 /**
  * order_plan_release() - Free an order not given to order_plan_set().

@@ -43,15 +43,15 @@ static void win_release(void *arg)
 	order_free(arg);
 }
 
-int order_attach(struct img *img, uint64_t window, struct order **out)
+int order_attach(struct img *img, const struct order_opts *o,
+		 struct order **out)
 {
 	const struct order_src src = { src_read, img };
-	const struct order_opts o = { .window = window };
 	struct img_window w = { win_get, win_in_ram, win_used, win_release,
 				NULL };
 	int err;
 
-	err = order_new(&src, &o, out);
+	err = order_new(&src, o, out);
 	if (err)
 		return err;
 	w.arg = *out;
@@ -151,7 +151,7 @@ int order_plan_add(struct order_plan *p, struct img *img,
 	return 0;
 }
 
-int order_plan_set(struct order *ord, struct order_plan *p)
+int order_plan_set(struct order *ord, uint64_t client, struct order_plan *p)
 {
 	struct order_range *r = p->r;
 	size_t n = p->n;
@@ -162,7 +162,7 @@ int order_plan_set(struct order *ord, struct order_plan *p)
 		free(r);
 		return -EOPNOTSUPP;
 	}
-	return order_set(ord, r, n, items);
+	return order_set(ord, client, r, n, items);
 }
 
 void order_plan_release(struct order_plan *p)

@@ -15,6 +15,12 @@ For PyTorch, squashcache.torch.EpochOrder wraps a sampler and does this at
 the start of each epoch.  The hint is optional: without it everything
 reads the same bytes, only slower behind slow storage.
 
+An order is the calling process's: it replaces that process's order only,
+and the daemon drops it when the process ends.  The processes that share
+a mount (the ranks of a training job on one node, each with its own shard
+of the data set) each give theirs, and the daemon reads them all ahead
+at once, as far as each one's readers have got.
+
 This module runs `mountctl order` (the control socket's client): the
 mountctl that SQUASHCACHE_MOUNTCTL names, else the first on PATH.  It
 needs no other package; squashcache.torch needs PyTorch.
@@ -82,8 +88,18 @@ def mountpoint_of(path):
     return best
 
 
-def _send(mountpoint, body, clear_it=False):
-    cmd = [_mountctl(), "order"]
+def _owner(pid):
+    """The --pid of an order: this process by default; 0: none (the
+    mount's own order)."""
+    pid = os.getpid() if pid is None else int(pid)
+    if pid < 0:
+        raise ValueError("pid must be a process id, or 0 for the mount's "
+                         "own order")
+    return ["--pid", str(pid)] if pid else []
+
+
+def _send(mountpoint, body, clear_it=False, pid=None):
+    cmd = [_mountctl(), "order"] + _owner(pid)
     cmd += ["--clear"] if clear_it else ["-0"]
     cmd.append(mountpoint)
     try:
@@ -98,12 +114,15 @@ def _send(mountpoint, body, clear_it=False):
     return r.stdout.decode(errors="replace").strip()
 
 
-def order(paths, mountpoint=None):
+def order(paths, mountpoint=None, pid=None):
     """Tell the mount that this epoch reads @paths, in this order.
 
     @paths: file paths under one squashcache mount (absolute, or relative
     to the mount's root when @mountpoint is given).  @mountpoint: the
-    mount; by default the one holding the first path.
+    mount; by default the one holding the first path.  @pid: the process
+    whose order it is (this one by default: its order replaces this
+    process's order before, and goes when the process ends); 0 for the
+    mount's own order, which the next such order replaces.
 
     Returns mountctl's one-line summary.  Raises OrderError if a path is
     not a file of the image (nothing changes then), the mount is not a
@@ -124,9 +143,10 @@ def order(paths, mountpoint=None):
             raise ValueError("a path holds a NUL: %r" % p)
         parts.append(b)
     parts.append(b"")
-    return _send(os.fspath(mountpoint), b"\0".join(parts))
+    return _send(os.fspath(mountpoint), b"\0".join(parts), pid=pid)
 
 
-def clear(mountpoint):
-    """Forget the mount's epoch order."""
-    return _send(os.fspath(mountpoint), b"", clear_it=True)
+def clear(mountpoint, pid=None):
+    """Forget this process's epoch order on the mount (@pid: another
+    process's; 0: the mount's own)."""
+    return _send(os.fspath(mountpoint), b"", clear_it=True, pid=pid)

@@ -10,6 +10,22 @@ EpochOrder yields what the sampler it wraps yields; at the start of each
 epoch it gives the mount the paths of those indices, in that order
 (squashcache.order()).  The tensors are the same with or without it.
 
+With torch.distributed, wrap each rank's DistributedSampler:
+
+    sampler = DistributedSampler(ds)          # this rank's shard
+    loader = DataLoader(ds, batch_size=64, num_workers=4,
+                        persistent_workers=True,
+                        sampler=EpochOrder(sampler, ds))
+    for epoch in range(epochs):
+        loader.sampler.set_epoch(epoch)       # or sampler.set_epoch()
+        for batch in loader: ...
+
+The order is given by the process that iterates the loader (the rank's
+main process: a DataLoader draws its indices there and hands them to its
+workers, persistent or not), once per epoch, as this rank's own: the
+ranks that share a node's mount each give theirs, and the daemon reads
+them all ahead at once and drops a rank's order when its process ends.
+
 And an opt-in loader that reads files without CPython's isatty() ioctl:
 
     from squashcache.torch import pil_loader

@@ -12,13 +12,16 @@
 #      user, symlinks out of the image or in a loop) are refused with a
 #      clear error and change nothing, and another user who trickles
 #      bytes does not hold the control socket; a symlink to a file is
-#      followed;
+#      followed; an order of a process (--pid) sits beside the mount's
+#      own, replaces its own only, and goes when the process ends, and
+#      --pid of no running process is refused;
 #   3. ranges that overlap without being equal (a file whose block list
 #      points inside another's, as a block-deduplicating packer writes:
 #      mksquashfs only shares whole files, whose ranges are equal) are
 #      each served from the window and dropped after their own user;
 #   4. torchvision's ImageFolder + DataLoader (4 workers) with EpochOrder
-#      gives the same tensors as without it and as the source tree;
+#      gives the same tensors as without it and as the source tree, the
+#      orders are the script's process's and go when it ends;
 #      EpochOrder takes the paths of a dataset from .samples (or .imgs,
 #      or a Subset's) and loads no sample for that, and refuses a
 #      dataset without them (tests/py/epoch_order_paths.py).
@@ -211,9 +214,40 @@ stats "$T/mnt" "$T/s2.json"
 note "a symlink in the image is followed to its file"
 printf 'c/link\n' | "$MOUNTCTL" order "$T/mnt" | grep -q "^order: 1 files" ||
     fail "an order of a symlink to a file was not taken"
+note "an order of a process sits beside the mount's own, and goes with it"
+sleep 300 &
+sleeper=$!
+printf 'a/r1\na/r2\na/r3\n' | "$MOUNTCTL" order --pid $sleeper "$T/mnt" | grep -q "^order: 3 files" ||
+    fail "an order of pid $sleeper was not taken"
+printf 'a/r4\na/r5\n' | "$MOUNTCTL" order --pid $sleeper "$T/mnt" | grep -q "^order: 2 files" ||
+    fail "a second order of pid $sleeper was not taken"
+stats "$T/mnt" "$T/s3.json"
+"$PYTHON" - "$T/s3.json" "$sleeper" <<'PY' || fail "the process's order is not beside the mount's own: $(cat "$T/s3.json")"
+import json, sys
+o = json.load(open(sys.argv[1]))["order"]
+by = {c["pid"]: c for c in o["by_client"]}
+assert o["clients"] == 2 and sorted(by) == [0, int(sys.argv[2])], o
+assert by[0]["files"] == 1 and by[int(sys.argv[2])]["files"] == 2, by
+assert by[int(sys.argv[2])]["orders"] == 2 and o["files"] == 3, o
+assert o["plans"] > 0 and o["plans"] <= o["plans_budget"], o
+PY
+kill $sleeper
+wait $sleeper 2>/dev/null || :
+# The daemon watches the process (a pidfd): wait for its order to go.
+i=0
+until stats "$T/mnt" "$T/s4.json" && [ "$(jget "$T/s4.json" order.clients)" -eq 1 ]; do
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "the order of pid $sleeper outlived it by 10 s"
+    sleep 0.1
+done
+[ "$(jget "$T/s4.json" order.files)" -eq 1 ] || fail "the mount's own order went with pid $sleeper's"
+printf 'a/r1\n' | "$MOUNTCTL" order --pid $sleeper "$T/mnt" >"$T/gone.out" 2>&1 &&
+    fail "an order of pid $sleeper was taken after it ended"
+grep -q "no such process" "$T/gone.out" || fail "no clear error for a --pid that ended: $(cat "$T/gone.out")"
 "$MOUNTCTL" order --clear "$T/mnt" | grep -q "order: none" || fail "mountctl order --clear"
 stats "$T/mnt" "$T/s3.json"
 [ "$(jget "$T/s3.json" order.files)" -eq 0 ] || fail "--clear left an order"
+[ "$(jget "$T/s3.json" order.clients)" -eq 0 ] || fail "--clear left a client"
 sqc_umount "$T/mnt"
 note "order_window=0 refuses orders"
 sqc_mount "$T/img.sqfs" "$T/mnt0" -o "order_window=0,log=$T/daemon0.log"
@@ -272,13 +306,16 @@ PYTHONPATH="$TOP/python" SQUASHCACHE_MOUNTCTL="$MOUNTCTL" \
     --workers 4 --epochs 2 >"$T/check.out" 2>&1 ||
     { cat "$T/check.out"; fail "the epoch order changed what the DataLoader returned"; }
 cat "$T/check.out"
-stats "$T/imnt" "$T/si.json"
-echo "image order: $(jget "$T/si.json" order.orders) orders, last $(jget "$T/si.json" order.files) files, $(jget "$T/si.json" order.served) bytes served from the window"
+# The orders were the script's process's: they went when it ended.
+i=0
+until stats "$T/imnt" "$T/si.json" && [ "$(jget "$T/si.json" order.clients)" -eq 0 ]; do
+    i=$((i + 1))
+    [ $i -lt 100 ] || fail "order_check.py's order outlived it by 10 s"
+    sleep 0.1
+done
+echo "image order: $(jget "$T/si.json" order.orders) orders, $(jget "$T/si.json" order.served) bytes served from the window, $(jget "$T/si.json" order.files) files left once the script ended"
 [ "$(jget "$T/si.json" order.orders)" -eq 2 ] || fail "EpochOrder did not give one order per epoch"
-# ImageFolder's samples, as order_check.py counted them
-nsamples=$(sed -n 's/^epoch 1: \([0-9]*\) samples.*/\1/p' "$T/check.out")
-[ "$(jget "$T/si.json" order.files)" -eq "$nsamples" ] ||
-    fail "the last order does not hold the $nsamples samples"
+[ "$(jget "$T/si.json" order.files)" -eq 0 ] || fail "an order outlived its process"
 [ "$(jget "$T/si.json" order.errors)" -eq 0 ] || fail "order reads failed"
 sqc_umount "$T/imnt"
 echo "epoch order checks passed"

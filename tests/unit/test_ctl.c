@@ -1011,10 +1011,20 @@ START_TEST(test_msg_order)
 	req_refused("order", -EINVAL);
 	req_refused("order -1", -EINVAL);
 	req_refused("order 01", -EINVAL);
-	req_refused("order 1 2", -EINVAL);
+	req_refused("order 1 2", -EINVAL); /* a PID without its START */
+	req_roundtrip("order 12 4321 99", "order 12 4321 99", &r);
+	ck_assert_uint_eq(r.order.bytes, 12);
+	ck_assert_int_eq(r.order.pid, 4321);
+	ck_assert_uint_eq(r.order.start, 99);
+	req_roundtrip("order 0 1 0", "order 0 1 0", &r);
+	ck_assert_int_eq(r.order.pid, 1);
+	req_refused("order 12 0 99", -EINVAL);
+	req_refused("order 12 -1 99", -EINVAL);
+	req_refused("order 12 4321 99 7", -EINVAL);
+	req_refused("order 12 1073741824 99", -EINVAL);
 	req_refused_common("order 12");
 	ck_assert_str_eq(ctl_req_usage("order x"),
-			 "usage: order BYTES (then the body)");
+			 "usage: order BYTES [PID START] (then the body)");
 	r.order.bytes = CTL_ORDER_MAX + 1;
 	ck_assert_int_eq(ctl_req_encode(&r, big, sizeof(big)), -EINVAL);
 
