@@ -51,32 +51,10 @@ struct holders {
 	char mountpoint[PATH_MAX]; /* for log lines */
 };
 
-static int open_pidfd(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-
-	if (fd >= 0)
-		fcntl(fd, F_SETFD, FD_CLOEXEC);
-	return fd;
-#else
-	(void)pid;
-	errno = ENOSYS;
-	return -1;
-#endif
-}
-
 /* Is the holder still the process it was when added? */
 static bool is_alive(const struct holder *x)
 {
-	uint64_t start;
-
-	if (x->pidfd >= 0) {
-		struct pollfd p = { .fd = x->pidfd, .events = POLLIN };
-
-		return poll(&p, 1, 0) == 0;
-	}
-	return !proc_start_time(x->pid, &start) && start == x->start;
+	return proc_is_alive(x->pidfd, x->pid, x->start);
 }
 
 /* Remove entry @i; h->lock held. */
@@ -99,7 +77,7 @@ int holders_add(struct holders *h, pid_t pid, uint64_t start)
 		return -ESRCH;
 	/* The pidfd pins the process that has the pid now; its start time,
 	 * read after, proves that it is the one the caller meant. */
-	x.pidfd = open_pidfd(pid);
+	x.pidfd = proc_pidfd(pid);
 	if (x.pidfd < 0 && errno == ESRCH)
 		return -ESRCH;
 	if (proc_start_time(pid, &now) || now != start) {

@@ -163,32 +163,10 @@ void order_clients_free(struct order_clients *oc)
 	free(oc);
 }
 
-static int open_pidfd(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-
-	if (fd >= 0)
-		fcntl(fd, F_SETFD, FD_CLOEXEC);
-	return fd;
-#else
-	(void)pid;
-	errno = ENOSYS;
-	return -1;
-#endif
-}
-
 /* Is the client still the process it was when added? */
 static bool is_alive(const struct order_client *x)
 {
-	uint64_t start;
-
-	if (x->pidfd >= 0) {
-		struct pollfd p = { .fd = x->pidfd, .events = POLLIN };
-
-		return poll(&p, 1, 0) == 0;
-	}
-	return !proc_start_time(x->pid, &start) && start == x->start;
+	return proc_is_alive(x->pidfd, x->pid, x->start);
 }
 
 /* The entry of @who in @oc, added if new (*@added).  Return: 0; -ESRCH if
@@ -205,7 +183,7 @@ static int client_get(struct order_clients *oc, const struct order_who *who,
 		if (oc->v[i].pid == who->pid && oc->v[i].start == who->start &&
 		    is_alive(&oc->v[i]))
 			return 0;
-	x.pidfd = open_pidfd(who->pid);
+	x.pidfd = proc_pidfd(who->pid);
 	if (x.pidfd < 0 && errno == ESRCH)
 		return -ESRCH;
 	if (proc_start_time(who->pid, &now) || now != who->start) {

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kcmp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,9 @@
 #include <unistd.h>
 
 #include "util/proc.h"
+
+/* pidfds are close-on-exec from Linux 5.3 on, always. */
+#define PIDFD_FLAGS 0
 
 int proc_start_time(pid_t pid, uint64_t *start)
 {
@@ -54,6 +58,29 @@ int proc_start_time(pid_t pid, uint64_t *start)
 		return -EPROTO;
 	*start = v;
 	return 0;
+}
+
+int proc_pidfd(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, PIDFD_FLAGS);
+#else
+	(void)pid;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+bool proc_is_alive(int pidfd, pid_t pid, uint64_t start)
+{
+	uint64_t now;
+
+	if (pidfd >= 0) {
+		struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+		return poll(&p, 1, 0) == 0;
+	}
+	return !proc_start_time(pid, &now) && now == start;
 }
 
 int proc_holds_file(pid_t pid, int fd)

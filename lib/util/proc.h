@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -28,6 +29,26 @@
  * Context: any thread.
  */
 int proc_start_time(pid_t pid, uint64_t *start);
+
+/**
+ * proc_pidfd() - A pidfd of @pid (close-on-exec), which names that
+ * process only, even once its pid is reused.
+ * Return: the descriptor, or -1 with errno (ENOSYS before Linux 5.3).
+ * Context: any thread.
+ */
+int proc_pidfd(pid_t pid);
+
+/**
+ * proc_is_alive() - Whether a process is still the one it was: by its
+ * pidfd if there is one (readable once it exited), else by its pid and
+ * the start time it had (proc_start_time()).
+ * @pidfd: from proc_pidfd(), or -1
+ * @pid: its pid
+ * @start: its start time
+ *
+ * Context: any thread; cannot fail.
+ */
+bool proc_is_alive(int pidfd, pid_t pid, uint64_t start);
 
 /**
  * proc_holds_file() - Whether a process has a descriptor of an open file
