@@ -287,7 +287,7 @@ int img__stage_open(struct img *img, const struct img_opts *o)
 {
 	struct stage_src src = { stage_read, stage_watch, img, img->path,
 				 img->seal ? img__seal_chunk : NULL };
-	struct stage_backing b = { .fd = -1 };
+	struct stage_backing b = { .fd = -1, .writer = -1 };
 	struct stage_opts so = {
 		.size = img->sb.bytes_used,
 		/* Planned before the tables are checked: the superblock's
