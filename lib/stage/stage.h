@@ -96,6 +96,11 @@ struct stage_backing {
 	bool follow;
 	int writer; /* with @follow: a pidfd of the writer, or -1; the
 		       stage keeps a dup of it */
+	/* With @follow: what the writer checked every chunk against
+	 * before it marked it complete (a seal's root hash), or NULL.
+	 * Not looked at here: for the owner, whose own check of the same
+	 * root need not run again on them. */
+	const uint8_t *checked_root;
 };
 
 /* Whether a stage uses its backing (struct stage_stats.backing). */

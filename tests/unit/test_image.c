@@ -1388,7 +1388,7 @@ static void kept_backing(void *arg, int fd, uint64_t offset, uint64_t size,
 	if (k->fd < 0)
 		ck_assert_int_eq(
 			stage_backing_new(size, k->key, 4, "test", &k->fd), 0);
-	*out = (struct stage_backing){ k->fd, k->key, 4, false, -1 };
+	*out = (struct stage_backing){ k->fd, k->key, 4, false, -1, NULL };
 }
 
 /* A kept copy staged without a seal, then changed (its owner may write

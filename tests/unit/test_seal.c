@@ -408,9 +408,10 @@ START_TEST(test_seal_flip)
 				int m = memfd_of(f, flen);
 
 				err = seal_peek(m, "t", 0, peek);
-				ck_assert_msg(err || memcmp(peek, root, 32),
-					      "byte %zu of the head flipped: same root",
-					      i);
+				ck_assert_msg(
+					err || memcmp(peek, root, 32),
+					"byte %zu of the head flipped: same root",
+					i);
 				close(m);
 			}
 			f[i] ^= (uint8_t)(1 << bit);

@@ -285,7 +285,7 @@ END_TEST
 static struct stage *open_backed(struct mem_src *m, int fd, const char *key)
 {
 	struct stage_src src = { mem_read, mem_watch, m, "test", NULL };
-	struct stage_backing b = { fd, key, strlen(key), false, -1 };
+	struct stage_backing b = { fd, key, strlen(key), false, -1, NULL };
 	struct stage_opts o = { SIZE, META, STAGE_FULL, 1ull << 30, &b, 0 };
 	struct stage *st;
 
@@ -525,7 +525,7 @@ static struct shared_src *shared_new(const struct mem_src *m)
 static struct stage *shared_stage(struct shared_src *s, int fd)
 {
 	struct stage_src src = { shared_read, NULL, s, "test", NULL };
-	struct stage_backing b = { fd, "k1", 2, false, -1 };
+	struct stage_backing b = { fd, "k1", 2, false, -1, NULL };
 	struct stage_opts o = { SIZE, META, STAGE_FULL, 1ull << 30, &b, 0 };
 	struct stage *st;
 
@@ -680,7 +680,7 @@ START_TEST(test_backing_stuck)
 	struct mem_src *m = src_new();
 	struct shared_src *s = shared_new(m);
 	struct stage_src src = { shared_read, NULL, s, "test", NULL };
-	struct stage_backing b = { -1, "k1", 2, false, -1 };
+	struct stage_backing b = { -1, "k1", 2, false, -1, NULL };
 	struct stage_opts o = { SIZE, META, STAGE_FULL, 1ull << 30, &b, 200 };
 	struct timespec t0, t1;
 	int fd, pfd[2], status;
@@ -735,8 +735,8 @@ static int mem_check(void *arg, uint64_t off, const void *bytes, size_t len)
 static struct stage *open_checked(struct mem_src *m, int fd, const char *key)
 {
 	struct stage_src src = { mem_read, mem_watch, m, "test", mem_check };
-	struct stage_backing b = { fd, key, key ? strlen(key) : 0, false,
-				   -1 };
+	struct stage_backing b = { fd,	  key, key ? strlen(key) : 0,
+				   false, -1,  NULL };
 	struct stage_opts o = {
 		SIZE, META, STAGE_FULL, 1ull << 30, fd >= 0 ? &b : NULL, 0
 	};
@@ -854,7 +854,7 @@ static int writer_copy(struct mem_src *m, const char *key, struct stage **w,
 		       int *rw)
 {
 	struct stage_src src = { mem_read, NULL, m, "writer", NULL };
-	struct stage_backing b = { -1, key, strlen(key), false, -1 };
+	struct stage_backing b = { -1, key, strlen(key), false, -1, NULL };
 	struct stage_opts o = { SIZE, META, STAGE_FULL, 1ull << 30, &b, 0 };
 	char path[64];
 	int ro;
@@ -876,7 +876,7 @@ static struct stage *follower(struct mem_src *m, int fd, const char *key,
 {
 	struct stage_src src = { mem_read, mem_watch, m, "follower",
 				 checked ? mem_check : NULL };
-	struct stage_backing b = { fd, key, strlen(key), true, writer };
+	struct stage_backing b = { fd, key, strlen(key), true, writer, NULL };
 	/* Its own budget and mode do not limit what it takes. */
 	struct stage_opts o = { SIZE, META, STAGE_META, CHUNK, &b, 0 };
 	struct stage *st;
