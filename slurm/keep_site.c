@@ -8,12 +8,12 @@
  * a user's daemon, and once handed out no user process can change a byte
  * of it:
  *  - root opens the image itself, by the real path the user's descriptor
- *    resolves to (under a site= prefix), with openat2(RESOLVE_NO_SYMLINKS
- *    | RESOLVE_NO_MAGICLINKS) and O_NONBLOCK (no symlink a user planted is
- *    followed, no FIFO waits for a writer), and reads from it only if it
- *    is the very file the user's daemon opened: same device, inode, size,
- *    mtime and ctime.  So root reads no file the user could not read, and
- *    a path swapped meanwhile gets no copy;
+ *    resolves to (under a site= prefix), one component at a time
+ *    (open_exact(): no symlink followed, no user's own FUSE mount
+ *    entered, O_NONBLOCK so that no FIFO waits for a writer), and reads
+ *    from it only if it is the very file the user's daemon opened: same
+ *    device, inode, size, mtime and ctime.  So root reads no file the
+ *    user could not read, and a path swapped meanwhile gets no copy;
  *  - the copy is a memfd of root's, mode 0400 (no user may reopen it
  *    through /proc/PID/fd, for writing or at all), mapped writable by
  *    root's own stage before it is sealed F_SEAL_FUTURE_WRITE (no write()
@@ -45,15 +45,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "image/image.h"
@@ -193,34 +190,70 @@ unsigned int keep_site_free(struct keep_site *s, int wait_ms)
 	return 0;
 }
 
-/* The mount whose device is @dev: whether it is a user's own FUSE mount
- * (user_id= of someone but root). */
+/* The mount of @fd: whether it is a user's own FUSE mount. */
 struct fs_look {
-	unsigned int major, minor;
+	unsigned long id; /* the mount's id */
 	bool found, users;
 };
 
-static int look_mount(const struct mountinfo_entry *e, void *arg)
+static int look_mount(char *line, struct fs_look *l)
 {
-	struct fs_look *l = arg;
+	struct mountinfo_entry e;
+	unsigned long id;
 	const char *u;
 
-	if (e->major != l->major || e->minor != l->minor)
+	if (sscanf(line, "%lu", &id) != 1 || id != l->id ||
+	    mountinfo_parse_line(line, &e))
 		return 0;
 	l->found = true;
-	if (!strcmp(e->fstype, "fuse") || !strncmp(e->fstype, "fuse.", 5) ||
-	    !strcmp(e->fstype, "fuseblk")) {
-		u = strstr(e->super_opts, "user_id=");
+	if (!strcmp(e.fstype, "fuse") || !strncmp(e.fstype, "fuse.", 5) ||
+	    !strcmp(e.fstype, "fuseblk")) {
+		u = strstr(e.super_opts, "user_id=");
 		l->users = !u || strtoul(u + 8, NULL, 10) != 0;
 	}
 	return 1;
 }
 
+/*
+ * Whether our descriptor @fd is on a file system a user may have made
+ * (a FUSE mount of someone but root), or whose mount cannot be told: its
+ * mount id from /proc/self/fdinfo, that mount in /proc/self/mountinfo.
+ * Neither asks the file's own file system anything.
+ */
+static bool on_users_fs(int fd)
+{
+	struct fs_look l = { 0 };
+	char path[48], info[512], *p, *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	FILE *f;
+	int in;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	in = open(path, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return true;
+	n = read(in, info, sizeof(info) - 1);
+	close(in);
+	if (n <= 0)
+		return true;
+	info[n] = '\0';
+	p = strstr(info, "mnt_id:");
+	if (!p || sscanf(p, "mnt_id: %lu", &l.id) != 1)
+		return true;
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return true;
+	while (getline(&line, &cap, f) > 0 && !look_mount(line, &l))
+		;
+	free(line);
+	fclose(f);
+	return !l.found || l.users;
+}
+
 bool keep_site_of(const struct keep_site *s, int fd, const struct stat *sb,
 		  char *path, size_t cap)
 {
-	struct fs_look l = { major(sb->st_dev), minor(sb->st_dev), false,
-			     false };
 	char link[40];
 	ssize_t n;
 
@@ -233,9 +266,7 @@ bool keep_site_of(const struct keep_site *s, int fd, const struct stat *sb,
 	path[n] = '\0';
 	if (path[0] != '/' || !under(s->prefixes, path))
 		return false;
-	if (mountinfo_foreach(look_mount, &l) < 0 || !l.found || l.users)
-		return false;
-	return true;
+	return !on_users_fs(fd);
 }
 
 /* Tell the keeper's loop. */
@@ -279,18 +310,71 @@ bool keep_site_next(struct keep_site *s, struct keep_site_event *ev)
 	return true;
 }
 
-/* Open @path as root, following no symlink and no /proc magic link,
- * without waiting for a FIFO's writer.  Return: the descriptor or
- * -errno. */
+/*
+ * Open @path for reading as root, one component at a time: each opened
+ * O_PATH without following a symlink (one is refused), its mount looked
+ * at before anything is asked of its file system (a user's own FUSE
+ * mount, which could make root wait for good, is refused: a mount point
+ * is crossed without asking the file system under it), then the file
+ * itself reopened through our own descriptor, O_NONBLOCK (a FIFO does
+ * not wait for a writer).  Return: the descriptor or -errno (-EPERM: a
+ * user's file system on the way; -ELOOP: a symlink).
+ */
 static int open_exact(const char *path)
 {
-	struct open_how how = {
-		.flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
-		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	char name[NAME_MAX + 1], self[40];
+	const char *p = path;
+	int dir, next, fd;
+	struct stat sb;
+	size_t n;
 
-	return fd < 0 ? -errno : fd;
+	if (path[0] != '/')
+		return -EINVAL;
+	dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -errno;
+	for (;;) {
+		p += strspn(p, "/");
+		n = strcspn(p, "/");
+		if (!n || n > NAME_MAX || (n == 1 && p[0] == '.') ||
+		    (n == 2 && p[0] == '.' && p[1] == '.')) {
+			close(dir);
+			return -EINVAL;
+		}
+		memcpy(name, p, n);
+		name[n] = '\0';
+		p += n;
+		next = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		close(dir); /* O_PATH: nothing to flush */
+		if (next < 0)
+			return -errno;
+		if (on_users_fs(next)) {
+			close(next);
+			return -EPERM;
+		}
+		if (fstat(next, &sb)) {
+			fd = -errno;
+			close(next);
+			return fd;
+		}
+		if (S_ISLNK(sb.st_mode)) {
+			close(next);
+			return -ELOOP;
+		}
+		if (!*(p + strspn(p, "/")))
+			break; /* the file */
+		if (!S_ISDIR(sb.st_mode)) {
+			close(next);
+			return -ENOTDIR;
+		}
+		dir = next;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", next);
+	fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		fd = -errno;
+	close(next);
+	return fd;
 }
 
 static bool same_time(const struct timespec *a, const struct timespec *b)
@@ -540,6 +624,23 @@ static void open_direct(struct job *j)
 	}
 }
 
+/*
+ * Tests only: with SQC_TEST_SITE_PAUSE=FILE in the keeper's environment,
+ * a copy handed out waits before it is staged while FILE exists (10 s at
+ * most), so that a test sees mounts serve from their own descriptors.
+ * Root's environment only: the Prolog starts the keeper with PATH and
+ * the sanitizers' variables alone.
+ */
+static void test_pause(struct job *j)
+{
+	const char *f = getenv("SQC_TEST_SITE_PAUSE");
+
+	for (int i = 0;
+	     f && *f && i < 500 && !access(f, F_OK) && !atomic_load(&j->stop);
+	     i++)
+		usleep(20000);
+}
+
 /* Stage the copy @st to its end, or until stopped.  Return: 0 when every
  * chunk was read; -errno of what stopped it. */
 static int stage_through(struct job *j, struct stage *st)
@@ -664,6 +765,7 @@ static int make_copy(struct job *j, bool *ready)
 			goto out_end;
 	}
 	open_direct(j);
+	test_pause(j);
 	err = stage_through(j, st);
 
 out_end:
