@@ -872,8 +872,9 @@ static void site_remember_failure(struct keeper *k, const struct keep_key *key)
  * images, and drop it: it could not be made. */
 static void site_give_up(struct keeper *k, struct copy *p, int err)
 {
-	log_warn("no site copy of '%s': %s; its mounts keep as for a user's own image",
-		 p->name, err_str(err));
+	log_warn(
+		"no site copy of '%s': %s; its mounts keep as for a user's own image",
+		p->name, err_str(err));
 	site_remember_failure(k, &p->key);
 	for (struct conn *w = k->conns; w; w = w->next) {
 		if (w->site_wait != p->site_id)
@@ -963,9 +964,10 @@ int keeper_get_site(struct keeper *k, int conn, const struct keep_msg *m,
 	}
 	/* Its range is at most the file past the offset. */
 	if ((uint64_t)image->st_size - m->a > k->o.site_budget) {
-		log_info("no site copy of '%s': %llu bytes, more than the site budget of %llu",
-			 path, (unsigned long long)image->st_size - m->a,
-			 (unsigned long long)k->o.site_budget);
+		log_info(
+			"no site copy of '%s': %llu bytes, more than the site budget of %llu",
+			path, (unsigned long long)image->st_size - m->a,
+			(unsigned long long)k->o.site_budget);
 		site_remember_failure(k, &key);
 		return on_get(k, c, m, image);
 	}
@@ -1054,8 +1056,9 @@ void keeper_site_ended(struct keeper *k, uint64_t id, int err)
 	p->held = held_of(p->fd);
 	if (!err)
 		return;
-	log_warn("staging the site copy of '%s' stopped: %s; it is given to no new mount",
-		 p->name, err_str(err));
+	log_warn(
+		"staging the site copy of '%s' stopped: %s; it is given to no new mount",
+		p->name, err_str(err));
 	site_remember_failure(k, &p->key);
 	if (p->conns)
 		p->forgotten = true;

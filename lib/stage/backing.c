@@ -388,9 +388,8 @@ int stage__backing_map(struct stage *st, const struct stage_opts *o)
 	if (b->follow)
 		prot = PROT_READ;
 	st->backing_fd = fcntl(b->fd, F_DUPFD_CLOEXEC, 3);
-	m = st->backing_fd < 0 ?
-		    MAP_FAILED :
-		    mmap(NULL, len, prot, MAP_SHARED, b->fd, 0);
+	m = st->backing_fd < 0 ? MAP_FAILED :
+				 mmap(NULL, len, prot, MAP_SHARED, b->fd, 0);
 	if (m == MAP_FAILED) {
 		log_warn(
 			"cannot map the kept copy of '%s' (%s); staging afresh",
@@ -424,8 +423,8 @@ int stage_backing_end(struct stage *st)
 			      memory_order_release);
 	/* Followers wait on the first word not complete: wake them all. */
 	for (uint32_t c = 0; c < st->nchunks; c++)
-		if (atomic_load_explicit(&st->trail[c],
-					 memory_order_relaxed) != WORD_DONE)
+		if (atomic_load_explicit(&st->trail[c], memory_order_relaxed) !=
+		    WORD_DONE)
 			syscall(SYS_futex, (uint32_t *)&st->trail[c],
 				FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
 	return 0;

@@ -968,8 +968,7 @@ static int site_copy(uint64_t size, uint64_t complete)
 	for (uint64_t c = 0; c < complete / (128 << 10); c++)
 		ck_assert_int_eq(pwrite(rw, &done, 4, (off_t)(words + 4 * c)),
 				 4);
-	ck_assert_int_eq(fcntl(rw, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SEAL),
-			 0);
+	ck_assert_int_eq(fcntl(rw, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SEAL), 0);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", rw);
 	ro = open(path, O_RDONLY | O_CLOEXEC);
 	ck_assert_int_ge(ro, 0);
