@@ -688,8 +688,14 @@ static int make_copy(struct job *j, bool *ready)
 	char name[40];
 
 	j->fd = open_exact(j->path);
-	if (j->fd < 0)
+	if (j->fd < 0) {
+		log_warn("root cannot open '%s' (%s): no site copy", j->path,
+			 j->fd == -EPERM ?
+				 "a user's own file system is on its path" :
+			 j->fd == -ELOOP ? "a symlink is on its path" :
+					   err_str(j->fd));
 		return j->fd;
+	}
 	if (fstat(j->fd, &sb))
 		return -errno;
 	if (!same_image(&sb, &j->want)) {

@@ -229,7 +229,18 @@ def hold(sock, image):
     sys.stdin.read()
 
 
-{"hostile": hostile, "opath": opath, "hold": hold}[sys.argv[1]](*sys.argv[2:])
+def swap(sock, image):
+    # Open the image, wait for the test to mount over its directory,
+    # then GET with the descriptor opened before.
+    fd = os.open(image, os.O_RDONLY)
+    print("opened", flush=True)
+    sys.stdin.readline()
+    r, fds = ask(conn(sock), GET, fd)
+    print("swap", r["op"], r["flags"] & F_SITE, flush=True)
+
+
+{"hostile": hostile, "opath": opath, "hold": hold,
+ "swap": swap}[sys.argv[1]](*sys.argv[2:])
 PY
 chmod 0644 "$T/kw.py"
 
@@ -361,5 +372,187 @@ as "$B" "$PYTHON" "$T/kw.py" opath "$K" "$T/site2/secret.sqfs" >"$T/opath.out" 2
     fail "the O_PATH client failed: $(cat "$T/opath.out")"
 grep -q "^opath 9 -9 0$" "$T/opath.out" || fail "an O_PATH descriptor was not refused (EBADF): $(cat "$T/opath.out")"
 ! grep -q "secret" "$T/keeper.log" || fail "root looked at the secret image: $(grep secret "$T/keeper.log")"
+
+note "(e) not the site's: a copy per user, root opens nothing of it"
+cp "$T/src.sqfs" "$T/own/own.sqfs"
+chmod 0644 "$T/own/own.sqfs"
+mount_keep "$A" "$T/own/own.sqfs" "$T/mo" stage=full
+[ "$(stat_of "$T/mo" keep.answer)" = new ] || fail "an image outside the prefix: keep.answer $(stat_of "$T/mo" keep.answer), not new"
+[ "$(stat_of "$T/mo" keep.site)" = False ] || fail "an image outside the prefix got a site copy"
+sqc_umount "$T/mo"
+# A user's own FUSE mount under the prefix: never a site image.
+mkdir -m 0755 "$T/site2/b"
+chown "$B" "$T/site2/b"
+as "$B" mkdir "$T/site2/b/fs"
+: >"$T/failfile-b"
+chmod 0644 "$T/failfile-b"
+as "$B" "$TOOLS/faultfs" "$T/src.sqfs" "$T/site2/b/fs" "$T/failfile-b" 2>"$T/faultfs-b.log" &
+_pids="$! $_pids"
+_mounts="$T/site2/b/fs $_mounts"
+_b_i=0
+until is_mounted "$T/site2/b/fs"; do
+    _b_i=$((_b_i + 1))
+    [ $_b_i -lt 250 ] || fail "user b's faultfs did not mount"
+    sleep 0.02
+done
+mount_keep "$B" "$T/site2/b/fs/image" "$T/mbf"
+# (Root cannot even fstat() it: FUSE lets no other user in without
+# allow_other, so the keeper answers an error and the mount stages as
+# without keep; a copy of b's own would do as well.)
+case "$(stat_of "$T/mbf" keep.answer)" in
+new | error) ;;
+*) fail "an image on user b's own FUSE mount: keep.answer $(stat_of "$T/mbf" keep.answer)" ;;
+esac
+[ "$(stat_of "$T/mbf" keep.site)" = False ] || fail "an image on user b's own FUSE mount got a site copy"
+sqc_umount "$T/mbf"
+as "$B" fusermount3 -u "$T/site2/b/fs"
+# Its path swapped: b opens a file of theirs under the prefix, mounts
+# their own FUSE file system over its directory, then asks.  Root walks
+# the path a component at a time and stops at b's mount.
+cp "$T/src.sqfs" "$T/site2/b/image"
+chown "$B" "$T/site2/b/image"
+mkfifo "$T/go"
+chmod 0666 "$T/go"
+( as "$B" "$PYTHON" "$T/kw.py" swap "$K" "$T/site2/b/image" <"$T/go" >"$T/swap.out" 2>&1 ) &
+swap=$!
+exec 8>"$T/go"
+_s_i=0
+until grep -q opened "$T/swap.out" 2>/dev/null; do
+    _s_i=$((_s_i + 1))
+    [ $_s_i -lt 500 ] || fail "the swap client did not open the image: $(cat "$T/swap.out")"
+    sleep 0.02
+done
+as "$B" "$TOOLS/faultfs" "$T/src.sqfs" "$T/site2/b" "$T/failfile-b" 2>>"$T/faultfs-b.log" &
+_pids="$! $_pids"
+_mounts="$T/site2/b $_mounts"
+_b_i=0
+until is_mounted "$T/site2/b"; do
+    _b_i=$((_b_i + 1))
+    [ $_b_i -lt 250 ] || fail "user b's faultfs did not mount over its directory"
+    sleep 0.02
+done
+echo go >&8
+exec 8>&-
+wait $swap || fail "the swap client failed: $(cat "$T/swap.out")"
+grep -q "^swap 7 0$" "$T/swap.out" ||
+    fail "a GET whose path b mounted over was not answered NONE: $(cat "$T/swap.out")"
+grep -q "'$T/site2/b/image'.*a user's own file system" "$T/keeper.log" ||
+    fail "the keeper did not stop at user b's file system: $(tail -5 "$T/keeper.log")"
+as "$B" fusermount3 -u "$T/site2/b"
+
+note "(f) the image changed: staged afresh"
+cp "$T/src.sqfs" "$T/site2/pub.sqfs"
+chmod 0644 "$T/site2/pub.sqfs"
+mount_keep "$A" "$T/site2/pub.sqfs" "$T/mf" stage=full
+[ "$(stat_of "$T/mf" keep.answer)" = site ] || fail "(f): keep.answer $(stat_of "$T/mf" keep.answer)"
+wait_done "$T/mf" 60
+sqc_umount "$T/mf"
+# Rewritten in place, its size and mtime as they were.
+cp -r "$T/src" "$T/src2"
+echo "changed" >"$T/src2/d0/f0"
+mkimg "$T/src2" "$T/src2.sqfs" -comp lz4 -all-time 0 -mkfs-time 0 -all-root
+mt=$(stat -c %y "$T/site2/pub.sqfs")
+truncate -s "$(stat -c %s "$T/site2/pub.sqfs")" "$T/src2.sqfs"
+dd if="$T/src2.sqfs" of="$T/site2/pub.sqfs" conv=notrunc status=none
+touch -d "$mt" "$T/site2/pub.sqfs"
+mount_keep "$B" "$T/site2/pub.sqfs" "$T/mf2" stage=full
+[ "$(stat_of "$T/mf2" keep.answer)" = site ] || fail "(f) changed: keep.answer $(stat_of "$T/mf2" keep.answer)"
+[ "$(stat_of "$T/mf2" keep.adopted)" -lt "$(stat_of "$T/mf2" image_bytes)" ] ||
+    fail "the changed image's old copy was given"
+wait_done "$T/mf2" 60
+as "$B" diff -r "$T/src2" "$T/mf2" >"$T/difff" 2>&1 || fail "the changed image: files differ: $(head -5 "$T/difff")"
+sqc_umount "$T/mf2"
+n=$("$MOUNTCTL" status --kept --json --socket "$K" | "$PYTHON" -c 'import json, sys
+print(sum(1 for e in json.load(sys.stdin) if e["site"] and e["image"].endswith("/pub.sqfs")))')
+[ "$n" = 1 ] || fail "$n site copies of the changed image, not 1"
+
+note "(g) a corrupt byte with a seal: never complete, EIO; a root not the site's: no site copy"
+cp "$TOP/tests/images/corrupt.py" "$T/corrupt.py"
+mkdir -p "$T/gsrc/sub"
+"$PYTHON" - "$T/gsrc" <<'PY'
+import random, sys
+r = random.Random(41)
+open(sys.argv[1] + "/aaa-target", "wb").write(r.randbytes(300000))
+open(sys.argv[1] + "/zzz-other", "wb").write(r.randbytes(200000))
+open(sys.argv[1] + "/sub/small", "w").write("hello, site\n")
+PY
+mkimg "$T/gsrc" "$T/g.sqfs" -noD -all-root
+groot=$("$MOUNTCTL" seal "$T/g.sqfs" | cut -d' ' -f1)
+# 10000 bytes into the data: aaa-target's first block, the image's block 2.
+"$PYTHON" "$T/corrupt.py" flip "$T/g.sqfs" "$T/site2/g.sqfs" data 10000
+cp "$T/g.sqfs.sqcseal" "$T/site2/g.sqfs.sqcseal"
+chmod 0644 "$T/site2/g.sqfs" "$T/site2/g.sqfs.sqcseal"
+mount_keep "$A" "$T/site2/g.sqfs" "$T/mg" stage=full
+[ "$(stat_of "$T/mg" keep.answer)" = site ] || fail "(g): keep.answer $(stat_of "$T/mg" keep.answer)"
+wait_done "$T/mg" 60
+gline=$(kept_site | grep "/g.sqfs ")
+grange=$(echo "$gline" | cut -d' ' -f3)
+[ "$(echo "$gline" | cut -d' ' -f2)" -eq $((grange - 131072)) ] ||
+    fail "the corrupt chunk was marked complete (or more left out): $gline"
+grep -q "site copy of '$T/site2/g.sqfs': block 2 .* does not match its seal; its chunk is never marked complete" "$T/keeper.log" ||
+    fail "the keeper did not say which block is corrupt: $(grep g.sqfs "$T/keeper.log")"
+! as "$A" cat "$T/mg/aaa-target" >/dev/null 2>&1 || fail "the corrupt block read without EIO"
+as "$A" cmp "$T/gsrc/zzz-other" "$T/mg/zzz-other" || fail "zzz-other differs"
+as "$A" cmp "$T/gsrc/sub/small" "$T/mg/sub/small" || fail "sub/small differs"
+[ "$(stat_of "$T/mg" verify.blocks_bad)" -ge 1 ] || fail "the mount counted no bad block"
+# The mount trusts root's check of the staged chunks (the same root): it
+# hashed what it read from the file only.
+[ "$(stat_of "$T/mg" verify.bytes_hashed)" -lt "$grange" ] ||
+    fail "the mount hashed the staged copy again ($(stat_of "$T/mg" verify.bytes_hashed) bytes)"
+sqc_umount "$T/mg"
+# --site-seal root: a root hash the roots file names, not the seal's.
+stop_keeper
+printf '%s  %s\n' "$(echo "$groot" | tr 0-9a-f 1-9a-f0)" "$T/site2/g.sqfs" >"$T/roots"
+chmod 0644 "$T/roots"
+start_site_keeper --site-seal root --site-roots "$T/roots"
+mount_keep "$A" "$T/site2/g.sqfs" "$T/mg2" stage=full,seal=off
+[ "$(stat_of "$T/mg2" keep.answer)" = new ] ||
+    fail "a seal whose root the site does not name: keep.answer $(stat_of "$T/mg2" keep.answer), not new"
+grep -q "the seal '$T/site2/g.sqfs.sqcseal' is refused (not the root the site names)" "$T/keeper.log" ||
+    fail "the keeper did not say why: $(tail -3 "$T/keeper.log")"
+sqc_umount "$T/mg2"
+# The root it names (the image sealed before it was damaged): a site copy.
+printf '%s  %s\n' "$groot" "$T/site2/g.sqfs" >"$T/roots"
+printf '%s  %s\n' "$("$MOUNTCTL" seal --check "$T/src.sqfs" 2>/dev/null | cut -d' ' -f1)" "$T/nothing" >>"$T/roots"
+stop_keeper
+start_site_keeper --site-seal root --site-roots "$T/roots"
+mount_keep "$B" "$T/site2/g.sqfs" "$T/mg3" stage=full
+[ "$(stat_of "$T/mg3" keep.answer)" = site ] || fail "the root the site names: keep.answer $(stat_of "$T/mg3" keep.answer)"
+sqc_umount "$T/mg3"
+# And an image without a seal: none under --site-seal root.
+mount_keep "$B" "$T/site2/pub.sqfs" "$T/mg4" stage=full
+[ "$(stat_of "$T/mg4" keep.answer)" = new ] || fail "an image without a seal under --site-seal root: $(stat_of "$T/mg4" keep.answer)"
+sqc_umount "$T/mg4"
+stop_keeper
+
+note "(h) kill -9 of the keeper while it stages"
+start_site_keeper
+mount_keep "$A" "$IMG" "$T/mh"
+[ "$(stat_of "$T/mh" keep.answer)" = site ] || fail "(h): keep.answer $(stat_of "$T/mh" keep.answer)"
+_h_i=0
+until [ "$(stat_of "$T/mh" stage.staged)" -gt 0 ]; do
+    _h_i=$((_h_i + 1))
+    [ $_h_i -lt 1000 ] || fail "root staged nothing within 20 s"
+    sleep 0.02
+done
+kill -9 "$KPID"
+wait_gone "$KPID" 10 "the keeper"
+hpid=$(sqc_pid "$T/mh")
+hfd=$(copy_fd "$hpid") || fail "the mount holds no site copy"
+"$PYTHON" "$T/words.py" "$hpid" "$hfd" "$T/src.sqfs" 0 >"$T/words-h.out"
+note "    after kill -9 at $(stat_of "$T/mh" stage.staged) bytes: $(cat "$T/words-h.out")"
+grep -q " bad 0 " "$T/words-h.out" || fail "a chunk marked complete is not the image's: $(cat "$T/words-h.out")"
+! grep -q "^complete 62 " "$T/words-h.out" || fail "root finished before the kill: storage too fast to test it"
+wait_done "$T/mh" 30
+[ "$(stat_of "$T/mh" stage.staged)" -lt "$range" ] || fail "the mount counts the copy whole"
+as "$A" diff -r "$T/src" "$T/mh" >"$T/diffh" 2>&1 || fail "after the keeper's kill -9: files differ: $(head -5 "$T/diffh")"
+start_site_keeper
+mount_keep "$B" "$IMG" "$T/mh2"
+[ "$(stat_of "$T/mh2" keep.answer)" = site ] || fail "(h) new keeper: keep.answer $(stat_of "$T/mh2" keep.answer)"
+[ "$(stat_of "$T/mh2" keep.adopted)" = 0 ] || fail "the new keeper's copy started with $(stat_of "$T/mh2" keep.adopted) bytes"
+wait_done "$T/mh2" 60
+as "$B" diff -r "$T/src" "$T/mh2" >"$T/diffh2" 2>&1 || fail "the new keeper's copy: files differ"
+sqc_umount "$T/mh"
+sqc_umount "$T/mh2"
 
 echo "keep site ok"
