@@ -58,7 +58,8 @@ enum keep_op {
 	KEEP_PUT, /* fd: a new copy (stage_backing_new()) after NONE.
 		     Answer DONE */
 	KEEP_LIST, /* answer: ENTRY per copy, then DONE (a: copies) */
-	KEEP_FORGET, /* name: the image, "" for all.  DONE, a: copies */
+	KEEP_FORGET, /* name: the image, "" for all; a: KEEP_F_SITE for
+			the site copies only (root).  DONE, a: copies */
 	KEEP_EVICT, /* a: bytes to free (root).  DONE, a: bytes freed */
 	/* answers */
 	KEEP_COPY, /* fd: the copy; a: its complete bytes */
@@ -86,8 +87,7 @@ enum keep_op {
 /* ENTRY, COPY: a site copy: root made it of a site image's own bytes,
  * for every user who can open the image; no user writes it.  COPY's name
  * is then the root hash its chunks were checked against, in hex, or ""
- * (no seal), and b its range's bytes.  FORGET (root): the site copies of
- * the name, not users' copies. */
+ * (no seal), and b its range's bytes. */
 #define KEEP_F_SITE 8u
 #define KEEP_F_STAGING 16u /* ENTRY: root is still staging it */
 

@@ -802,7 +802,7 @@ static int on_forget(struct keeper *k, struct conn *c, const struct keep_msg *m)
 	for (p = k->copies; p; p = next) {
 		next = p->next;
 		if (!visible(p, c->uid) || (name[0] && strcmp(p->name, name)) ||
-		    (m->flags & KEEP_F_SITE && !p->site) ||
+		    (m->a & KEEP_F_SITE && !p->site) ||
 		    (p->site && p->site_state == SITE_MAKING))
 			continue;
 		n++;
