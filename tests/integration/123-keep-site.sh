@@ -22,7 +22,10 @@
 #       an O_PATH descriptor is refused;
 #   (e) an image that is not the site's (outside the prefix, or on a
 #       user's own FUSE mount under it) gets a copy per user, as today:
-#       root opens nothing of it;
+#       root opens nothing of it; one whose path a user mounted their own
+#       FUSE file system over after opening it, or whose seal is a
+#       user's symlink to a file only root may read: root stops there,
+#       no site copy;
 #   (f) the image changed (rewritten in place, mtime set back): staged
 #       afresh, the mounts read the new bytes;
 #   (g) with a seal, a corrupt byte in a block stored as is: the chunk is
@@ -439,6 +442,17 @@ grep -q "^swap 7 0$" "$T/swap.out" ||
 grep -q "'$T/site2/b/image'.*a user's own file system" "$T/keeper.log" ||
     fail "the keeper did not stop at user b's file system: $(tail -5 "$T/keeper.log")"
 as "$B" fusermount3 -u "$T/site2/b"
+# A seal that is b's symlink to a file only root may read: root does not
+# follow it (nor read the file), and the image gets no site copy.
+echo "root's secret" >"$T/site2/secret.txt"
+chmod 0600 "$T/site2/secret.txt"
+as "$B" cp "$T/src.sqfs" "$T/site2/b/image2"
+as "$B" ln -s "$T/site2/secret.txt" "$T/site2/b/image2.sqcseal"
+mount_keep "$B" "$T/site2/b/image2" "$T/mbs" stage=full,seal=off
+[ "$(stat_of "$T/mbs" keep.site)" = False ] || fail "an image whose seal is a symlink got a site copy"
+grep -q "cannot open the seal '$T/site2/b/image2.sqcseal' (Too many levels of symbolic links)" "$T/keeper.log" ||
+    fail "the keeper did not refuse the symlinked seal: $(tail -3 "$T/keeper.log")"
+sqc_umount "$T/mbs"
 
 note "(f) the image changed: staged afresh"
 cp "$T/src.sqfs" "$T/site2/pub.sqfs"
