@@ -14,6 +14,8 @@
 #   make bench-hdf5      the HDF5 recipe side by side with squashcached
 #   make bench-sweep     jobs with and without a kept staged copy (issue 28)
 #   make bench-seal      staging and first epoch with and without a seal
+#   make bench-site      users' jobs on one site image: a site copy, a copy
+#                        per user, no keeping
 #   make install PREFIX=/usr/local   (SYSTEMD_UNITDIR= for the unit)
 #   make deb             Debian packages squashcache and squashcache-slurm
 #                        in build/deb/ (packaging/), checked with lintian
@@ -106,7 +108,7 @@ MOUNTCTL := $(BUILD)/mountctl
 
 .PHONY: all check check-unit check-integration check-tsan deps deps-check \
 	deps-demo deb dist rpm tests fuzz fuzz-run format format-check lint install \
-	uninstall clean demo bench bench-scale bench-ram bench-decode bench-hdf5 bench-sweep bench-seal soak
+	uninstall clean demo bench bench-scale bench-ram bench-decode bench-hdf5 bench-sweep bench-seal bench-site soak
 
 # The SPANK plugin is built only where Slurm's headers are installed, and
 # never with sanitizers (slurmd and srun load it and have no ASan runtime).
@@ -250,6 +252,10 @@ bench-sweep: deps-check
 bench-seal: deps-check
 	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(TOOL_BINS)
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh seal
+
+bench-site: deps-check
+	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(TOOL_BINS)
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh site
 
 # Debian packages from this tree (packaging/deb.sh), then lintian: any
 # error fails.  Needs no network once tests/deps.sh has what it lists.

@@ -31,6 +31,10 @@
 #                              epoch with and without the image's seal, in
 #                              /dev/shm and on slowfs (20,000 images)
 #   sh bench/run.sh seal --quick    the same with 400 images, 1 repetition
+#   sh bench/run.sh site       site images (issue 40): 2 users x 4 jobs in a
+#                              row on one image on slowfs, with a site copy,
+#                              a copy per user, and without keeping
+#   sh bench/run.sh site --quick    the same with 400 images, 1 repetition
 #
 # Steps: generate the seeded data sets (cached under $BENCH_WORK), build
 # their SquashFS images and tars (cached too, with the time each took),
@@ -53,11 +57,12 @@ DECODE=0
 HDF5=0
 SWEEP=0
 SEAL=0
+SITE=0
 for a in "$@"; do
 	case $a in
 	--quick) QUICK=1 ;;
 	-h | --help)
-		sed -n '3,43p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,47p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	scale) SCALE=1 ;;
@@ -66,6 +71,7 @@ for a in "$@"; do
 	hdf5) HDF5=1 ;;
 	sweep) SWEEP=1 ;;
 	seal) SEAL=1 ;;
+	site) SITE=1 ;;
 	*)
 		echo "bench: unknown argument '$a' (try --help)" >&2
 		exit 2
@@ -78,8 +84,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-if [ $((SCALE + RAM + DECODE + HDF5 + SWEEP + SEAL)) -gt 1 ]; then
-	echo "bench: 'scale', 'ram', 'decode', 'hdf5', 'sweep' and 'seal' are separate runs; give one" >&2
+if [ $((SCALE + RAM + DECODE + HDF5 + SWEEP + SEAL + SITE)) -gt 1 ]; then
+	echo "bench: 'scale', 'ram', 'decode', 'hdf5', 'sweep', 'seal' and 'site' are separate runs; give one" >&2
 	exit 2
 fi
 
@@ -186,6 +192,22 @@ elif [ $SEAL = 1 ]; then
 	: "${SLOW_REPS:=1}" "${PIL_SUBSET:=100}" "${PASS_TIMEOUT:=300}"
 	SLOW=0
 	export SLOW SLOW_PROFILES SEAL_READER
+elif [ $SITE = 1 ]; then
+	# Site images (issue 40 item 5): the images set behind slowfs, users'
+	# jobs in a row, read by bench/sitebench.py.  No main part.
+	if [ $QUICK = 1 ]; then
+		: "${IMG_CLASSES:=4}" "${IMG_PER_CLASS:=100}" "${REPS:=1}"
+		: "${SLOW_TIMEOUT:=300}"
+		SUFFIX=-site-quick
+	else
+		: "${IMG_CLASSES:=20}" "${IMG_PER_CLASS:=1000}" "${REPS:=3}"
+		: "${SLOW_TIMEOUT:=900}"
+		SUFFIX=-site
+	fi
+	: "${SLOW_PROFILES:=pfs,pfs_slow}"
+	: "${SLOW_REPS:=1}" "${PIL_SUBSET:=100}" "${PASS_TIMEOUT:=300}"
+	SLOW=0
+	export SLOW SLOW_PROFILES
 elif [ $QUICK = 1 ]; then
 	: "${IMG_CLASSES:=4}" "${IMG_PER_CLASS:=100}"
 	: "${SMALL_FILES:=10000}" "${SMALL_DIRS:=64}"
@@ -281,7 +303,8 @@ elif [ $RAM = 1 ]; then
 	key2=
 	build_set images "$key1" --classes "$RAM_CLASSES" \
 		--per-class "$RAM_PER_CLASS" --seed "$SEED_IMAGES"
-elif [ $DECODE = 1 ] || [ $HDF5 = 1 ] || [ $SWEEP = 1 ] || [ $SEAL = 1 ]; then
+elif [ $DECODE = 1 ] || [ $HDF5 = 1 ] || [ $SWEEP = 1 ] || [ $SEAL = 1 ] ||
+	[ $SITE = 1 ]; then
 	set1=images set2=
 	key1=images-${IMG_CLASSES}x${IMG_PER_CLASS}-s$SEED_IMAGES
 	key2=
@@ -361,7 +384,7 @@ for key in $key1 $key2; do
 	# case reads the image only.
 	if [ $SCALE = 1 ]; then
 		ln -s "$BENCH_WORK/$key.tar" "$STORE/$key.tar"
-	elif [ $RAM = 0 ] && [ $SWEEP = 0 ] && [ $SEAL = 0 ]; then
+	elif [ $RAM = 0 ] && [ $SWEEP = 0 ] && [ $SEAL = 0 ] && [ $SITE = 0 ]; then
 		cp "$BENCH_WORK/$key.tar" "$STORE/"
 	fi
 done
@@ -382,7 +405,7 @@ EOF
 }
 {
 	echo "{"
-	if [ $RAM = 1 ] || [ $SWEEP = 1 ] || [ $SEAL = 1 ]; then
+	if [ $RAM = 1 ] || [ $SWEEP = 1 ] || [ $SEAL = 1 ] || [ $SITE = 1 ]; then
 		# the tar is not read: it stays on disk
 		set_json "$set1" "$key1" "$BENCH_WORK/$key1.tar"
 	elif [ -z "$key2" ]; then
@@ -407,6 +430,8 @@ if [ $SWEEP = 1 ]; then
 	"$PYTHON" bench/sweep.py "$raw"
 elif [ $SEAL = 1 ]; then
 	"$PYTHON" bench/sealbench.py "$raw"
+elif [ $SITE = 1 ]; then
+	"$PYTHON" bench/sitebench.py "$raw"
 else
 	"$PYTHON" bench/bench.py "$raw"
 fi
