@@ -1,5 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 420
+# TSAN: yes
 # Site images (mountctl keeper --site): one copy per node, made by root
 # from the image's own bytes, for every user who can open the image.
 # The image sits on slow storage (faultfs, 150 ms a read, many at once,
