@@ -294,9 +294,12 @@ mount_keep "$A" "$IMG" "$T/ma"
 # own descriptor.
 [ "$(stat_of "$T/ma" stage.staged)" = 0 ] || fail "staged before root staged"
 before=$(storage_bytes)
+ra0=$(stat_of "$T/ma" image_io.read_bytes)
 as "$A" cmp "$T/src/d3/f9" "$T/ma/d3/f9" || fail "a file read while root stages differs"
 during=$(($(storage_bytes) - before))
 [ "$during" -ge 200000 ] || fail "the file was not read from the storage by the mount itself"
+# Of those, what the daemon's counters miss (spliced from the file).
+spliced=$((during - ($(stat_of "$T/ma" image_io.read_bytes) - ra0)))
 mount_keep "$B" "$IMG" "$T/mb"
 [ "$(stat_of "$T/mb" keep.answer)" = site ] || fail "user b: keep.answer $(stat_of "$T/mb" keep.answer), not site"
 rm "$T/pause"
@@ -314,12 +317,12 @@ ra=$(stat_of "$T/ma" image_io.read_bytes)
 rb=$(stat_of "$T/mb" image_io.read_bytes)
 range=$(stat_of "$T/ma" image_bytes)
 "$PYTHON" -c 'import sys
-total, during, ra, rb, rng = map(int, sys.argv[1:])
-root = total - during - ra - rb
-print("    storage: root read %d bytes for the copy (%.3fx the image: its superblock, then every chunk once); the mounts %d and %d, and %d for the file read while root was paused"
-      % (root, root / rng, ra, rb, during))
+total, spliced, ra, rb, rng = map(int, sys.argv[1:])
+root = total - spliced - ra - rb
+print("    storage: root read %d bytes for the copy (%.3fx the image: its superblock, then every chunk once); the mounts %d and %d themselves (the file read while root was paused among them), and %d spliced from the file"
+      % (root, root / rng, ra, rb, spliced))
 print("    in all %.3fx the image" % (total / rng))
-sys.exit(0 if abs(root - rng) <= 4096 else 1)' "$total" "$during" "$ra" "$rb" "$range" ||
+sys.exit(0 if abs(root - rng) <= 4096 else 1)' "$total" "$spliced" "$ra" "$rb" "$range" ||
     fail "root did not read the image once for its copy"
 # What the mounts read themselves: their superblock and tables, and the
 # file read while root was paused.
