@@ -123,7 +123,6 @@ for d in range(4):
 PY
 mkimg "$T/src" "$T/src.sqfs" -comp lz4 -all-time 0 -mkfs-time 0 -all-root
 chmod 0644 "$T/src.sqfs"
-size=$(stat -c %s "$T/src.sqfs")
 : >"$T/failfile"
 : >"$T/reads.log"
 FAULTFS_PARALLEL=1 FAULTFS_DELAY_US=150000 FAULTFS_LOG="$T/reads.log" \
