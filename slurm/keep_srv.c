@@ -31,6 +31,11 @@
  * takes and closes one connection with a descriptor kept spare for it,
  * so the loop never spins on a listening socket it cannot serve.
  *
+ * Site copies (--site, keep_site.c): a GET's job also tells whether the
+ * image is the site's (its real path, its mount); the logic then starts
+ * a job of root's that makes the one copy of it for all users, whose
+ * reports (ready, failed, ended) come back through the same eventfd.
+ *
  * In use.  A copy counts as in use (outside the budget) only while the
  * process at the other end of a connection that uses it is alive, runs
  * the daemon (by device and inode) and holds the copy's descriptor

@@ -10,6 +10,10 @@
  * docs/design.md, "Keeping a staged copy", and slurm/README.md for what
  * the root side trusts.
  *
+ * With site images (keeper_get_site()), the keeper also holds one copy
+ * of each for every user who can open it, made by root (slurm/
+ * keep_site.c) and handed out read-only.
+ *
  * The transport is a SOCK_SEQPACKET Unix socket: one struct keep_msg a
  * message, a descriptor beside it where the request or answer says.  The
  * user of a request is its peer's uid (SO_PEERCRED), never a field.

@@ -24,6 +24,14 @@
  * a time writes a chunk, and a chunk is done only with the bytes of its
  * writer's whole, successful read.  Every stage keeps a descriptor of
  * the copy while it maps it (the others look for it with kcmp(2)).
+ *
+ * A copy may instead have one writer, in another process, that other
+ * stages follow (stage_backing.follow: root's copy of a site image,
+ * which users' mounts may not write): a follower maps it read-only,
+ * claims nothing, takes a chunk once its word says done (at start, as
+ * its stager thread sees them land, or when a reader needs it), and
+ * stops waiting once the writer said it ended (the header's ended word,
+ * stage_backing_end()) or is gone (its pidfd).
  * Nothing here knows what the range or the key is.
  */
 #define LOG_MOD "stage"
