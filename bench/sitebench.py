@@ -19,10 +19,11 @@ repetition), each with a fresh keeper (no copy kept) where it keeps:
   user         -o keep=SOCKET, mountctl keeper without --site: a copy per
                user
   site         -o keep=SOCKET, mountctl keeper --site (the store): one copy
-               for all, made by the keeper; no seal (the daemons seal=off,
-               the image's seal moved aside)
-  site_sealed  the same with the image's seal beside it: the keeper checks
-               every chunk against it, the daemons trust its check
+               for all, made by the keeper; no seal (the daemons seal=off)
+  site_sealed  the same image under a second name (a hard link) with its
+               seal beside it: the keeper checks every chunk against it,
+               each daemon reads the tree too (seal=auto) and trusts the
+               keeper's check of the copy
 slowfs's own count of bytes read is taken around each row: the storage
 read in all, in images.  The report is render() below.
 """
@@ -247,25 +248,16 @@ class SiteBench:
 
     # -- a row --
 
-    def seal_beside(self, image, on):
-        """The image's seal beside it (site_sealed), or moved aside."""
-        seal = os.path.join(self.cfg["store"],
-                            os.path.basename(image) + ".sqcseal")
-        off = seal + ".off"
-        if on and os.path.exists(off):
-            os.rename(off, seal)
-        elif not on and os.path.exists(seal):
-            os.rename(seal, off)
-
     def row(self, pfs, image, c, rep):
         out = {"jobs": []}
         opts = []
         if c != "nokeep":
             opts.append("keep=" + self.sock)
             self.keeper_start(pfs if c.startswith("site") else None)
-        if c != "site_sealed":
+        if c == "site_sealed":
+            image = self.sealed_of(image)
+        else:
             opts.append("seal=off")
-        self.seal_beside(image, c == "site_sealed")
         s0 = bench.Bench._pfs_stats(self.b, pfs)
         try:
             for j in range(self.sc["jobs"]):
@@ -288,10 +280,23 @@ class SiteBench:
             out["pfs_read_bytes"] / os.path.getsize(self.ds["image"])))
         return out
 
+    @staticmethod
+    def sealed_of(image):
+        """The sealed name of the image: a hard link, its seal beside it
+        (a seal beside the other name would be found by the keeper)."""
+        return image[:-len(".sqfs")] + "-sealed.sqfs"
+
     def run(self):
         res = {"mode": "site", "profiles": [], "errors": []}
         image = self.ds["image"]
-        r = bench.run([self.mountctl, "seal", image], timeout=3600)
+        if not image.endswith(".sqfs"):
+            raise RuntimeError("sitebench: the image is not a .sqfs")
+        sealed = self.sealed_of(image)
+        if not os.path.exists(sealed):
+            os.link(image, sealed)
+        if os.path.exists(image + ".sqcseal"):
+            os.unlink(image + ".sqcseal")
+        r = bench.run([self.mountctl, "seal", sealed], timeout=3600)
         res["seal_root"] = r.stdout.split()[0]
         res["image_bytes"] = os.path.getsize(image)
         self.users = Users(self.sc["users"])
@@ -323,7 +328,6 @@ class SiteBench:
                     bench.Bench._stop_slowfs(self.b, pfs)
         finally:
             self.keeper_stop()
-            self.seal_beside(image, True)
             self.users.remove()
         return res
 
