@@ -33,9 +33,11 @@
 #       never marked complete (status --kept: partial), a read of it gets
 #       EIO, every other file reads right; --site-seal root with a root
 #       hash that is not the seal's: no site copy (a copy per user);
-#   (h) kill -9 of the keeper while it stages: the mounts serve on with
-#       the right bytes, the copy's complete chunks (read from a mount's
-#       descriptor) are all the image's, and a new keeper stages afresh.
+#   (h) kill -9 of a mount while root stages: the other mount and the
+#       copy complete; kill -9 of the keeper while it stages: the mounts
+#       serve on with the right bytes, the copy's complete chunks (read
+#       from a mount's descriptor) are all the image's, and a new keeper
+#       stages afresh.
 . "$(dirname "$0")/lib.sh"
 need_root
 need_fuse
@@ -542,7 +544,25 @@ mount_keep "$B" "$T/site2/pub.sqfs" "$T/mg4" stage=full
 sqc_umount "$T/mg4"
 stop_keeper
 
-note "(h) kill -9 of the keeper while it stages"
+note "(h) kill -9 of a mount, then of the keeper, while it stages"
+start_site_keeper
+# A mount killed while root stages: root's staging and the other mount
+# go on, the copy complete.
+: >"$T/pause"
+mount_keep "$A" "$IMG" "$T/mk1"
+mount_keep "$B" "$IMG" "$T/mk2"
+[ "$(stat_of "$T/mk1" keep.answer)" = site ] && [ "$(stat_of "$T/mk2" keep.answer)" = site ] ||
+    fail "(h): the mounts got no site copy"
+kpid1=$(sqc_pid "$T/mk1")
+kill -9 "$kpid1"
+wait_gone "$kpid1" 10 "the killed daemon"
+fusermount3 -u -z "$T/mk1" 2>/dev/null || true
+rm "$T/pause"
+wait_done "$T/mk2" 60
+as "$B" diff -r "$T/src" "$T/mk2" >"$T/diffk" 2>&1 || fail "the other mount after a kill -9: files differ"
+[ "$(kept_site | awk '{print $2 == $3}')" = 1 ] || fail "the copy is not complete after a mount's kill -9: $(kept_site)"
+sqc_umount "$T/mk2"
+stop_keeper
 start_site_keeper
 mount_keep "$A" "$IMG" "$T/mh"
 [ "$(stat_of "$T/mh" keep.answer)" = site ] || fail "(h): keep.answer $(stat_of "$T/mh" keep.answer)"
