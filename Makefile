@@ -16,6 +16,8 @@
 #   make bench-seal      staging and first epoch with and without a seal
 #   make bench-ranks     a node's ranks (1, 4, 8) sharing a mount, each its own
 #                        epoch order, behind slow storage (issue 38)
+#   make bench-site      users' jobs on one site image: a site copy, a copy
+#                        per user, no keeping
 #   make install PREFIX=/usr/local   (SYSTEMD_UNITDIR= for the unit)
 #   make deb             Debian packages squashcache and squashcache-slurm
 #                        in build/deb/ (packaging/), checked with lintian
@@ -108,7 +110,7 @@ MOUNTCTL := $(BUILD)/mountctl
 .PHONY: all check check-unit check-integration check-tsan deps deps-check \
 	deps-demo deb dist rpm tests fuzz fuzz-run format format-check lint install \
 	uninstall clean demo bench bench-scale bench-ram bench-decode bench-hdf5 bench-sweep \
-	bench-seal bench-ranks soak
+	bench-seal bench-ranks bench-site soak
 
 # The SPANK plugin is built only where Slurm's headers are installed, and
 # never with sanitizers (slurmd and srun load it and have no ASan runtime).
@@ -242,6 +244,10 @@ bench-seal: deps-check
 bench-ranks: deps-check
 	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(TOOL_BINS)
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh ranks
+
+bench-site: deps-check
+	@$(MAKE) --no-print-directory all $(BENCH_BINS) $(TOOL_BINS)
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) sh bench/run.sh site
 
 # Debian packages from this tree (packaging/deb.sh), then lintian: any
 # error fails.  Needs no network once tests/deps.sh has what it lists.

@@ -1007,9 +1007,10 @@ class Bench:
             finally:
                 run(["fusermount3", "-u", pfs], check=False)
 
-    def _start_slowfs(self, prof, out):
+    def _start_slowfs(self, prof, out, allow_other=False):
         """Mount bench/slowfs over the store with one storage profile;
-        its parameters and command go into out.  Returns the mount."""
+        its parameters and command go into out.  Returns the mount.
+        allow_other: other users may read it (users' daemons)."""
         sc = self.cfg["slow"]
         out["params"] = dict(prof, blksize=sc["blksize"],
                              threads=sc["threads"])
@@ -1022,6 +1023,8 @@ class Bench:
                     prof["stripes"], prof["stripe_size"]))
         if prof.get("cached"):
             opts += ",cached"
+        if allow_other:
+            opts += ",allow_other"
         cmd = [os.path.join(self.cfg["build"], "bench", "slowfs"), "-o",
                opts, self.cfg["store"], pfs]
         out["command"] = " ".join(cmd)

@@ -1542,6 +1542,10 @@ def main():
     if res.get("mode") == "sweep":
         sys.stdout.write(SweepReport(res).render())
         return
+    if res.get("mode") == "site":
+        import sitebench
+        sys.stdout.write(sitebench.render(res))
+        return
     if res.get("mode") == "seal":
         import sealbench
         sys.stdout.write(sealbench.render(res))

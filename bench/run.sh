@@ -37,6 +37,10 @@
 #                              6,000 images (~600 MB) on slow storage,
 #                              ram= a quarter of the image (bench/ranks.py)
 #   sh bench/run.sh ranks --quick   the same with 400 images, 1x1 and 4x1
+#   sh bench/run.sh site       site images (issue 40): 2 users x 4 jobs in a
+#                              row on one image on slowfs, with a site copy,
+#                              a copy per user, and without keeping
+#   sh bench/run.sh site --quick    the same with 400 images, 1 repetition
 #
 # Steps: generate the seeded data sets (cached under $BENCH_WORK), build
 # their SquashFS images and tars (cached too, with the time each took),
@@ -60,11 +64,12 @@ HDF5=0
 SWEEP=0
 SEAL=0
 RANKS=0
+SITE=0
 for a in "$@"; do
 	case $a in
 	--quick) QUICK=1 ;;
 	-h | --help)
-		sed -n '3,49p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,53p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	scale) SCALE=1 ;;
@@ -74,6 +79,7 @@ for a in "$@"; do
 	sweep) SWEEP=1 ;;
 	seal) SEAL=1 ;;
 	ranks) RANKS=1 ;;
+	site) SITE=1 ;;
 	*)
 		echo "bench: unknown argument '$a' (try --help)" >&2
 		exit 2
@@ -86,8 +92,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-if [ $((SCALE + RAM + DECODE + HDF5 + SWEEP + SEAL + RANKS)) -gt 1 ]; then
-	echo "bench: 'scale', 'ram', 'decode', 'hdf5', 'sweep', 'seal' and 'ranks' are separate runs; give one" >&2
+if [ $((SCALE + RAM + DECODE + HDF5 + SWEEP + SEAL + RANKS + SITE)) -gt 1 ]; then
+	echo "bench: 'scale', 'ram', 'decode', 'hdf5', 'sweep', 'seal', 'ranks' and 'site' are separate runs; give one" >&2
 	exit 2
 fi
 
@@ -212,6 +218,22 @@ elif [ $SEAL = 1 ]; then
 	: "${SLOW_REPS:=1}" "${PIL_SUBSET:=100}" "${PASS_TIMEOUT:=300}"
 	SLOW=0
 	export SLOW SLOW_PROFILES SEAL_READER
+elif [ $SITE = 1 ]; then
+	# Site images (issue 40 item 5): the images set behind slowfs, users'
+	# jobs in a row, read by bench/sitebench.py.  No main part.
+	if [ $QUICK = 1 ]; then
+		: "${IMG_CLASSES:=4}" "${IMG_PER_CLASS:=100}" "${REPS:=1}"
+		: "${SLOW_TIMEOUT:=300}"
+		SUFFIX=-site-quick
+	else
+		: "${IMG_CLASSES:=20}" "${IMG_PER_CLASS:=1000}" "${REPS:=3}"
+		: "${SLOW_TIMEOUT:=900}"
+		SUFFIX=-site
+	fi
+	: "${SLOW_PROFILES:=pfs,pfs_slow}"
+	: "${SLOW_REPS:=1}" "${PIL_SUBSET:=100}" "${PASS_TIMEOUT:=300}"
+	SLOW=0
+	export SLOW SLOW_PROFILES
 elif [ $QUICK = 1 ]; then
 	: "${IMG_CLASSES:=4}" "${IMG_PER_CLASS:=100}"
 	: "${SMALL_FILES:=10000}" "${SMALL_DIRS:=64}"
@@ -307,7 +329,8 @@ elif [ $RAM = 1 ] || [ $RANKS = 1 ]; then
 	key2=
 	build_set images "$key1" --classes "$RAM_CLASSES" \
 		--per-class "$RAM_PER_CLASS" --seed "$SEED_IMAGES"
-elif [ $DECODE = 1 ] || [ $HDF5 = 1 ] || [ $SWEEP = 1 ] || [ $SEAL = 1 ]; then
+elif [ $DECODE = 1 ] || [ $HDF5 = 1 ] || [ $SWEEP = 1 ] || [ $SEAL = 1 ] ||
+	[ $SITE = 1 ]; then
 	set1=images set2=
 	key1=images-${IMG_CLASSES}x${IMG_PER_CLASS}-s$SEED_IMAGES
 	key2=
@@ -387,7 +410,7 @@ for key in $key1 $key2; do
 	# case reads the image only.
 	if [ $SCALE = 1 ]; then
 		ln -s "$BENCH_WORK/$key.tar" "$STORE/$key.tar"
-	elif [ $RAM = 0 ] && [ $SWEEP = 0 ] && [ $SEAL = 0 ] && [ $RANKS = 0 ]; then
+	elif [ $RAM = 0 ] && [ $SWEEP = 0 ] && [ $SEAL = 0 ] && [ $RANKS = 0 ] && [ $SITE = 0 ]; then
 		cp "$BENCH_WORK/$key.tar" "$STORE/"
 	fi
 done
@@ -408,7 +431,7 @@ EOF
 }
 {
 	echo "{"
-	if [ $RAM = 1 ] || [ $SWEEP = 1 ] || [ $SEAL = 1 ] || [ $RANKS = 1 ]; then
+	if [ $RAM = 1 ] || [ $SWEEP = 1 ] || [ $SEAL = 1 ] || [ $RANKS = 1 ] || [ $SITE = 1 ]; then
 		# the tar is not read: it stays on disk
 		set_json "$set1" "$key1" "$BENCH_WORK/$key1.tar"
 	elif [ -z "$key2" ]; then
@@ -435,6 +458,8 @@ elif [ $SEAL = 1 ]; then
 	"$PYTHON" bench/sealbench.py "$raw"
 elif [ $RANKS = 1 ]; then
 	"$PYTHON" bench/ranks.py "$raw"
+elif [ $SITE = 1 ]; then
+	"$PYTHON" bench/sitebench.py "$raw"
 else
 	"$PYTHON" bench/bench.py "$raw"
 fi

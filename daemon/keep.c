@@ -9,11 +9,14 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "daemon.h"
 #include "keep.h"
 #include "keep/keep.h"
+#include "seal/seal.h"
 #include "util/compiler.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -26,6 +29,12 @@ struct keep {
 	struct keep_key key; /* the image's identity */
 	const char *answer; /* what came of asking, for the stats */
 	uint64_t keeper_complete; /* bytes complete in the copy given */
+	/* A site copy (KEEP_F_SITE): root's, read-only, staged by the
+	 * keeper; this mount follows it. */
+	bool site;
+	int writer; /* the keeper's pidfd until the image is opened, or -1 */
+	bool has_root; /* root checks its chunks against a seal of root */
+	uint8_t root[SEAL_HASH_SIZE];
 };
 
 /* Give the keeper a new copy of @size bytes.  Return: 0 or -errno. */
@@ -48,6 +57,24 @@ static int put_new(struct keep *k, uint64_t size)
 	return err;
 }
 
+/* The copy given is the site's: root writes it, this mount follows it
+ * (reads its chunks as they land, writes nothing), and it is of the image
+ * by its file alone (no pid namespace: no claims). */
+static void take_site(struct keep *k, const struct keep_msg *m)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	k->site = true;
+	k->answer = "site";
+	k->key.pidns = 0;
+	k->has_root = m->name[0] && !seal_parse_hex(m->name, k->root);
+	/* Its staging ends if the keeper is gone (killed mid-way). */
+	if (!getsockopt(k->sock, SOL_SOCKET, SO_PEERCRED, &cr, &len) &&
+	    cr.pid > 0)
+		k->writer = (int)syscall(SYS_pidfd_open, cr.pid, 0);
+}
+
 /* Ask for the copy of the image @fd.  Return: 0 or -errno. */
 static int ask(struct keep *k, int fd, uint64_t offset, uint64_t size)
 {
@@ -65,6 +92,8 @@ static int ask(struct keep *k, int fd, uint64_t offset, uint64_t size)
 	if (m.op == KEEP_COPY && k->memfd >= 0) {
 		k->answer = "copy";
 		k->keeper_complete = m.a;
+		if (m.flags & KEEP_F_SITE)
+			take_site(k, &m);
 		return 0;
 	}
 	if (m.op != KEEP_NONE)
@@ -115,6 +144,9 @@ static void backing(void *arg, int fd, uint64_t offset, uint64_t size,
 	out->fd = k->memfd;
 	out->key = &k->key;
 	out->key_len = sizeof(k->key);
+	out->follow = k->site;
+	out->writer = k->writer;
+	out->checked_root = k->has_root ? k->root : NULL;
 }
 
 /*
@@ -133,7 +165,7 @@ static int keep_prepare(struct sqcd *d, void **f)
 		return -ENOMEM;
 	k->d = d;
 	k->path = d->o.keep;
-	k->sock = k->memfd = -1;
+	k->sock = k->memfd = k->writer = -1;
 	k->answer = "off";
 	d->o.img.backing = backing;
 	d->o.img.backing_arg = k;
@@ -185,9 +217,12 @@ static int keep_start(struct sqcd *d, void **f)
 	if (k->memfd >= 0)
 		close(k->memfd);
 	k->memfd = -1;
+	if (k->writer >= 0)
+		close(k->writer); /* the stage keeps its own */
+	k->writer = -1;
 	say_here(k);
 	stage_get_stats(img_stage(d->img), &ss);
-	if (ss.backing == STAGE_BACKING_REFUSED) {
+	if (ss.backing == STAGE_BACKING_REFUSED && !k->site) {
 		k->answer = "refused";
 		forget(k);
 	}
@@ -226,6 +261,8 @@ static void keep_free(void *f)
 		return;
 	if (k->memfd >= 0)
 		close(k->memfd);
+	if (k->writer >= 0)
+		close(k->writer);
 	if (k->sock >= 0)
 		close(k->sock);
 	free(k);
@@ -240,6 +277,7 @@ void keep_stats_json(struct keep *k, struct json_buf *b)
 	stage_get_stats(img_stage(k->d->img), &ss);
 	json_buf_printf(b, "\"keep\":{\"socket\":");
 	json_buf_str(b, k->path);
+	json_buf_printf(b, ",\"site\":%s", k->site ? "true" : "false");
 	json_buf_printf(b,
 			",\"answer\":\"%s\",\"keeper_complete\":%llu,"
 			"\"adopted\":%llu,\"adopted_chunks\":%llu,"

@@ -23,8 +23,10 @@ struct keep;
  * @k: the feature, or NULL (nothing is appended)
  * @b: buffer
  *
- * keep: {socket, answer ("copy": the keeper had one, "new": a new copy
- * was given to it, "no keeper", "refused", "error"), keeper_complete
+ * keep: {socket, site (the copy is the site's: root's, staged by the
+ * keeper, followed here), answer ("copy": the keeper had one, "site":
+ * the site copy, "new": a new copy was given to it, "no keeper",
+ * "refused", "error"), keeper_complete
  * (bytes complete in the copy the keeper gave), adopted (bytes staged at
  * start from it), adopted_chunks, peers (bytes another mount sharing
  * the copy staged while this one ran)}.

@@ -115,6 +115,7 @@ void ds_conf_default(struct ds_conf *c)
 	c->timeout_s = DS_DEFAULT_TIMEOUT_S;
 	strcpy(c->keep, "0");
 	strcpy(c->keep_socket, DS_KEEP_SOCKET);
+	strcpy(c->site_seal, "auto");
 }
 
 bool ds_conf_keeps(const struct ds_conf *c)
@@ -180,8 +181,8 @@ static int set_timeout(unsigned int *out, const char *v, char *why, size_t cap)
 	return 0;
 }
 
-/* allow=: ':' separated absolute prefixes. */
-static int check_allow(const char *v, char *why, size_t cap)
+/* allow=, site=: ':' separated absolute prefixes. */
+static int check_allow(const char *key, const char *v, char *why, size_t cap)
 {
 	const char *p = v;
 
@@ -189,8 +190,8 @@ static int check_allow(const char *v, char *why, size_t cap)
 		size_t n = strcspn(p, ":");
 
 		if (n && *p != '/') {
-			say(why, cap, "allow=: '%.*s' is not an absolute path",
-			    (int)n, p);
+			say(why, cap, "%s=: '%.*s' is not an absolute path",
+			    key, (int)n, p);
 			return -EINVAL;
 		}
 		p += n;
@@ -213,7 +214,7 @@ static int check_names(const char *v, char *why, size_t cap)
 }
 
 /* What a string key's value must be. */
-enum kind { K_PATH, K_OPTS, K_NAMES, K_ALLOW };
+enum kind { K_PATH, K_OPTS, K_NAMES, K_ALLOW, K_PATH_OR_NONE };
 
 /* Validate @v for @key; set *@dst/@dcap to the string field it goes to. */
 static int string_field(struct ds_conf *c, const char *key, const char *v,
@@ -235,6 +236,9 @@ static int string_field(struct ds_conf *c, const char *key, const char *v,
 		{ "mountctl", c->mountctl, sizeof(c->mountctl), K_PATH },
 		{ "keep_socket", c->keep_socket, sizeof(c->keep_socket),
 		  K_PATH },
+		{ "site", c->site, sizeof(c->site), K_ALLOW },
+		{ "site_roots", c->site_roots, sizeof(c->site_roots),
+		  K_PATH_OR_NONE },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
@@ -243,6 +247,10 @@ static int string_field(struct ds_conf *c, const char *key, const char *v,
 		*dst = keys[i].field;
 		*dcap = keys[i].cap;
 		switch (keys[i].kind) {
+		case K_PATH_OR_NONE:
+			if (!*v)
+				return 0;
+			/* fall through */
 		case K_PATH:
 			if (*v == '/' && !strchr(v, ','))
 				return 0;
@@ -254,7 +262,7 @@ static int string_field(struct ds_conf *c, const char *key, const char *v,
 		case K_NAMES:
 			return check_names(v, why, cap);
 		case K_ALLOW:
-			return check_allow(v, why, cap);
+			return check_allow(key, v, why, cap);
 		}
 	}
 	say(why, cap, "unknown key '%s'", key);
@@ -297,6 +305,23 @@ int ds_conf_set(struct ds_conf *c, const char *kv, char *why, size_t cap)
 		return set_size(c->keep_min_available,
 				sizeof(c->keep_min_available), val, key, why,
 				cap);
+	if (!strcmp(key, "site_keep") && !val[0]) {
+		c->site_keep[0] = '\0'; /* keep='s */
+		return 0;
+	}
+	if (!strcmp(key, "site_keep"))
+		return set_size(c->site_keep, sizeof(c->site_keep), val, key,
+				why, cap);
+	if (!strcmp(key, "site_seal")) {
+		if (strcmp(val, "auto") && strcmp(val, "require") &&
+		    strcmp(val, "root")) {
+			say(why, cap, "site_seal=%s: auto, require or root",
+			    val);
+			return -EINVAL;
+		}
+		strcpy(c->site_seal, val);
+		return 0;
+	}
 	err = string_field(c, key, val, &dst, &dcap, why, cap);
 	if (err)
 		return err;
@@ -372,6 +397,10 @@ int ds_conf_get(const struct ds_conf *c, const char *key, char *buf, size_t cap)
 		{ "keep", c->keep },
 		{ "keep_min_available", c->keep_min_available },
 		{ "keep_socket", c->keep_socket },
+		{ "site", c->site },
+		{ "site_keep", c->site_keep },
+		{ "site_seal", c->site_seal },
+		{ "site_roots", c->site_roots },
 	};
 	int n = -1;
 

@@ -75,6 +75,12 @@ struct ds_conf {
 	char keep[24]; /* the node's keeper budget, a size or "N%"; "0": off */
 	char keep_min_available[24]; /* its --min-available; "": its own */
 	char keep_socket[108]; /* its socket, DS_KEEP_SOCKET by default */
+	/* Site images (with keep=): shared by every user who can open them,
+	 * one copy per node that root makes (mountctl keeper --site). */
+	char site[4096]; /* their prefixes, ':' separated; "": none */
+	char site_keep[24]; /* the site copies' budget; "": keep='s */
+	char site_seal[8]; /* "auto", "require" or "root" */
+	char site_roots[PATH_MAX]; /* "HEX PATH" lines, root's; "": none */
 };
 
 /**
@@ -101,7 +107,9 @@ void ds_conf_default(struct ds_conf *c);
  * @cap: its capacity
  *
  * Keys: base, options, force_options, user_options, allow, mountctl,
- * timeout, prolog_spank; "state" is accepted and ignored (older files).
+ * timeout, prolog_spank, keep, keep_min_available, keep_socket, site,
+ * site_keep, site_seal, site_roots; "state" is accepted and ignored
+ * (older files).
  * Option lists are checked: no backslash, names [a-z_]+.
  *
  * Return: 0; -EINVAL for an unknown key or a bad value (@c unchanged).

@@ -113,7 +113,7 @@ static void exec_keeper(const struct ds_conf *c)
 {
 	static const char *const pass[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS",
 					    "LSAN_OPTIONS" };
-	char *argv[10], *envp[ARRAY_SIZE(pass) + 2] = { "PATH=" JOB_USER_PATH };
+	char *argv[18], *envp[ARRAY_SIZE(pass) + 2] = { "PATH=" JOB_USER_PATH };
 	struct job_cgroups cg;
 	int n = 0, ne = 1;
 
@@ -145,6 +145,21 @@ static void exec_keeper(const struct ds_conf *c)
 	if (c->keep_min_available[0]) {
 		argv[n++] = "--min-available";
 		argv[n++] = (char *)c->keep_min_available;
+	}
+	/* Site images: one copy per node for all their readers. */
+	if (c->site[0]) {
+		argv[n++] = "--site";
+		argv[n++] = (char *)c->site;
+		argv[n++] = "--site-seal";
+		argv[n++] = (char *)c->site_seal;
+		if (c->site_keep[0]) {
+			argv[n++] = "--site-keep";
+			argv[n++] = (char *)c->site_keep;
+		}
+		if (c->site_roots[0]) {
+			argv[n++] = "--site-roots";
+			argv[n++] = (char *)c->site_roots;
+		}
 	}
 	argv[n] = NULL;
 	execve("/proc/self/exe", argv, envp);
@@ -351,6 +366,37 @@ struct kept_check {
 		      dropped */
 };
 
+/* A site copy: root's, of an image under site=, for all its readers.
+ * Information; what needs an admin is one whose trailer does not check
+ * (dropped with --clean: root may forget site copies). */
+static void check_site(struct kept_check *k, const struct keep_msg *e,
+		       const char *name, const char *when)
+{
+	bool used = e->flags & KEEP_F_USED;
+
+	printf("site copy of %s: %" PRIu64 " bytes in memory, %" PRIu64
+	       " of %" PRIu64 " complete, %s, %s, %u mount%s, last use %s",
+	       name, e->a, e->b, e->d,
+	       e->flags & KEEP_F_STAGING ? "staging" : "staged",
+	       used ? "in use" : "not in use", e->in_use,
+	       e->in_use == 1 ? "" : "s", when);
+	if (e->flags & KEEP_F_PARTIAL && !(e->flags & KEEP_F_STAGING) &&
+	    !(e->flags & KEEP_F_INCONSISTENT))
+		printf(", partial (chunks its seal refused, or a stop)");
+	if (e->flags & KEEP_F_INCONSISTENT && !used) {
+		bool dropped = k->clean &&
+			       !keep_ask(k->sock, KEEP_FORGET, e->name,
+					 KEEP_F_SITE, KEEP_BUDGET_MS, NULL);
+
+		printf(": inconsistent");
+		if (k->clean)
+			printf(dropped ? ": dropped" : ": not dropped");
+		if (!dropped)
+			k->found++;
+	}
+	printf("\n");
+}
+
 static void check_one(void *arg, const struct keep_msg *e)
 {
 	struct kept_check *k = arg;
@@ -361,10 +407,21 @@ static void check_one(void *arg, const struct keep_msg *e)
 	time_t t = (time_t)e->c;
 	struct tm tm;
 
+	if (e->op == KEEP_USER) {
+		printf("  used by %s (uid %u): %u mount%s%s\n",
+		       pw ? pw->pw_name : "no such user", e->uid, e->in_use,
+		       e->in_use == 1 ? "" : "s",
+		       e->flags & KEEP_F_USED ? ", in use" : "");
+		return;
+	}
 	/* The name is the user's (their daemon gave it): one line, printable. */
 	keep_name_print(name, e->name);
 	if (e->c && localtime_r(&t, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	if (e->flags & KEEP_F_SITE) {
+		check_site(k, e, name, when);
+		return;
+	}
 	printf("kept copy of %s for uid %u (%s): %" PRIu64
 	       " bytes in memory, %" PRIu64 " of %" PRIu64
 	       " complete, %s, last use %s",

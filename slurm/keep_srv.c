@@ -31,6 +31,11 @@
  * takes and closes one connection with a descriptor kept spare for it,
  * so the loop never spins on a listening socket it cannot serve.
  *
+ * Site copies (--site, keep_site.c): a GET's job also tells whether the
+ * image is the site's (its real path, its mount); the logic then starts
+ * a job of root's that makes the one copy of it for all users, whose
+ * reports (ready, failed, ended) come back through the same eventfd.
+ *
  * In use.  A copy counts as in use (outside the budget) only while the
  * process at the other end of a connection that uses it is alive, runs
  * the daemon (by device and inode) and holds the copy's descriptor
@@ -43,6 +48,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -59,6 +65,7 @@
 #include <unistd.h>
 
 #include "keep/keep.h"
+#include "keep_site.h"
 #include "keep_srv.h"
 #include "util/err.h"
 #include "util/log.h"
@@ -90,6 +97,8 @@ struct job {
 	struct keep_msg m; /* the request */
 	struct stat sb; /* fstat() of it */
 	int err; /* 0 or -errno of fstat(), -EINVAL: not a regular file */
+	bool site; /* GET: a site image (keep_site_of()), at path */
+	char path[PATH_MAX];
 };
 
 /* A connection. */
@@ -116,6 +125,7 @@ struct user {
 struct server {
 	const struct keep_srv_opts *o;
 	struct keeper *k;
+	struct keep_site *site; /* site copies, or NULL */
 	int listen_fd;
 	int dir_fd; /* the socket's directory, checked */
 	const char *name; /* the socket's name in it */
@@ -202,6 +212,9 @@ static void *job_main(void *arg)
 			j->err = -errno;
 		else if (!S_ISREG(j->sb.st_mode))
 			j->err = -EINVAL;
+		else
+			j->site = keep_site_of(sv->site, j->fd, &j->sb, j->path,
+					       sizeof(j->path));
 	}
 	close(j->fd);
 	pthread_mutex_lock(&sv->lock);
@@ -404,6 +417,46 @@ static void serve_one(struct server *sv, struct peer *p, int64_t now)
 	request(sv, p, &m, NULL, fd);
 }
 
+/* What the site copies' jobs report, to the keeper's logic. */
+static void site_news(struct server *sv)
+{
+	struct keep_site_event ev;
+
+	while (sv->site && keep_site_next(sv->site, &ev)) {
+		switch (ev.what) {
+		case KEEP_SITE_READY:
+			if (keeper_site_ready(sv->k, ev.id, ev.fd, ev.range,
+					      ev.has_root ? ev.root : NULL)) {
+				close(ev.fd); /* shmem: waits on nobody */
+				keep_site_stop(sv->site, ev.id);
+			}
+			break;
+		case KEEP_SITE_FAILED:
+			keeper_site_failed(sv->k, ev.id, ev.err);
+			break;
+		default:
+			keeper_site_ended(sv->k, ev.id, ev.err);
+			break;
+		}
+	}
+}
+
+/* keeper_opts.site_start and site_stop. */
+static int site_start(void *arg, uint64_t id, uid_t uid, const char *path,
+		      const struct stat *image, uint64_t offset)
+{
+	struct server *sv = arg;
+
+	return keep_site_start(sv->site, id, uid, path, image, offset);
+}
+
+static void site_stop(void *arg, uint64_t id)
+{
+	struct server *sv = arg;
+
+	keep_site_stop(sv->site, id);
+}
+
 /* Jobs that ended: their GETs are answered. */
 static void jobs_ended(struct server *sv)
 {
@@ -427,10 +480,18 @@ static void jobs_ended(struct server *sv)
 			sv->jobs--;
 		if (p && p->job == j) {
 			p->job = NULL;
-			request(sv, p, &j->m, j->err ? NULL : &j->sb, -1);
+			if (!j->err && j->site) {
+				if (keeper_get_site(sv->k, p->fd, &j->m, &j->sb,
+						    j->path))
+					close_peer(sv, p);
+			} else {
+				request(sv, p, &j->m, j->err ? NULL : &j->sb,
+					-1);
+			}
 		}
 		free(j);
 	}
+	site_news(sv);
 }
 
 /* Whether @p's peer is a live daemon that holds the copy @copy. */
@@ -702,7 +763,11 @@ static int listen_at(struct server *sv)
 
 int keep_serve(const struct keep_srv_opts *o)
 {
-	struct keeper_opts ko = { .budget = o->budget };
+	struct keeper_opts ko = { .budget = o->budget,
+				  .site_budget = o->site_budget };
+	struct keep_site_opts so = { .prefixes = o->site,
+				     .seal = (enum keep_site_seal)o->site_seal,
+				     .roots = o->site_roots };
 	unsigned long nofile;
 	struct server *sv;
 	unsigned int left;
@@ -728,7 +793,13 @@ int keep_serve(const struct keep_srv_opts *o)
 	pthread_mutex_init(&sv->lock, NULL);
 	sv->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	sv->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (o->site && o->site[0]) {
+		ko.site_start = site_start;
+		ko.site_stop = site_stop;
+		ko.site_arg = sv;
+	}
 	if (!sv->peers || !sv->pfd || sv->wake_fd < 0 ||
+	    (ko.site_start && keep_site_new(&so, sv->wake_fd, &sv->site)) ||
 	    keeper_new(&ko, &sv->k) || listen_at(sv)) {
 		fprintf(stderr, "mountctl keeper: cannot start\n");
 		return 1;
@@ -740,6 +811,10 @@ int keep_serve(const struct keep_srv_opts *o)
 		"listening at %s: %lu descriptors, %zu connections (%u a user), %u copies of a user",
 		o->socket, nofile, sv->max_conns, KEEP_SRV_USER_CONNS,
 		KEEP_USER_COPIES);
+	if (sv->site)
+		log_info(
+			"site images under %s: one copy each for all their readers, within %llu bytes",
+			o->site, (unsigned long long)o->site_budget);
 	fprintf(stderr, "mountctl keeper: listening at %s\n", o->socket);
 	serve(sv);
 	for (size_t i = 0; i < sv->npeers; i++)
@@ -750,7 +825,11 @@ int keep_serve(const struct keep_srv_opts *o)
 	/* A job's thread may still be in a user's fstat() or close(): then
 	 * sv stays for it, and the process ends with it. */
 	left = jobs_left(sv, now_ms() + EXIT_WAIT_MS);
+	/* Stops the site copies' jobs (site_stop()); then they are waited
+	 * for as long, and one in a call that does not return is left to
+	 * end with the process. */
 	keeper_free(sv->k);
+	left += keep_site_free(sv->site, EXIT_WAIT_MS);
 	if (!left)
 		server_free(sv);
 	return 0;

@@ -32,6 +32,13 @@ struct keep_srv_opts {
 	bool has_daemon;
 	dev_t daemon_dev;
 	ino_t daemon_ino;
+	/* Site copies (keep_site.h): the site's image prefixes (':'
+	 * separated), or NULL for none; what their seals must be; the
+	 * bytes those not in use may hold. */
+	const char *site;
+	int site_seal; /* enum keep_site_seal */
+	const char *site_roots; /* or NULL */
+	uint64_t site_budget;
 };
 
 /**

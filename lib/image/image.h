@@ -302,6 +302,27 @@ uint64_t img_meta_budget(const struct img_super *sb, uint64_t max);
 int img_open(const char *path, const struct img_opts *opts, struct img **out);
 
 /**
+ * img_read_super() - Read the superblock of the image in a file, without
+ * opening it as an image: all that a process copying the image's bytes
+ * for others (root's keeper, for a site image) needs of it.
+ * @fd: the file, read with pread()
+ * @offset: where the image starts in it
+ * @file_size: the file's size
+ * @out: set to the superblock's fields
+ *
+ * Checked: the magic, version 4.0, the block size, bytes_used within the
+ * file after @offset, the inode table within bytes_used.  Nothing else
+ * (the tables are not read): the caller only copies bytes_used bytes.
+ *
+ * Return: 0; -EMEDIUMTYPE if it is not SquashFS (too short, no magic);
+ * -ENOTSUP for another version; -EFSCORRUPTED; -EIO for a short read;
+ * -errno of pread().  Nothing is logged.
+ * Context: any thread.
+ */
+int img_read_super(int fd, uint64_t offset, uint64_t file_size,
+		   struct img_super *out);
+
+/**
  * img_close() - Release an image.
  * @img: image, may be NULL
  *

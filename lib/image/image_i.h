@@ -102,6 +102,10 @@ struct img {
 	_Atomic uint64_t *bad_logged;
 	_Atomic uint64_t seal_bad_reads; /* reads failed for a mismatch */
 	_Atomic uint64_t seal_bad_staged; /* staged blocks read again */
+	/* The staged copy is a follower's of a writer that checked every
+	 * chunk against this very seal (its root hash): staged bytes are
+	 * not checked again. */
+	bool seal_trusted;
 	struct img_window window; /* bytes held in RAM by another module
 				     (img_set_window()); .get NULL if none */
 

@@ -103,6 +103,59 @@ static int open_file(struct img *img)
 	return 0;
 }
 
+/* The fields of an on-disk superblock, decoded (not checked). */
+static void super_fields(const struct sqfs_disk_super *d, struct img_super *sb)
+{
+	sb->inode_count = le32_dec(d->inode_count);
+	sb->mkfs_time = le32_dec(d->mkfs_time);
+	sb->block_size = le32_dec(d->block_size);
+	sb->frag_count = le32_dec(d->frag_count);
+	sb->compression = le16_dec(d->compression);
+	sb->block_log = le16_dec(d->block_log);
+	sb->flags = le16_dec(d->flags);
+	sb->id_count = le16_dec(d->id_count);
+	sb->root_ref = le64_dec(d->root_ref);
+	sb->bytes_used = le64_dec(d->bytes_used);
+	sb->id_table = le64_dec(d->id_table);
+	sb->xattr_table = le64_dec(d->xattr_table);
+	sb->inode_table = le64_dec(d->inode_table);
+	sb->dir_table = le64_dec(d->dir_table);
+	sb->frag_table = le64_dec(d->frag_table);
+	sb->export_table = le64_dec(d->export_table);
+}
+
+int img_read_super(int fd, uint64_t offset, uint64_t file_size,
+		   struct img_super *out)
+{
+	struct sqfs_disk_super d;
+	uint64_t left;
+	ssize_t n;
+
+	if (offset > file_size || file_size - offset < sizeof(d))
+		return -EMEDIUMTYPE;
+	left = file_size - offset;
+	do
+		n = pread(fd, &d, sizeof(d), (off_t)offset);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (n != (ssize_t)sizeof(d))
+		return -EIO;
+	if (le32_dec(d.magic) != SQFS_MAGIC)
+		return -EMEDIUMTYPE;
+	if (le16_dec(d.version_major) != SQFS_VERSION_MAJOR ||
+	    le16_dec(d.version_minor) != SQFS_VERSION_MINOR)
+		return -ENOTSUP;
+	super_fields(&d, out);
+	if (out->block_size < SQFS_BLOCK_MIN ||
+	    out->block_size > SQFS_BLOCK_MAX || out->block_log > 20 ||
+	    out->block_size != 1u << out->block_log ||
+	    out->bytes_used < sizeof(d) || out->bytes_used > left ||
+	    out->inode_table >= out->bytes_used)
+		return -EFSCORRUPTED;
+	return 0;
+}
+
 static int decode_super(struct img *img)
 {
 	struct sqfs_disk_super d;
@@ -139,22 +192,7 @@ static int decode_super(struct img *img)
 			img->path, vmaj, vmin);
 		return -ENOTSUP;
 	}
-	sb->inode_count = le32_dec(d.inode_count);
-	sb->mkfs_time = le32_dec(d.mkfs_time);
-	sb->block_size = le32_dec(d.block_size);
-	sb->frag_count = le32_dec(d.frag_count);
-	sb->compression = le16_dec(d.compression);
-	sb->block_log = le16_dec(d.block_log);
-	sb->flags = le16_dec(d.flags);
-	sb->id_count = le16_dec(d.id_count);
-	sb->root_ref = le64_dec(d.root_ref);
-	sb->bytes_used = le64_dec(d.bytes_used);
-	sb->id_table = le64_dec(d.id_table);
-	sb->xattr_table = le64_dec(d.xattr_table);
-	sb->inode_table = le64_dec(d.inode_table);
-	sb->dir_table = le64_dec(d.dir_table);
-	sb->frag_table = le64_dec(d.frag_table);
-	sb->export_table = le64_dec(d.export_table);
+	super_fields(&d, sb);
 
 	img->codec = dec_lookup(sb->compression);
 	if (!dec_is_supported(img->codec)) {

@@ -99,7 +99,7 @@ int keep_list(const char *path, int budget_ms,
 		err = recv_by(s, end, &m);
 		if (err)
 			break;
-		if (m.op != KEEP_ENTRY) {
+		if (m.op != KEEP_ENTRY && m.op != KEEP_USER) {
 			err = m.op == KEEP_DONE ? m.status : -EPROTO;
 			break;
 		}

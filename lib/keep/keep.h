@@ -10,6 +10,10 @@
  * docs/design.md, "Keeping a staged copy", and slurm/README.md for what
  * the root side trusts.
  *
+ * With site images (keeper_get_site()), the keeper also holds one copy
+ * of each for every user who can open it, made by root (slurm/
+ * keep_site.c) and handed out read-only.
+ *
  * The transport is a SOCK_SEQPACKET Unix socket: one struct keep_msg a
  * message, a descriptor beside it where the request or answer says.  The
  * user of a request is its peer's uid (SO_PEERCRED), never a field.
@@ -37,6 +41,13 @@
 /* Copies of one user (but root's), kept and in use together: a node runs
  * a few mounts per user. */
 #define KEEP_USER_COPIES 64
+/* How long a GET of a site image waits for root to open it and start its
+ * copy before it is answered as for a user's own image: within the
+ * daemon's KEEP_BUDGET_MS, with the look at its descriptor before. */
+#define KEEP_SITE_READY_MS 3000
+/* A site copy that could not be made is not tried again for the same
+ * image identity for this long (its GETs go as for a user's own). */
+#define KEEP_SITE_RETRY_S 60
 
 enum keep_op {
 	/* requests */
@@ -51,7 +62,8 @@ enum keep_op {
 	KEEP_PUT, /* fd: a new copy (stage_backing_new()) after NONE.
 		     Answer DONE */
 	KEEP_LIST, /* answer: ENTRY per copy, then DONE (a: copies) */
-	KEEP_FORGET, /* name: the image, "" for all.  DONE, a: copies */
+	KEEP_FORGET, /* name: the image, "" for all; a: KEEP_F_SITE for
+			the site copies only (root).  DONE, a: copies */
 	KEEP_EVICT, /* a: bytes to free (root).  DONE, a: bytes freed */
 	/* answers */
 	KEEP_COPY, /* fd: the copy; a: its complete bytes */
@@ -64,6 +76,11 @@ enum keep_op {
 	KEEP_PING, /* request (b: the sender's descriptor of the copy its
 		      connection uses, plus 1; 0: none): answered DONE,
 		      status 0, a: bytes the copies not in use hold */
+	KEEP_USER, /* answer of LIST, after the ENTRY of a site copy: one
+		      of its users (root sees all; a user only
+		      themselves): uid, in_use: their connections using
+		      it, flags: KEEP_F_USED if a live daemon of theirs
+		      holds it */
 };
 
 /* KEEP_ENTRY's flags. */
@@ -72,6 +89,12 @@ enum keep_op {
 #define KEEP_F_USED \
 	4u /* a live daemon of its user serves a mount
 			  from it (slurm/keep_srv.c checks) */
+/* ENTRY, COPY: a site copy: root made it of a site image's own bytes,
+ * for every user who can open the image; no user writes it.  COPY's name
+ * is then the root hash its chunks were checked against, in hex, or ""
+ * (no seal), and b its range's bytes. */
+#define KEEP_F_SITE 8u
+#define KEEP_F_STAGING 16u /* ENTRY: root is still staging it */
 
 struct keep_msg {
 	uint32_t magic; /* KEEP_MAGIC */
@@ -193,10 +216,10 @@ int keep_ask(const char *path, int op, const char *name, uint64_t a,
 
 /**
  * keep_list() - The copies the keeper holds that the caller may see
- * (root: all), within a budget.
+ * (root: all; site copies: everyone), within a budget.
  * @path: the keeper's socket (NULL: KEEP_SOCKET)
  * @budget_ms: for all of it
- * @fn: called for each ENTRY
+ * @fn: called for each ENTRY, and each USER after a site copy's ENTRY
  * @arg: passed to @fn
  *
  * Return: 0 once DONE came; -ETIMEDOUT; -errno.  Context: any thread.
@@ -239,6 +262,26 @@ struct keeper_opts {
 	uint64_t budget; /* bytes kept copies may hold, all users together */
 	unsigned int user_copies; /* of one user but root; 0: the default */
 	unsigned int max_copies; /* of all users together; 0: no cap */
+	/* Site copies (keeper_get_site()): bytes those not in use may hold,
+	 * a budget of their own. */
+	uint64_t site_budget;
+	/*
+	 * Start making the site copy @id of the image at @path (its real
+	 * path, from the descriptor the user sent: @image is that
+	 * descriptor's fstat()) from @offset, for @uid's GET: the server's
+	 * job (root opens the image itself, checks it is the same file,
+	 * stages it).  It reports back with keeper_site_ready(), then
+	 * keeper_site_ended(), or keeper_site_failed().  Return: 0;
+	 * -errno (-EBUSY: too many under way): the GET is then answered as
+	 * for the user's own image.  NULL: no site copies.
+	 */
+	int (*site_start)(void *arg, uint64_t id, uid_t uid, const char *path,
+			  const struct stat *image, uint64_t offset);
+	/* Stop making site copy @id (dropped, or given up on): its job
+	 * ends; what it reports of @id from now on is not needed (a
+	 * descriptor it hands keeper_site_ready() is then closed). */
+	void (*site_stop)(void *arg, uint64_t id);
+	void *site_arg; /* passed to both */
 	/* The monotonic clock in milliseconds (tests give their own);
 	 * NULL: CLOCK_MONOTONIC. */
 	int64_t (*now_ms)(void *arg);
@@ -286,6 +329,67 @@ int keeper_open(struct keeper *k, int conn, uid_t uid, uint64_t pidns);
  */
 int keeper_request(struct keeper *k, int conn, const struct keep_msg *m,
 		   const struct stat *image, int fd);
+
+/**
+ * keeper_get_site() - A GET of a site image: the server found that the
+ * image descriptor that came with it is, by its real path, under the
+ * site's prefixes, not on a user's own file system, and linked.
+ * @k: keeper
+ * @conn: the connection it came on
+ * @m: the request (a: the range's offset in the file)
+ * @image: fstat() of the image descriptor, taken where no user can make
+ *         the keeper wait: the proof that the user can open it now, and
+ *         its identity
+ * @path: its real path (the descriptor's, from /proc: d_path)
+ *
+ * The answer is the one site copy of that identity, for every user:
+ * COPY (KEEP_F_SITE) at once if root made it or is staging it; else
+ * root starts making it (keeper_opts.site_start) and the answer waits
+ * until it is ready, KEEP_SITE_READY_MS at most.  When no site copy can
+ * be had (none can be started, it failed, it would not fit the site
+ * budget), the GET is answered as keeper_request() answers one of the
+ * user's own image: a copy of theirs, which only they ever get.
+ *
+ * Return: 0; -ENOMEM if nothing could be answered (close @conn).
+ * Context: the keeper's thread.
+ */
+int keeper_get_site(struct keeper *k, int conn, const struct keep_msg *m,
+		    const struct stat *image, const char *path);
+
+/**
+ * keeper_site_ready() - Site copy @id is made and being staged: the GETs
+ * waiting for it are answered with it.
+ * @k: keeper
+ * @id: as keeper_opts.site_start() was given
+ * @fd: a descriptor of it, open for reading only (root's memfd, which
+ *      no user can write): the keeper's from now on if 0 is returned
+ * @range: bytes of its range
+ * @root: the root hash its chunks are checked against (SEAL_HASH_SIZE
+ *        bytes, hex in COPY), or NULL: no seal
+ *
+ * Return: 0; -ENOENT if @id is not awaited (given up on, dropped) and
+ * -EFBIG if it cannot fit the site budget: the caller closes @fd, and
+ * stops making it.  Context: the keeper's thread.
+ */
+int keeper_site_ready(struct keeper *k, uint64_t id, int fd, uint64_t range,
+		      const uint8_t *root);
+
+/**
+ * keeper_site_failed() - Site copy @id could not be made (before it was
+ * ready): the GETs waiting for it are answered as for users' own images,
+ * and none of that identity is tried again for KEEP_SITE_RETRY_S.
+ * Context: the keeper's thread.
+ */
+void keeper_site_failed(struct keeper *k, uint64_t id, int err);
+
+/**
+ * keeper_site_ended() - Root's staging of site copy @id ended: @err 0
+ * when every chunk was read (those that failed their seal check stay
+ * incomplete); else it stopped (a read failed, the image changed): the
+ * copy is given to no new GET, and dropped once no mount uses it.
+ * Context: the keeper's thread.
+ */
+void keeper_site_ended(struct keeper *k, uint64_t id, int err);
 
 /**
  * keeper_answer_next() - The next answer queued for @conn.

@@ -17,6 +17,16 @@
  * the budget, the user whose copies not in use hold the most loses the
  * least recently used of them, again until they fit: no user can push
  * another's copies out unless that user holds more.
+ *
+ * Site copies.  A copy of a site image (keeper_get_site()) is root's, one
+ * per image identity for every user who can open the image: the server
+ * makes it (a job of root's opens the image itself and stages it) and
+ * says when it is ready, so a GET of one waits for it, KEEP_SITE_READY_MS
+ * at most, then is answered as for the user's own image.  Site copies
+ * are never any user's copy (uid 0, their key's pid namespace 0, skipped
+ * by every per-user rule), have a budget of their own (those not in use,
+ * least recently used first; never one root still stages), and are
+ * dropped last when memory is short.
  */
 #define LOG_MOD "keeper"
 
@@ -39,9 +49,16 @@ struct answer {
 	int fd; /* a dup of the copy's memfd to pass, or -1 */
 };
 
+/* Where a site copy stands. */
+enum site_state {
+	SITE_MAKING, /* root opens the image: GETs wait for it */
+	SITE_STAGING, /* ready: given out, root stages it */
+	SITE_DONE, /* root's staging ended */
+};
+
 struct copy {
 	struct copy *next;
-	uid_t uid; /* whose */
+	uid_t uid; /* whose (0 for a site copy) */
 	struct keep_key key; /* of what */
 	char name[KEEP_NAME_MAX]; /* for display, fit to print */
 	int fd; /* the memfd */
@@ -52,6 +69,18 @@ struct copy {
 	bool forgotten; /* drop it once its connections close */
 	uint64_t seq; /* of its last use: the least is dropped first */
 	int64_t last_use; /* seconds since the epoch */
+	bool site; /* a site copy: the fields below */
+	uint64_t site_id; /* the server's name for its making */
+	int site_state; /* enum site_state */
+	int64_t site_since; /* keeper clock, ms, when making began */
+	char root_hex[65]; /* the root hash it is checked against, or "" */
+};
+
+/* A site copy that could not be made, not tried again before @until. */
+struct site_fail {
+	struct site_fail *next;
+	struct keep_key key;
+	int64_t until; /* keeper clock, ms */
 };
 
 /* A connection. */
@@ -71,6 +100,11 @@ struct conn {
 	char name[KEEP_NAME_MAX]; /* as asked, fit to print */
 	struct copy *copy; /* in use, or NULL */
 	struct answer *out, **out_tail; /* queued answers */
+	/* A GET of a site image waiting for its copy to be made: its id,
+	 * and what to answer as for the user's own image if it is not. */
+	uint64_t site_wait; /* 0: none */
+	struct keep_msg site_m;
+	struct stat site_sb;
 };
 
 struct keeper {
@@ -78,6 +112,8 @@ struct keeper {
 	struct copy *copies;
 	struct conn *conns;
 	uint64_t seq; /* uses so far */
+	uint64_t site_ids; /* site copies begun so far */
+	struct site_fail *site_fails;
 };
 
 static int64_t now_ms(const struct keeper *k)
@@ -105,6 +141,9 @@ int keeper_new(const struct keeper_opts *o, struct keeper **out)
 
 static void drop_copy(struct keeper *k, struct copy *c)
 {
+	/* Root's job that makes or stages it ends. */
+	if (c->site && c->site_state != SITE_DONE && k->o.site_stop)
+		k->o.site_stop(k->o.site_arg, c->site_id);
 	for (struct copy **p = &k->copies; *p; p = &(*p)->next) {
 		if (*p == c) {
 			*p = c->next;
@@ -116,7 +155,8 @@ static void drop_copy(struct keeper *k, struct copy *c)
 	for (struct conn *n = k->conns; n; n = n->next)
 		if (n->copy == c)
 			n->copy = NULL;
-	close(c->fd);
+	if (c->fd >= 0)
+		close(c->fd);
 	free(c);
 }
 
@@ -146,6 +186,12 @@ void keeper_free(struct keeper *k)
 	}
 	while (k->copies)
 		drop_copy(k, k->copies);
+	while (k->site_fails) {
+		struct site_fail *f = k->site_fails;
+
+		k->site_fails = f->next;
+		free(f);
+	}
 	free(k);
 }
 
@@ -228,10 +274,11 @@ void keeper_answer_sent(struct keeper *k, int conn)
 	free(a);
 }
 
-/* Whether @p counts against the budget: no checked daemon uses it. */
+/* Whether @p counts against the budget: no checked daemon uses it (and,
+ * for a site copy, root is done making and staging it). */
 static bool evictable(const struct copy *p)
 {
-	return !p->used;
+	return !p->used && (!p->site || p->site_state == SITE_DONE);
 }
 
 uint64_t keeper_kept(const struct keeper *k, unsigned int *copies)
@@ -253,7 +300,7 @@ static uint64_t kept_of(const struct keeper *k, uid_t uid)
 	uint64_t sum = 0;
 
 	for (const struct copy *c = k->copies; c; c = c->next)
-		if (c->uid == uid && evictable(c))
+		if (c->uid == uid && !c->site && evictable(c))
 			sum += c->held;
 	return sum;
 }
@@ -270,7 +317,7 @@ static struct copy *pick_victim(struct keeper *k, const struct copy *spare)
 	for (struct copy *c = k->copies; c; c = c->next) {
 		uint64_t mine;
 
-		if (c == spare || !evictable(c))
+		if (c == spare || c->site || !evictable(c))
 			continue;
 		mine = kept_of(k, c->uid);
 		if (!best || mine > best_user ||
@@ -300,16 +347,74 @@ static uint64_t evict_but(struct keeper *k, uint64_t bytes,
 	return freed;
 }
 
-uint64_t keeper_evict(struct keeper *k, uint64_t bytes)
+/* The least recently used site copy not in use, but @spare; NULL if
+ * none. */
+static struct copy *site_victim(struct keeper *k, const struct copy *spare)
 {
-	return evict_but(k, bytes, NULL);
+	struct copy *best = NULL;
+
+	for (struct copy *c = k->copies; c; c = c->next)
+		if (c->site && c != spare && evictable(c) &&
+		    (!best || c->seq < best->seq))
+			best = c;
+	return best;
 }
 
-/* Keep what copies not in use hold within the budget; @spare (the copy
- * just kept) goes last. */
+/* Drop site copies not in use, least recently used first, but @spare,
+ * until @bytes are freed.  Return: the bytes freed. */
+static uint64_t evict_site(struct keeper *k, uint64_t bytes,
+			   const struct copy *spare)
+{
+	uint64_t freed = 0;
+	struct copy *c;
+
+	while (freed < bytes && (c = site_victim(k, spare))) {
+		freed += c->held;
+		log_info("dropping the site copy of '%s' (%llu bytes)", c->name,
+			 (unsigned long long)c->held);
+		drop_copy(k, c);
+	}
+	return freed;
+}
+
+uint64_t keeper_evict(struct keeper *k, uint64_t bytes)
+{
+	uint64_t freed = evict_but(k, bytes, NULL);
+
+	/* Site copies serve every user: the last to go. */
+	if (freed < bytes)
+		freed += evict_site(k, bytes - freed, NULL);
+	return freed;
+}
+
+/* Bytes site copies not in use hold. */
+static uint64_t site_kept(const struct keeper *k)
+{
+	uint64_t sum = 0;
+
+	for (const struct copy *c = k->copies; c; c = c->next)
+		if (c->site && evictable(c))
+			sum += c->held;
+	return sum;
+}
+
+/* Keep what site copies not in use hold within the site budget; @spare
+ * (the copy just let go) goes last. */
+static void fit_site(struct keeper *k, const struct copy *spare)
+{
+	uint64_t kept = site_kept(k);
+
+	if (kept > k->o.site_budget)
+		kept -= evict_site(k, kept - k->o.site_budget, spare);
+	if (spare && kept > k->o.site_budget)
+		evict_site(k, kept - k->o.site_budget, NULL);
+}
+
+/* Keep what users' copies not in use hold within the budget; @spare (the
+ * copy just kept) goes last. */
 static void fit_budget(struct keeper *k, const struct copy *spare)
 {
-	uint64_t kept = keeper_kept(k, NULL);
+	uint64_t kept = keeper_kept(k, NULL) - site_kept(k);
 
 	if (kept > k->o.budget)
 		kept -= evict_but(k, kept - k->o.budget, spare);
@@ -358,7 +463,7 @@ static void drop_changed(struct keeper *k, const struct conn *c)
 
 	for (p = k->copies; p; p = next) {
 		next = p->next;
-		if (p->uid != c->uid || p->conns ||
+		if (p->site || p->uid != c->uid || p->conns ||
 		    !memcmp(&p->key, &c->key, sizeof(c->key)) ||
 		    p->key.offset != c->key.offset ||
 		    p->key.pidns != c->key.pidns)
@@ -413,10 +518,13 @@ static void release(struct keeper *k, struct conn *r, bool all)
 	}
 }
 
+static void site_expire(struct keeper *k);
+
 static void expire(struct keeper *k)
 {
 	int64_t now = now_ms(k);
 
+	site_expire(k);
 	for (struct conn *r = k->conns; r; r = r->next) {
 		if (!r->reserved ||
 		    now - r->reserved_at < (int64_t)KEEP_RESERVE_S * 1000)
@@ -470,7 +578,7 @@ static int on_get(struct keeper *k, struct conn *c, const struct keep_msg *m,
 	keep_name_print(c->name, m->name);
 	drop_changed(k, c);
 	for (p = k->copies; p; p = p->next)
-		if (p->uid == c->uid && !p->forgotten &&
+		if (!p->site && p->uid == c->uid && !p->forgotten &&
 		    !memcmp(&p->key, &c->key, sizeof(c->key)))
 			return give(k, c, p);
 	if (reserver_of(k, c)) {
@@ -525,7 +633,7 @@ static unsigned int copies_of(const struct keeper *k, uid_t uid)
 	unsigned int n = 0;
 
 	for (const struct copy *c = k->copies; c; c = c->next)
-		n += c->uid == uid;
+		n += c->uid == uid && !c->site;
 	return n;
 }
 
@@ -535,7 +643,8 @@ static struct copy *lru_unused_of(struct keeper *k, uid_t uid)
 	struct copy *best = NULL;
 
 	for (struct copy *c = k->copies; c; c = c->next)
-		if (c->uid == uid && !c->conns && (!best || c->seq < best->seq))
+		if (c->uid == uid && !c->site && !c->conns &&
+		    (!best || c->seq < best->seq))
 			best = c;
 	return best;
 }
@@ -557,6 +666,8 @@ static int make_room(struct keeper *k, uid_t uid)
 	keeper_kept(k, &all);
 	if (k->o.max_copies && all >= k->o.max_copies) {
 		p = pick_victim(k, NULL);
+		if (!p)
+			p = site_victim(k, NULL);
 		if (!p)
 			return -EDQUOT;
 		drop_copy(k, p);
@@ -608,9 +719,44 @@ out_close:
 	return answer(c, KEEP_DONE, err, 0, -1);
 }
 
+/* Whether @uid may see @p, and forget it: their own; root anyone's.  A
+ * site copy every user may see (it is of an image under the site's
+ * prefixes), only root forget. */
 static bool visible(const struct copy *p, uid_t uid)
 {
-	return uid == 0 || p->uid == uid;
+	return uid == 0 || (p->uid == uid && !p->site);
+}
+
+/* The users of site copy @p that @c may see (root: all; a user: only
+ * themselves), one USER answer each.  Return: 0; -ENOMEM. */
+static int list_users(struct keeper *k, struct conn *c, const struct copy *p)
+{
+	for (struct conn *n = k->conns; n; n = n->next) {
+		struct keep_msg u = { .op = KEEP_USER };
+		bool first = true;
+		int err;
+
+		if (n->copy != p || (c->uid && n->uid != c->uid))
+			continue;
+		/* Once per uid: at its first connection using @p. */
+		for (struct conn *o = k->conns; o != n; o = o->next)
+			if (o->copy == p && o->uid == n->uid)
+				first = false;
+		if (!first)
+			continue;
+		u.uid = (uint32_t)n->uid;
+		for (struct conn *o = n; o; o = o->next) {
+			if (o->copy != p || o->uid != n->uid)
+				continue;
+			u.in_use++;
+			if (o->used)
+				u.flags |= KEEP_F_USED;
+		}
+		err = queue(c, &u, -1);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 static int on_list(struct keeper *k, struct conn *c)
@@ -621,17 +767,25 @@ static int on_list(struct keeper *k, struct conn *c)
 	for (struct copy *p = k->copies; p; p = p->next) {
 		struct keep_msg e = { .op = KEEP_ENTRY };
 
-		if (!visible(p, c->uid))
+		if (!visible(p, c->uid) && !p->site)
 			continue;
+		if (p->site && p->site_state == SITE_MAKING)
+			continue; /* nothing to show yet */
 		e.uid = (uint32_t)p->uid;
 		e.a = p->held;
 		e.b = complete_of(p, &e.d, &e.flags);
 		if (p->used)
 			e.flags |= KEEP_F_USED;
+		if (p->site)
+			e.flags |= KEEP_F_SITE;
+		if (p->site && p->site_state == SITE_STAGING)
+			e.flags |= KEEP_F_STAGING;
 		e.c = (uint64_t)p->last_use;
 		e.in_use = p->conns;
 		memcpy(e.name, p->name, sizeof(e.name));
 		err = queue(c, &e, -1);
+		if (!err && p->site)
+			err = list_users(k, c, p);
 		if (err)
 			return err;
 		n++;
@@ -650,7 +804,9 @@ static int on_forget(struct keeper *k, struct conn *c, const struct keep_msg *m)
 	keep_name_print(name, m->name);
 	for (p = k->copies; p; p = next) {
 		next = p->next;
-		if (!visible(p, c->uid) || (name[0] && strcmp(p->name, name)))
+		if (!visible(p, c->uid) || (name[0] && strcmp(p->name, name)) ||
+		    (m->a & KEEP_F_SITE && !p->site) ||
+		    (p->site && p->site_state == SITE_MAKING))
 			continue;
 		n++;
 		if (p->conns)
@@ -659,6 +815,258 @@ static int on_forget(struct keeper *k, struct conn *c, const struct keep_msg *m)
 			drop_copy(k, p);
 	}
 	return answer(c, KEEP_DONE, 0, n, -1);
+}
+
+/* The site copy being made as @id, or NULL. */
+static struct copy *site_of(struct keeper *k, uint64_t id)
+{
+	for (struct copy *p = k->copies; p; p = p->next)
+		if (p->site && p->site_id == id)
+			return p;
+	return NULL;
+}
+
+/* Answer COPY of site copy @p to @c, which uses it from now on. */
+static int give_site(struct keeper *k, struct conn *c, struct copy *p)
+{
+	struct keep_msg m = { .op = KEEP_COPY, .flags = KEEP_F_SITE };
+	uint32_t flags;
+
+	attach(k, c, p);
+	m.a = complete_of(p, &m.b, &flags);
+	memcpy(m.name, p->root_hex, sizeof(p->root_hex));
+	return queue(c, &m, p->fd);
+}
+
+/* Whether a site copy of @key failed lately (and is not to be tried
+ * again yet); forgets those whose time is up. */
+static bool site_failed_lately(struct keeper *k, const struct keep_key *key)
+{
+	int64_t now = now_ms(k);
+	bool found = false;
+
+	for (struct site_fail **pf = &k->site_fails; *pf;) {
+		struct site_fail *f = *pf;
+
+		if (now >= f->until) {
+			*pf = f->next;
+			free(f);
+			continue;
+		}
+		found |= !memcmp(&f->key, key, sizeof(*key));
+		pf = &f->next;
+	}
+	return found;
+}
+
+static void site_remember_failure(struct keeper *k, const struct keep_key *key)
+{
+	struct site_fail *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return; /* tried again at the next GET: no harm */
+	f->key = *key;
+	f->until = now_ms(k) + (int64_t)KEEP_SITE_RETRY_S * 1000;
+	f->next = k->site_fails;
+	k->site_fails = f;
+}
+
+/* Answer the GETs waiting for site copy @p as for their users' own
+ * images, and drop it: it could not be made. */
+static void site_give_up(struct keeper *k, struct copy *p, int err)
+{
+	log_warn(
+		"no site copy of '%s': %s; its mounts keep as for a user's own image",
+		p->name, err_str(err));
+	site_remember_failure(k, &p->key);
+	for (struct conn *w = k->conns; w; w = w->next) {
+		if (w->site_wait != p->site_id)
+			continue;
+		w->site_wait = 0;
+		if (on_get(k, w, &w->site_m, &w->site_sb))
+			w->pending = w->reserved = false;
+	}
+	drop_copy(k, p);
+}
+
+/* Site copies not made within KEEP_SITE_READY_MS are given up. */
+static void site_expire(struct keeper *k)
+{
+	int64_t now = now_ms(k);
+	struct copy *p, *next;
+
+	for (p = k->copies; p; p = next) {
+		next = p->next;
+		if (p->site && p->site_state == SITE_MAKING &&
+		    now - p->site_since >= KEEP_SITE_READY_MS)
+			site_give_up(k, p, -ETIMEDOUT);
+	}
+}
+
+/* Site copies of the image at @path (by name, or by file and offset)
+ * whose identity is not @key any more: the image changed.  Those no
+ * mount uses are dropped, the others given to no new GET. */
+static void site_drop_changed(struct keeper *k, const char *name,
+			      const struct keep_key *key)
+{
+	struct copy *p, *next;
+
+	for (p = k->copies; p; p = next) {
+		next = p->next;
+		if (!p->site || p->site_state == SITE_MAKING ||
+		    !memcmp(&p->key, key, sizeof(*key)))
+			continue;
+		if (strcmp(p->name, name) &&
+		    (p->key.dev != key->dev || p->key.ino != key->ino ||
+		     p->key.offset != key->offset))
+			continue;
+		log_info("the image of the site copy of '%s' changed; %s",
+			 p->name,
+			 p->conns ? "its mounts keep it, new ones get another" :
+				    "dropping it");
+		if (p->conns)
+			p->forgotten = true;
+		else
+			drop_copy(k, p);
+	}
+}
+
+int keeper_get_site(struct keeper *k, int conn, const struct keep_msg *m,
+		    const struct stat *image, const char *path)
+{
+	struct conn *c = conn_of(k, conn);
+	struct keep_key key;
+	struct copy *p;
+	int err;
+
+	if (!c)
+		return -ENOENT;
+	expire(k);
+	if (c->copy || c->waiting || c->site_wait)
+		return answer(c, KEEP_DONE, -EBUSY, 0, -1);
+	if (!S_ISREG(image->st_mode))
+		return answer(c, KEEP_DONE, -EINVAL, 0, -1);
+	if (c->reserved)
+		release(k, c, false); /* asks anew */
+	/* No pid namespace: no stage of a user claims a chunk of it. */
+	keep_key_of(image, m->a, 0, &key);
+	c->site_m = *m;
+	c->site_sb = *image;
+	if (!k->o.site_start || site_failed_lately(k, &key) ||
+	    m->a > (uint64_t)image->st_size)
+		return on_get(k, c, m, image);
+	site_drop_changed(k, path, &key);
+	for (p = k->copies; p; p = p->next) {
+		if (!p->site || p->forgotten ||
+		    memcmp(&p->key, &key, sizeof(key)))
+			continue;
+		if (p->site_state != SITE_MAKING)
+			return give_site(k, c, p);
+		c->site_wait = p->site_id; /* answered once it is made */
+		return 0;
+	}
+	/* Its range is at most the file past the offset. */
+	if ((uint64_t)image->st_size - m->a > k->o.site_budget) {
+		log_info(
+			"no site copy of '%s': %llu bytes, more than the site budget of %llu",
+			path, (unsigned long long)image->st_size - m->a,
+			(unsigned long long)k->o.site_budget);
+		site_remember_failure(k, &key);
+		return on_get(k, c, m, image);
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p || make_room(k, 0)) {
+		free(p);
+		return on_get(k, c, m, image);
+	}
+	p->site = true;
+	p->site_id = ++k->site_ids;
+	p->site_state = SITE_MAKING;
+	p->site_since = now_ms(k);
+	p->fd = -1;
+	p->key = key;
+	keep_name_print(p->name, path);
+	p->last_use = (int64_t)time(NULL);
+	p->seq = ++k->seq;
+	err = k->o.site_start(k->o.site_arg, p->site_id, c->uid, path, image,
+			      m->a);
+	if (err) {
+		if (err != -EBUSY)
+			site_remember_failure(k, &key);
+		free(p);
+		return on_get(k, c, m, image);
+	}
+	p->next = k->copies;
+	k->copies = p;
+	c->site_wait = p->site_id;
+	return 0;
+}
+
+int keeper_site_ready(struct keeper *k, uint64_t id, int fd, uint64_t range,
+		      const uint8_t *root)
+{
+	struct copy *p = site_of(k, id);
+	static const char hex[] = "0123456789abcdef";
+
+	if (!p || p->site_state != SITE_MAKING)
+		return -ENOENT;
+	if (range > k->o.site_budget || range > p->key.size - p->key.offset) {
+		site_give_up(k, p, -EFBIG);
+		return -EFBIG;
+	}
+	p->fd = fd;
+	p->range = range;
+	p->held = held_of(fd);
+	p->site_state = SITE_STAGING;
+	p->root_hex[0] = '\0';
+	for (int i = 0; root && i < 32; i++) {
+		p->root_hex[2 * i] = hex[root[i] >> 4];
+		p->root_hex[2 * i + 1] = hex[root[i] & 15];
+		p->root_hex[2 * i + 2] = '\0';
+	}
+	for (struct conn *w = k->conns; w; w = w->next) {
+		if (w->site_wait != id)
+			continue;
+		w->site_wait = 0;
+		if (give_site(k, w, p)) {
+			p->conns--; /* left to its close */
+			w->copy = NULL;
+		}
+	}
+	return 0;
+}
+
+void keeper_site_failed(struct keeper *k, uint64_t id, int err)
+{
+	struct copy *p = site_of(k, id);
+
+	if (!p)
+		return;
+	if (p->site_state == SITE_MAKING) {
+		site_give_up(k, p, err);
+		return;
+	}
+	keeper_site_ended(k, id, err ? err : -EIO);
+}
+
+void keeper_site_ended(struct keeper *k, uint64_t id, int err)
+{
+	struct copy *p = site_of(k, id);
+
+	if (!p || p->site_state == SITE_MAKING)
+		return;
+	p->site_state = SITE_DONE;
+	p->held = held_of(p->fd);
+	if (!err)
+		return;
+	log_warn(
+		"staging the site copy of '%s' stopped: %s; it is given to no new mount",
+		p->name, err_str(err));
+	site_remember_failure(k, &p->key);
+	if (p->conns)
+		p->forgotten = true;
+	else
+		drop_copy(k, p);
 }
 
 int keeper_request(struct keeper *k, int conn, const struct keep_msg *m,
@@ -678,6 +1086,8 @@ int keeper_request(struct keeper *k, int conn, const struct keep_msg *m,
 		close(fd);
 	switch (m->op) {
 	case KEEP_GET:
+		if (c->site_wait)
+			return answer(c, KEEP_DONE, -EBUSY, 0, -1);
 		return on_get(k, c, m, image);
 	case KEEP_LIST:
 		return on_list(k, c);
@@ -706,6 +1116,16 @@ static void let_go(struct keeper *k, struct copy *p, bool used)
 	if (p->conns)
 		return; /* still shared by another mount */
 	p->seq = ++k->seq;
+	if (p->site) {
+		p->held = held_of(p->fd);
+		/* One that stopped short goes, once no mount uses it; one
+		 * root still stages stays for the next. */
+		if (p->forgotten || p->held > k->o.site_budget)
+			drop_copy(k, p);
+		else
+			fit_site(k, p);
+		return;
+	}
 	/* An older kept copy of the same goes (two mounts whose GETs both
 	 * came before either PUT made one each). */
 	for (q = k->copies; q; q = next) {
@@ -732,6 +1152,8 @@ void keeper_closed(struct keeper *k, int conn)
 		*pc = c->next;
 		if (c->reserved)
 			release(k, c, false);
+		/* A GET waiting for a site copy is forgotten; the copy is
+		 * made for the next. */
 		if (c->copy)
 			let_go(k, c->copy, c->used);
 		drop_answers(c);
@@ -764,6 +1186,8 @@ void keeper_tick(struct keeper *k)
 {
 	expire(k);
 	for (struct copy *c = k->copies; c; c = c->next)
-		c->held = held_of(c->fd);
+		if (c->fd >= 0)
+			c->held = held_of(c->fd);
 	fit_budget(k, NULL);
+	fit_site(k, NULL);
 }

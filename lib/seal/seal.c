@@ -180,13 +180,11 @@ static int root_of(const uint8_t *head, uint8_t out[SEAL_HASH_SIZE])
 	return err;
 }
 
-int seal_open(int fd, const char *name, uint64_t size, const uint8_t *root,
-	      struct seal **out)
+/* Read and check the head of the seal @fd into @head and @g, and its
+ * size against @size (0: any).  Return: as seal_peek(). */
+static int read_head(int fd, const char *name, uint64_t size,
+		     uint8_t head[SEAL_HEAD_SIZE], struct seal_geom *g)
 {
-	uint8_t head[SEAL_HEAD_SIZE];
-	char have[SEAL_HEX_SIZE], want[SEAL_HEX_SIZE];
-	struct seal_geom g;
-	struct seal *s;
 	struct stat sb;
 	int err;
 
@@ -198,17 +196,42 @@ int seal_open(int fd, const char *name, uint64_t size, const uint8_t *root,
 			SEAL_HEAD_SIZE);
 		return -EBADMSG;
 	}
-	err = read_at(fd, head, sizeof(head), 0);
+	err = read_at(fd, head, SEAL_HEAD_SIZE, 0);
 	if (!err)
-		err = check_head(head, (uint64_t)sb.st_size, name, &g);
+		err = check_head(head, (uint64_t)sb.st_size, name, g);
 	if (err)
 		return err;
-	if (size && g.data_size != size) {
+	if (size && g->data_size != size) {
 		log_err("seal '%s' is of %llu bytes of data, not of these %llu (it seals another image)",
-			name, (unsigned long long)g.data_size,
+			name, (unsigned long long)g->data_size,
 			(unsigned long long)size);
 		return -ESTALE;
 	}
+	return 0;
+}
+
+int seal_peek(int fd, const char *name, uint64_t size,
+	      uint8_t root[SEAL_HASH_SIZE])
+{
+	uint8_t head[SEAL_HEAD_SIZE];
+	struct seal_geom g;
+	int err = read_head(fd, name, size, head, &g);
+
+	return err ? err : root_of(head, root);
+}
+
+int seal_open(int fd, const char *name, uint64_t size, const uint8_t *root,
+	      struct seal **out)
+{
+	uint8_t head[SEAL_HEAD_SIZE];
+	char have[SEAL_HEX_SIZE], want[SEAL_HEX_SIZE];
+	struct seal_geom g;
+	struct seal *s;
+	int err;
+
+	err = read_head(fd, name, size, head, &g);
+	if (err)
+		return err;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;

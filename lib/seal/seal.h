@@ -92,6 +92,25 @@ int seal_open(int fd, const char *name, uint64_t size, const uint8_t *root,
 	      struct seal **out);
 
 /**
+ * seal_peek() - The root hash of a seal, from its head alone.
+ * @fd: the seal file
+ * @name: what to call it in messages
+ * @size: the bytes the range it seals must have, or 0 for any
+ * @root: set to its root hash
+ *
+ * Its head is checked as seal_open() checks it (the fields, the file's
+ * length for them); its tree is neither read nor checked: a seal whose
+ * root is what one wants may still be damaged (seal_open() says).  What
+ * a root process reads first, to know before reading a large tree
+ * whether a seal is the one its config names.
+ *
+ * Return: 0; as seal_open() otherwise (no -EKEYREJECTED).
+ * Context: any thread.
+ */
+int seal_peek(int fd, const char *name, uint64_t size,
+	      uint8_t root[SEAL_HASH_SIZE]);
+
+/**
  * seal_free() - Free a seal.
  * @s: seal, may be NULL
  *

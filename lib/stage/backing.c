@@ -24,6 +24,14 @@
  * a time writes a chunk, and a chunk is done only with the bytes of its
  * writer's whole, successful read.  Every stage keeps a descriptor of
  * the copy while it maps it (the others look for it with kcmp(2)).
+ *
+ * A copy may instead have one writer, in another process, that other
+ * stages follow (stage_backing.follow: root's copy of a site image,
+ * which users' mounts may not write): a follower maps it read-only,
+ * claims nothing, takes a chunk once its word says done (at start, as
+ * its stager thread sees them land, or when a reader needs it), and
+ * stops waiting once the writer said it ended (the header's ended word,
+ * stage_backing_end()) or is gone (its pidfd).
  * Nothing here knows what the range or the key is.
  */
 #define LOG_MOD "stage"
@@ -59,6 +67,11 @@
 #define WORD_CLAIM 0x80000000u /* | pid: that process reads it */
 #define CLAIM_POLL_MS 10 /* a waiter wakes this often */
 #define CLAIM_LOOK_MS 200 /* and looks whether the owner is gone this often */
+/* A follower's stager looks for newly complete chunks at most this far
+ * past the first one not complete, and sleeps at most this long between
+ * two looks (a DONE of that chunk wakes it). */
+#define FOLLOW_WINDOW 4096u /* chunks: 512 MiB */
+#define FOLLOW_POLL_MS 20
 /* The mapper maps an adopted copy in this many bytes at a time, so that
  * stopping waits for one step at most. */
 #define MAP_STEP (1u << 20)
@@ -74,7 +87,10 @@ struct trailer {
 	uint32_t chunk_size; /* STAGE_CHUNK_SIZE */
 	uint64_t size; /* bytes of the range */
 	uint32_t key_len; /* bytes of key */
-	uint32_t reserved; /* 0 */
+	/* 0; 1 once the one writer of a copy that stages follow is done
+	 * (stage_backing_end()): no chunk becomes complete any more.  A
+	 * copy that several stages write (a user's) keeps 0. */
+	uint32_t ended;
 	uint8_t key[STAGE_KEY_MAX]; /* what the copy is of */
 };
 
@@ -103,8 +119,10 @@ static uint64_t trailer_at(uint64_t fsize)
 	return fsize - sizeof(struct trailer);
 }
 
-int stage_backing_new(uint64_t size, const void *key, size_t key_len,
-		      const char *name, int *out)
+/* Make the copy, its trailer written, sealed with @seals.  Return: 0 or
+ * -errno. */
+static int backing_create(uint64_t size, const void *key, size_t key_len,
+			  const char *name, int seals, int *out)
 {
 	struct trailer t = { .version = TRAILER_VERSION,
 			     .chunk_size = STAGE_CHUNK_SIZE,
@@ -123,7 +141,7 @@ int stage_backing_new(uint64_t size, const void *key, size_t key_len,
 	    pwrite(fd, &t, sizeof(t),
 		   (off_t)trailer_at(stage_backing_size(size))) !=
 		    (ssize_t)sizeof(t) ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL))
+	    fcntl(fd, F_ADD_SEALS, seals))
 		goto out_close;
 	*out = fd;
 	return 0;
@@ -132,6 +150,20 @@ out_close:
 	err = -errno;
 	close(fd);
 	return err ? err : -EIO;
+}
+
+int stage_backing_new(uint64_t size, const void *key, size_t key_len,
+		      const char *name, int *out)
+{
+	return backing_create(size, key, key_len, name,
+			      F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL, out);
+}
+
+int stage_backing_new_writer(uint64_t size, const void *key, size_t key_len,
+			     const char *name, int *out)
+{
+	return backing_create(size, key, key_len, name,
+			      F_SEAL_GROW | F_SEAL_SHRINK, out);
 }
 
 /* Check the header @t of a copy of @fsize bytes.  Return: as
@@ -334,10 +366,17 @@ void stage__backing_unmap(struct stage *st)
 	st->mapper_running = false;
 }
 
+/* The header of the copy the stage maps. */
+static struct trailer *header_of(const struct stage *st)
+{
+	return (struct trailer *)(st->mem + trailer_at(st->map_len));
+}
+
 int stage__backing_map(struct stage *st, const struct stage_opts *o)
 {
 	const struct stage_backing *b = o->backing;
 	uint64_t size = st->size, complete;
+	int prot = PROT_READ | PROT_WRITE;
 	size_t len;
 	void *m;
 	int err;
@@ -353,10 +392,12 @@ int stage__backing_map(struct stage *st, const struct stage_opts *o)
 		return 0;
 	}
 	len = (size_t)stage_backing_size(size);
+	/* A follower never writes: its mapping cannot. */
+	if (b->follow)
+		prot = PROT_READ;
 	st->backing_fd = fcntl(b->fd, F_DUPFD_CLOEXEC, 3);
 	m = st->backing_fd < 0 ? MAP_FAILED :
-				 mmap(NULL, len, PROT_READ | PROT_WRITE,
-				      MAP_SHARED, b->fd, 0);
+				 mmap(NULL, len, prot, MAP_SHARED, b->fd, 0);
 	if (m == MAP_FAILED) {
 		log_warn(
 			"cannot map the kept copy of '%s' (%s); staging afresh",
@@ -371,7 +412,29 @@ int stage__backing_map(struct stage *st, const struct stage_opts *o)
 	st->map_len = len;
 	st->trail = (_Atomic uint32_t *)(st->mem + round_page(size));
 	st->backing = STAGE_BACKING_USED;
+	if (b->follow) {
+		st->follower = true;
+		st->writer = b->writer < 0 ?
+				     -1 :
+				     fcntl(b->writer, F_DUPFD_CLOEXEC, 3);
+	}
 	adopt_chunks(st);
+	return 0;
+}
+
+int stage_backing_end(struct stage *st)
+{
+	if (!st->trail || st->follower)
+		return -EINVAL;
+	/* After every chunk's word: a follower that sees it sees them. */
+	atomic_store_explicit((_Atomic uint32_t *)&header_of(st)->ended, 1u,
+			      memory_order_release);
+	/* Followers wait on the first word not complete: wake them all. */
+	for (uint32_t c = 0; c < st->nchunks; c++)
+		if (atomic_load_explicit(&st->trail[c], memory_order_relaxed) !=
+		    WORD_DONE)
+			syscall(SYS_futex, (uint32_t *)&st->trail[c],
+				FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
 	return 0;
 }
 
@@ -408,14 +471,19 @@ static bool owner_gone(const struct stage *st, uint32_t seen)
 	return gone;
 }
 
-/* Sleep until the word @w changes from @seen, a wake, or CLAIM_POLL_MS. */
-static void word_wait(_Atomic uint32_t *w, uint32_t seen)
+/* Sleep until the word @w changes from @seen, a wake, or @ms. */
+static void word_wait_ms(_Atomic uint32_t *w, uint32_t seen, long ms)
 {
-	struct timespec ts = { 0, CLAIM_POLL_MS * 1000000L };
+	struct timespec ts = { 0, ms * 1000000L };
 
 	/* Not FUTEX_PRIVATE: the word is in a mapping other processes
 	 * share. */
 	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, seen, &ts, NULL, 0);
+}
+
+static void word_wait(_Atomic uint32_t *w, uint32_t seen)
+{
+	word_wait_ms(w, seen, CLAIM_POLL_MS);
 }
 
 int stage__backing_claim(struct stage *st, uint32_t c, enum stage_wait wait)
@@ -476,4 +544,136 @@ void stage__backing_done(struct stage *st, uint32_t c, uint32_t n, bool ok)
 		syscall(SYS_futex, (uint32_t *)&st->trail[i], FUTEX_WAKE,
 			INT32_MAX, NULL, NULL, 0);
 	}
+}
+
+uint8_t stage__follow_take(struct stage *st, uint32_t c)
+{
+	uint8_t s = atomic_load_explicit(&st->chunk[c], memory_order_acquire);
+	uint64_t len;
+	bool ok;
+
+	if (s == STAGE_CHUNK_EMPTY) {
+		/* Its bytes are in place once the writer's DONE is seen
+		 * (its release store after them). */
+		if (atomic_load_explicit(&st->trail[c], memory_order_acquire) !=
+		    WORD_DONE)
+			return STAGE_CHUNK_EMPTY;
+		if (atomic_compare_exchange_strong(&st->chunk[c], &s,
+						   STAGE_CHUNK_INFLIGHT)) {
+			len = stage__chunks_len(st, c, 1);
+			ok = stage__chunk_checked(st, c);
+			if (ok) {
+				atomic_fetch_add(&st->staged, len);
+				atomic_fetch_add(&st->peers, len);
+			}
+			s = ok ? STAGE_CHUNK_STAGED : STAGE_CHUNK_FAILED;
+			pthread_mutex_lock(&st->lock);
+			atomic_store_explicit(&st->chunk[c], s,
+					      memory_order_release);
+			pthread_cond_broadcast(&st->cond);
+			pthread_mutex_unlock(&st->lock);
+			return s;
+		}
+	}
+	if (s == STAGE_CHUNK_INFLIGHT) {
+		/* Another thread checks it: a hash of 128 KiB at most. */
+		pthread_mutex_lock(&st->lock);
+		while ((s = atomic_load_explicit(&st->chunk[c],
+						 memory_order_acquire)) ==
+		       STAGE_CHUNK_INFLIGHT)
+			pthread_cond_wait(&st->cond, &st->lock);
+		pthread_mutex_unlock(&st->lock);
+	}
+	return s;
+}
+
+/* Whether the writer of a followed copy is done: it said so, or it is
+ * gone (its pidfd polls readable; a writer never told is not looked
+ * at). */
+static bool writer_done(struct stage *st)
+{
+	struct pollfd p = { .fd = st->writer, .events = POLLIN };
+
+	if (atomic_load_explicit((_Atomic uint32_t *)&header_of(st)->ended,
+				 memory_order_acquire))
+		return true;
+	return st->writer >= 0 && poll(&p, 1, 0) > 0;
+}
+
+/* Map the chunks [c, end) the follower just took in, so that readers do
+ * not fault each page of them in (see mapper_main()). */
+static void populate(struct stage *st, uint32_t c, uint32_t end)
+{
+	if (end > c)
+		madvise(st->mem + ((uint64_t)c << STAGE_CHUNK_SHIFT),
+			(size_t)round_page(stage__chunks_len(st, c, end - c)),
+			MADV_POPULATE_READ);
+}
+
+/* Take the chunks of [c, end) that the writer completed, mapping in each
+ * run taken.  Return: the first chunk of them left EMPTY, or @end. */
+static uint32_t sweep(struct stage *st, uint32_t c, uint32_t end)
+{
+	uint32_t first = end, run_at = c, run = 0;
+	uint8_t s, was;
+
+	for (; c < end; c++) {
+		was = atomic_load_explicit(&st->chunk[c], memory_order_relaxed);
+		s = stage__follow_take(st, c);
+		if (s == STAGE_CHUNK_EMPTY && first == end)
+			first = c;
+		if (s != STAGE_CHUNK_STAGED || was == STAGE_CHUNK_STAGED)
+			continue;
+		/* Taken by this sweep: one more of the run, or a new run. */
+		if (run && run_at + run == c) {
+			run++;
+			continue;
+		}
+		populate(st, run_at, run_at + run);
+		run_at = c;
+		run = 1;
+	}
+	populate(st, run_at, run_at + run);
+	return first;
+}
+
+int stage__follow_step(struct stage *st)
+{
+	uint32_t meta = (uint32_t)(st->meta_start >> STAGE_CHUNK_SHIFT);
+	uint32_t pos, first, end;
+	bool ended;
+
+	/* Looked at before the sweep: if the writer was done before it, the
+	 * sweep sees every chunk it completed. */
+	ended = writer_done(st);
+	atomic_store(&st->state, STAGE_RUNNING);
+	pthread_mutex_lock(&st->lock);
+	pos = st->follow_pos;
+	pthread_mutex_unlock(&st->lock);
+	/* The writer stages the metadata first, then the data in order: a
+	 * window from the first chunk not complete, and the metadata, are
+	 * where chunks land (readers take any other as they need it), so
+	 * that a step costs the same for any size.  The last step looks at
+	 * every chunk. */
+	end = ended ? st->nchunks : MIN(st->nchunks, pos + FOLLOW_WINDOW);
+	first = sweep(st, pos, end);
+	if (meta > end)
+		sweep(st, meta, st->nchunks);
+	if (first == end && end < st->nchunks)
+		first = end; /* nothing left in the window: on from there */
+	pthread_mutex_lock(&st->lock);
+	st->follow_pos = first;
+	pthread_mutex_unlock(&st->lock);
+	if (ended || first >= st->nchunks) {
+		if (ended && first < st->nchunks)
+			log_info(
+				"the copy of '%s' is complete up to what its writer staged; the rest is read from the image",
+				st->src.name);
+		atomic_store(&st->state, STAGE_DONE);
+		return 0;
+	}
+	/* Woken by the DONE of the first chunk not complete, or soon. */
+	word_wait_ms(&st->trail[first], atomic_load(&st->trail[first]),
+		     FOLLOW_POLL_MS);
+	return 1;
 }

@@ -67,9 +67,7 @@ static void set_state(struct stage *st, uint32_t c, uint32_t n, uint8_t s)
 				      memory_order_release);
 }
 
-/* Whether chunk @c's bytes, in place, pass the owner's check; counted
- * in st->refused if not. */
-static bool chunk_checked(struct stage *st, uint32_t c)
+bool stage__chunk_checked(struct stage *st, uint32_t c)
 {
 	uint64_t start = (uint64_t)c << STAGE_CHUNK_SHIFT;
 	uint64_t len = stage__chunks_len(st, c, 1);
@@ -105,7 +103,7 @@ static int source_read(struct stage *st, uint32_t c, uint32_t n,
 	for (uint32_t i = c; i < c + n; i++) {
 		uint64_t at = (uint64_t)i << STAGE_CHUNK_SHIFT;
 		uint64_t k = stage__chunks_len(st, i, 1);
-		bool ok = chunk_checked(st, i);
+		bool ok = stage__chunk_checked(st, i);
 
 		if (ok) {
 			atomic_fetch_add(&st->staged, k);
@@ -156,7 +154,7 @@ static int shared_read(struct stage *st, uint32_t c, uint32_t n,
 		}
 		if (got == STAGE_CLAIM_DONE) {
 			uint64_t len = stage__chunks_len(st, c + i, 1);
-			bool ok = chunk_checked(st, c + i);
+			bool ok = stage__chunk_checked(st, c + i);
 
 			*whole = false;
 			if (ok) {
@@ -248,6 +246,14 @@ int stage_get(struct stage *st, uint64_t off, size_t len, unsigned int flags,
 		if (atomic_load_explicit(&st->chunk[c], memory_order_acquire) ==
 		    STAGE_CHUNK_STAGED)
 			continue;
+		/* A follower takes what its writer completed, and reads
+		 * nothing: the reader reads the source itself. */
+		if (st->follower) {
+			if (stage__follow_take(st, (uint32_t)c) !=
+			    STAGE_CHUNK_STAGED)
+				return -ENODATA;
+			continue;
+		}
 		/* Warming takes only what is staged: it neither reads nor
 		 * waits for a read under way (it tries again later). */
 		if (flags & STAGE_GET_STAGED_ONLY ||

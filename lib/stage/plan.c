@@ -63,7 +63,7 @@ void stage__plan_build(struct stage *st, enum stage_mode mode)
  */
 static uint32_t plan_take(struct stage *st, uint32_t *n, uint32_t run)
 {
-	uint32_t c = atomic_load(&st->follow);
+	uint32_t c = atomic_load(&st->follower);
 	uint8_t s;
 
 	/* Where the readers are, once the metadata is in. */
@@ -117,6 +117,8 @@ int stage_next(struct stage *st)
 
 	if (!st->mem)
 		return 0;
+	if (st->follower)
+		return stage__follow_step(st);
 	pthread_mutex_lock(&st->lock);
 	take_request(st);
 	if (st->inflight >= st->target) {

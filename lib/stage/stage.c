@@ -89,6 +89,7 @@ int stage_new(const struct stage_src *src, const struct stage_opts *o,
 	st->target = STAGE_TARGET_START;
 	st->mode = (int)STAGE_NONE;
 	st->backing_fd = -1;
+	st->writer = -1;
 	st->claim_stale_ms = o->claim_stale_ms ? o->claim_stale_ms :
 						 STAGE_CLAIM_STALE_MS;
 	/*
@@ -109,7 +110,13 @@ int stage_new(const struct stage_src *src, const struct stage_opts *o,
 		stage_free(st);
 		return err;
 	}
-	if (st->mem && o->mode != STAGE_NONE && o->budget) {
+	if (st->mem && st->follower) {
+		/* Its writer's plan: the whole range, whatever the budget
+		 * (the copy's memory is the writer's). */
+		st->mode = (int)STAGE_FULL;
+		atomic_store(&st->planned, st->size);
+		atomic_store(&st->state, STAGE_IDLE);
+	} else if (st->mem && o->mode != STAGE_NONE && o->budget) {
 		stage__plan_build(st, o->mode);
 		atomic_store(&st->state, STAGE_IDLE);
 	}
@@ -132,6 +139,8 @@ void stage_free(struct stage *st)
 		munmap(st->mem, st->map_len);
 	if (st->backing_fd >= 0)
 		close(st->backing_fd);
+	if (st->writer >= 0)
+		close(st->writer);
 	free(st->chunk);
 	free(st->plan);
 	pthread_cond_destroy(&st->cond);
@@ -146,6 +155,8 @@ int stage_resume(struct stage *st, enum stage_mode mode, uint64_t budget)
 		return -EINVAL;
 	if (!st->mem)
 		return -ENOMEM;
+	if (st->follower)
+		return 0; /* its writer stages the whole range */
 	atomic_store(&st->want_mode, (int)mode);
 	atomic_store(&st->want_budget, budget);
 	/* Idle before the request shows, so that the stager's "done" for
@@ -192,7 +203,8 @@ out_unlock:
 int stage_start(struct stage *st, unsigned int threads)
 {
 	stage__backing_start(st);
-	return stage__stager_start(st->stager, threads);
+	/* A follower's one thread only looks for chunks that landed. */
+	return stage__stager_start(st->stager, st->follower ? 1 : threads);
 }
 
 void stage_stop(struct stage *st)

@@ -83,6 +83,24 @@ struct stage_backing {
 	int fd; /* the copy, mapped shared; the caller keeps it */
 	const void *key; /* what the copy must be of */
 	size_t key_len; /* its bytes, 1..STAGE_KEY_MAX */
+	/*
+	 * A follower: another process (root's keeper, for a site image)
+	 * is the copy's one writer, and @fd may be open for reading only.
+	 * The stage maps it PROT_READ and never writes to it, nor claims a
+	 * chunk: a chunk is staged once its writer marked it complete (at
+	 * start, or as it lands: the stager thread and each reader look at
+	 * its word), and until then a reader reads the source itself.
+	 * Staging ends once the writer ended (stage_backing_end()), every
+	 * chunk is complete, or @writer is gone.
+	 */
+	bool follow;
+	int writer; /* with @follow: a pidfd of the writer, or -1; the
+		       stage keeps a dup of it */
+	/* With @follow: what the writer checked every chunk against
+	 * before it marked it complete (a seal's root hash), or NULL.
+	 * Not looked at here: for the owner, whose own check of the same
+	 * root need not run again on them. */
+	const uint8_t *checked_root;
 };
 
 /* Whether a stage uses its backing (struct stage_stats.backing). */
@@ -220,6 +238,8 @@ int stage_next(struct stage *st);
  * chunks after it up to the end of the range, in one read; a chunk being
  * read by another thread, or by another process's stage of the same
  * backing copy, is waited for.  Each byte is read from the source once.
+ * A follower (stage_backing.follow) reads nothing: a chunk its writer
+ * has not completed is -ENODATA.
  *
  * Return: 0; -ENODATA if a byte of the range is not in RAM and will not be
  * for this call (not planned, its read failed, or STAGE_GET_STAGED_ONLY);
@@ -255,8 +275,9 @@ bool stage_holds(struct stage *st, uint64_t off, uint64_t len);
  * plans every chunk not yet in RAM, metadata first, and the staging time
  * in the stats counts from now.  The state reads STAGE_IDLE until then.
  *
- * Return: 0; -EINVAL for another mode; -ENOMEM if no staging area could be
- * reserved at stage_new().
+ * Return: 0 (a follower's writer stages the whole range: nothing to do);
+ * -EINVAL for another mode; -ENOMEM if no staging area could be reserved
+ * at stage_new().
  * Context: any thread but a stager; one caller at a time.
  */
 int stage_resume(struct stage *st, enum stage_mode mode, uint64_t budget);
@@ -334,6 +355,38 @@ uint64_t stage_backing_size(uint64_t size);
  */
 int stage_backing_new(uint64_t size, const void *key, size_t key_len,
 		      const char *name, int *out);
+
+/**
+ * stage_backing_new_writer() - stage_backing_new() for a copy that one
+ * stage will write and stages in other processes follow (struct
+ * stage_backing.follow).
+ * @size: bytes of the range
+ * @key: what the copy is of; @key_len bytes, 1..STAGE_KEY_MAX
+ * @key_len: its length
+ * @name: for /proc/PID/fd
+ * @out: set to the descriptor, open for reading and writing
+ *
+ * Sealed against growing and shrinking only: its writer maps it
+ * (stage_new()), then seals it against writes from anyone else
+ * (F_SEAL_FUTURE_WRITE: no write() and no new writable mapping, its own
+ * mapping stays writable), and once done, unmapped, seals it whole
+ * (F_SEAL_WRITE, F_SEAL_SEAL).
+ *
+ * Return: as stage_backing_new().  Context: any thread.
+ */
+int stage_backing_new_writer(uint64_t size, const void *key, size_t key_len,
+			     const char *name, int *out);
+
+/**
+ * stage_backing_end() - Say in the copy that its writer is done: no
+ * chunk becomes complete any more, and followers stop waiting for one.
+ * @st: the writer's stage, staging into its backing (not a follower)
+ *
+ * Call it once staging ended (stage_wait()) or was stopped.
+ * Return: 0; -EINVAL if @st does not write a backing copy.
+ * Context: any thread.
+ */
+int stage_backing_end(struct stage *st);
 
 /**
  * stage_backing_check() - Read the trailer of a backing copy.

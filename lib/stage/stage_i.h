@@ -91,6 +91,12 @@ struct stage {
 	 * other processes' stages of the copy (backing.c); else NULL. */
 	_Atomic uint32_t *trail;
 	int backing_fd; /* the copy, kept open while mapped (backing.c), or -1 */
+	/* A follower of another process's copy (stage_backing.follow): it
+	 * takes the chunks the writer completes, reads and writes none. */
+	bool follower;
+	int writer; /* with follower: the writer's pidfd, or -1 */
+	uint32_t follow_pos; /* the first chunk the follower may not have
+				taken; under lock */
 	unsigned int claim_stale_ms; /* a reader waits this long for a chunk
 					another process reads */
 	int backing; /* enum stage_backing_use */
@@ -194,6 +200,21 @@ int stage__backing_claim(struct stage *st, uint32_t c, enum stage_wait wait);
  * in place) or empty again; wake whoever waits for them. */
 void stage__backing_done(struct stage *st, uint32_t c, uint32_t n, bool ok);
 
+/*
+ * A follower (st->follower) takes chunk @c if its writer completed it: it
+ * checks it (the owner's check) and marks it STAGED, or FAILED if the
+ * check refused it.  A chunk another thread is taking is waited for.
+ * Return: the chunk's state now (EMPTY: not complete yet).
+ */
+uint8_t stage__follow_take(struct stage *st, uint32_t c);
+
+/*
+ * The follower's stage_next(): take the chunks completed since the last
+ * step, or wait a little for the next one.  Return: 1, or 0 once the
+ * writer is done (it ended, or is gone) or every chunk is staged.
+ */
+int stage__follow_step(struct stage *st);
+
 /* chunk.c */
 
 /*
@@ -203,6 +224,10 @@ void stage__backing_done(struct stage *st, uint32_t c, uint32_t n, bool ok);
  */
 uint32_t stage__run_claim(struct stage *st, uint32_t c, uint32_t max,
 			  uint8_t *s);
+
+/* Whether chunk @c's bytes, in place, pass the owner's check; counted
+ * in st->refused if not. */
+bool stage__chunk_checked(struct stage *st, uint32_t c);
 
 /*
  * Read chunks [c, c + n), which the caller moved to INFLIGHT and counted

@@ -220,6 +220,51 @@ START_TEST(test_conf_keep)
 }
 END_TEST
 
+/* site=, site_keep=, site_seal=, site_roots=: the keeper's site copies. */
+START_TEST(test_conf_site)
+{
+	static const char *const bad[] = { "site=data",	     "site=/d:rel",
+					   "site_keep=1X",   "site_seal=yes",
+					   "site_seal=",     "site_roots=rel",
+					   "site_roots=/a,b" };
+	struct ds_conf c;
+	char buf[512];
+
+	ds_conf_default(&c);
+	ck_assert_str_eq(c.site, "");
+	ck_assert_str_eq(c.site_seal, "auto");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(ds_conf_set(&c, bad[i], why, sizeof(why)) ==
+				      -EINVAL,
+			      "%s accepted", bad[i]);
+	ck_assert_int_eq(ds_conf_set(&c, "site=/p/data:/scratch/ds", why,
+				     sizeof(why)),
+			 0);
+	ck_assert_int_eq(ds_conf_set(&c, "site_keep=40%", why, sizeof(why)), 0);
+	ck_assert_int_eq(ds_conf_set(&c, "site_seal=root", why, sizeof(why)),
+			 0);
+	ck_assert_int_eq(ds_conf_set(&c, "site_roots=/etc/squashcache/roots",
+				     why, sizeof(why)),
+			 0);
+	ck_assert_int_eq(ds_conf_get(&c, "site", buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "/p/data:/scratch/ds");
+	ck_assert_int_eq(ds_conf_get(&c, "site_keep", buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "40%");
+	ck_assert_int_eq(ds_conf_get(&c, "site_seal", buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "root");
+	ck_assert_int_eq(ds_conf_get(&c, "site_roots", buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "/etc/squashcache/roots");
+	ck_assert_int_eq(ds_conf_set(&c, "site_keep=", why, sizeof(why)), 0);
+	ck_assert_str_eq(c.site_keep, "");
+	ck_assert_int_eq(ds_conf_set(&c, "site_roots=", why, sizeof(why)), 0);
+	ck_assert_str_eq(c.site_roots, "");
+	/* The mounts are as with keep= alone: the keeper decides. */
+	ck_assert_int_eq(ds_conf_set(&c, "keep=1G", why, sizeof(why)), 0);
+	ck_assert_int_eq(ds_mount_opts(&c, "", buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "keep=" DS_KEEP_SOCKET);
+}
+END_TEST
+
 static int bad_lines;
 static int bad_no[8];
 
@@ -420,6 +465,7 @@ int main(void)
 	tcase_add_test(tc, test_conf);
 	tcase_add_test(tc, test_conf_file);
 	tcase_add_test(tc, test_conf_keep);
+	tcase_add_test(tc, test_conf_site);
 	tcase_add_test(tc, test_list_name);
 	tcase_add_test(tc, test_image_name);
 	tcase_add_test(tc, test_policy);

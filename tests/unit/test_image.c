@@ -534,6 +534,56 @@ START_TEST(test_open_errors)
 }
 END_TEST
 
+/* img_read_super(): the superblock alone, as img_open() reads it, and the
+ * same refusals for what is not a sound one. */
+static int read_super_of(const char *name, uint64_t offset,
+			 struct img_super *sb)
+{
+	char p[PATH_MAX + 32];
+	struct stat st;
+	int fd, err;
+
+	snprintf(p, sizeof(p), "%s/%s", workdir, name);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	err = img_read_super(fd, offset, (uint64_t)st.st_size, sb);
+	close(fd);
+	return err;
+}
+
+START_TEST(test_read_super)
+{
+	struct img *img = open_variant(0, STAGE_NONE, 0);
+	struct img_super want_sb = *img_get_super(img);
+	const struct img_super *want = &want_sb;
+	char name[64];
+	struct img_super sb;
+
+	snprintf(name, sizeof(name), "%s.sqfs", variants[0].name);
+	ck_assert_int_eq(read_super_of(name, 0, &sb), 0);
+	ck_assert_uint_eq(sb.bytes_used, want->bytes_used);
+	ck_assert_uint_eq(sb.inode_table, want->inode_table);
+	ck_assert_uint_eq(sb.block_size, want->block_size);
+	img_close(img);
+	/* At an offset: 4 KiB of something before it. */
+	sh("(head -c 4096 /dev/zero; cat '%s/%s') > '%s/at4k.sqfs'", workdir,
+	   name, workdir);
+	ck_assert_int_eq(read_super_of("at4k.sqfs", 4096, &sb), 0);
+	ck_assert_uint_eq(sb.bytes_used, want->bytes_used);
+	ck_assert_int_eq(read_super_of("at4k.sqfs", 0, &sb), -EMEDIUMTYPE);
+	ck_assert_int_eq(read_super_of("at4k.sqfs", 1ull << 40, &sb),
+			 -EMEDIUMTYPE);
+	ck_assert_int_eq(read_super_of("src/text300k", 0, &sb), -EMEDIUMTYPE);
+	sh("head -c 20000 '%s/%s' > '%s/trunc2.sqfs'", workdir, name, workdir);
+	ck_assert_int_eq(read_super_of("trunc2.sqfs", 0, &sb), -EFSCORRUPTED);
+	sh("cp '%s/%s' '%s/v3b.sqfs' && printf '\\003' | dd of='%s/v3b.sqfs' "
+	   "bs=1 seek=28 conv=notrunc status=none",
+	   workdir, name, workdir, workdir);
+	ck_assert_int_eq(read_super_of("v3b.sqfs", 0, &sb), -ENOTSUP);
+}
+END_TEST
+
 START_TEST(test_stage_full)
 {
 	struct img *img =
@@ -1352,7 +1402,7 @@ static void kept_backing(void *arg, int fd, uint64_t offset, uint64_t size,
 	if (k->fd < 0)
 		ck_assert_int_eq(
 			stage_backing_new(size, k->key, 4, "test", &k->fd), 0);
-	*out = (struct stage_backing){ k->fd, k->key, 4 };
+	*out = (struct stage_backing){ k->fd, k->key, 4, false, -1, NULL };
 }
 
 /* A kept copy staged without a seal, then changed (its owner may write
@@ -1956,6 +2006,7 @@ static Suite *image_suite(void)
 	tc = tcase_create("open");
 	tcase_add_test(tc, test_type_mode);
 	tcase_add_test(tc, test_open_errors);
+	tcase_add_test(tc, test_read_super);
 	tcase_add_test(tc, test_changed);
 	tcase_add_test(tc, test_changed_ctime);
 	tcase_add_test(tc, test_resolve);

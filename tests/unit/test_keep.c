@@ -959,6 +959,351 @@ START_TEST(test_keep_complete_bounded)
 }
 END_TEST
 
+/* Site copies: what the server was asked (site_start, site_stop). */
+struct site_rec {
+	unsigned int starts, stops;
+	uint64_t id; /* the last started */
+	uid_t uid; /* its user */
+	char path[256];
+	int refuse; /* site_start's answer */
+};
+
+static int rec_start(void *arg, uint64_t id, uid_t uid, const char *path,
+		     const struct stat *image, uint64_t offset)
+{
+	struct site_rec *r = arg;
+
+	(void)image;
+	(void)offset;
+	if (r->refuse)
+		return r->refuse;
+	r->starts++;
+	r->id = id;
+	r->uid = uid;
+	snprintf(r->path, sizeof(r->path), "%s", path);
+	return 0;
+}
+
+static void rec_stop(void *arg, uint64_t id)
+{
+	(void)id;
+	((struct site_rec *)arg)->stops++;
+}
+
+static struct keeper *site_keeper(uint64_t site_budget, struct site_rec *r)
+{
+	struct keeper_opts o = { .budget = 1ull << 30,
+				 .site_budget = site_budget,
+				 .site_start = rec_start,
+				 .site_stop = rec_stop,
+				 .site_arg = r,
+				 .now_ms = test_clock };
+	struct keeper *k;
+
+	ck_assert_int_eq(keeper_new(&o, &k), 0);
+	return k;
+}
+
+/* A GET of the site image @path on a new connection @c of @uid.  Return:
+ * whether it was answered at once (then in @ans, *@fd its descriptor). */
+static bool site_get(struct keeper *k, struct cl *c, uid_t uid,
+		     const char *path, struct keep_msg *ans, int *fd)
+{
+	struct keep_msg m = { .op = KEEP_GET };
+	struct stat sb;
+
+	cl_open(k, c, uid);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	snprintf(m.name, sizeof(m.name), "%s", path);
+	ck_assert_int_eq(keeper_get_site(k, c->id, &m, &sb, path), 0);
+	return pop(k, c, ans, fd);
+}
+
+/* Root's copy of a site image, as the server hands it over: a memfd
+ * sealed against writes, and a descriptor of it for reading only. */
+static int site_copy(uint64_t size, uint64_t complete)
+{
+	struct keep_key key = { .size = size };
+	uint64_t words = (size + 4095) / 4096 * 4096;
+	uint32_t done = 1;
+	char path[64];
+	int rw, ro;
+
+	ck_assert_int_eq(stage_backing_new_writer(size, &key, sizeof(key),
+						  "site", &rw),
+			 0);
+	fill(rw, complete);
+	/* The chunks' words (lib/stage/backing.c): 1 is complete. */
+	for (uint64_t c = 0; c < complete / (128 << 10); c++)
+		ck_assert_int_eq(pwrite(rw, &done, 4, (off_t)(words + 4 * c)),
+				 4);
+	ck_assert_int_eq(fcntl(rw, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SEAL), 0);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", rw);
+	ro = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(ro, 0);
+	close(rw);
+	return ro;
+}
+
+static bool same_file(int a, int b)
+{
+	struct stat x, y;
+
+	return !fstat(a, &x) && !fstat(b, &y) && x.st_ino == y.st_ino &&
+	       x.st_dev == y.st_dev;
+}
+
+struct listed {
+	unsigned int entries, users;
+	uint32_t flags, user_uid[8];
+	uint64_t range;
+};
+
+static struct listed list_as(struct keeper *k, uid_t uid)
+{
+	struct keep_msg m = { .op = KEEP_LIST }, e;
+	struct listed l = { 0 };
+	struct cl c;
+	int fd;
+
+	cl_open(k, &c, uid);
+	ck_assert_int_eq(keeper_request(k, c.id, &m, NULL, -1), 0);
+	while (pop(k, &c, &e, &fd) && e.op != KEEP_DONE) {
+		if (e.op == KEEP_ENTRY) {
+			l.entries++;
+			l.flags = e.flags;
+			l.range = e.d;
+		} else {
+			ck_assert_int_eq(e.op, KEEP_USER);
+			ck_assert_uint_lt(l.users, 8);
+			l.user_uid[l.users++] = e.uid;
+		}
+	}
+	cl_close(k, &c);
+	return l;
+}
+
+/* One site copy for every user: both GETs wait for root to make it, root
+ * is asked once, both get the same copy (flagged, its root hash named);
+ * a user's PUT or FORGET cannot touch it; LIST shows it as the site's
+ * with its users (a user sees only themselves); a later GET takes it at
+ * once; a changed image is made afresh. */
+START_TEST(test_site_shared)
+{
+	char *path = image_new();
+	struct site_rec r = { 0 };
+	struct keeper *k = site_keeper(1ull << 30, &r);
+	uint8_t root[32];
+	struct keep_msg ans, m;
+	struct listed l;
+	struct cl a, b, c;
+	int fa, fb, fc, copy, mine;
+
+	ck_assert(!site_get(k, &a, 1000, path, &ans, &fa));
+	ck_assert(!site_get(k, &b, 1001, path, &ans, &fb));
+	ck_assert_uint_eq(r.starts, 1);
+	ck_assert_uint_eq(r.uid, 1000);
+	ck_assert_str_eq(r.path, path);
+	ck_assert_uint_eq(list_as(k, 0).entries, 0); /* not made yet */
+	memset(root, 0xab, sizeof(root));
+	copy = site_copy(IMG_SIZE, IMG_SIZE / 2);
+	ck_assert_int_eq(keeper_site_ready(k, r.id, copy, IMG_SIZE, root), 0);
+	ck_assert(pop(k, &a, &ans, &fa));
+	ck_assert_int_eq(ans.op, KEEP_COPY);
+	ck_assert(ans.flags & KEEP_F_SITE);
+	ck_assert_uint_eq(ans.a, IMG_SIZE / 2);
+	ck_assert_uint_eq(ans.b, IMG_SIZE);
+	ck_assert_uint_eq(strlen(ans.name), 64);
+	ck_assert(!strncmp(ans.name, "abab", 4));
+	ck_assert(pop(k, &b, &ans, &fb));
+	ck_assert_int_eq(ans.op, KEEP_COPY);
+	ck_assert(same_file(fa, fb) && same_file(fa, copy));
+	ck_assert_int_eq(fcntl(fa, F_GETFL) & O_ACCMODE, O_RDONLY);
+
+	/* Root sees it as the site's with both users; a user, themselves. */
+	l = list_as(k, 0);
+	ck_assert_uint_eq(l.entries, 1);
+	ck_assert(l.flags & KEEP_F_SITE && l.flags & KEEP_F_STAGING);
+	ck_assert_uint_eq(l.range, IMG_SIZE);
+	ck_assert_uint_eq(l.users, 2);
+	l = list_as(k, 1001);
+	ck_assert_uint_eq(l.entries, 1);
+	ck_assert_uint_eq(l.users, 1);
+	ck_assert_uint_eq(l.user_uid[0], 1001);
+
+	/* A PUT of b's own after the site copy: refused; b's FORGET drops
+	 * nothing of the site's; a's mount still has it. */
+	ck_assert_int_eq(stage_backing_new(IMG_SIZE, "x", 1, "t", &mine), 0);
+	m = (struct keep_msg){ .op = KEEP_PUT };
+	ck_assert_int_eq(ask(k, &b, &m, -1, mine, &ans), -1);
+	ck_assert_int_eq(ans.status, -EPROTO);
+	close(mine);
+	m = (struct keep_msg){ .op = KEEP_FORGET };
+	ck_assert_int_eq(ask(k, &b, &m, -1, -1, &ans), -1);
+	ck_assert_uint_eq(ans.a, 0);
+	ck_assert_uint_eq(list_as(k, 0).entries, 1);
+
+	keeper_site_ended(k, r.id, 0);
+	ck_assert(!(list_as(k, 0).flags & KEEP_F_STAGING));
+	cl_close(k, &a);
+	cl_close(k, &b);
+	keeper_tick(k);
+	/* Kept; the next user's GET takes it at once. */
+	ck_assert(site_get(k, &c, 1002, path, &ans, &fc));
+	ck_assert_int_eq(ans.op, KEEP_COPY);
+	ck_assert(same_file(fc, copy));
+	ck_assert_uint_eq(r.starts, 1);
+	cl_close(k, &c);
+	close(fa);
+	close(fb);
+	close(fc);
+
+	/* The image changed: made afresh, the old one dropped. */
+	fake_now += 5000;
+	ck_assert_int_eq(truncate(path, IMG_SIZE + 4096), 0);
+	ck_assert(!site_get(k, &a, 1000, path, &ans, &fa));
+	ck_assert_uint_eq(r.starts, 2);
+	ck_assert_uint_eq(list_as(k, 0).entries, 0);
+	cl_close(k, &a);
+	keeper_free(k);
+	ck_assert_uint_eq(r.stops, 1); /* the one still making */
+	close(copy);
+	unlink(path);
+	free(path);
+}
+END_TEST
+
+/* No site copy to be had: the GET is answered as for the user's own
+ * image (NONE: make and PUT one of your own), at once when root refuses
+ * to start one, after KEEP_SITE_READY_MS when root does not make it;
+ * that identity is then not tried again for KEEP_SITE_RETRY_S. */
+START_TEST(test_site_fallback)
+{
+	char *path = image_new();
+	struct site_rec r = { .refuse = -EBUSY };
+	struct keeper *k = site_keeper(1ull << 30, &r);
+	struct keep_msg ans;
+	struct cl a, b, c, d;
+	int fd;
+
+	ck_assert(site_get(k, &a, 1000, path, &ans, &fd));
+	ck_assert_int_eq(ans.op, KEEP_NONE);
+	cl_close(k, &a);
+	r.refuse = 0;
+	ck_assert(!site_get(k, &b, 1000, path, &ans, &fd));
+	ck_assert_uint_eq(r.starts, 1);
+	fake_now += KEEP_SITE_READY_MS - 1;
+	keeper_tick(k);
+	ck_assert(!pop(k, &b, &ans, &fd));
+	fake_now += 1;
+	keeper_tick(k);
+	ck_assert(pop(k, &b, &ans, &fd));
+	ck_assert_int_eq(ans.op, KEEP_NONE);
+	ck_assert_uint_eq(r.stops, 1);
+	/* Ready too late: refused, the caller closes it. */
+	fd = site_copy(IMG_SIZE, 0);
+	ck_assert_int_eq(keeper_site_ready(k, r.id, fd, IMG_SIZE, NULL),
+			 -ENOENT);
+	close(fd);
+	ck_assert(site_get(k, &c, 1001, path, &ans, &fd));
+	ck_assert_int_eq(ans.op, KEEP_NONE);
+	ck_assert_uint_eq(r.starts, 1);
+	fake_now += KEEP_SITE_RETRY_S * 1000;
+	ck_assert(!site_get(k, &d, 1002, path, &ans, &fd));
+	ck_assert_uint_eq(r.starts, 2);
+	keeper_site_failed(k, r.id, -EACCES);
+	ck_assert(pop(k, &d, &ans, &fd));
+	ck_assert_int_eq(ans.op, KEEP_NONE);
+	cl_close(k, &b);
+	cl_close(k, &c);
+	cl_close(k, &d);
+	keeper_free(k);
+	unlink(path);
+	free(path);
+}
+END_TEST
+
+/* The site budget: an image larger than it gets no site copy; copies not
+ * in use are kept within it, least recently used first, never one a
+ * checked daemon uses nor one root still stages; a copy whose staging
+ * stopped goes to no new GET and goes once its mounts end; memory short
+ * (EVICT) drops users' copies before the site's. */
+START_TEST(test_site_budget)
+{
+	char *p1 = image_new(), *p2 = image_new(), *big = image_new_of(4 * MIB);
+	struct site_rec r = { 0 };
+	struct keeper *k = site_keeper(IMG_SIZE + IMG_SIZE / 2, &r);
+	struct keep_msg ans;
+	struct cl a, b, c, u;
+	int fd, c1, c2, c3;
+	uint64_t id1;
+
+	ck_assert(site_get(k, &a, 1000, big, &ans, &fd));
+	ck_assert_int_eq(ans.op, KEEP_NONE);
+	ck_assert_uint_eq(r.starts, 0);
+	cl_close(k, &a);
+
+	ck_assert(!site_get(k, &a, 1000, p1, &ans, &fd));
+	id1 = r.id;
+	c1 = site_copy(IMG_SIZE, IMG_SIZE);
+	ck_assert_int_eq(keeper_site_ready(k, id1, c1, IMG_SIZE, NULL), 0);
+	ck_assert(pop(k, &a, &ans, &fd));
+	close(fd);
+	ck_assert_str_eq(ans.name, "");
+	keeper_set_used(k, a.id, true);
+	/* A second site image, no user on it. */
+	ck_assert(!site_get(k, &b, 1001, p2, &ans, &fd));
+	c2 = site_copy(IMG_SIZE, IMG_SIZE);
+	ck_assert_int_eq(keeper_site_ready(k, r.id, c2, IMG_SIZE, NULL), 0);
+	ck_assert(pop(k, &b, &ans, &fd));
+	close(fd);
+	cl_close(k, &b);
+	keeper_tick(k);
+	ck_assert_uint_eq(list_as(k, 0).entries, 2);
+	keeper_site_ended(k, r.id, 0);
+	keeper_site_ended(k, id1, 0);
+	/* Both fit no more, one is in use: both stay. */
+	keeper_tick(k);
+	ck_assert_uint_eq(list_as(k, 0).entries, 2);
+	/* Not in use any more: the least recently used goes. */
+	keeper_set_used(k, a.id, false);
+	keeper_tick(k);
+	ck_assert_uint_eq(list_as(k, 0).entries, 1);
+	cl_close(k, &a);
+	/* A user's copy goes before the site's when memory is short. */
+	ck_assert_int_eq(mount_on(k, &u, 1003, p1), 0);
+	cl_close(k, &u);
+	ck_assert_uint_eq(list_as(k, 0).entries, 2);
+	keeper_evict(k, 1);
+	ck_assert_uint_eq(list_as(k, 0).entries, 1);
+	ck_assert(list_as(k, 0).flags & KEEP_F_SITE);
+	/* Staging stopped short: its mount keeps it, a new GET gets none
+	 * (tried again later), and it goes once its mount ends. */
+	ck_assert(!site_get(k, &a, 1000, p1, &ans, &fd));
+	c3 = site_copy(IMG_SIZE, 0);
+	ck_assert_int_eq(keeper_site_ready(k, r.id, c3, IMG_SIZE, NULL), 0);
+	ck_assert(pop(k, &a, &ans, &fd));
+	close(fd);
+	keeper_site_ended(k, r.id, -EIO);
+	ck_assert(site_get(k, &c, 1002, p1, &ans, &fd));
+	ck_assert_int_eq(ans.op, KEEP_NONE);
+	cl_close(k, &c);
+	ck_assert_uint_eq(list_as(k, 0).entries, 2);
+	cl_close(k, &a);
+	ck_assert_uint_eq(list_as(k, 0).entries, 1);
+	keeper_free(k);
+	close(c1);
+	close(c2);
+	close(c3);
+	unlink(p1);
+	unlink(p2);
+	unlink(big);
+	free(p1);
+	free(p2);
+	free(big);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("keep");
@@ -983,6 +1328,9 @@ int main(void)
 	tcase_add_test(tc, test_keep_put_checked);
 	tcase_add_test(tc, test_keep_name_shown);
 	tcase_add_test(tc, test_keep_complete_bounded);
+	tcase_add_test(tc, test_site_shared);
+	tcase_add_test(tc, test_site_fallback);
+	tcase_add_test(tc, test_site_budget);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -209,6 +209,16 @@ START_TEST(test_roundtrip)
 		ck_assert_uint_eq(st.blocks_bad, 0);
 		ck_assert_uint_eq(st.blocks_ok, 3 * ((len + BLK - 1) / BLK));
 		ck_assert_uint_eq(st.bytes_hashed, 3 * len);
+		/* Its head alone names the same root, and the size. */
+		{
+			uint8_t peek[32];
+
+			ck_assert_int_eq(seal_peek(fd, "t", len, peek), 0);
+			ck_assert_mem_eq(peek, root, 32);
+			ck_assert_int_eq(seal_peek(fd, "t", 0, peek), 0);
+			ck_assert_int_eq(seal_peek(fd, "t", len + 1, peek),
+					 -ESTALE);
+		}
 		/* Also without a size or a root to match. */
 		seal_free(s);
 		ck_assert_int_eq(seal_open(fd, "t", 0, NULL, &s), 0);
@@ -391,6 +401,19 @@ START_TEST(test_seal_flip)
 				err == -EBADMSG || err == -EKEYREJECTED,
 				"bit %d of byte %zu flipped, root pinned: %d",
 				bit, i, err);
+			/* Its head alone never names the same root when
+			 * a byte of the head changed. */
+			if (i < BLK) {
+				uint8_t peek[32];
+				int m = memfd_of(f, flen);
+
+				err = seal_peek(m, "t", 0, peek);
+				ck_assert_msg(
+					err || memcmp(peek, root, 32),
+					"byte %zu of the head flipped: same root",
+					i);
+				close(m);
+			}
 			f[i] ^= (uint8_t)(1 << bit);
 		}
 	}

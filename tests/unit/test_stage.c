@@ -24,7 +24,9 @@
 #include <string.h>
 #include <time.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -283,7 +285,7 @@ END_TEST
 static struct stage *open_backed(struct mem_src *m, int fd, const char *key)
 {
 	struct stage_src src = { mem_read, mem_watch, m, "test", NULL };
-	struct stage_backing b = { fd, key, strlen(key) };
+	struct stage_backing b = { fd, key, strlen(key), false, -1, NULL };
 	struct stage_opts o = { SIZE, META, STAGE_FULL, 1ull << 30, &b, 0 };
 	struct stage *st;
 
@@ -523,7 +525,7 @@ static struct shared_src *shared_new(const struct mem_src *m)
 static struct stage *shared_stage(struct shared_src *s, int fd)
 {
 	struct stage_src src = { shared_read, NULL, s, "test", NULL };
-	struct stage_backing b = { fd, "k1", 2 };
+	struct stage_backing b = { fd, "k1", 2, false, -1, NULL };
 	struct stage_opts o = { SIZE, META, STAGE_FULL, 1ull << 30, &b, 0 };
 	struct stage *st;
 
@@ -678,7 +680,7 @@ START_TEST(test_backing_stuck)
 	struct mem_src *m = src_new();
 	struct shared_src *s = shared_new(m);
 	struct stage_src src = { shared_read, NULL, s, "test", NULL };
-	struct stage_backing b = { -1, "k1", 2 };
+	struct stage_backing b = { -1, "k1", 2, false, -1, NULL };
 	struct stage_opts o = { SIZE, META, STAGE_FULL, 1ull << 30, &b, 200 };
 	struct timespec t0, t1;
 	int fd, pfd[2], status;
@@ -733,7 +735,8 @@ static int mem_check(void *arg, uint64_t off, const void *bytes, size_t len)
 static struct stage *open_checked(struct mem_src *m, int fd, const char *key)
 {
 	struct stage_src src = { mem_read, mem_watch, m, "test", mem_check };
-	struct stage_backing b = { fd, key, key ? strlen(key) : 0 };
+	struct stage_backing b = { fd,	  key, key ? strlen(key) : 0,
+				   false, -1,  NULL };
 	struct stage_opts o = {
 		SIZE, META, STAGE_FULL, 1ull << 30, fd >= 0 ? &b : NULL, 0
 	};
@@ -844,6 +847,202 @@ START_TEST(test_check_backing)
 }
 END_TEST
 
+/* A writer's copy (stage_backing_new_writer()), mapped by its stage,
+ * sealed against other writes, and a descriptor of it for reading only:
+ * what root's keeper hands a user's mount of a site image. */
+static int writer_copy(struct mem_src *m, const char *key, struct stage **w,
+		       int *rw)
+{
+	struct stage_src src = { mem_read, NULL, m, "writer", NULL };
+	struct stage_backing b = { -1, key, strlen(key), false, -1, NULL };
+	struct stage_opts o = { SIZE, META, STAGE_FULL, 1ull << 30, &b, 0 };
+	char path[64];
+	int ro;
+
+	ck_assert_int_eq(stage_backing_new_writer(SIZE, key, strlen(key),
+						  "test", rw),
+			 0);
+	b.fd = *rw;
+	ck_assert_int_eq(stage_new(&src, &o, w), 0);
+	ck_assert_int_eq(fcntl(*rw, F_ADD_SEALS, F_SEAL_FUTURE_WRITE), 0);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", *rw);
+	ro = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(ro, 0);
+	return ro;
+}
+
+static struct stage *follower(struct mem_src *m, int fd, const char *key,
+			      int writer, bool checked)
+{
+	struct stage_src src = { mem_read, mem_watch, m, "follower",
+				 checked ? mem_check : NULL };
+	struct stage_backing b = { fd, key, strlen(key), true, writer, NULL };
+	/* Its own budget and mode do not limit what it takes. */
+	struct stage_opts o = { SIZE, META, STAGE_META, CHUNK, &b, 0 };
+	struct stage *st;
+
+	ck_assert_int_eq(stage_new(&src, &o, &st), 0);
+	return st;
+}
+
+/* The permissions of the mapping holding @p, as /proc/self/maps says. */
+static const char *map_perms(const void *p)
+{
+	static char perms[8];
+	unsigned long lo, hi;
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	ck_assert_ptr_nonnull(f);
+	perms[0] = '\0';
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 &&
+		    (uintptr_t)p >= lo && (uintptr_t)p < hi)
+			break;
+	fclose(f);
+	return perms;
+}
+
+/* A follower takes the chunks its writer completed, as they land, and
+ * reads nothing: a chunk not complete is -ENODATA (its reader reads the
+ * source); one that fails the follower's check is not staged; it never
+ * writes the copy (its mapping cannot); once the writer says it ended,
+ * the follower's staging ends too. */
+START_TEST(test_follow)
+{
+	struct mem_src *m = src_new(), *fm = src_new();
+	struct stage_stats ss;
+	struct stage *w, *f;
+	const void *p;
+	int rw, ro;
+
+	atomic_store(&bad_chunks, 1ull << 9);
+	ro = writer_copy(m, "site", &w, &rw);
+	/* The writer completed chunk 3 (a reader of its own filled it). */
+	ck_assert_int_eq(stage_get(w, 3 * CHUNK, 1, 0, m, &p), 0);
+	f = follower(fm, ro, "site", -1, true);
+	stage_get_stats(f, &ss);
+	ck_assert_uint_eq(ss.adopted, CHUNK);
+	ck_assert_uint_eq(ss.planned, SIZE);
+	ck_assert_int_eq(stage_get(f, 3 * CHUNK, CHUNK, 0, fm, &p), 0);
+	ck_assert_mem_eq(p, m->bytes + 3 * CHUNK, CHUNK);
+	ck_assert_int_eq(stage_get(f, 4 * CHUNK, 1, 0, fm, &p), -ENODATA);
+	/* It lands: a reader takes it at once. */
+	ck_assert_int_eq(stage_get(w, 4 * CHUNK, 1, 0, m, &p), 0);
+	ck_assert_int_eq(stage_get(f, 4 * CHUNK, 2, 0, fm, &p), 0);
+	ck_assert_mem_eq(p, m->bytes + 4 * CHUNK, 2);
+	ck_assert_int_eq(stage_resume(f, STAGE_FULL, 1ull << 30), 0);
+
+	/* Its stager thread follows the writer to the end: every chunk
+	 * complete, chunk 9 refused by its check. */
+	ck_assert_int_eq(stage_start(f, 4), 0);
+	ck_assert_int_eq(stage_start(w, 4), 0);
+	ck_assert_int_eq(stage_wait(w, 10000), 0);
+	ck_assert_int_eq(stage_wait(f, 10000), 0);
+	ck_assert_int_eq(stage_backing_end(f), -EINVAL);
+	stage_get_stats(f, &ss);
+	ck_assert_int_eq(ss.state, STAGE_DONE);
+	ck_assert_uint_le(ss.threads, 1);
+	ck_assert_uint_eq(ss.refused, CHUNK);
+	ck_assert_uint_eq(ss.staged, SIZE - CHUNK);
+	ck_assert_int_eq(stage_get(f, 9 * CHUNK, 1, 0, fm, &p), -ENODATA);
+	ck_assert_int_eq(stage_get(f, 10 * CHUNK, SIZE - 10 * CHUNK, 0, fm, &p),
+			 0);
+	ck_assert_mem_eq(p, m->bytes + 10 * CHUNK, SIZE - 10 * CHUNK);
+	/* It read nothing itself. */
+	ck_assert_uint_eq(atomic_load(&fm->stager) + atomic_load(&fm->readers),
+			  0);
+	/* Its mapping cannot be written: shared, read-only. */
+	ck_assert_int_eq(stage_get(f, 0, 1, 0, fm, &p), 0);
+	ck_assert_str_eq(map_perms(p), "r--s");
+	stage_free(f);
+	stage_free(w);
+	close(ro);
+	close(rw);
+	atomic_store(&bad_chunks, 0);
+
+	/* A writer whose staging stopped (its last chunk's read failed):
+	 * its follower waits for the rest until the writer says it ended. */
+	atomic_store(&m->fail_at, SIZE - 100);
+	ro = writer_copy(m, "site2", &w, &rw);
+	f = follower(fm, ro, "site2", -1, false);
+	ck_assert_int_eq(stage_start(f, 0), 0);
+	while (stage_next(w) == 1)
+		;
+	stage_get_stats(w, &ss);
+	ck_assert_int_ne(ss.error, 0);
+	/* Watched for 200 ms: ten of its looks. */
+	ck_assert_int_eq(stage_wait(f, 200), -ETIMEDOUT);
+	ck_assert_int_eq(stage_backing_end(w), 0);
+	ck_assert_int_eq(stage_wait(f, 10000), 0);
+	stage_get_stats(f, &ss);
+	ck_assert_int_eq(ss.state, STAGE_DONE);
+	ck_assert_uint_lt(ss.staged, SIZE);
+	ck_assert_int_eq(stage_get(f, SIZE - 1, 1, 0, fm, &p), -ENODATA);
+	ck_assert_uint_eq(atomic_load(&fm->stager) + atomic_load(&fm->readers),
+			  0);
+	stage_free(f);
+	stage_free(w);
+	close(ro);
+	close(rw);
+	src_free(fm);
+	src_free(m);
+}
+END_TEST
+
+/* A writer in another process that dies mid-staging: its follower's
+ * staging ends (its pidfd), with only the chunks the writer completed,
+ * each right; the others are -ENODATA. */
+START_TEST(test_follow_writer_gone)
+{
+	struct mem_src *m = src_new(), *fm = src_new();
+	struct stage_stats ss;
+	struct stage *w, *f;
+	const void *p;
+	int rw, ro, go[2], pidfd, status;
+	pid_t pid;
+	char b;
+
+	ro = writer_copy(m, "site", &w, &rw);
+	ck_assert_int_eq(pipe(go), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		/* Half the range, then it is killed. */
+		if (stage_get(w, 0, SIZE / 2, 0, m, &p) ||
+		    write(go[1], "x", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	ck_assert_int_ge(pidfd, 0);
+	ck_assert_int_eq(read(go[0], &b, 1), 1);
+	f = follower(fm, ro, "site", pidfd, false);
+	ck_assert_int_eq(stage_start(f, 0), 0);
+	ck_assert_int_eq(stage_wait(f, 100), -ETIMEDOUT);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(stage_wait(f, 10000), 0);
+	stage_get_stats(f, &ss);
+	ck_assert_int_eq(ss.state, STAGE_DONE);
+	ck_assert_uint_ge(ss.staged, SIZE / 2);
+	ck_assert_uint_lt(ss.staged, SIZE);
+	ck_assert_int_eq(stage_get(f, 0, SIZE / 2, 0, fm, &p), 0);
+	ck_assert_mem_eq(p, m->bytes, SIZE / 2);
+	ck_assert_int_eq(stage_get(f, SIZE - 1, 1, 0, fm, &p), -ENODATA);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	stage_free(f);
+	stage_free(w);
+	close(pidfd);
+	close(ro);
+	close(rw);
+	close(go[0]);
+	close(go[1]);
+	src_free(fm);
+	src_free(m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("stage");
@@ -871,6 +1070,8 @@ int main(void)
 	tcase_add_test(tc, test_backing_shared);
 	tcase_add_test(tc, test_backing_killed);
 	tcase_add_test(tc, test_backing_stuck);
+	tcase_add_test(tc, test_follow);
+	tcase_add_test(tc, test_follow_writer_gone);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
