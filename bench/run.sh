@@ -367,8 +367,14 @@ SCRATCH=/dev/shm/squashcache-bench.$$
 STORE=$SCRATCH/store
 export SCRATCH STORE
 
+# FUSE_URING=on|off: the fuse module's enable_uring for this run, set
+# back as it was by the trap (root; the report's machine table says which
+# transport each contender used).  Unset: as the machine has it.
+URING_PARAM=/sys/module/fuse/parameters/enable_uring
+URING_WAS=
 cleanup() {
 	set +e
+	[ -z "$URING_WAS" ] || echo "$URING_WAS" >"$URING_PARAM"
 	if [ -f "$SCRATCH/mounts.txt" ]; then
 		# newest first: slowfs goes last, after what was mounted from it
 		tac "$SCRATCH/mounts.txt" | while read -r m; do
@@ -389,6 +395,24 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
+
+case ${FUSE_URING:-} in
+'') ;;
+on | off)
+	if [ ! -w "$URING_PARAM" ]; then
+		echo "bench: FUSE_URING=$FUSE_URING, but $URING_PARAM is not there or not writable (a kernel without FUSE over io_uring?)" >&2
+		exit 1
+	fi
+	URING_WAS=$(cat "$URING_PARAM")
+	[ "$FUSE_URING" = on ] && want=Y || want=N
+	echo "$want" >"$URING_PARAM"
+	say "fuse enable_uring=$want for this run (was $URING_WAS)"
+	;;
+*)
+	echo "bench: FUSE_URING is 'on', 'off' or unset, not '$FUSE_URING'" >&2
+	exit 2
+	;;
+esac
 
 mkdir -p "$STORE" "$SCRATCH/tmpfs" "$SCRATCH/build/bench"
 # A private copy of the binaries: others may rebuild build/ during a long run.
