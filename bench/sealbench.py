@@ -32,6 +32,7 @@ ratio sealed / plain of the medians.
 """
 import json
 import os
+import statistics
 import sys
 import time
 import types
@@ -215,11 +216,7 @@ class SealBench:
 # -- the report -----------------------------------------------------------
 
 def _med(v):
-    v = sorted(v)
-    n = len(v)
-    if not n:
-        return None
-    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+    return statistics.median(v) if v else None
 
 
 def _cell(v, unit="s"):

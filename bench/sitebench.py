@@ -31,6 +31,7 @@ import json
 import os
 import pwd
 import subprocess
+import statistics
 import sys
 import time
 import types
@@ -335,11 +336,7 @@ class SiteBench:
 # -- the report -----------------------------------------------------------
 
 def _med(v):
-    v = sorted(v)
-    n = len(v)
-    if not n:
-        return None
-    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+    return statistics.median(v) if v else None
 
 
 def _cell(v, fmt="%.2f s"):
