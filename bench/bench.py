@@ -2021,6 +2021,40 @@ def damon_info():
     return out
 
 
+def side_main(cfg_from_env, make):
+    """The main of a benchmark beside the main one (sweep, seal, site):
+    its parameters from the environment (cfg_from_env()), make(cfg) its
+    object (run() gives the results; own_drops; stop(), if it has one,
+    runs whatever happens), and the results, with the machine before and
+    after and the command, written as JSON to sys.argv[1]."""
+    out_path = sys.argv[1]
+    cfg = cfg_from_env()
+    os.makedirs(os.path.join(cfg["scratch"], "logs"), exist_ok=True)
+    started = time.strftime("%Y-%m-%d %H:%M:%S %z")
+    machine = machine_info()
+    t0 = time.monotonic()
+    b = make(cfg)
+    try:
+        res = b.run()
+    finally:
+        if hasattr(b, "stop"):
+            b.stop()
+    res["own_drops"] = b.own_drops
+    res["bench_seconds"] = time.monotonic() - t0
+    res["config"] = cfg
+    res["machine"] = machine
+    with open("/proc/loadavg") as f:
+        machine["loadavg_end"] = f.read().split()[:3]
+    machine["drop_pagecache_end"] = drops()
+    machine["damon_end"] = damon_info()
+    res["started"] = started
+    res["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %z")
+    res["command"] = os.environ.get("BENCH_CMDLINE", "")
+    with open(out_path, "w") as f:
+        json.dump(res, f, indent=1)
+    log("wrote " + out_path)
+
+
 def machine_info():
     """What the run ran on, for the report's header."""
     info = {}

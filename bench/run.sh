@@ -92,6 +92,22 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
+# FUSE_URING=on|off: the fuse module's enable_uring for this run, set
+# back as it was by the trap (the report's machine table says which
+# transport each contender used).  Unset: as the machine has it.
+URING_PARAM=/sys/module/fuse/parameters/enable_uring
+case ${FUSE_URING:-} in
+'' | on | off) ;;
+*)
+	echo "bench: FUSE_URING is 'on', 'off' or unset, not '$FUSE_URING'" >&2
+	exit 2
+	;;
+esac
+if [ -n "${FUSE_URING:-}" ] && [ ! -w "$URING_PARAM" ]; then
+	echo "bench: FUSE_URING=$FUSE_URING, but $URING_PARAM is not there or not writable (a kernel without FUSE over io_uring?)" >&2
+	exit 1
+fi
+
 if [ $((SCALE + RAM + DECODE + HDF5 + SWEEP + SEAL + RANKS + SITE)) -gt 1 ]; then
 	echo "bench: 'scale', 'ram', 'decode', 'hdf5', 'sweep', 'seal', 'ranks' and 'site' are separate runs; give one" >&2
 	exit 2
@@ -367,8 +383,10 @@ SCRATCH=/dev/shm/squashcache-bench.$$
 STORE=$SCRATCH/store
 export SCRATCH STORE
 
+URING_WAS= # enable_uring before FUSE_URING set it
 cleanup() {
 	set +e
+	[ -z "$URING_WAS" ] || echo "$URING_WAS" >"$URING_PARAM"
 	if [ -f "$SCRATCH/mounts.txt" ]; then
 		# newest first: slowfs goes last, after what was mounted from it
 		tac "$SCRATCH/mounts.txt" | while read -r m; do
@@ -389,6 +407,13 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
+
+if [ -n "${FUSE_URING:-}" ]; then
+	URING_WAS=$(cat "$URING_PARAM")
+	[ "$FUSE_URING" = on ] && want=Y || want=N
+	echo "$want" >"$URING_PARAM"
+	say "fuse enable_uring=$want for this run (was $URING_WAS)"
+fi
 
 mkdir -p "$STORE" "$SCRATCH/tmpfs" "$SCRATCH/build/bench"
 # A private copy of the binaries: others may rebuild build/ during a long run.

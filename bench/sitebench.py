@@ -31,6 +31,7 @@ import json
 import os
 import pwd
 import subprocess
+import statistics
 import sys
 import time
 import types
@@ -335,11 +336,7 @@ class SiteBench:
 # -- the report -----------------------------------------------------------
 
 def _med(v):
-    v = sorted(v)
-    n = len(v)
-    if not n:
-        return None
-    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+    return statistics.median(v) if v else None
 
 
 def _cell(v, fmt="%.2f s"):
@@ -453,27 +450,7 @@ def render(res):
 
 
 def main():
-    out_path = sys.argv[1]
-    cfg = cfg_from_env()
-    os.makedirs(os.path.join(cfg["scratch"], "logs"), exist_ok=True)
-    started = time.strftime("%Y-%m-%d %H:%M:%S %z")
-    machine = bench.machine_info()
-    t0 = time.monotonic()
-    s = SiteBench(cfg)
-    res = s.run()
-    res["own_drops"] = s.own_drops
-    res["bench_seconds"] = time.monotonic() - t0
-    res["config"] = cfg
-    res["machine"] = machine
-    with open("/proc/loadavg") as f:
-        machine["loadavg_end"] = f.read().split()[:3]
-    machine["drop_pagecache_end"] = bench.drops()
-    res["started"] = started
-    res["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %z")
-    res["command"] = os.environ.get("BENCH_CMDLINE", "")
-    with open(out_path, "w") as f:
-        json.dump(res, f, indent=1)
-    log("wrote " + out_path)
+    bench.side_main(cfg_from_env, SiteBench)
 
 
 if __name__ == "__main__":

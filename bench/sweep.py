@@ -96,6 +96,9 @@ class Sweep:
             time.sleep(0.02)
         raise RuntimeError("the keeper did not start (logs/keeper.log)")
 
+    def stop(self):
+        self.keeper_stop()
+
     def keeper_stop(self):
         if self.keeper:
             self.keeper.terminate()
@@ -294,31 +297,7 @@ class Sweep:
 
 
 def main():
-    out_path = sys.argv[1]
-    cfg = cfg_from_env()
-    os.makedirs(os.path.join(cfg["scratch"], "logs"), exist_ok=True)
-    started = time.strftime("%Y-%m-%d %H:%M:%S %z")
-    machine = bench.machine_info()
-    t0 = time.monotonic()
-    s = Sweep(cfg)
-    try:
-        res = s.run()
-    finally:
-        s.keeper_stop()
-    res["own_drops"] = s.own_drops
-    res["bench_seconds"] = time.monotonic() - t0
-    res["config"] = cfg
-    res["machine"] = machine
-    with open("/proc/loadavg") as f:
-        machine["loadavg_end"] = f.read().split()[:3]
-    machine["drop_pagecache_end"] = bench.drops()
-    machine["damon_end"] = bench.damon_info()
-    res["started"] = started
-    res["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %z")
-    res["command"] = os.environ.get("BENCH_CMDLINE", "")
-    with open(out_path, "w") as f:
-        json.dump(res, f, indent=1)
-    log("wrote " + out_path)
+    bench.side_main(cfg_from_env, Sweep)
 
 
 if __name__ == "__main__":

@@ -211,16 +211,17 @@ as $B "$MOUNTCTL" forget --all --socket "$K" >/dev/null || fail "user b cannot f
 [ "$(kept_field "$IMG" "$uid_b" bytes)" = none ] || fail "user b's copy survived forget"
 [ "$(kept_field "$IMG" "$uid_a" connections)" = 0 ] || fail "user b's forget dropped user a's copy"
 # 70 connections of user b, each asking LIST (struct keep_msg: magic
-# "SQPK", op 3, then zeros to 312 bytes): 64 are answered.
-as $B "$PYTHON" - "$K" "$T/fake/conns" <<'PY' &
-import socket, struct, sys, time
+# "SQPK", op 3, then zeros to 312 bytes): 64 are answered (the keeper
+# takes them in the order they came), and all stay open until root and
+# user a have been served.
+as $B "$PYTHON" - "$K" "$T/fake/conns" "$T/fake/release" <<'PY' &
+import os, socket, struct, sys, time
 msg = struct.pack("<II", 0x4b505153, 3) + bytes(312 - 8)
 socks, answered = [], 0
 for i in range(70):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.connect(sys.argv[1])
     socks.append(s)
-time.sleep(0.5)
 for s in socks:
     s.settimeout(5)
     try:
@@ -230,7 +231,9 @@ for s in socks:
     except OSError:
         pass
 open(sys.argv[2], "w").write(str(answered))
-time.sleep(5)
+end = time.monotonic() + 60
+while not os.path.exists(sys.argv[3]) and time.monotonic() < end:
+    time.sleep(0.02)
 PY
 _pids="$! $_pids"
 _c_i=0
@@ -242,6 +245,9 @@ done
 [ "$(cat "$T/fake/conns")" = 64 ] || fail "user b got $(cat "$T/fake/conns") connections answered, not 64"
 [ "$(kept_field "$IMG" "$uid_a" connections)" = 0 ] || fail "root not served while user b holds connections"
 kept_json $A >/dev/null || fail "user a not served while user b holds connections"
+[ -s "$T/fake/conns" ] && kill -0 "${_pids%% *}" 2>/dev/null ||
+    fail "user b's connections closed before root and user a were served"
+: >"$T/fake/release"
 
 note "(f) a daemon killed mid-stage: the next mount reads exactly the rest"
 : >"$T/failfile"
