@@ -14,7 +14,8 @@
 #     name none: they give the packages' own paths;
 #   - /usr/lib64/..., /usr/lib/systemd/..., /usr/share/licenses/...: the
 #     RPMs' (RHEL's layout; not installed here), counted, not looked up;
-#   - /etc/squashcache/datasets/...: files the admin writes;
+#   - /etc/squashcache/datasets/... and /etc/squashcache/site-roots:
+#     files the admin writes;
 #   - any other: on this machine, where the .debs put it.
 # Packages installed by hand beforehand are left installed, as 107 does.
 . "$(dirname "$0")/lib.sh"
@@ -87,7 +88,7 @@ import gzip, os, re, sys
 man_list, docs_list, stage = sys.argv[1:4]
 PATH_RE = re.compile(r"(?<![\w.$/~-])(/(?:usr|etc|lib)/[A-Za-z0-9_.@%{},/+*-]+)")
 RPM = ("/usr/lib64/", "/usr/lib/systemd/", "/usr/share/licenses/")
-ADMIN_MADE = ("/etc/squashcache/datasets/",)
+ADMIN_MADE = ("/etc/squashcache/datasets/", "/etc/squashcache/site-roots")
 
 def text(path):
     data = gzip.open(path, "rb").read() if path.endswith(".gz") else open(path, "rb").read()
