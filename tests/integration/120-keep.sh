@@ -86,15 +86,6 @@ mount_keep() {
     fi
 }
 
-# wait_done MNT SECONDS: until staging is done
-wait_done() {
-    _wd_i=0
-    until [ "$(stat_of "$1" stage.state)" = "done" ]; do
-        _wd_i=$((_wd_i + 1))
-        [ $_wd_i -lt $(($2 * 50)) ] || fail "$1 not staged within $2 s ($(stat_of "$1" stage.staged) bytes)"
-        sleep 0.02
-    done
-}
 
 note "two trees of the same shape, incompressible, ~8 MB; images of the same size"
 "$PYTHON" - "$T" <<'PY'

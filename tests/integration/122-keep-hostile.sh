@@ -133,15 +133,6 @@ mount_keep() {
         fail "$_mk_u could not mount $_mk_img with -o keep=$K within 30 s"
 }
 
-# wait_done MNT SECONDS: until staging is done
-wait_done() {
-    _wd_i=0
-    until [ "$(stat_of "$1" stage.state)" = "done" ]; do
-        _wd_i=$((_wd_i + 1))
-        [ $_wd_i -lt $(($2 * 50)) ] || fail "$1 not staged within $2 s ($(stat_of "$1" stage.staged) bytes)"
-        sleep 0.02
-    done
-}
 
 # check_node: mountctl job check-node for this keeper; its report in
 # $T/node.out, its status in rc

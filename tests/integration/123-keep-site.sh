@@ -84,15 +84,6 @@ mount_keep() {
     as "$1" "$SQUASHCACHED" -o "keep=$K${4:+,$4}" "$2" "$3"
 }
 
-wait_done() {
-    _wd_i=0
-    until [ "$(stat_of "$1" stage.state)" = "done" ]; do
-        _wd_i=$((_wd_i + 1))
-        [ $_wd_i -lt $(($2 * 50)) ] || fail "$1 not staged within $2 s ($(stat_of "$1" stage.staged) bytes)"
-        sleep 0.02
-    done
-}
-
 # storage_bytes: bytes served by faultfs so far (its read log)
 storage_bytes() {
     awk '{ s += $2 } END { print s + 0 }' "$T/reads.log"

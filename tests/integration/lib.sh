@@ -405,6 +405,18 @@ wait_stat() {
     done
 }
 
+# wait_done MNT SECONDS: wait until the daemon of MNT has staged all it
+# will (stage.state "done"); fail, with the bytes staged, if it has not
+# within SECONDS.
+wait_done() {
+    _wd_i=0
+    until [ "$(stat_of "$1" stage.state)" = "done" ]; do
+        _wd_i=$((_wd_i + 1))
+        [ $_wd_i -lt $(($2 * 50)) ] || fail "$1 not staged within $2 s ($(stat_of "$1" stage.staged) bytes)"
+        sleep 0.02
+    done
+}
+
 # now_ms: the wall clock in milliseconds.
 now_ms() {
     echo $(($(date +%s%N) / 1000000))
