@@ -86,7 +86,6 @@ mount_keep() {
     fi
 }
 
-
 note "two trees of the same shape, incompressible, ~8 MB; images of the same size"
 "$PYTHON" - "$T" <<'PY'
 import os, random, sys

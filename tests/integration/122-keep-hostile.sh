@@ -133,7 +133,6 @@ mount_keep() {
         fail "$_mk_u could not mount $_mk_img with -o keep=$K within 30 s"
 }
 
-
 # check_node: mountctl job check-node for this keeper; its report in
 # $T/node.out, its status in rc
 check_node() {
