@@ -374,7 +374,7 @@ static int run_as_user(struct jobdir *j, const struct mount_req *r,
 		return rc;
 	}
 	/* Recorded first: the Epilog kills it if the Prolog is gone. */
-	child = job__fork_recorded(j, JOB_CHILDREN);
+	child = job__fork_recorded(j, JOB_CHILDREN, false);
 	if (child == 0) {
 		job__child_stdio(ep[1]);
 		if (job__drop_to_user(r->ids))
@@ -583,12 +583,13 @@ static int mount_later(const struct ds_conf *c, const struct job_ids *ids,
 		return -errno;
 	close(fd);
 	/* Recorded before it runs: an Epilog right after us kills it. */
-	child = job__fork_recorded(j, JOB_MOUNTER);
+	/* In a session of its own before the Prolog returns: slurmd kills
+	 * the Prolog's process group once it exits. */
+	child = job__fork_recorded(j, JOB_MOUNTER, true);
 	if (child == 0) {
 		/* Nothing of the Prolog's: slurmd reads its output to
-		 * the end and kills its process group. */
+		 * the end. */
 		job__child_stdio(-1);
-		setsid();
 		run_mounter(c, ids, j, l, deadline);
 		_exit(0);
 	}

@@ -202,14 +202,17 @@ int job__each_daemon(const struct stat *exe,
  * job__fork_recorded() - fork() a child whose "PID START" is appended to
  * the job directory's record @name (root's, 0600) before it can outlive
  * its parent: it waits for the record, and exits (status 125) if the
- * record cannot be written or the parent dies first.
+ * record cannot be written or the parent dies first.  With @session the
+ * child is in a session (and process group) of its own before the parent
+ * returns, so that nothing that kills the parent's group takes it along.
  * @j: the job directory
  * @name: the record, JOB_MOUNTER or JOB_CHILDREN
+ * @session: setsid() in the child first
  *
  * Return: in the parent the child's pid, or -errno (then the child is
  * reaped); 0 in the child.
  */
-pid_t job__fork_recorded(struct jobdir *j, const char *name);
+pid_t job__fork_recorded(struct jobdir *j, const char *name, bool session);
 
 /**
  * job__kill_recorded() - Kill each process of the record @name that is

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -279,27 +280,40 @@ static int record(struct jobdir *j, const char *name, pid_t pid)
 	return err;
 }
 
-pid_t job__fork_recorded(struct jobdir *j, const char *name)
+pid_t job__fork_recorded(struct jobdir *j, const char *name, bool session)
 {
-	int gate[2], err;
+	int gate[2], err = 0;
 	pid_t child;
 	char go = 0;
 
-	if (pipe2(gate, O_CLOEXEC))
+	/* Both ways: the child says it is in its own session (if asked)
+	 * before the parent records it and returns, the parent says go
+	 * once the record is written. */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, gate))
 		return -errno;
 	child = fork();
 	if (child == 0) {
 		/* EOF without a go: the record is not there, or the parent
 		 * is gone before writing it. */
 		close(gate[1]);
-		if (read(gate[0], &go, 1) != 1 || go != 'g')
+		if ((session && setsid() < 0) || send(gate[0], "s", 1, MSG_NOSIGNAL) != 1 ||
+		    read(gate[0], &go, 1) != 1 || go != 'g')
 			_exit(125);
 		close(gate[0]);
 		return 0;
 	}
 	close(gate[0]);
-	err = child < 0 ? -errno : record(j, name, child);
-	if (!err && write(gate[1], "g", 1) != 1)
+	/* Our own child, one syscall from here: its "s", or EOF if it
+	 * died.  Before the parent returns: slurmd kills the Prolog's
+	 * process group once the Prolog exits, and a child not yet in a
+	 * session of its own would go with it. */
+	if (child < 0)
+		err = -errno;
+	else if (read(gate[1], &go, 1) != 1 || go != 's')
+		err = -ECHILD;
+	if (!err)
+		err = record(j, name, child);
+	if (!err && send(gate[1], "g", 1, MSG_NOSIGNAL) != 1)
 		err = -errno;
 	close(gate[1]);
 	if (err && child > 0)

@@ -2,8 +2,10 @@
 # TIMEOUT: 300
 # ALONE: starts the Slurm test cluster
 # SANITIZE: no (keep through Slurm: the keeper's C paths run sanitized in 120-122)
-# keep= on a real 2-node Slurm cluster (tests/slurm/cluster.sh, plain
-# mode) whose keepers stop answering: each node's keeper, started by a
+# keep= on a real 2-node Slurm cluster (tests/slurm/cluster.sh), in its
+# plain mode and in its cgroup mode as production sites run it (there the
+# Prolog leaves the mounts to a mounter that joins the job's extern
+# step), whose keepers stop answering: each node's keeper, started by a
 # first job's Prolog, is stopped (SIGSTOP), as one stuck on anything
 # would be, and the user fills its backlog of connections not taken yet
 # (a connect() then waits); then jobs of that non-root test user with
@@ -87,13 +89,15 @@ chmod 0755 "$T/cl/hooks"/*
 keeper_pid() {
     pgrep -f "^mountctl keeper --keep [^ ]* --socket $T/keep-$1/keeper.sock" || true
 }
-at_exit 'for p in $(keeper_pid "$CL_N1") $(keeper_pid "$CL_N2"); do kill -CONT "$p"; kill "$p"; done'
+stop_keepers() {
+    for p in $(keeper_pid "$CL_N1") $(keeper_pid "$CL_N2"); do
+        kill -CONT "$p"
+        kill "$p"
+        wait_gone "$p" 10 "the keeper $p"
+    done
+}
+at_exit 'stop_keepers'
 at_exit 'cluster_stop'
-cluster_start "$T/cl" || { tail -n 30 "$T/cl/log/"*.log; fail "cluster did not start"; }
-N1=$CL_N1
-N2=$CL_N2
-conf "$N1"
-conf "$N2"
 
 as_user() {
     (cd "$T/out" && runuser -u "$U" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@")
@@ -129,18 +133,6 @@ check_node() {
         "$T/bin/mountctl" job --node "$1" --min-age 0 check-node >"$T/node.out" 2>&1 || rc=$?
 }
 
-note "a first job on both nodes starts their keepers"
-job first
-for n in "$N1" "$N2"; do
-    [ -n "$(keeper_pid "$n")" ] || fail "no keeper runs on $n after a job with keep=64M"
-    grep -q "^io $n $sum new done$" "$T/first.out" || { cat "$T/first.out"; fail "first job: $n did not make a new copy"; }
-done
-k1=$(keeper_pid "$N1")
-k2=$(keeper_pid "$N2")
-note "    in $secs s; keepers $k1 ($N1) and $k2 ($N2)"
-
-note "(a, b, c) both keepers stopped, their backlogs full: jobs on both nodes"
-kill -STOP "$k1" "$k2"
 # The user fills each stopped keeper's backlog of connections it does not
 # take: a connect() there waits (a client's budget bounds it).
 cat >"$T/bin/fill.py" <<'PY'
@@ -162,53 +154,83 @@ for path in sys.argv[1:3]:
 open(sys.argv[3], "w").write(" ".join(map(str, counts)))
 time.sleep(600)
 PY
-# setpriv, not `as` (a function: in the background, a subshell whose pid
-# a kill would leave the program out of), becomes the program.
-setpriv --reuid="$U" --regid="$(id -g "$U")" --init-groups -- \
-    "$PYTHON" "$T/bin/fill.py" "$T/keep-$N1/keeper.sock" "$T/keep-$N2/keeper.sock" "$T/out/filled" &
-filler=$!
-_pids="$filler $_pids"
-i=0
-until [ -s "$T/out/filled" ]; do
-    i=$((i + 1))
-    [ "$i" -lt 500 ] || fail "the user's connections to the stopped keepers did not end"
-    sleep 0.02
-done
-note "    the user holds $(cat "$T/out/filled") connections that the keepers of $N1 and $N2 never took"
-for j in 1 2 3; do
-    job "stopped$j"
-    note "    job $j started and ended in $secs s"
-    grep "^io " "$T/stopped$j.out" | grep -q " copy done$" &&
-        { cat "$T/stopped$j.out"; fail "job $j adopted a copy from a stopped keeper"; }
-    nodes_ok || fail "job $j: a node was drained or down: $(sinfo -h -N -o '%N %T %E' | tr '\n' ' ')"
-done
 
-note "(d) nothing left on either node"
-for n in "$N1" "$N2"; do
-    i=0
-    until cluster_idle; do
-        i=$((i + 1))
-        [ "$i" -lt 300 ] || fail "nodes not idle 30 s after the jobs: $(sinfo -h -N -o '%N %T %E' | tr '\n' ' ')"
-        sleep 0.1
+run_mode() {
+    mode=$1
+    rc=0
+    cluster_start "$T/cl" "$mode" || rc=$?
+    [ $rc -ne 77 ] || { note "$mode mode: no cgroup freezer and memory controllers here: skipped"; return 0; }
+    [ $rc -eq 0 ] || { tail -n 30 "$T/cl/log/"*.log; fail "cluster ($mode) did not start"; }
+    N1=$CL_N1
+    N2=$CL_N2
+    conf "$N1"
+    conf "$N2"
+
+    note "$mode a first job on both nodes starts their keepers"
+    job first
+    for n in "$N1" "$N2"; do
+        [ -n "$(keeper_pid "$n")" ] || fail "$mode: no keeper runs on $n after a job with keep=64M"
+        grep -q "^io $n $sum new done$" "$T/first.out" || { cat "$T/first.out"; fail "$mode: first job: $n did not make a new copy"; }
     done
-    check_node "$n"
-    [ "$rc" = 1 ] || fail "check-node on $n with its keeper stopped exits $rc: $(cat "$T/node.out")"
-    grep -q "^keeper at $T/keep-$n/keeper.sock: does not answer within its budget" "$T/node.out" ||
-        fail "check-node on $n does not report the stopped keeper: $(cat "$T/node.out")"
-    [ "$(wc -l <"$T/node.out")" = 1 ] || fail "check-node on $n reports more than the keeper: $(cat "$T/node.out")"
-done
-kill "$filler"
-wait_gone "$filler" 10 "the user's connections"
-kill -CONT "$k1" "$k2"
-for n in "$N1" "$N2"; do
-    check_node "$n"
-    [ "$rc" = 0 ] || fail "check-node on $n once its keeper goes on exits $rc: $(cat "$T/node.out")"
-done
-job after
-for n in "$N1" "$N2"; do
-    grep -q "^io $n $sum copy done$" "$T/after.out" ||
-        { cat "$T/after.out"; fail "once the keeper on $n goes on, the job does not adopt its copy"; }
-done
-[ "$(keeper_pid "$N1") $(keeper_pid "$N2")" = "$k1 $k2" ] || fail "the keepers changed: $k1 $k2, now $(keeper_pid "$N1") $(keeper_pid "$N2")"
-nodes_ok || fail "a node was drained or down: $(sinfo -h -N -o '%N %T %E' | tr '\n' ' ')"
+    k1=$(keeper_pid "$N1")
+    k2=$(keeper_pid "$N2")
+    note "$mode     in $secs s; keepers $k1 ($N1) and $k2 ($N2)"
+
+    note "$mode (a, b, c) both keepers stopped, their backlogs full: jobs on both nodes"
+    kill -STOP "$k1" "$k2"
+    # setpriv, not `as` (a function: in the background, a subshell whose pid
+    # a kill would leave the program out of), becomes the program.
+    setpriv --reuid="$U" --regid="$(id -g "$U")" --init-groups -- \
+        "$PYTHON" "$T/bin/fill.py" "$T/keep-$N1/keeper.sock" "$T/keep-$N2/keeper.sock" "$T/out/filled-$mode" &
+    filler=$!
+    _pids="$filler $_pids"
+    i=0
+    until [ -s "$T/out/filled-$mode" ]; do
+        i=$((i + 1))
+        [ "$i" -lt 500 ] || fail "$mode: the user's connections to the stopped keepers did not end"
+        sleep 0.02
+    done
+    note "$mode     the user holds $(cat "$T/out/filled-$mode") connections that the keepers of $N1 and $N2 never took"
+    for j in 1 2 3; do
+        job "stopped$j"
+        note "$mode     job $j started and ended in $secs s"
+        grep "^io " "$T/stopped$j.out" | grep -q " copy done$" &&
+            { cat "$T/stopped$j.out"; fail "$mode: job $j adopted a copy from a stopped keeper"; }
+        nodes_ok || fail "$mode: job $j: a node was drained or down: $(sinfo -h -N -o '%N %T %E' | tr '\n' ' ')"
+    done
+
+    note "$mode (d) nothing left on either node"
+    for n in "$N1" "$N2"; do
+        i=0
+        until cluster_idle; do
+            i=$((i + 1))
+            [ "$i" -lt 300 ] || fail "$mode: nodes not idle 30 s after the jobs: $(sinfo -h -N -o '%N %T %E' | tr '\n' ' ')"
+            sleep 0.1
+        done
+        check_node "$n"
+        [ "$rc" = 1 ] || fail "$mode: check-node on $n with its keeper stopped exits $rc: $(cat "$T/node.out")"
+        grep -q "^keeper at $T/keep-$n/keeper.sock: does not answer within its budget" "$T/node.out" ||
+            fail "$mode: check-node on $n does not report the stopped keeper: $(cat "$T/node.out")"
+        [ "$(wc -l <"$T/node.out")" = 1 ] || fail "$mode: check-node on $n reports more than the keeper: $(cat "$T/node.out")"
+    done
+    kill "$filler"
+    wait_gone "$filler" 10 "the user's connections"
+    kill -CONT "$k1" "$k2"
+    for n in "$N1" "$N2"; do
+        check_node "$n"
+        [ "$rc" = 0 ] || fail "$mode: check-node on $n once its keeper goes on exits $rc: $(cat "$T/node.out")"
+    done
+    job after
+    for n in "$N1" "$N2"; do
+        grep -q "^io $n $sum copy done$" "$T/after.out" ||
+            { cat "$T/after.out"; fail "$mode: once the keeper on $n goes on, the job does not adopt its copy"; }
+    done
+    [ "$(keeper_pid "$N1") $(keeper_pid "$N2")" = "$k1 $k2" ] || fail "$mode: the keepers changed: $k1 $k2, now $(keeper_pid "$N1") $(keeper_pid "$N2")"
+    nodes_ok || fail "$mode: a node was drained or down: $(sinfo -h -N -o '%N %T %E' | tr '\n' ' ')"
+    stop_keepers
+    cluster_stop
+}
+
+run_mode plain
+run_mode cgroup
 exit 0

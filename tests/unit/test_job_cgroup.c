@@ -9,8 +9,10 @@
  * check where the extern step is found, which cgroup.procs files the join
  * writes, the memory limit a daemon then finds there (lib/util/memlimit),
  * the errors of missing and odd trees, the reading of /proc/PID/cgroup
- * lines longer than the buffer, and root's job directories under a base
- * directory.  They run as root (the trees must be root's).
+ * lines longer than the buffer, root's job directories under a base
+ * directory, and that a process forked to outlive the Prolog survives
+ * slurmd killing the Prolog's process group.  They run as root (the trees
+ * must be root's).
  */
 #include <check.h>
 #include <errno.h>
@@ -18,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "slurm/job_i.h"
@@ -566,6 +570,95 @@ START_TEST(test_job_dir)
 }
 END_TEST
 
+/*
+ * A "Prolog" @session as slurmd runs one (a process group of its own) forks
+ * a recorded child and exits at once; then, as slurmd does, the whole group
+ * is killed.  Return: what the child said once told to go on ("sid PID
+ * SID"), or "" if it was killed with the group.
+ */
+static const char *prolog_then_killpg(bool session, char *rec, size_t cap)
+{
+	static char out[64];
+	int go[2], res[2], base, fd;
+	char path[256];
+	pid_t prolog;
+	ssize_t n;
+
+	ck_assert_int_eq(pipe(go), 0);
+	ck_assert_int_eq(pipe(res), 0);
+	snprintf(path, sizeof(path), "%s/base", top);
+	mkdir(path, 01777);
+	prolog = fork();
+	ck_assert_int_ge(prolog, 0);
+	if (prolog == 0) {
+		struct jobdir j;
+		pid_t c;
+
+		setpgid(0, 0);
+		base = open(path, O_RDONLY | O_DIRECTORY);
+		if (job__dir_open_at(base, "job9-n1", true, &j))
+			_exit(2);
+		c = job__fork_recorded(&j, JOB_MOUNTER, session);
+		if (c == 0) {
+			char b;
+
+			close(go[1]);
+			close(res[0]);
+			/* Told to go on only after the group was killed. */
+			if (read(go[0], &b, 1) == 1)
+				dprintf(res[1], "sid %d %d", (int)getpid(),
+					(int)getsid(0));
+			_exit(0);
+		}
+		if (c < 0)
+			_exit(3);
+		/* In its own session from the moment this returns. */
+		_exit(!session || getsid(c) == c ? 0 : 4);
+	}
+	close(go[0]);
+	close(res[1]);
+	ck_assert_int_eq(waitpid(prolog, &fd, 0), prolog);
+	ck_assert_msg(WIFEXITED(fd) && WEXITSTATUS(fd) == 0,
+		      "the Prolog's fork failed, or its child was not in a session of its own when it returned (status %#x)",
+		      fd);
+	/* What slurmd does once the Prolog has exited. */
+	kill(-prolog, SIGKILL);
+	ck_assert_int_eq(write(go[1], "g", 1), 1);
+	close(go[1]);
+	n = read(res[0], out, sizeof(out) - 1);
+	out[n > 0 ? n : 0] = '\0';
+	close(res[0]);
+	snprintf(path, sizeof(path), "%s/base/squashcache/job9-n1/.mounter", top);
+	fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	n = read(fd, rec, cap - 1);
+	rec[n > 0 ? n : 0] = '\0';
+	close(fd);
+	unlink(path);
+	return out;
+}
+
+START_TEST(test_fork_recorded)
+{
+	char rec[128], want[64];
+	const char *said;
+	int pid, sid;
+
+	/* With a session: out of the Prolog's group before it returned,
+	 * recorded, alive after the group is killed. */
+	said = prolog_then_killpg(true, rec, sizeof(rec));
+	ck_assert_int_eq(sscanf(said, "sid %d %d", &pid, &sid), 2);
+	ck_assert_int_eq(pid, sid);
+	snprintf(want, sizeof(want), "%d ", pid);
+	ck_assert_int_eq(strncmp(rec, want, strlen(want)), 0);
+	/* Without (the mount children: they drop to the user, their own
+	 * session then): in the group, killed with it. */
+	said = prolog_then_killpg(false, rec, sizeof(rec));
+	ck_assert_str_eq(said, "");
+	ck_assert_int_eq(sscanf(rec, "%d ", &pid), 1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("job_cgroup");
@@ -588,6 +681,7 @@ int main(void)
 	tcase_add_test(tc, test_odd_trees);
 	tcase_add_test(tc, test_self_cgroup);
 	tcase_add_test(tc, test_job_dir);
+	tcase_add_test(tc, test_fork_recorded);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
