@@ -672,8 +672,12 @@ static void serve(struct server *sv)
 
 			if (p->fd < 0 || !re)
 				continue;
-			if (re & POLLIN)
-				serve_one(sv, p, now);
+			/* Looked at again: a request served before this one
+			 * in this round may have taken the user's last job. */
+			if (re & POLLIN) {
+				if (readable(sv, p))
+					serve_one(sv, p, now);
+			}
 			else if (re & (POLLHUP | POLLERR | POLLNVAL))
 				close_peer(sv, p);
 		}

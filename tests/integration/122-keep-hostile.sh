@@ -8,7 +8,8 @@
 # never answered).  Checks, for real, that:
 #   (a) a descriptor of a hangfs file sent as a GET's image, as a PUT's
 #       copy and beside a LIST leaves three of the keeper's closes
-#       waiting on hangfs; yet root's status --kept answers within 5 s,
+#       waiting on hangfs, and 16 more sent at once one more (the user
+#       has 4 jobs); yet root's status --kept answers within 5 s,
 #       another user's -o keep mount gets a new copy, keeps it, and the
 #       next one adopts it; the GET is given up within its budget, and
 #       once hangfs's connection is aborted no thread of the keeper's
@@ -188,6 +189,39 @@ done
 note "    three closes of the keeper's wait on hangfs"
 timeout 5 "$MOUNTCTL" status --kept --socket "$K" >/dev/null ||
     fail "(a) root's status --kept got no answer within 5 s while the keeper's closes wait on a user's FUSE file"
+# Sixteen more such GETs that the keeper finds readable in one round (it
+# is stopped while they are sent): the user has KEEP_SRV_USER_JOBS (4)
+# jobs at most, so one more close waits, not sixteen.
+at_exit "kill -CONT $KPID 2>/dev/null"
+kill -STOP "$KPID"
+as_bg $A "$KEEPC" "$K" burst 16 "$T/hang/file" >"$T/a-burst.out" 2>&1
+burst=$bg
+wait_line "$T/a-burst.out" "^burst: 16 sent" 10 "(a) user a's 16 GETs were not sent"
+kill -CONT "$KPID"
+# Root's connections come after the user's: once both are answered, the
+# keeper has been around its loop with the sixteen readable.
+for _i in 1 2; do
+    timeout 5 "$MOUNTCTL" status --kept --socket "$K" >/dev/null ||
+        fail "(a) root's status --kept got no answer within 5 s after user a's burst"
+done
+_h_i=0
+until [ "$(grep -c "FLUSH of uid 0 " "$T/hangfs.log")" -ge 4 ]; do
+    _h_i=$((_h_i + 1))
+    [ $_h_i -lt 500 ] || fail "(a) the keeper did not take up user a's burst within 10 s: $(cat "$T/hangfs.log")"
+    sleep 0.02
+done
+# A job starts on the round that reads its request, and its thread goes
+# straight to close(): the keeper has had those rounds (root was answered
+# twice since), so 1 s is ample for any close still to come.
+_h_i=0
+while [ $_h_i -lt 50 ]; do
+    _n=$(grep -c "FLUSH of uid 0 " "$T/hangfs.log")
+    [ "$_n" -le 4 ] || fail "(a) user a has $_n closes of the keeper's waiting on hangfs: more than its 4 jobs"
+    _h_i=$((_h_i + 1))
+    sleep 0.02
+done
+note "    16 more at once: 4 closes wait in all (watched for 1 s)"
+kill "$burst"
 wait_line "$T/a-put.out" "^DONE status=-9 " 5 "(a) a PUT of the hangfs descriptor was not refused (EBADF)"
 wait_line "$T/a-list.out" "^DONE status=0 " 5 "(a) a LIST beside the hangfs descriptor was not answered"
 mount_keep $B "$IMG" "$T/mb"

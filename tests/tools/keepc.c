@@ -30,6 +30,11 @@
  *       of its own, GET, PUT (unless a copy is given), close.  Prints
  *       one line: how many were put, given and refused (and the last
  *       refusal), after a line for one that failed
+ *   burst N FILE
+ *       N connections, each sending a GET with FILE's descriptor (its
+ *       whole size) at once, none waiting for an answer: a keeper stopped
+ *       meanwhile finds them all readable in one round.  Prints "burst: N
+ *       sent", then keeps the connections until killed
  *
  * Each answer is printed on a line of its own, as it comes: COPY
  * complete=N, NONE, DONE status=N (what) a=N, ENTRY uid=N bytes=N
@@ -73,7 +78,8 @@ static void usage(void)
 		"usage: keepc [-t MS] SOCKET STEP...\n"
 		"steps: get [-p] [-n NAME] IMAGE OFFSET [SIZE] | put [-f] [-u] [SIZE]\n"
 		"       | sendfd [-p] FILE OP | list | ping | hold [-d]\n"
-		"   or: keepc [-t MS] SOCKET many [-z SIZE] N IMAGE\n");
+		"   or: keepc [-t MS] SOCKET many [-z SIZE] N IMAGE\n"
+		"   or: keepc [-t MS] SOCKET burst N FILE\n");
 	exit(2);
 }
 
@@ -436,6 +442,40 @@ static int step_many(char ***argv)
 	return err;
 }
 
+/* burst: Return: -errno if a connection or send failed; else it holds. */
+static int step_burst(char ***argv)
+{
+	struct keep_msg m = { .op = KEEP_GET };
+	uint64_t n, i;
+	struct stat sb;
+	int fd, sock, err = 0;
+
+	if (!(*argv)[0] || !(*argv)[1])
+		usage();
+	n = number(*(*argv)++);
+	fd = open_file(**argv, false);
+	snprintf(m.name, sizeof(m.name), "%s", *(*argv)++);
+	if (fstat(fd, &sb)) {
+		perror("keepc: fstat");
+		exit(1);
+	}
+	m.b = (uint64_t)sb.st_size;
+	for (i = 0; i < n && !err; i++) {
+		err = connect_keeper(&sock);
+		if (!err)
+			err = keep_send(sock, &m, fd);
+	}
+	if (err) {
+		printf("burst: %llu sent, then %s\n", (unsigned long long)i - 1,
+		       strerror(-err));
+		return err;
+	}
+	printf("burst: %llu sent\n", (unsigned long long)n);
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
 int main(int argc, char **argv)
 {
 	struct conn c = { .sock = -1, .copy = -1 };
@@ -452,6 +492,10 @@ int main(int argc, char **argv)
 	if (!*argv || !argv[1])
 		usage();
 	sock_path = *argv++;
+	if (!strcmp(*argv, "burst")) {
+		argv++;
+		return step_burst(&argv) ? 1 : 0;
+	}
 	if (!strcmp(*argv, "many")) {
 		argv++;
 		err = step_many(&argv);
