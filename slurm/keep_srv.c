@@ -39,7 +39,8 @@
  * In use.  A copy counts as in use (outside the budget) only while the
  * process at the other end of a connection that uses it is alive, runs
  * the daemon (by device and inode) and holds the copy's descriptor
- * (kcmp(2)): looked at on the tick after it got the copy, then every
+ * (proc_holds_file(), from /proc without kcmp(2)): looked at on the tick
+ * after it got the copy, then every
  * LOOK_MS.  Anything else (a client that keeps its connection and drops
  * the copy, a program that is not the daemon) counts against the budget,
  * as a kept copy does, and may be dropped.
@@ -99,6 +100,11 @@ struct job {
 	int err; /* 0 or -errno of fstat(), -EINVAL: not a regular file */
 	bool site; /* GET: a site image (keep_site_of()), at path */
 	char path[PATH_MAX];
+	bool look; /* a look at a peer (fd: our copy's memfd, dup'd) */
+	pid_t pid; /* the peer looked at */
+	int pidfd; /* its pidfd, dup'd, or -1 */
+	int theirs; /* the descriptor it named, or -1 */
+	bool used; /* the look's answer: a live daemon holds the copy */
 };
 
 /* A connection. */
@@ -112,6 +118,9 @@ struct peer {
 	int64_t job_since; /* ms, when that look started */
 	int64_t out_since; /* ms, since answers wait to be sent; 0: none */
 	int64_t next_look; /* ms, when its peer is looked at next */
+	struct job *look; /* the look at its peer under way, or NULL */
+	int64_t look_since; /* ms, when that look started */
+	int64_t looked_at; /* ms, when a look last answered; 0: never */
 	int theirs; /* the sender's descriptor of the copy, as it said in
 		       a PING (checked, not trusted), or -1 */
 };
@@ -200,6 +209,35 @@ static struct peer *peer_of(struct server *sv, uint64_t serial)
 	return NULL;
 }
 
+/*
+ * On a look's thread: whether the peer @j looks at is a live daemon that
+ * holds the copy (j->fd).  Each step reads /proc of a user's process, and
+ * some of /proc waits on the process's exec lock, which an execve() of
+ * the user's holds while it flushes a user's FUSE file: hence a thread.
+ */
+static bool peer_uses(struct server *sv, const struct job *j)
+{
+	struct pollfd alive = { .fd = j->pidfd, .events = POLLIN };
+	dev_t dev;
+	ino_t ino;
+	int held;
+
+	if (j->pidfd < 0 || poll(&alive, 1, 0) != 0)
+		return false;
+	if (sv->o->has_daemon &&
+	    (proc_exe_id(j->pid, &dev, &ino) || dev != sv->o->daemon_dev ||
+	     ino != sv->o->daemon_ino))
+		return false;
+	/* The descriptor the daemon named, else a walk of its descriptors
+	 * (at most PROC_FD_WALK_MAX: a user's process may hold very many). */
+	held = j->theirs >= 0 ? proc_holds_file_as(j->pid, j->fd, j->theirs) :
+				proc_holds_file(j->pid, j->fd);
+	if (held != 1)
+		return false;
+	/* Alive after the looks: they were at that process. */
+	return poll(&alive, 1, 0) == 0;
+}
+
 /* The job's thread: the calls a user's file system may make wait. */
 static void *job_main(void *arg)
 {
@@ -207,7 +245,11 @@ static void *job_main(void *arg)
 	struct server *sv = j->sv;
 	uint64_t one = 1;
 
-	if (j->stat_it) {
+	if (j->look) {
+		j->used = peer_uses(sv, j);
+		if (j->pidfd >= 0)
+			close(j->pidfd);
+	} else if (j->stat_it) {
 		if (fstat(j->fd, &j->sb))
 			j->err = -errno;
 		else if (!S_ISREG(j->sb.st_mode))
@@ -296,6 +338,8 @@ static void close_peer(struct server *sv, struct peer *p)
 		close(p->pidfd);
 	if (p->job)
 		p->job->serial = 0; /* its answer is nobody's now */
+	if (p->look)
+		p->look->serial = 0;
 	if (u && u->conns)
 		u->conns--;
 	p->fd = -1;
@@ -478,7 +522,13 @@ static void jobs_ended(struct server *sv)
 			u->jobs--;
 		if (j->uid != 0 && sv->jobs)
 			sv->jobs--;
-		if (p && p->job == j) {
+		if (j->look) {
+			if (p && p->look == j) {
+				p->look = NULL;
+				p->looked_at = now_ms();
+				keeper_set_used(sv->k, p->fd, j->used);
+			}
+		} else if (p && p->job == j) {
 			p->job = NULL;
 			if (!j->err && j->site) {
 				if (keeper_get_site(sv->k, p->fd, &j->m, &j->sb,
@@ -494,38 +544,48 @@ static void jobs_ended(struct server *sv)
 	site_news(sv);
 }
 
-/* Whether @p's peer is a live daemon that holds the copy @copy. */
-static bool peer_uses(struct server *sv, const struct peer *p, int copy)
-{
-	struct pollfd alive = { .fd = p->pidfd, .events = POLLIN };
-	dev_t dev;
-	ino_t ino;
-	int held;
-
-	if (p->pidfd < 0 || poll(&alive, 1, 0) != 0)
-		return false;
-	if (sv->o->has_daemon &&
-	    (proc_exe_id(p->pid, &dev, &ino) || dev != sv->o->daemon_dev ||
-	     ino != sv->o->daemon_ino))
-		return false;
-	/* The descriptor the daemon named, else a walk of its descriptors
-	 * (at most PROC_FD_WALK_MAX: a user's process may hold very many). */
-	held = p->theirs >= 0 ? proc_holds_file_as(p->pid, copy, p->theirs) :
-				proc_holds_file(p->pid, copy);
-	if (!held)
-		return false;
-	/* Alive after the looks: they were at that process. */
-	return poll(&alive, 1, 0) == 0;
-}
-
 static void look(struct server *sv, struct peer *p, int64_t now)
 {
 	int copy = keeper_copy_fd(sv->k, p->fd);
+	struct user *u = user_of(sv, p->uid);
+	struct job *j;
 
-	if (copy < 0 || now < p->next_look)
+	if (copy < 0)
 		return;
+	/* A look that does not answer within its budget, or none for that
+	 * long (its user's jobs all taken): no daemon is known to use it. */
+	if (p->look ? now - p->look_since > KEEP_SRV_JOB_MS :
+		      p->looked_at &&
+			      now - p->looked_at > LOOK_MS + KEEP_SRV_JOB_MS)
+		keeper_set_used(sv->k, p->fd, false);
+	if (p->look || now < p->next_look || !u ||
+	    (p->uid != 0 && (u->jobs >= KEEP_SRV_USER_JOBS ||
+			     sv->jobs >= KEEP_SRV_JOBS)))
+		return;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return;
+	j->fd = fcntl(copy, F_DUPFD_CLOEXEC, 0);
+	j->pidfd = p->pidfd >= 0 ? fcntl(p->pidfd, F_DUPFD_CLOEXEC, 0) : -1;
+	if (j->fd < 0) {
+		if (j->pidfd >= 0)
+			close(j->pidfd);
+		free(j);
+		return;
+	}
+	j->sv = sv;
+	j->uid = p->uid;
+	j->serial = p->serial;
+	j->look = true;
+	j->pid = p->pid;
+	j->theirs = p->theirs;
+	u->jobs++;
+	if (p->uid != 0)
+		sv->jobs++;
+	p->look = j;
+	p->look_since = now;
 	p->next_look = now + LOOK_MS;
-	keeper_set_used(sv->k, p->fd, peer_uses(sv, p, copy));
+	job_start(sv, j);
 }
 
 static void tick(struct server *sv, int64_t now)
@@ -604,7 +664,7 @@ static bool accept_one(struct server *sv, int64_t now)
 	len = sizeof(pidfd);
 	if (getsockopt(c, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len))
 		pidfd = (int)syscall(SYS_pidfd_open, cr.pid, 0);
-	if (keeper_open(sv->k, c, cr.uid, keep_pidns(cr.pid)))
+	if (keeper_open(sv->k, c, cr.uid, keep_pidns_of(pidfd, cr.pid)))
 		goto out_close;
 	p = &sv->peers[sv->npeers++];
 	*p = (struct peer){ .fd = c,

@@ -141,6 +141,19 @@ void keep_key_of(const struct stat *sb, uint64_t offset, uint64_t pidns,
 uint64_t keep_pidns(pid_t pid);
 
 /**
+ * keep_pidns_of() - As keep_pidns(), of the process a pidfd is of, asked
+ * of the pidfd (PIDFD_GET_PID_NAMESPACE, Linux 6.11) and only where the
+ * kernel has no such ioctl of /proc/PID/ns/pid: a /proc link of a process
+ * waits on its exec lock, which a user's execve() can hold for ever (while
+ * it flushes a user's FUSE file it closes).
+ * @pidfd: the process's pidfd, or -1
+ * @pid: its pid, for the fallback
+ *
+ * Context: any thread; cannot fail (0: unknown).
+ */
+uint64_t keep_pidns_of(int pidfd, pid_t pid);
+
+/**
  * keep_send() - Send one message, and a descriptor with it.
  * @sock: a SOCK_SEQPACKET socket
  * @m: the message (magic is set here)

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -48,6 +49,28 @@ uint64_t keep_pidns(pid_t pid)
 		snprintf(path, sizeof(path), "/proc/self/ns/pid");
 	/* nsfs: nothing of a user's file systems is looked at. */
 	return stat(path, &sb) ? 0 : (uint64_t)sb.st_ino;
+}
+
+#define PIDFS_MAGIC_IOC 0xFF
+#define PIDFD_PID_NS _IO(PIDFS_MAGIC_IOC, 5) /* PIDFD_GET_PID_NAMESPACE */
+
+uint64_t keep_pidns_of(int pidfd, pid_t pid)
+{
+	struct stat sb;
+	int ns;
+
+	if (pidfd >= 0) {
+		ns = ioctl(pidfd, PIDFD_PID_NS, 0);
+		if (ns >= 0) {
+			uint64_t ino = fstat(ns, &sb) ? 0 : (uint64_t)sb.st_ino;
+
+			close(ns); /* nsfs */
+			return ino;
+		}
+		if (errno != ENOTTY && errno != EINVAL)
+			return 0; /* gone, or not ours to ask */
+	}
+	return keep_pidns(pid);
 }
 
 int keep_send(int sock, struct keep_msg *m, int fd)

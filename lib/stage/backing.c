@@ -23,7 +23,7 @@
  * STAGE_CLAIM_STALE_MS (or the stage's claim_stale_ms) reads its own bytes from the source instead.  So one process at
  * a time writes a chunk, and a chunk is done only with the bytes of its
  * writer's whole, successful read.  Every stage keeps a descriptor of
- * the copy while it maps it (the others look for it with kcmp(2)).
+ * the copy while it maps it (the others look for it: proc_holds_file()).
  *
  * A copy may instead have one writer, in another process, that other
  * stages follow (stage_backing.follow: root's copy of a site image,
@@ -439,10 +439,9 @@ int stage_backing_end(struct stage *st)
 }
 
 /* Whether the process @pid holds the copy this stage maps (a descriptor
- * of the same open file: every stage keeps one, st->backing_fd).  A pid
- * of another user, or one whose descriptors cannot be compared, holds
- * nothing of ours.  Without kcmp(2) (a kernel without
- * CONFIG_CHECKPOINT_RESTORE) a live process is taken to hold it. */
+ * of the same memfd: every stage keeps one, st->backing_fd).  A pid of
+ * another user, or one whose descriptors cannot be looked at, holds
+ * nothing of ours. */
 static bool holds_copy(const struct stage *st, pid_t pid)
 {
 	return proc_holds_file(pid, st->backing_fd) != 0;

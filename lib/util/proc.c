@@ -7,7 +7,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/kcmp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,42 +82,6 @@ bool proc_is_alive(int pidfd, pid_t pid, uint64_t start)
 	return !proc_start_time(pid, &now) && now == start;
 }
 
-int proc_holds_file(pid_t pid, int fd)
-{
-	pid_t self = getpid();
-	struct dirent *e;
-	char path[40];
-	int found = 0;
-	DIR *d;
-
-	if (syscall(SYS_kcmp, self, self, KCMP_FILE, fd, fd) && errno == ENOSYS)
-		return -ENOSYS;
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
-	d = opendir(path);
-	if (!d)
-		return 0;
-	for (int seen = 0;
-	     !found && seen < PROC_FD_WALK_MAX && (e = readdir(d)); seen++) {
-		char *end;
-		long n = strtol(e->d_name, &end, 10);
-
-		if (*end || end == e->d_name || n < 0 || n > INT32_MAX)
-			continue;
-		found = !syscall(SYS_kcmp, self, pid, KCMP_FILE, fd, (int)n);
-	}
-	closedir(d);
-	return found;
-}
-
-int proc_holds_file_as(pid_t pid, int fd, int theirs)
-{
-	pid_t self = getpid();
-
-	if (!syscall(SYS_kcmp, self, pid, KCMP_FILE, fd, theirs))
-		return 1;
-	return errno == ENOSYS ? -ENOSYS : 0;
-}
-
 /* Read the small file @path into @buf.  Return: 0 or -errno. */
 static int read_small(const char *path, char *buf, size_t cap)
 {
@@ -133,6 +96,84 @@ static int read_small(const char *path, char *buf, size_t cap)
 	close(fd);
 	buf[got] = '\0';
 	return got ? 0 : -ESRCH;
+}
+
+/*
+ * The memfd behind the descriptor @n of the process @pid (0: ourselves):
+ * its mount id and inode, from /proc/PID/fdinfo/N once /proc/PID/fd/N
+ * reads as a memfd's.  Neither takes a lock the process could hold (as
+ * kcmp(2) and pidfd_getfd(2) take its exec lock, which an execve() holds
+ * while it flushes the files it closes, a user's FUSE file among them),
+ * and fdinfo is read only for a memfd, whose show is the common one.
+ * Return: 0; -ENOENT if it is no memfd; -errno.
+ */
+static int memfd_id(pid_t pid, int n, unsigned long long *mnt,
+		    unsigned long long *ino)
+{
+	char path[64], link[16], info[512], *p;
+	ssize_t k;
+	int err;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, n);
+	else
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", n);
+	k = readlink(path, link, sizeof(link) - 1);
+	if (k < 0)
+		return -errno;
+	link[k] = '\0';
+	if (strncmp(link, "/memfd:", 7))
+		return -ENOENT;
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", (int)pid, n);
+	else
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", n);
+	err = read_small(path, info, sizeof(info));
+	if (err)
+		return err;
+	p = strstr(info, "\nmnt_id:");
+	if (!p || sscanf(p, "\nmnt_id: %llu", mnt) != 1)
+		return -EPROTO;
+	p = strstr(info, "\nino:");
+	if (!p || sscanf(p, "\nino: %llu", ino) != 1)
+		return -EPROTO;
+	return 0;
+}
+
+int proc_holds_file(pid_t pid, int fd)
+{
+	unsigned long long mnt, ino, m, i;
+	struct dirent *e;
+	char path[40];
+	int found = 0;
+	DIR *d;
+
+	if (memfd_id(0, fd, &mnt, &ino))
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	for (int seen = 0;
+	     !found && seen < PROC_FD_WALK_MAX && (e = readdir(d)); seen++) {
+		char *end;
+		long n = strtol(e->d_name, &end, 10);
+
+		if (*end || end == e->d_name || n < 0 || n > INT32_MAX)
+			continue;
+		found = !memfd_id(pid, (int)n, &m, &i) && m == mnt && i == ino;
+	}
+	closedir(d);
+	return found;
+}
+
+int proc_holds_file_as(pid_t pid, int fd, int theirs)
+{
+	unsigned long long mnt, ino, m, i;
+
+	if (memfd_id(0, fd, &mnt, &ino))
+		return -EINVAL;
+	return !memfd_id(pid, theirs, &m, &i) && m == mnt && i == ino;
 }
 
 /* The device of the mount @mnt_id in the mountinfo of the /proc

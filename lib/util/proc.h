@@ -51,17 +51,20 @@ int proc_pidfd(pid_t pid);
 bool proc_is_alive(int pidfd, pid_t pid, uint64_t start);
 
 /**
- * proc_holds_file() - Whether a process has a descriptor of an open file
- * that the caller has a descriptor of (the same open file description:
- * one passed with SCM_RIGHTS, or inherited).
+ * proc_holds_file() - Whether a process has a descriptor of a memfd that
+ * the caller has a descriptor of (the same file: one passed with
+ * SCM_RIGHTS, inherited, or reopened).
  * @pid: the process
- * @fd: the caller's descriptor
+ * @fd: the caller's descriptor, of a memfd
  *
- * Walks /proc/PID/fd and compares with kcmp(2), which looks at no file's
- * contents or attributes.
+ * Walks /proc/PID/fd; a descriptor that reads as a memfd's there is
+ * compared by the mount id and inode its /proc/PID/fdinfo gives.  Nothing
+ * of this takes a lock the process could hold (kcmp(2) would wait on one
+ * that an execve() of a user's holds while it flushes a user's FUSE file
+ * for ever), nor looks at a file's contents or attributes.
  *
  * Return: 1 if it does; 0 if not (or it cannot be looked at: another
- * user's, not dumpable, gone); -ENOSYS if the kernel has no kcmp(2).
+ * user's, not dumpable, gone); -EINVAL if @fd is no memfd.
  * Context: any thread.
  */
 int proc_holds_file(pid_t pid, int fd);
@@ -72,8 +75,8 @@ int proc_holds_file(pid_t pid, int fd);
 
 /**
  * proc_holds_file_as() - Whether the descriptor @theirs of the process
- * @pid is of the same open file as the caller's @fd (one kcmp(2)).
- * Return: 1, 0, or -ENOSYS as proc_holds_file().  Context: any thread.
+ * @pid is of the same memfd as the caller's @fd (as proc_holds_file()).
+ * Return: 1, 0, or -EINVAL as proc_holds_file().  Context: any thread.
  */
 int proc_holds_file_as(pid_t pid, int fd, int theirs);
 

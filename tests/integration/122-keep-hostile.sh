@@ -31,7 +31,12 @@
 #       and says it is partial;
 #   (g) an O_PATH image descriptor is refused, so is a copy sealed without
 #       F_SEAL_SEAL, and an image name with a raw 0x9B and a UTF-8 U+009B
-#       is shown with '?' for each, by the keeper and by status --kept.
+#       is shown with '?' for each, by the keeper and by status --kept;
+#   (h) a process that holds its copy, names it and stays in execve() of
+#       the daemon's program (its close-on-exec hangfs file, tests/tools/
+#       hangfs -s, never flushes: its exec lock stays held): the keeper's
+#       look at it waits on a thread of its own; root's status --kept and
+#       user b's requests are served; user a's copy is not in use.
 # Every call that could wait on a stuck keeper runs under timeout.
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -355,4 +360,59 @@ as $A timeout 30 "$KEEPC" "$K" get -n "$name" "$T/tiny" 0 8192 put list >"$T/g.o
     fail "(g) $(cat "$T/g.out")"
 grep -q "^ENTRY uid=$uid_a .* name=n?a?me$" "$T/g.out" || fail "(g) the keeper lists the name as $(grep ENTRY "$T/g.out")"
 [ "$(kept "[e['image'] for e in v]")" = "['n?a?me']" ] || fail "(g) status --kept shows $(kept "[e['image'] for e in v]")"
+note "(h) a process that holds its copy and stays in execve() on a user's FUSE file"
+keeper 64M
+mkdir "$T/hang2"
+chown $A "$T/hang2"
+as_bg $A "$TOOLS/hangfs" -s "$T/hang2" 2>"$T/hangfs2.log"
+hpid=$bg
+_mounts="$T/hang2 $_mounts"
+_h_i=0
+until is_mounted "$T/hang2"; do
+    _h_i=$((_h_i + 1))
+    [ $_h_i -lt 250 ] || fail "hangfs -s did not mount: $(cat "$T/hangfs2.log")"
+    sleep 0.02
+done
+hang2_end() {
+    _he_c=$(fuse_conn "$T/hang2")
+    if [ -n "$_he_c" ] && [ -e "/sys/fs/fuse/connections/$_he_c/abort" ]; then
+        echo 1 >"/sys/fs/fuse/connections/$_he_c/abort"
+    fi
+    kill -9 "$hpid" 2>/dev/null || true
+}
+at_exit hang2_end
+# It puts a copy, names it in a PING (a daemon's way) and execs the
+# daemon's program: the exec's close of the hangfs file (close-on-exec)
+# never returns, with the process's exec lock held, on which much of
+# /proc/PID waits (its exe, stat, fd links).  The keeper looks at it on
+# its next tick: that look waits, on a thread of its own, and the keeper
+# goes on serving root and user b; a look that does not answer within
+# its budget (5 s) leaves user a's copy not in use.
+as_bg $A "$KEEPC" "$K" get "$T/four" 0 put -f exec "$T/hang2/file" "$SQUASHCACHED" >"$T/h.out" 2>&1
+wait_line "$T/h.out" "^exec " 10 "(h) keepc did not put its copy and exec"
+wait_line "$T/hangfs2.log" "FLUSH of uid $uid_a " 10 "(h) the exec did not close the hangfs file"
+# Root asks meanwhile, until the look is under way (a thread of the
+# keeper's waits) and once more after: each within 5 s.
+_h_i=0
+until [ "$(ls "/proc/$KPID/task" | wc -l)" -ge 2 ]; do
+    timeout 5 "$MOUNTCTL" status --kept --socket "$K" >/dev/null ||
+        fail "(h) root's status --kept got no answer within 5 s while the keeper looks at a process in execve()"
+    _h_i=$((_h_i + 1))
+    [ $_h_i -lt 200 ] || fail "(h) the keeper did not look at the process in execve() within 10 s"
+    sleep 0.05
+done
+timeout 5 "$MOUNTCTL" status --kept --socket "$K" >/dev/null ||
+    fail "(h) root's status --kept got no answer within 5 s while the keeper's look waits on a process in execve()"
+# User b's requests are served meanwhile (a copy of its own, put and
+# listed; not a mount: while a process waits in execve(), much of /proc
+# hangs, ps and pgrep too, and so would the test's own tools).
+as $B timeout 10 "$KEEPC" "$K" get "$T/four" 0 put -f list >"$T/h-b.out" 2>&1 ||
+    fail "(h) user b was not served while the keeper's look waits: $(cat "$T/h-b.out")"
+grep -q "^ENTRY uid=$uid_b " "$T/h-b.out" || fail "(h) user b's copy is not listed: $(cat "$T/h-b.out")"
+wait_kept "next((e['in_use'] for e in v if e['uid'] == $uid_a), None)" False 15 \
+    "(h) user a's copy stays in use though the look at its process does not answer"
+note "    the look waits on its own thread; root and user b served; user a's copy not in use"
+hang2_end
+umount -l "$T/hang2"
+
 echo "keep hostile ok"

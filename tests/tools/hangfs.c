@@ -9,11 +9,14 @@
  * connection lives.  The mounting user's own processes are answered, so
  * that the client that hands a descriptor over exits.
  *
- *   hangfs [-a] MOUNTPOINT
+ *   hangfs [-a] [-s] MOUNTPOINT
  *
  * -a: a GETATTR of the file by another user is not answered either (an
  * fstat() that hangs, as on a hung NFS or Lustre server; the kernel sends
  * one only where the mount lets that user in).
+ * -s: the mounting user's own FLUSH is not answered either (so that one
+ * of its processes can hang itself where it likes: in an execve() that
+ * closes the file, say).
  *
  * Each request left unanswered is said on stderr, as it comes:
  * "hangfs: FLUSH of uid U pid P not answered" (or GETATTR).  Runs in the
@@ -36,6 +39,7 @@
 #define FILE_SIZE (1 << 20)
 
 static int hang_getattr; /* -a */
+static int hang_self; /* -s */
 static fuse_req_t held[256]; /* requests not answered */
 static size_t nheld;
 
@@ -61,7 +65,7 @@ static int hang(fuse_req_t req, const char *what)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 
-	if (ctx->uid == getuid())
+	if (ctx->uid == getuid() && !(hang_self && !strcmp(what, "FLUSH")))
 		return 0;
 	fprintf(stderr, "hangfs: %s of uid %u pid %d not answered\n", what,
 		(unsigned int)ctx->uid, (int)ctx->pid);
@@ -153,11 +157,16 @@ int main(int argc, char **argv)
 	struct fuse_session *se;
 	int ret;
 
-	if (argc == 3 && !strcmp(argv[1], "-a")) {
-		hang_getattr = 1;
-		argv++;
-	} else if (argc != 2) {
-		fprintf(stderr, "usage: hangfs [-a] MOUNTPOINT\n");
+	for (; argc > 2 && argv[1][0] == '-'; argc--, argv++) {
+		if (!strcmp(argv[1], "-a"))
+			hang_getattr = 1;
+		else if (!strcmp(argv[1], "-s"))
+			hang_self = 1;
+		else
+			break;
+	}
+	if (argc != 2) {
+		fprintf(stderr, "usage: hangfs [-a] [-s] MOUNTPOINT\n");
 		return 2;
 	}
 	se = fuse_session_new(&args, &ops, sizeof(ops), NULL);

@@ -24,6 +24,10 @@
  *   hold [-d]
  *       print "holding", then keep the connection until killed; -d: close
  *       this process's descriptor of its copy first
+ *   exec FILE PROGRAM
+ *       name this process's copy (as descriptor 100) in a PING, as a
+ *       daemon does, open FILE (close-on-exec) and exec PROGRAM: with a
+ *       FILE whose FLUSH never comes, a process that stays in execve()
  *   many [-z SIZE] N IMAGE
  *       N copies of SIZE bytes (default 8192) at offsets 0, SIZE, 2 SIZE,
  *       ... of IMAGE, named IMAGE#0, IMAGE#1, ...: for each, a connection
@@ -78,6 +82,7 @@ static void usage(void)
 		"usage: keepc [-t MS] SOCKET STEP...\n"
 		"steps: get [-p] [-n NAME] IMAGE OFFSET [SIZE] | put [-f] [-u] [SIZE]\n"
 		"       | sendfd [-p] FILE OP | list | ping | hold [-d]\n"
+		"       | exec FILE PROGRAM\n"
 		"   or: keepc [-t MS] SOCKET many [-z SIZE] N IMAGE\n"
 		"   or: keepc [-t MS] SOCKET burst N FILE\n");
 	exit(2);
@@ -372,6 +377,36 @@ static void step_hold(struct conn *c, char ***argv)
 		pause();
 }
 
+/* exec FILE PROGRAM: name the copy (as descriptor EXEC_FD, kept across
+ * exec) in a PING, open FILE close-on-exec, exec PROGRAM.  Return: -errno
+ * if it could not; else it does not return. */
+#define EXEC_FD 100
+static int step_exec(struct conn *c, char ***argv)
+{
+	struct keep_msg m = { .op = KEEP_PING, .b = EXEC_FD + 1 };
+	char *prog, *pargv[2];
+	int err;
+
+	if (!(*argv)[0] || !(*argv)[1] || c->copy < 0)
+		usage();
+	if (dup2(c->copy, EXEC_FD) != EXEC_FD) {
+		perror("keepc: dup2");
+		return -errno;
+	}
+	err = ask(c, &m, -1);
+	if (err)
+		return err;
+	(void)open_file(*(*argv)++, false); /* O_CLOEXEC: closed by exec */
+	prog = *(*argv)++;
+	pargv[0] = prog;
+	pargv[1] = NULL;
+	printf("exec %s\n", prog);
+	fflush(stdout);
+	execv(prog, pargv);
+	perror("keepc: exec");
+	return -errno;
+}
+
 /* many: Return: 0 once all were asked; -errno at the first that failed. */
 static int step_many(char ***argv)
 {
@@ -522,6 +557,8 @@ int main(int argc, char **argv)
 				  -1);
 		else if (!strcmp(step, "hold"))
 			step_hold(&c, &argv);
+		else if (!strcmp(step, "exec"))
+			err = step_exec(&c, &argv);
 		else
 			usage();
 	}

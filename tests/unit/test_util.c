@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -424,6 +425,52 @@ START_TEST(test_proc_start)
 }
 END_TEST
 
+/* Whether a process holds a memfd of ours: by the memfd (its inode), in
+ * any of its descriptors or the one named; never for what is no memfd. */
+START_TEST(test_proc_holds)
+{
+	int a = memfd_create("a", MFD_CLOEXEC), b = memfd_create("b", 0);
+	int f = open("/dev/null", O_RDONLY), c, a2;
+	char path[64];
+	pid_t pid;
+	int status;
+
+	ck_assert_int_ge(a, 0);
+	ck_assert_int_ge(b, 0);
+	ck_assert_int_ge(f, 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	c = memfd_create("c", 0); /* after the fork: not the child's */
+	ck_assert_int_ge(c, 0);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", a);
+	a2 = open(path, O_RDWR | O_CLOEXEC); /* another open of a */
+	ck_assert_int_ge(a2, 0);
+	ck_assert_int_eq(proc_holds_file(pid, a), 1);
+	ck_assert_int_eq(proc_holds_file(pid, b), 1);
+	ck_assert_int_eq(proc_holds_file(pid, a2), 1);
+	ck_assert_int_eq(proc_holds_file(pid, c), 0);
+	ck_assert_int_eq(proc_holds_file_as(pid, a, a), 1);
+	ck_assert_int_eq(proc_holds_file_as(pid, a2, a), 1);
+	ck_assert_int_eq(proc_holds_file_as(pid, a, b), 0);
+	ck_assert_int_eq(proc_holds_file_as(pid, a, f), 0);
+	ck_assert_int_eq(proc_holds_file_as(pid, a, 1000), 0);
+	ck_assert_int_eq(proc_holds_file(pid, f), -EINVAL);
+	ck_assert_int_eq(proc_holds_file_as(pid, f, f), -EINVAL);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	ck_assert_int_eq(proc_holds_file(pid, a), 0);
+	close(a);
+	close(a2);
+	close(b);
+	close(c);
+	close(f);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("util");
@@ -442,6 +489,7 @@ int main(void)
 	tcase_add_test(tc, test_clock);
 	tcase_add_test(tc, test_find_program);
 	tcase_add_test(tc, test_proc_start);
+	tcase_add_test(tc, test_proc_holds);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
