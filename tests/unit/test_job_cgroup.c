@@ -623,7 +623,9 @@ static const char *prolog_then_killpg(bool session, char *rec, size_t cap)
 		      fd);
 	/* What slurmd does once the Prolog has exited. */
 	kill(-prolog, SIGKILL);
-	ck_assert_int_eq(write(go[1], "g", 1), 1);
+	/* Killed with the group, the child left no reader: EPIPE then. */
+	signal(SIGPIPE, SIG_IGN);
+	ck_assert(write(go[1], "g", 1) == 1 || (!session && errno == EPIPE));
 	close(go[1]);
 	n = read(res[0], out, sizeof(out) - 1);
 	out[n > 0 ? n : 0] = '\0';
