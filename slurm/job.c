@@ -77,8 +77,12 @@ static void tidy(char *msg)
 static void append_file(int dirfd, const char *name, const struct job_ids *ids,
 			bool root_only, const char *text)
 {
+	/* O_NONBLOCK: a lease the user holds on their file fails the open at
+	 * once (EWOULDBLOCK), where it would hold root up to lease-break-time
+	 * and again at each new lease. */
 	int fd = openat(dirfd, name,
-			O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC,
+			O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC |
+				O_NONBLOCK,
 			0600);
 	struct stat st;
 

@@ -32,7 +32,11 @@
 #include "ctl/ctl.h"
 #include "job_i.h"
 #include "util/clock.h"
+#include "util/err.h"
 #include "util/proc.h"
+
+#define EACH_DAEMON_S 5 /* the look for daemons in /proc, at most */
+#define EACH_DAEMON_MAX (4 << 20) /* what it may say, at most */
 
 #define KILL_GRACE_S 2.0 /* waiting for a killed child */
 
@@ -219,32 +223,125 @@ static bool runs_exe(const char *pid, const struct stat *exe)
 	       dev == exe->st_dev && ino == exe->st_ino;
 }
 
-int job__each_daemon(const struct stat *exe,
-		     int (*fn)(struct job_proc *p, const char *mnt, void *arg),
-		     void *arg)
+/* In the scan's child: each daemon found, as "PID\0START\0MOUNT\0" on @out. */
+static void scan_daemons(const struct stat *exe, int out)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
-	int sum = 0;
 
 	if (!d)
-		return -errno;
+		_exit(2);
 	while ((e = readdir(d))) {
 		char mnt[PATH_MAX];
-		struct job_proc p = { .uid = JOB_ANY_USER, .exe = exe };
+		uint64_t start;
 
 		/* Its name, then its program, both from /proc alone; only
 		 * then its command line (reading that takes the process's
 		 * memory lock). */
 		if (!isdigit((unsigned char)e->d_name[0]) ||
 		    !named_daemon(e->d_name) || !runs_exe(e->d_name, exe) ||
-		    !daemon_mountpoint(e->d_name, mnt, sizeof(mnt)))
+		    !daemon_mountpoint(e->d_name, mnt, sizeof(mnt)) ||
+		    proc_start_time((pid_t)atoi(e->d_name), &start))
 			continue;
-		p.pid = (pid_t)atoi(e->d_name);
-		if (!proc_start_time(p.pid, &p.start))
-			sum += fn(&p, mnt, arg);
+		if (dprintf(out, "%s%c%llu%c%s%c", e->d_name, 0,
+			    (unsigned long long)start, 0, mnt, 0) < 0)
+			_exit(3);
 	}
 	closedir(d);
+	_exit(0);
+}
+
+int job__each_daemon(const struct stat *exe,
+		     int (*fn)(struct job_proc *p, const char *mnt, void *arg),
+		     void *arg)
+{
+	double end = mono_sec() + EACH_DAEMON_S;
+	size_t len = 0, cap = 0;
+	char *buf = NULL;
+	int out[2], sum = 0, status, err = 0;
+	pid_t child;
+
+	/* /proc of another process can wait for ever: its stat, exe and
+	 * links wait on its exec lock, which an execve() holds while it
+	 * flushes a file it closes (a user's FUSE file that never answers);
+	 * its cmdline waits on its memory lock.  So the scan runs in a child
+	 * with a budget; the caller only ever reads a pipe. */
+	if (pipe2(out, O_CLOEXEC))
+		return -errno;
+	child = fork();
+	if (child == 0) {
+		close(out[0]);
+		scan_daemons(exe, out[1]);
+	}
+	close(out[1]);
+	if (child < 0) {
+		close(out[0]);
+		return -errno;
+	}
+	for (;;) {
+		struct pollfd pf = { .fd = out[0], .events = POLLIN };
+		double left = end - mono_sec();
+		ssize_t n;
+
+		if (left <= 0 || poll(&pf, 1, (int)(left * 1000) + 1) == 0) {
+			err = -ETIMEDOUT;
+			break;
+		}
+		if (len + 4096 > cap) {
+			char *nb = cap < EACH_DAEMON_MAX ? realloc(buf, cap + 65536) :
+							   NULL;
+
+			if (!nb) {
+				err = -ENOMEM;
+				break;
+			}
+			buf = nb;
+			cap += 65536;
+		}
+		n = read(out[0], buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(out[0]);
+	if (err) {
+		/* Stuck in a wait of the kernel's: killed, not waited for. */
+		kill(child, SIGKILL);
+		(void)waitpid(child, &status, WNOHANG);
+		job__err("the look for daemons in /proc did not end within %d s (a process that waits in execve() on a file system that does not answer?): %s",
+			 EACH_DAEMON_S, err_str(err));
+		free(buf);
+		return err;
+	}
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		free(buf);
+		return -ENOENT;
+	}
+	for (size_t i = 0; i < len;) {
+		const char *pid = buf + i, *start, *mnt;
+		struct job_proc p = { .uid = JOB_ANY_USER, .exe = exe };
+		size_t a = strnlen(pid, len - i), b, c;
+
+		if (i + a + 1 >= len)
+			break;
+		start = pid + a + 1;
+		b = strnlen(start, len - i - a - 1);
+		if (i + a + b + 2 >= len)
+			break;
+		mnt = start + b + 1;
+		c = strnlen(mnt, len - i - a - b - 2);
+		if (i + a + b + c + 3 > len)
+			break;
+		p.pid = (pid_t)atoi(pid);
+		p.start = strtoull(start, NULL, 10);
+		sum += fn(&p, mnt, arg);
+		i += a + b + c + 3;
+	}
+	free(buf);
 	return sum;
 }
 

@@ -32,8 +32,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -612,11 +614,16 @@ static void give_waiters(struct keeper *k, struct conn *c, struct copy *p)
 static int check_put(const struct conn *c, int fd, uint64_t *range)
 {
 	const int need = F_SEAL_SEAL | F_SEAL_GROW | F_SEAL_SHRINK;
+	struct statfs fs;
 	int seals, err;
 
 	*range = 0;
 	seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || (seals & need) != need)
+		return -EINVAL;
+	/* shmem only: a hugetlbfs memfd takes seals too, but its holes
+	 * read as data, so a scan of it would cost what its size says. */
+	if (fstatfs(fd, &fs) || fs.f_type != TMPFS_MAGIC)
 		return -EINVAL;
 	err = stage_backing_check(fd, range, &c->key, sizeof(c->key), NULL);
 	if (err)

@@ -278,6 +278,57 @@ grep -q "^failed epilog: job 5 on n1" "$T/node.out" || fail "check-node: $(cat "
 job --min-age 0 --clean check-node >"$T/node.out" || fail "check-node --clean left: $(cat "$T/node.out")"
 job --min-age 0 check-node >"$T/node.out" || fail "after --clean: $(cat "$T/node.out")"
 rmdir "$top/job5-n1"
+note "a user's process stuck in execve(): prolog, epilog and check-node still end"
+# The user's own hangfs -s never answers a FLUSH, its owner's too; a
+# process of the user's opens its file close-on-exec and execs: the exec
+# waits for ever, with the process's exec lock held, and /proc/PID/stat,
+# exe and the fd links wait on it (ps and pgrep too: nothing here runs
+# them until the exec is let go).  Root's scan for daemons has its
+# budget (5 s): the hooks say so and go on.
+mkdir "$T/hx"
+chown $u "$T/hx"
+runuser -u $u -- "$TOOLS/hangfs" -s "$T/hx" 2>"$T/hx.log" &
+hx=$!
+hx_end() {
+    _hx_c=$(fuse_conn "$T/hx")
+    [ -z "$_hx_c" ] || echo 1 >"/sys/fs/fuse/connections/$_hx_c/abort" 2>/dev/null || true
+    kill -9 "$hx" 2>/dev/null || true
+    umount -l "$T/hx" 2>/dev/null || true
+}
+at_exit hx_end
+i=0
+until is_mounted "$T/hx"; do
+    i=$((i + 1))
+    [ $i -lt 250 ] || fail "hangfs -s did not mount: $(cat "$T/hx.log")"
+    sleep 0.02
+done
+runuser -u $u -- "$PYTHON" -c 'import os, sys
+os.open(sys.argv[1], os.O_RDONLY | os.O_CLOEXEC)
+os.execv("/bin/true", ["true"])' "$T/hx/file" &
+i=0
+until grep -q "FLUSH of uid $uid " "$T/hx.log"; do
+    i=$((i + 1))
+    [ $i -lt 500 ] || fail "the user's exec did not wait on hangfs: $(cat "$T/hx.log")"
+    sleep 0.02
+done
+t0=$(date +%s)
+timeout 30 "$MOUNTCTL" job --set base="$T/base" --uid "$uid" --gid "$gid" --node n1 \
+    --job 30 --datasets "$T/img.sqfs" prolog 2>"$T/hx-prolog.err" ||
+    fail "the prolog did not end within 30 s, or failed, with a process stuck in execve(): $(cat "$T/hx-prolog.err")"
+grep -q "the look for daemons in /proc did not end within 5 s" "$T/hx-prolog.err" ||
+    fail "the prolog did not say its look for daemons was cut: $(cat "$T/hx-prolog.err")"
+[ "$(runuser -u $u -- cat "$top/job30-n1/img/d/f")" = hello ] || fail "job 30: the user cannot read the mount"
+timeout 30 "$MOUNTCTL" job --set base="$T/base" --uid "$uid" --gid "$gid" --node n1 \
+    --job 30 epilog 2>"$T/hx-epilog.err" ||
+    fail "the epilog did not end within 30 s with a process stuck in execve(): $(cat "$T/hx-epilog.err")"
+[ ! -e "$top/job30-n1" ] || fail "the epilog left job 30"
+rc=0
+timeout 30 "$MOUNTCTL" job --set base="$T/base" --node n1 --min-age 0 check-node >"$T/node.out" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "check-node with a process stuck in execve() exits $rc: $(cat "$T/node.out")"
+grep -q "the look for daemons in /proc did not end" "$T/node.out" || fail "check-node: $(cat "$T/node.out")"
+note "    prolog, epilog and check-node in $(($(date +%s) - t0)) s"
+hx_end
+
 note "keep=: the prolog starts the keeper; check-node lists kept copies, drops an orphaned one"
 ks="$T/keep/keeper.sock"
 at_exit 'for p in $(pgrep -f "^mountctl keeper --keep 16M --socket $T/keep/"); do kill "$p"; done'
