@@ -288,8 +288,9 @@ int job__each_daemon(const struct stat *exe,
 			break;
 		}
 		if (len + 4096 > cap) {
-			char *nb = cap < EACH_DAEMON_MAX ? realloc(buf, cap + 65536) :
-							   NULL;
+			char *nb = cap < EACH_DAEMON_MAX ?
+					   realloc(buf, cap + 65536) :
+					   NULL;
 
 			if (!nb) {
 				err = -ENOMEM;
@@ -310,8 +311,9 @@ int job__each_daemon(const struct stat *exe,
 		/* Stuck in a wait of the kernel's: killed, not waited for. */
 		kill(child, SIGKILL);
 		(void)waitpid(child, &status, WNOHANG);
-		job__err("the look for daemons in /proc did not end within %d s (a process that waits in execve() on a file system that does not answer?): %s",
-			 EACH_DAEMON_S, err_str(err));
+		job__err(
+			"the look for daemons in /proc did not end within %d s (a process that waits in execve() on a file system that does not answer?): %s",
+			EACH_DAEMON_S, err_str(err));
 		free(buf);
 		return err;
 	}
@@ -393,7 +395,8 @@ pid_t job__fork_recorded(struct jobdir *j, const char *name, bool session)
 		/* EOF without a go: the record is not there, or the parent
 		 * is gone before writing it. */
 		close(gate[1]);
-		if ((session && setsid() < 0) || send(gate[0], "s", 1, MSG_NOSIGNAL) != 1 ||
+		if ((session && setsid() < 0) ||
+		    send(gate[0], "s", 1, MSG_NOSIGNAL) != 1 ||
 		    read(gate[0], &go, 1) != 1 || go != 'g')
 			_exit(125);
 		close(gate[0]);

@@ -559,8 +559,8 @@ static void look(struct server *sv, struct peer *p, int64_t now)
 			      now - p->looked_at > LOOK_MS + KEEP_SRV_JOB_MS)
 		keeper_set_used(sv->k, p->fd, false);
 	if (p->look || now < p->next_look || !u ||
-	    (p->uid != 0 && (u->jobs >= KEEP_SRV_USER_JOBS ||
-			     sv->jobs >= KEEP_SRV_JOBS)))
+	    (p->uid != 0 &&
+	     (u->jobs >= KEEP_SRV_USER_JOBS || sv->jobs >= KEEP_SRV_JOBS)))
 		return;
 	j = calloc(1, sizeof(*j));
 	if (!j)
@@ -737,8 +737,7 @@ static void serve(struct server *sv)
 			if (re & POLLIN) {
 				if (readable(sv, p))
 					serve_one(sv, p, now);
-			}
-			else if (re & (POLLHUP | POLLERR | POLLNVAL))
+			} else if (re & (POLLHUP | POLLERR | POLLNVAL))
 				close_peer(sv, p);
 		}
 		if (got > 0 && sv->pfd[0].revents & POLLIN)

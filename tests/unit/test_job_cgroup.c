@@ -618,9 +618,10 @@ static const char *prolog_then_killpg(bool session, char *rec, size_t cap)
 	close(go[0]);
 	close(res[1]);
 	ck_assert_int_eq(waitpid(prolog, &fd, 0), prolog);
-	ck_assert_msg(WIFEXITED(fd) && WEXITSTATUS(fd) == 0,
-		      "the Prolog's fork failed, or its child was not in a session of its own when it returned (status %#x)",
-		      fd);
+	ck_assert_msg(
+		WIFEXITED(fd) && WEXITSTATUS(fd) == 0,
+		"the Prolog's fork failed, or its child was not in a session of its own when it returned (status %#x)",
+		fd);
 	/* What slurmd does once the Prolog has exited. */
 	kill(-prolog, SIGKILL);
 	/* Killed with the group, the child left no reader: EPIPE then. */
@@ -630,7 +631,8 @@ static const char *prolog_then_killpg(bool session, char *rec, size_t cap)
 	n = read(res[0], out, sizeof(out) - 1);
 	out[n > 0 ? n : 0] = '\0';
 	close(res[0]);
-	snprintf(path, sizeof(path), "%s/base/squashcache/job9-n1/.mounter", top);
+	snprintf(path, sizeof(path), "%s/base/squashcache/job9-n1/.mounter",
+		 top);
 	fd = open(path, O_RDONLY);
 	ck_assert_int_ge(fd, 0);
 	n = read(fd, rec, cap - 1);
