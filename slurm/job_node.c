@@ -28,10 +28,13 @@
 
 #include "ctl/ctl.h"
 #include "job_i.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/mountinfo.h"
 
 /* The job directory and mount name of @path under @top ("<top>/J/N"). */
+#define CHECK_MOUNTS_S 20 /* check-node's look at all mounts, at most */
+
 static bool split_under(const char *top, const char *path, char *job,
 			char *name)
 {
@@ -73,6 +76,7 @@ static int detach_stale(const struct ds_conf *c, const char *top,
 /* Stale mounts under @top.  Return: how many are left. */
 static int check_mounts(const struct ds_conf *c, const char *top, bool clean)
 {
+	double end = mono_sec() + CHECK_MOUNTS_S;
 	struct mountinfo_mount *v;
 	size_t n;
 	int left = 0;
@@ -81,11 +85,21 @@ static int check_mounts(const struct ds_conf *c, const char *top, bool clean)
 		return 1;
 	for (size_t i = 0; i < n; i++) {
 		char job[128], name[DS_NAME_MAX];
+		double rest = end - mono_sec();
 		int err;
 
 		if (!split_under(top, v[i].path, job, name))
 			continue;
-		err = ctl_ping_mount(&v[i], CTL_TIMEOUT_MS, NULL);
+		/* All together within a budget: a user can stack very many
+		 * mounts of that type there, each not answering. */
+		if (rest <= 0) {
+			printf("mounts under %s: not all looked at within %d s (mounts that do not answer?)\n",
+			       top, CHECK_MOUNTS_S);
+			left++;
+			break;
+		}
+		err = ctl_ping_mount(
+			&v[i], (int)MIN(rest * 1000, CTL_TIMEOUT_MS) + 1, NULL);
 		if (!ctl_is_stale(err))
 			continue;
 		printf("stale mount %s of %s (uid %u): its daemon is gone",

@@ -105,6 +105,9 @@ struct job {
 	int pidfd; /* its pidfd, dup'd, or -1 */
 	int theirs; /* the descriptor it named, or -1 */
 	bool used; /* the look's answer: a live daemon holds the copy */
+	int *more; /* more descriptors to close (a message's extras) */
+	unsigned int nmore;
+	bool conn; /* fd is a connection's socket: counted until closed */
 };
 
 /* A connection. */
@@ -259,6 +262,8 @@ static void *job_main(void *arg)
 					       sizeof(j->path));
 	}
 	close(j->fd);
+	for (unsigned int i = 0; i < j->nmore; i++)
+		close(j->more[i]);
 	pthread_mutex_lock(&sv->lock);
 	j->next = sv->done;
 	sv->done = j;
@@ -290,29 +295,36 @@ static void job_start(struct server *sv, struct job *j)
 /* A job for @uid's descriptor @fd (for the connection @serial, or 0).
  * Return: the job, or NULL (out of memory: the descriptor is left in the
  * server's table, never closed here). */
+/* Count @j, made by the caller, against @uid and start it. */
+static void job_new_from(struct server *sv, uid_t uid, struct job *j)
+{
+	struct user *u = user_of(sv, uid);
+
+	j->sv = sv;
+	j->uid = uid;
+	if (u)
+		u->jobs++;
+	if (uid != 0)
+		sv->jobs++;
+	job_start(sv, j);
+}
+
 static struct job *job_new(struct server *sv, uid_t uid, int fd, bool stat_it,
 			   uint64_t serial, const struct keep_msg *m)
 {
-	struct user *u = user_of(sv, uid);
 	struct job *j = calloc(1, sizeof(*j));
 
-	if (!j || !u) {
-		free(j);
+	if (!j) {
 		log_err("out of memory: a descriptor of uid %u is left open",
 			(unsigned int)uid);
 		return NULL;
 	}
-	j->sv = sv;
-	j->uid = uid;
 	j->fd = fd;
 	j->stat_it = stat_it;
 	j->serial = serial;
 	if (m)
 		j->m = *m;
-	u->jobs++;
-	if (uid != 0)
-		sv->jobs++;
-	job_start(sv, j);
+	job_new_from(sv, uid, j);
 	return j;
 }
 
@@ -328,20 +340,58 @@ static void dispose(struct server *sv, uid_t uid, int fd)
 		job_new(sv, uid, fd, false, 0, NULL);
 }
 
+/* Let go of the descriptors a message carried beside the one its request
+ * names: all closed by one job (a user's TCP socket can linger in its
+ * close for as long as its SO_LINGER says). */
+static void dispose_more(struct server *sv, uid_t uid, const int *fds,
+			 unsigned int n)
+{
+	int *more = n ? malloc(n * sizeof(*more)) : NULL;
+	struct job *j;
+
+	if (!more) {
+		if (n)
+			log_err("out of memory: %u descriptors of uid %u are left open",
+				n, (unsigned int)uid);
+		return;
+	}
+	memcpy(more, fds, n * sizeof(*more));
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		free(more);
+		log_err("out of memory: %u descriptors of uid %u are left open",
+			n, (unsigned int)uid);
+		return;
+	}
+	j->fd = -1;
+	j->more = more;
+	j->nmore = n;
+	job_new_from(sv, uid, j);
+}
+
 static void close_peer(struct server *sv, struct peer *p)
 {
 	struct user *u = user_of(sv, p->uid);
+	struct job *j;
 
 	keeper_closed(sv->k, p->fd);
-	close(p->fd); /* a socket: nothing to wait for */
+	/* Closed by a job: the close releases what is still queued on the
+	 * socket, descriptors a user sent among them, which can wait.  The
+	 * connection counts against its user until then. */
+	j = job_new(sv, p->uid, p->fd, false, 0, NULL);
+	if (j) {
+		j->conn = true;
+	} else {
+		close(p->fd);
+		if (u && u->conns)
+			u->conns--;
+	}
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	if (p->job)
 		p->job->serial = 0; /* its answer is nobody's now */
 	if (p->look)
 		p->look->serial = 0;
-	if (u && u->conns)
-		u->conns--;
 	p->fd = -1;
 }
 
@@ -411,11 +461,17 @@ static void new_sender(struct peer *p, pid_t pid)
 /* One message of @p. */
 static void serve_one(struct server *sv, struct peer *p, int64_t now)
 {
+	int fds[KEEP_MSG_FDS], fd, err, fl;
 	struct keep_msg m;
 	struct ucred cr;
-	int fd, err, fl;
+	unsigned int n;
 
-	err = keep_recv_from(p->fd, &m, &fd, &cr);
+	/* Every descriptor received, none dropped by the kernel on this
+	 * thread (keep_recv_fds() says why); those beyond the first go. */
+	err = keep_recv_fds(p->fd, &m, fds, &n, &cr);
+	fd = n ? fds[0] : -1;
+	if (n > 1)
+		dispose_more(sv, p->uid, fds + 1, n - 1);
 	if (err == -EAGAIN || err == -EWOULDBLOCK)
 		return;
 	if (err) {
@@ -520,6 +576,9 @@ static void jobs_ended(struct server *sv)
 		next = j->next;
 		if (u && u->jobs)
 			u->jobs--;
+		if (u && j->conn && u->conns)
+			u->conns--;
+		free(j->more);
 		if (j->uid != 0 && sv->jobs)
 			sv->jobs--;
 		if (j->look) {

@@ -197,6 +197,29 @@ struct ucred;
  */
 int keep_recv_from(int sock, struct keep_msg *m, int *fd, struct ucred *cr);
 
+/* Descriptors one message can carry (the kernel's SCM_MAX_FD). */
+#define KEEP_MSG_FDS 253
+
+/**
+ * keep_recv_fds() - keep_recv_from(), with every descriptor the message
+ * carries installed in @fds (the first is the one a request names).
+ * @sock: as keep_recv_from()
+ * @m: as keep_recv()
+ * @fds: room for KEEP_MSG_FDS descriptors
+ * @n: set to how many were received (each the caller's to close)
+ * @cr: as keep_recv_from()
+ *
+ * A descriptor the kernel drops (no room for it) is released in the
+ * receiving thread, and the release of a user's file can wait (a TCP
+ * socket lingering on a full window, for as long as its SO_LINGER says):
+ * a server that must not wait receives them all, and closes them where
+ * waiting costs only that user.
+ *
+ * Return: as keep_recv().  Context: any thread.
+ */
+int keep_recv_fds(int sock, struct keep_msg *m, int *fds, unsigned int *n,
+		  struct ucred *cr);
+
 /**
  * keep_connect() - Connect to the keeper, within a time budget.
  * @path: its socket

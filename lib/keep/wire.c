@@ -108,8 +108,9 @@ int keep_recv_from(int sock, struct keep_msg *m, int *fd, struct ucred *cr)
 {
 	/* Room for the sender's credentials (SO_PASSCRED) and for one
 	 * descriptor: the kernel drops any others of the message
-	 * (MSG_CTRUNC) without installing them, so without a close() that a
-	 * user's file system could make wait.  CMSG_LEN, not CMSG_SPACE,
+	 * (MSG_CTRUNC), releasing them in this thread, which can wait (a
+	 * lingering TCP socket): for clients, whose peer is root's keeper;
+	 * the keeper itself uses keep_recv_fds().  CMSG_LEN, not CMSG_SPACE,
 	 * for the descriptor: the padding of CMSG_SPACE would make room for
 	 * a second one on a 64-bit machine. */
 	union {
@@ -149,6 +150,54 @@ int keep_recv_from(int sock, struct keep_msg *m, int *fd, struct ucred *cr)
 	if (n == 0)
 		return -ECONNRESET;
 	if (n != (ssize_t)sizeof(*m) || m->magic != KEEP_MAGIC ||
+	    mh.msg_flags & MSG_TRUNC)
+		return -EBADMSG;
+	m->name[KEEP_NAME_MAX - 1] = '\0';
+	return 0;
+}
+
+int keep_recv_fds(int sock, struct keep_msg *m, int *fds, unsigned int *n,
+		  struct ucred *cr)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(struct ucred)) +
+			 CMSG_SPACE(KEEP_MSG_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { m, sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c;
+	ssize_t got;
+
+	*n = 0;
+	if (cr)
+		cr->pid = 0;
+	do
+		got = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
+		return -errno;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET)
+			continue;
+		if (c->cmsg_type == SCM_RIGHTS) {
+			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			for (size_t i = 0; i < k && *n < KEEP_MSG_FDS; i++)
+				memcpy(&fds[(*n)++],
+				       CMSG_DATA(c) + i * sizeof(int),
+				       sizeof(int));
+		} else if (c->cmsg_type == SCM_CREDENTIALS && cr &&
+			   c->cmsg_len >= CMSG_LEN(sizeof(*cr))) {
+			memcpy(cr, CMSG_DATA(c), sizeof(*cr));
+		}
+	}
+	if (got == 0)
+		return -ECONNRESET;
+	if (got != (ssize_t)sizeof(*m) || m->magic != KEEP_MAGIC ||
 	    mh.msg_flags & MSG_TRUNC)
 		return -EBADMSG;
 	m->name[KEEP_NAME_MAX - 1] = '\0';

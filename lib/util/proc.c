@@ -18,6 +18,8 @@
 
 #include "util/proc.h"
 
+#define PROC_MOUNTS_MAX 65536 /* lines of a process's mountinfo read */
+
 /* pidfds are close-on-exec from Linux 5.3 on, always. */
 #define PIDFD_FLAGS 0
 
@@ -194,7 +196,10 @@ static int mount_dev(int dir, unsigned long mnt_id, dev_t *dev)
 		close(fd);
 		return -ENOMEM;
 	}
-	while (fgets(line, sizeof(line), f)) {
+	/* At most PROC_MOUNTS_MAX lines: a process in a mount namespace
+	 * of a user's own can have very many. */
+	for (int seen = 0;
+	     seen < PROC_MOUNTS_MAX && fgets(line, sizeof(line), f); seen++) {
 		if (sscanf(line, "%lu %lu %u:%u", &id, &parent, &maj, &mnr) ==
 			    4 &&
 		    id == mnt_id) {

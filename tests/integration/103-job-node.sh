@@ -10,6 +10,7 @@
 # cgroup of Slurm's (a slurm_n1 or slurm of a real or left-over slurmd
 # would have it wait for the job's extern step).
 # TIMEOUT: 120
+# ALONE: a user's process waits in execve() for a while: /proc/PID/stat of it (ps, pgrep, any scan for daemons) waits meanwhile, machine-wide
 if [ -z "${SQC_103_NS:-}" ] && [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null 2>&1; then
     SQC_103_NS=1 exec unshare -m --propagation private sh "$0" "$@"
 fi

@@ -1,5 +1,6 @@
 #!/bin/sh
 # TIMEOUT: 120
+# ALONE: a user's process waits in execve() for a while (case h): /proc/PID/stat of it (ps, pgrep, any scan for daemons) waits meanwhile, machine-wide
 # The keeper (mountctl keeper, root's, on a private socket) against what
 # a hostile user may send it: one user's requests never stop its service
 # for root or for other users, and what it holds is bounded.  The user's
@@ -36,7 +37,10 @@
 #       the daemon's program (its close-on-exec hangfs file, tests/tools/
 #       hangfs -s, never flushes: its exec lock stays held): the keeper's
 #       look at it waits on a thread of its own; root's status --kept and
-#       user b's requests are served; user a's copy is not in use.
+#       user b's requests are served; user a's copy is not in use;
+#   (i) a TCP socket lingering in its close (keepc linger) sent as a
+#       message's second descriptor, or queued behind a refused message
+#       when the keeper closes the connection: root is still served.
 # Every call that could wait on a stuck keeper runs under timeout.
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -414,5 +418,28 @@ wait_kept "next((e['in_use'] for e in v if e['uid'] == $uid_a), None)" False 15 
 note "    the look waits on its own thread; root and user b served; user a's copy not in use"
 hang2_end
 umount -l "$T/hang2"
+
+note "(i) a TCP socket that lingers in its close, sent as a message's second descriptor, and queued at a close"
+keeper 64M
+# Its close waits (SO_LINGER 600 s, a full window: keepc never accepts
+# its peer).  Sent beside a PING's memfd, then (-q) behind a message the
+# keeper refuses (it closes the connection with this one still queued):
+# either way the keeper's last reference releases it, which must not be
+# on its loop.
+# The keeper is stopped while keepc sends and closes its own descriptor
+# of the socket, so that the keeper's is the last.
+for q in "" -q; do
+    kill -STOP "$KPID"
+    as_bg $A "$KEEPC" "$K" linger $q ping >"$T/i.out" 2>&1
+    lpid=$bg
+    wait_line "$T/i.out" "^lingering" 10 "(i$q) keepc did not send its lingering socket"
+    kill -CONT "$KPID"
+    for _i in 1 2 3; do
+        timeout 5 "$MOUNTCTL" status --kept --socket "$K" >/dev/null ||
+            fail "(i$q) root's status --kept got no answer within 5 s after a lingering socket came to the keeper"
+    done
+    kill "$lpid"
+done
+note "    root served both ways"
 
 echo "keep hostile ok"

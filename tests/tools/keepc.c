@@ -24,6 +24,12 @@
  *   hold [-d]
  *       print "holding", then keep the connection until killed; -d: close
  *       this process's descriptor of its copy first
+ *   linger [-q] OP
+ *       request OP with two descriptors beside it: a memfd, then a TCP
+ *       socket of its own that lingers in its close (SO_LINGER 600 s, its
+ *       send window full: its peer is never accepted); -q sends a message
+ *       the keeper refuses first, so that this one is still queued when
+ *       the keeper closes the connection.  Prints "lingering", holds
  *   exec FILE PROGRAM
  *       name this process's copy (as descriptor 100) in a PING, as a
  *       daemon does, open FILE (close-on-exec) and exec PROGRAM: with a
@@ -56,6 +62,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -82,7 +90,7 @@ static void usage(void)
 		"usage: keepc [-t MS] SOCKET STEP...\n"
 		"steps: get [-p] [-n NAME] IMAGE OFFSET [SIZE] | put [-f] [-u] [SIZE]\n"
 		"       | sendfd [-p] FILE OP | list | ping | hold [-d]\n"
-		"       | exec FILE PROGRAM\n"
+		"       | exec FILE PROGRAM | linger [-q] OP\n"
 		"   or: keepc [-t MS] SOCKET many [-z SIZE] N IMAGE\n"
 		"   or: keepc [-t MS] SOCKET burst N FILE\n");
 	exit(2);
@@ -377,6 +385,75 @@ static void step_hold(struct conn *c, char ***argv)
 		pause();
 }
 
+/* linger [-q] OP.  Return: -errno if it could not; else it holds. */
+static int step_linger(struct conn *c, char ***argv)
+{
+	struct keep_msg m = { .op = KEEP_PING };
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct linger lg = { 1, 600 };
+	socklen_t len = sizeof(sa);
+	bool queued = step_flag(argv, "q");
+	char buf[65536] = { 0 };
+	int l, t, fds[2];
+	union {
+		char b[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { &m, sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.b,
+			     .msg_controllen = sizeof(u.b) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	if (!**argv)
+		usage();
+	m.op = (uint32_t)op_of(*(*argv)++);
+	m.magic = KEEP_MAGIC;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	t = socket(AF_INET, SOCK_STREAM, 0);
+	if (l < 0 || t < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    listen(l, 1) || getsockname(l, (struct sockaddr *)&sa, &len) ||
+	    connect(t, (struct sockaddr *)&sa, sizeof(sa))) {
+		perror("keepc: linger: tcp");
+		return -errno;
+	}
+	while (send(t, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+		;
+	if (setsockopt(t, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg))) {
+		perror("keepc: linger: SO_LINGER");
+		return -errno;
+	}
+	fds[0] = memfd_create("keepc", MFD_CLOEXEC);
+	fds[1] = t;
+	if (fds[0] < 0) {
+		perror("keepc: linger: memfd");
+		return -errno;
+	}
+	if (queued) {
+		struct keep_msg junk = { 0 };
+
+		if (send(c->sock, &junk, sizeof(junk), 0) < 0) {
+			perror("keepc: linger: send");
+			return -errno;
+		}
+	}
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
+	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	if (sendmsg(c->sock, &mh, 0) < 0) {
+		perror("keepc: linger: sendmsg");
+		return -errno;
+	}
+	close(t); /* the keeper's copy is the last */
+	printf("lingering\n");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
 /* exec FILE PROGRAM: name the copy (as descriptor EXEC_FD, kept across
  * exec) in a PING, open FILE close-on-exec, exec PROGRAM.  Return: -errno
  * if it could not; else it does not return. */
@@ -557,6 +634,8 @@ int main(int argc, char **argv)
 				  -1);
 		else if (!strcmp(step, "hold"))
 			step_hold(&c, &argv);
+		else if (!strcmp(step, "linger"))
+			err = step_linger(&c, &argv);
 		else if (!strcmp(step, "exec"))
 			err = step_exec(&c, &argv);
 		else
