@@ -104,60 +104,13 @@ int keep_send(int sock, struct keep_msg *m, int fd)
 	return n == (ssize_t)sizeof(*m) ? 0 : -EMSGSIZE;
 }
 
-int keep_recv_from(int sock, struct keep_msg *m, int *fd, struct ucred *cr)
-{
-	/* Room for the sender's credentials (SO_PASSCRED) and for one
-	 * descriptor: the kernel drops any others of the message
-	 * (MSG_CTRUNC), releasing them in this thread, which can wait (a
-	 * lingering TCP socket): for clients, whose peer is root's keeper;
-	 * the keeper itself uses keep_recv_fds().  CMSG_LEN, not CMSG_SPACE,
-	 * for the descriptor: the padding of CMSG_SPACE would make room for
-	 * a second one on a 64-bit machine. */
-	union {
-		char buf[CMSG_SPACE(sizeof(struct ucred)) +
-			 CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { m, sizeof(*m) };
-	struct msghdr mh = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = u.buf,
-		.msg_controllen = (cr ? CMSG_SPACE(sizeof(struct ucred)) : 0) +
-				  CMSG_LEN(sizeof(int))
-	};
-	struct cmsghdr *c;
-	ssize_t n;
-
-	*fd = -1;
-	if (cr)
-		cr->pid = 0;
-	do
-		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET)
-			continue;
-		if (c->cmsg_type == SCM_RIGHTS &&
-		    c->cmsg_len >= CMSG_LEN(sizeof(int)) && *fd < 0)
-			memcpy(fd, CMSG_DATA(c), sizeof(*fd));
-		else if (c->cmsg_type == SCM_CREDENTIALS && cr &&
-			 c->cmsg_len >= CMSG_LEN(sizeof(*cr)))
-			memcpy(cr, CMSG_DATA(c), sizeof(*cr));
-	}
-	if (n == 0)
-		return -ECONNRESET;
-	if (n != (ssize_t)sizeof(*m) || m->magic != KEEP_MAGIC ||
-	    mh.msg_flags & MSG_TRUNC)
-		return -EBADMSG;
-	m->name[KEEP_NAME_MAX - 1] = '\0';
-	return 0;
-}
-
-int keep_recv_fds(int sock, struct keep_msg *m, int *fds, unsigned int *n,
-		  struct ucred *cr)
+/*
+ * Receive one message and at most @cap descriptors into @fds (*@n of
+ * them); the sender's credentials into @cr if asked.  Return: as
+ * keep_recv().
+ */
+static int recv_msg(int sock, struct keep_msg *m, int *fds, unsigned int cap,
+		    unsigned int *n, struct ucred *cr)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(struct ucred)) +
@@ -165,10 +118,16 @@ int keep_recv_fds(int sock, struct keep_msg *m, int *fds, unsigned int *n,
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = { m, sizeof(*m) };
-	struct msghdr mh = { .msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof(u.buf) };
+	/* One descriptor: CMSG_LEN, not CMSG_SPACE, whose padding would make
+	 * room for a second one on a 64-bit machine. */
+	struct msghdr mh = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = u.buf,
+		.msg_controllen = (cr ? CMSG_SPACE(sizeof(struct ucred)) : 0) +
+				  (cap == 1 ? CMSG_LEN(sizeof(int)) :
+					      CMSG_SPACE(cap * sizeof(int)))
+	};
 	struct cmsghdr *c;
 	ssize_t got;
 
@@ -186,7 +145,7 @@ int keep_recv_fds(int sock, struct keep_msg *m, int *fds, unsigned int *n,
 		if (c->cmsg_type == SCM_RIGHTS) {
 			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 
-			for (size_t i = 0; i < k && *n < KEEP_MSG_FDS; i++)
+			for (size_t i = 0; i < k && *n < cap; i++)
 				memcpy(&fds[(*n)++],
 				       CMSG_DATA(c) + i * sizeof(int),
 				       sizeof(int));
@@ -202,6 +161,26 @@ int keep_recv_fds(int sock, struct keep_msg *m, int *fds, unsigned int *n,
 		return -EBADMSG;
 	m->name[KEEP_NAME_MAX - 1] = '\0';
 	return 0;
+}
+
+int keep_recv_from(int sock, struct keep_msg *m, int *fd, struct ucred *cr)
+{
+	/* Room for one descriptor: the kernel drops any others of the
+	 * message (MSG_CTRUNC), releasing them in this thread, which can
+	 * wait (a lingering TCP socket): for clients, whose peer is root's
+	 * keeper; the keeper itself uses keep_recv_fds(). */
+	unsigned int n;
+	int err = recv_msg(sock, m, fd, 1, &n, cr);
+
+	if (!n)
+		*fd = -1;
+	return err;
+}
+
+int keep_recv_fds(int sock, struct keep_msg *m, int *fds, unsigned int *n,
+		  struct ucred *cr)
+{
+	return recv_msg(sock, m, fds, KEEP_MSG_FDS, n, cr);
 }
 
 int keep_recv(int sock, struct keep_msg *m, int *fd)
