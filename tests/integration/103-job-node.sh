@@ -291,8 +291,7 @@ chown $u "$T/hx"
 runuser -u $u -- "$TOOLS/hangfs" -s "$T/hx" 2>"$T/hx.log" &
 hx=$!
 hx_end() {
-    _hx_c=$(fuse_conn "$T/hx")
-    [ -z "$_hx_c" ] || echo 1 >"/sys/fs/fuse/connections/$_hx_c/abort" 2>/dev/null || true
+    fuse_abort "$T/hx"
     kill -9 "$hx" 2>/dev/null || true
     umount -l "$T/hx" 2>/dev/null || true
 }

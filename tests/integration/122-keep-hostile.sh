@@ -178,14 +178,12 @@ done
 [ -n "$(fuse_conn "$T/hang")" ] || fail "no FUSE connection for $T/hang"
 # Abort its connection, looked up from the mount when it is done: once
 # unmounted, the number it had may be another test's mount by now.
-hangfs_end() {
-    _he_c=$(fuse_conn "$T/hang")
-    if [ -n "$_he_c" ] && [ -e "/sys/fs/fuse/connections/$_he_c/abort" ]; then
-        echo 1 >"/sys/fs/fuse/connections/$_he_c/abort"
-    fi
-    kill -9 "$hpid" 2>/dev/null || true
+# hang_end MNT PID: the hangfs at MNT, served by PID, ended.
+hang_end() {
+    fuse_abort "$1"
+    kill -9 "$2" 2>/dev/null || true
 }
-at_exit hangfs_end
+at_exit "hang_end '$T/hang' $hpid"
 as_bg $A timeout 30 "$KEEPC" "$K" get "$T/hang/file" 0 >"$T/a-get.out" 2>&1
 as_bg $A timeout 30 "$KEEPC" "$K" get "$T/four" 0 sendfd "$T/hang/file" put >"$T/a-put.out" 2>&1
 as_bg $A timeout 30 "$KEEPC" "$K" sendfd "$T/hang/file" list >"$T/a-list.out" 2>&1
@@ -247,7 +245,7 @@ sqc_umount "$T/mb"
 wait_line "$T/a-get.out" "^DONE status=-110 \|^closed" 15 "(a) the GET of the hangfs file was not given up"
 grep -q "a descriptor uid $uid_a sent did not answer within" "$T/keeper.log" ||
     fail "(a) the keeper did not say it gave up user a's descriptor"
-hangfs_end
+hang_end "$T/hang" "$hpid"
 umount -l "$T/hang"
 _h_i=0
 until [ "$(ls "/proc/$KPID/task" | wc -l)" -eq 1 ]; do
@@ -377,14 +375,7 @@ until is_mounted "$T/hang2"; do
     [ $_h_i -lt 250 ] || fail "hangfs -s did not mount: $(cat "$T/hangfs2.log")"
     sleep 0.02
 done
-hang2_end() {
-    _he_c=$(fuse_conn "$T/hang2")
-    if [ -n "$_he_c" ] && [ -e "/sys/fs/fuse/connections/$_he_c/abort" ]; then
-        echo 1 >"/sys/fs/fuse/connections/$_he_c/abort"
-    fi
-    kill -9 "$hpid" 2>/dev/null || true
-}
-at_exit hang2_end
+at_exit "hang_end '$T/hang2' $hpid"
 # It puts a copy, names it in a PING (a daemon's way) and execs the
 # daemon's program: the exec's close of the hangfs file (close-on-exec)
 # never returns, with the process's exec lock held, on which much of
@@ -416,7 +407,7 @@ grep -q "^ENTRY uid=$uid_b " "$T/h-b.out" || fail "(h) user b's copy is not list
 wait_kept "next((e['in_use'] for e in v if e['uid'] == $uid_a), None)" False 15 \
     "(h) user a's copy stays in use though the look at its process does not answer"
 note "    the look waits on its own thread; root and user b served; user a's copy not in use"
-hang2_end
+hang_end "$T/hang2" "$hpid"
 umount -l "$T/hang2"
 
 note "(i) a TCP socket that lingers in its close, sent as a message's second descriptor, and queued at a close"

@@ -17,6 +17,7 @@
 #   hold_reclaim         pause proactive reclaim (DAMON) until exit
 #   drop_file_cache PATH...  drop the page cache of these files only
 #   abort_at_exit MNT    at exit, abort MNT's FUSE connection if still there
+#   fuse_abort MNT       abort MNT's FUSE connection now, if there
 #   stat_of MNT KEY      one value of the daemon's stats (KEY like fuse.read)
 #   wait_stat MNT KEY MIN SECONDS WHAT         wait for a stat to reach MIN
 #   wait_until SECONDS WHAT CONDITION           wait for shell code to hold
@@ -460,9 +461,18 @@ fuse_conn() {
 # number is looked up then: once MNT is unmounted, the number it had may
 # be another test's mount.
 abort_at_exit() {
-    at_exit "_ae_c=\$(fuse_conn '$1'); if [ -n \"\$_ae_c\" ]; then
-        [ -e /sys/fs/fuse/connections/\$_ae_c ] || mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null
-        echo 1 >/sys/fs/fuse/connections/\$_ae_c/abort 2>/dev/null; fi"
+    at_exit "fuse_abort '$1'"
+}
+
+# fuse_abort MNT: abort the FUSE connection of what is mounted at MNT now
+# (its requests fail at once, whatever its server does), if anything is.
+fuse_abort() {
+    _fa_c=$(fuse_conn "$1")
+    if [ -n "$_fa_c" ]; then
+        [ -e "/sys/fs/fuse/connections/$_fa_c" ] || mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null
+        echo 1 >"/sys/fs/fuse/connections/$_fa_c/abort" 2>/dev/null
+    fi
+    return 0
 }
 
 # Loop devices are few (max_loop) and shared: retry while none is free.
