@@ -270,6 +270,10 @@ int job__each_daemon(const struct stat *exe,
 		return -errno;
 	child = fork();
 	if (child == 0) {
+		/* Nothing of the hook's: a child stuck in the scan would
+		 * hold slurmd's pipe of the hook's output, and slurmd reads
+		 * it to the end. */
+		job__child_stdio(-1);
 		close(out[0]);
 		scan_daemons(exe, out[1]);
 	}
