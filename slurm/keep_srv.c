@@ -28,8 +28,11 @@
  * and KEEP_USER_COPIES copies; the connections and copies of all fit in
  * the descriptors the keeper has (RLIMIT_NOFILE, raised at start), with
  * ROOT_CONNS connections only root may take; accept() out of descriptors
- * takes and closes one connection with a descriptor kept spare for it,
- * so the loop never spins on a listening socket it cannot serve.
+ * takes and refuses one connection with a descriptor kept spare for it,
+ * so the loop never spins on a listening socket it cannot serve.  A
+ * refused connection may hold messages queued before it was accepted,
+ * with a user's descriptors in them, which its close releases: it is
+ * closed by the reaper, a child process (keep_reap.c), never here.
  *
  * Site copies (--site, keep_site.c): a GET's job also tells whether the
  * image is the site's (its real path, its mount); the logic then starts
@@ -66,6 +69,7 @@
 #include <unistd.h>
 
 #include "keep/keep.h"
+#include "keep_reap.h"
 #include "keep_site.h"
 #include "keep_srv.h"
 #include "util/err.h"
@@ -138,6 +142,7 @@ struct server {
 	const struct keep_srv_opts *o;
 	struct keeper *k;
 	struct keep_site *site; /* site copies, or NULL */
+	struct keep_reap *reap; /* closes refused connections */
 	int listen_fd;
 	int dir_fd; /* the socket's directory, checked */
 	const char *name; /* the socket's name in it */
@@ -146,7 +151,7 @@ struct server {
 	struct peer *peers;
 	size_t npeers;
 	size_t max_conns; /* from RLIMIT_NOFILE */
-	struct pollfd *pfd; /* [0] listen, [1] wake, then peers */
+	struct pollfd *pfd; /* [0] listen, [1] wake, [2] reaper, then peers */
 	struct user *users;
 	size_t nusers;
 	unsigned int jobs; /* of users but root, not ended */
@@ -704,9 +709,9 @@ static bool accept_one(struct server *sv, int64_t now)
 		sv->said_emfile = true;
 		if (sv->spare_fd >= 0)
 			close(sv->spare_fd);
-		c = accept(sv->listen_fd, NULL, NULL);
+		c = accept4(sv->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (c >= 0)
-			close(c);
+			keep_reap_take(sv->reap, c);
 		sv->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (sv->spare_fd < 0)
 			sv->listen_at = now + PAUSE_MS;
@@ -738,7 +743,7 @@ static bool accept_one(struct server *sv, int64_t now)
 out_close:
 	if (pidfd >= 0)
 		close(pidfd);
-	close(c);
+	keep_reap_take(sv->reap, c);
 	return true;
 }
 
@@ -759,15 +764,22 @@ static void serve(struct server *sv)
 
 	while (!stopping) {
 		int64_t now = now_ms();
-		nfds_t n = 2;
+		nfds_t n = 3;
 		int got;
 
-		sv->pfd[0] = (struct pollfd){ .fd = now >= sv->listen_at ?
-							    sv->listen_fd :
-							    -1,
-					      .events = POLLIN };
+		/* Not listening while refused connections wait to be closed
+		 * (as many as keep_reap takes): connections wait unaccepted. */
+		sv->pfd[0] = (struct pollfd){
+			.fd = now >= sv->listen_at &&
+					      !keep_reap_full(sv->reap) ?
+				      sv->listen_fd :
+				      -1,
+			.events = POLLIN
+		};
 		sv->pfd[1] =
 			(struct pollfd){ .fd = sv->wake_fd, .events = POLLIN };
+		sv->pfd[2] = (struct pollfd){ .fd = keep_reap_fd(sv->reap),
+					      .events = POLLIN };
 		for (size_t i = 0; i < sv->npeers; i++) {
 			struct peer *p = &sv->peers[i];
 
@@ -787,7 +799,7 @@ static void serve(struct server *sv)
 			jobs_ended(sv);
 		for (size_t i = 0; got > 0 && i < sv->npeers; i++) {
 			struct peer *p = &sv->peers[i];
-			short re = sv->pfd[i + 2].revents;
+			short re = sv->pfd[i + 3].revents;
 
 			if (p->fd < 0 || !re)
 				continue;
@@ -800,8 +812,12 @@ static void serve(struct server *sv)
 				close_peer(sv, p);
 		}
 		if (got > 0 && sv->pfd[0].revents & POLLIN)
-			for (int i = 0; i < ACCEPTS && accept_one(sv, now); i++)
+			for (int i = 0;
+			     i < ACCEPTS && !keep_reap_full(sv->reap) &&
+			     accept_one(sv, now);
+			     i++)
 				;
+		keep_reap_run(sv->reap, now);
 		flush_all(sv, now);
 		if (now >= next_tick) {
 			tick(sv, now);
@@ -901,17 +917,20 @@ int keep_serve(const struct keep_srv_opts *o)
 	}
 	nofile = keep_srv_nofile();
 	/* Per connection: its socket, its pidfd, a copy, an answer's dup;
-	 * plus jobs, the spare, the loop's own. */
+	 * plus jobs, refused connections for the reaper, the spare, the
+	 * loop's own. */
 	sv = calloc(1, sizeof(*sv));
 	if (!sv)
 		return 1;
 	sv->o = o;
-	sv->max_conns = nofile > 4 * ROOT_CONNS + 256 ?
-				(nofile - KEEP_SRV_JOBS - 128) / 4 :
-				ROOT_CONNS;
+	sv->max_conns =
+		nofile > KEEP_SRV_JOBS + KEEP_REAP_PENDING + 128 +
+					4 * ROOT_CONNS ?
+			(nofile - KEEP_SRV_JOBS - KEEP_REAP_PENDING - 128) / 4 :
+			ROOT_CONNS;
 	ko.max_copies = (unsigned int)sv->max_conns;
 	sv->peers = calloc(sv->max_conns, sizeof(*sv->peers));
-	sv->pfd = calloc(sv->max_conns + 2, sizeof(*sv->pfd));
+	sv->pfd = calloc(sv->max_conns + 3, sizeof(*sv->pfd));
 	pthread_mutex_init(&sv->lock, NULL);
 	sv->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	sv->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -921,6 +940,7 @@ int keep_serve(const struct keep_srv_opts *o)
 		ko.site_arg = sv;
 	}
 	if (!sv->peers || !sv->pfd || sv->wake_fd < 0 ||
+	    keep_reap_new(&sv->reap) ||
 	    (ko.site_start && keep_site_new(&so, sv->wake_fd, &sv->site)) ||
 	    keeper_new(&ko, &sv->k) || listen_at(sv)) {
 		fprintf(stderr, "mountctl keeper: cannot start\n");
@@ -944,6 +964,7 @@ int keep_serve(const struct keep_srv_opts *o)
 			close_peer(sv, &sv->peers[i]);
 	unlinkat(sv->dir_fd, sv->name, 0);
 	close(sv->listen_fd);
+	keep_reap_free(sv->reap);
 	/* A job's thread may still be in a user's fstat() or close(): then
 	 * sv stays for it, and the process ends with it. */
 	left = jobs_left(sv, now_ms() + EXIT_WAIT_MS);

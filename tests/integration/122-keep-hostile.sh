@@ -40,7 +40,11 @@
 #       user b's requests are served; user a's copy is not in use;
 #   (i) a TCP socket lingering in its close (keepc linger) sent as a
 #       message's second descriptor, or queued behind a refused message
-#       when the keeper closes the connection: root is still served.
+#       when the keeper closes the connection: root is still served;
+#   (j) the same socket queued on a connection the keeper refuses at
+#       accept (its user already has 64): root is still served, the
+#       reaper that closes it is killed within its budget and ends, and
+#       the next refusal is closed by another.
 # Every call that could wait on a stuck keeper runs under timeout.
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -432,5 +436,34 @@ for q in "" -q; do
     kill "$lpid"
 done
 note "    root served both ways"
+
+note "(j) a lingering TCP socket queued on a connection refused at accept (its user at 64 connections)"
+# All 66 connections of keepc's (its first, 64 held, the lingering one)
+# wait unaccepted while the keeper is stopped: the last two are refused.
+reaper_killed="their reaper (pid [0-9]*) is killed"
+kill -STOP "$KPID"
+as_bg $A "$KEEPC" "$K" linger -r 64 ping >"$T/j.out" 2>&1
+lpid=$bg
+wait_line "$T/j.out" "^lingering" 10 "(j) keepc did not send its lingering socket"
+kill -CONT "$KPID"
+for _i in 1 2 3; do
+    timeout 5 "$MOUNTCTL" status --kept --socket "$K" >/dev/null ||
+        fail "(j) root's status --kept got no answer within 5 s after a refused connection held a lingering socket"
+done
+# Its close waits 600 s in the reaper: killed after 5 s (with 10 s to
+# spare on a loaded machine), and the keeper waits for it to end.
+wait_line "$T/keeper.log" "$reaper_killed" 15 "(j) the reaper closing the lingering socket was not killed"
+rpid=$(sed -n 's/.*their reaper (pid \([0-9]*\)) is killed.*/\1/p' "$T/keeper.log" | tail -n 1)
+wait_until 10 "(j) the killed reaper $rpid did not end" "[ ! -e /proc/$rpid ]"
+# Another refusal of user a's (still at 64) goes to a new reaper, which
+# closes it: keepc's connection ends, it sees "closed".
+as $A timeout 10 "$KEEPC" "$K" ping >"$T/j2.out" 2>&1 || true
+grep -q "^closed" "$T/j2.out" || fail "(j) user a's 66th connection was not refused: $(cat "$T/j2.out")"
+[ "$(grep -c "$reaper_killed" "$T/keeper.log")" = 1 ] ||
+    fail "(j) a reaper was killed over an ordinary refusal: $(grep "reaper" "$T/keeper.log")"
+timeout 5 "$MOUNTCTL" status --kept --socket "$K" >/dev/null ||
+    fail "(j) root's status --kept got no answer after the reaper was replaced"
+kill "$lpid"
+note "    root served; the reaper killed at its budget and ended; the next refusal closed"
 
 echo "keep hostile ok"

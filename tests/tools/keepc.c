@@ -24,12 +24,15 @@
  *   hold [-d]
  *       print "holding", then keep the connection until killed; -d: close
  *       this process's descriptor of its copy first
- *   linger [-q] OP
+ *   linger [-q] [-r N] OP
  *       request OP with two descriptors beside it: a memfd, then a TCP
  *       socket of its own that lingers in its close (SO_LINGER 600 s, its
  *       send window full: its peer is never accepted); -q sends a message
  *       the keeper refuses first, so that this one is still queued when
- *       the keeper closes the connection.  Prints "lingering", holds
+ *       the keeper closes the connection; -r N opens N more connections
+ *       (held) and sends it on one more after them, which a keeper that
+ *       allows N connections of a user refuses at accept with the message
+ *       queued.  Prints "lingering", holds
  *   exec FILE PROGRAM
  *       name this process's copy (as descriptor 100) in a PING, as a
  *       daemon does, open FILE (close-on-exec) and exec PROGRAM: with a
@@ -90,7 +93,7 @@ static void usage(void)
 		"usage: keepc [-t MS] SOCKET STEP...\n"
 		"steps: get [-p] [-n NAME] IMAGE OFFSET [SIZE] | put [-f] [-u] [SIZE]\n"
 		"       | sendfd [-p] FILE OP | list | ping | hold [-d]\n"
-		"       | exec FILE PROGRAM | linger [-q] OP\n"
+		"       | exec FILE PROGRAM | linger [-q] [-r N] OP\n"
 		"   or: keepc [-t MS] SOCKET many [-z SIZE] N IMAGE\n"
 		"   or: keepc [-t MS] SOCKET burst N FILE\n");
 	exit(2);
@@ -394,7 +397,7 @@ static int step_linger(struct conn *c, char ***argv)
 	socklen_t len = sizeof(sa);
 	bool queued = step_flag(argv, "q");
 	char buf[65536] = { 0 };
-	int l, t, fds[2];
+	int l, t, fds[2], s = c->sock;
 	union {
 		char b[CMSG_SPACE(2 * sizeof(int))];
 		struct cmsghdr align;
@@ -406,6 +409,18 @@ static int step_linger(struct conn *c, char ***argv)
 			     .msg_controllen = sizeof(u.b) };
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
 
+	if (step_flag(argv, "r")) {
+		uint64_t n;
+		int held;
+
+		if (!**argv)
+			usage();
+		for (n = number(*(*argv)++); n; n--)
+			if (connect_keeper(&held))
+				return -ECONNREFUSED;
+		if (connect_keeper(&s))
+			return -ECONNREFUSED;
+	}
 	if (!**argv)
 		usage();
 	m.op = (uint32_t)op_of(*(*argv)++);
@@ -434,7 +449,7 @@ static int step_linger(struct conn *c, char ***argv)
 	if (queued) {
 		struct keep_msg junk = { 0 };
 
-		if (send(c->sock, &junk, sizeof(junk), 0) < 0) {
+		if (send(s, &junk, sizeof(junk), 0) < 0) {
 			perror("keepc: linger: send");
 			return -errno;
 		}
@@ -443,7 +458,7 @@ static int step_linger(struct conn *c, char ***argv)
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
 	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
-	if (sendmsg(c->sock, &mh, 0) < 0) {
+	if (sendmsg(s, &mh, 0) < 0) {
 		perror("keepc: linger: sendmsg");
 		return -errno;
 	}
