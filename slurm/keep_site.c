@@ -635,8 +635,11 @@ static void test_pause(struct job *j)
 {
 	const char *f = getenv("SQC_TEST_SITE_PAUSE");
 
+	/* 120 s at most: as long as the test waits for the copy (10 s ran
+	 * out under the load of a whole suite on 2 cores, while the test
+	 * still read through the mounts). */
 	for (int i = 0;
-	     f && *f && i < 500 && !access(f, F_OK) && !atomic_load(&j->stop);
+	     f && *f && i < 6000 && !access(f, F_OK) && !atomic_load(&j->stop);
 	     i++)
 		usleep(20000);
 }

@@ -55,7 +55,7 @@ uid_b=$(id -u "$B")
 
 # start_site_keeper ARGS...: a keeper on $K with site copies of what is
 # under $T/store and $T/site2, and ARGS; KPID its pid.  While $T/pause
-# exists, a site copy handed out waits before it is staged (10 s at most:
+# exists, a site copy handed out waits before it is staged (120 s at most:
 # SQC_TEST_SITE_PAUSE, the keeper's own environment only).
 start_site_keeper() {
     SQC_TEST_SITE_PAUSE="$T/pause" "$MOUNTCTL" keeper --socket "$K" \
@@ -289,6 +289,10 @@ before=$(storage_bytes)
 ra0=$(stat_of "$T/ma" image_io.read_bytes)
 as "$A" cmp "$T/src/d3/f9" "$T/ma/d3/f9" || fail "a file read while root stages differs"
 during=$(($(storage_bytes) - before))
+# Still paused (its bound not run out): what the storage gave meanwhile
+# was the mount's.
+[ "$(kept_site | awk '{ print $2 }')" = 0 ] ||
+    fail "root staged the site copy while paused: $(kept_site)"
 [ "$during" -ge 200000 ] || fail "the file was not read from the storage by the mount itself"
 # Of those, what the daemon's counters miss (spliced from the file).
 spliced=$((during - ($(stat_of "$T/ma" image_io.read_bytes) - ra0)))
