@@ -347,7 +347,7 @@ static int make_mountpoint(struct jobdir *j, const struct job_ids *ids,
 
 	if (mkdirat(j->dir, name, 0700) && errno != EEXIST)
 		return -errno;
-	fd = job__open_dir_at(j->dir, name, O_RDONLY);
+	fd = job__open_here(j->dir, name, O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
 		return -errno;
 	if (fchown(fd, ids->uid, ids->gid) || fchmod(fd, 0700))
@@ -760,7 +760,8 @@ static int empty_tree(int fd, int depth)
 static void empty_as_user(struct jobdir *j, const struct job_ids *ids,
 			  const char *name, double deadline)
 {
-	int fd = job__open_dir_at(j->dir, name, O_RDONLY);
+	/* Not into a mount the user may have made on it again. */
+	int fd = job__open_here(j->dir, name, O_RDONLY | O_DIRECTORY);
 	char msg[8], res[8];
 	struct stat st;
 	pid_t child;
@@ -804,7 +805,7 @@ static int remove_entries(struct jobdir *j, const struct job_ids *ids)
 			empty_as_user(j, ids, e->d_name, deadline);
 			unlinkat(j->dir, e->d_name, AT_REMOVEDIR);
 		}
-		if (!faccessat(j->dir, e->d_name, F_OK, AT_SYMLINK_NOFOLLOW)) {
+		if (job__exists_here(j->dir, e->d_name)) {
 			job__err("job %s: cannot remove %s/%s", ids->job,
 				 j->path, e->d_name);
 			err = -ENOTEMPTY;

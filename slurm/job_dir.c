@@ -8,11 +8,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,6 +48,26 @@ int job__open_dir_at(int dirfd, const char *name, int flags)
 {
 	return openat(dirfd, name,
 		      flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+int job__open_here(int dirfd, const char *name, int flags)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC),
+		.resolve = RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS |
+			   RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH,
+	};
+
+	return (int)syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+}
+
+bool job__exists_here(int dirfd, const char *name)
+{
+	int fd = job__open_here(dirfd, name, O_PATH);
+
+	if (fd >= 0)
+		close(fd); /* O_PATH: nothing to flush */
+	return fd >= 0 || errno != ENOENT;
 }
 
 /* Move the entry @name of @dirfd out of the way: "NAME.bad-<random>". */

@@ -108,6 +108,27 @@ void job__dir_close(struct jobdir *j);
 int job__open_dir_at(int dirfd, const char *name, int flags);
 
 /**
+ * job__open_here() - openat() of @name in @dirfd that never leaves
+ * @dirfd's mount: a mount on @name (a user's own FUSE mount on a mount
+ * point of theirs, made again after root detached theirs) is never
+ * entered, so no file system of a user's is asked anything; nor is a
+ * symlink followed (O_PATH | O_NOFOLLOW opens the link itself).
+ * @dirfd: the parent
+ * @name: one component
+ * @flags: open flags (O_CLOEXEC and O_NOFOLLOW are added)
+ *
+ * Return: the descriptor, or -1 with errno set: EXDEV where a mount is
+ * on @name.
+ */
+int job__open_here(int dirfd, const char *name, int flags);
+
+/**
+ * job__exists_here() - Whether @name is in @dirfd (a mount on it counts),
+ * without entering a mount (job__open_here()).
+ */
+bool job__exists_here(int dirfd, const char *name);
+
+/**
  * job__detach_under() - Detach every mount under a job directory, mounts
  * hidden under others included: each FUSE connection is aborted first,
  * then the mount detached through a descriptor of its root.
@@ -175,7 +196,8 @@ struct job_proc {
  *
  * Return: 0 if signalled; -EPERM if the process is another one (another
  * executable, another user, a setuid program, a later start); -ESRCH if
- * it is gone; -errno.
+ * it is gone; -ETIMEDOUT if who it is could not be read in its budget
+ * (a process waiting in execve(): said, not signalled); -errno.
  * Context: root.
  */
 int job__kill_checked(const struct job_proc *want, int sig);

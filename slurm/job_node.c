@@ -133,18 +133,16 @@ static int is_at(const struct mountinfo_entry *e, void *arg)
 }
 
 /* Is @mnt mounted in the mount namespace of process @pid, when that is
- * not ours (a job's own, with job_container/tmpfs)? */
+ * not ours (a job's own, with job_container/tmpfs)?  Its mountinfo only
+ * (in ours, @mnt is not mounted: the caller looked): not its ns/mnt link,
+ * which waits on the process's exec lock (an execve() of a user's can
+ * hold it for ever). */
 static bool mounted_in_its_ns(const char *pid, const char *mnt)
 {
 	char path[300];
-	struct stat its, mine;
 	FILE *f;
 	int found;
 
-	snprintf(path, sizeof(path), "/proc/%s/ns/mnt", pid);
-	if (stat(path, &its) || stat("/proc/self/ns/mnt", &mine) ||
-	    (its.st_ino == mine.st_ino && its.st_dev == mine.st_dev))
-		return false;
 	snprintf(path, sizeof(path), "/proc/%s/mountinfo", pid);
 	f = fopen(path, "re");
 	if (!f)
@@ -163,10 +161,15 @@ static uid_t daemon_owner(const struct ds_conf *c, const char *job,
 	struct stat st;
 	uid_t uid = JOB_ANY_USER;
 
-	if (!job__dir_open(c, job, false, &j) &&
-	    !fstatat(j.dir, name, &st, AT_SYMLINK_NOFOLLOW) &&
-	    S_ISDIR(st.st_mode) && st.st_uid != 0)
+	int fd = -1;
+
+	/* Not into a mount on it (the user's own, on their mount point). */
+	if (!job__dir_open(c, job, false, &j))
+		fd = job__open_here(j.dir, name, O_PATH);
+	if (fd >= 0 && !fstat(fd, &st) && S_ISDIR(st.st_mode) && st.st_uid != 0)
 		uid = st.st_uid;
+	if (fd >= 0)
+		close(fd); /* O_PATH: nothing to flush */
 	job__dir_close(&j);
 	return uid;
 }

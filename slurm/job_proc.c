@@ -10,7 +10,8 @@
  * opens its /proc directory, checks through the pidfd that it is still
  * alive (then that directory is the pinned process's), checks through
  * that directory who it is (executable, ids, start time), and signals
- * it through the pidfd, which cannot reach another process.
+ * it through the pidfd, which cannot reach another process.  The checks
+ * run in a child with a budget: /proc of a process can wait for ever.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -39,6 +40,11 @@
 #define EACH_DAEMON_MAX (4 << 20) /* what it may say, at most */
 
 #define KILL_GRACE_S 2.0 /* waiting for a killed child */
+#define CHECK_MS 2000 /* one check of who a process is, at most */
+#define CHECK_STUCK_MS 5000 /* all checks of this process that did not end */
+#define CHECK_FLOOR_MS 250 /* one check, once those are spent */
+
+static int64_t check_stuck_ms; /* spent on checks that did not end */
 
 /* Read the file @name of the /proc directory @dirfd into @buf. */
 static int read_at(int dirfd, const char *name, char *buf, size_t cap)
@@ -113,6 +119,56 @@ static bool is_wanted_at(int dirfd, const struct job_proc *want)
 	return is_uid_at(dirfd, want->uid);
 }
 
+/*
+ * is_wanted_at() in a child, within a budget: /proc/PID/exe and stat wait
+ * on the process's exec lock, which an execve() of a user's holds as long
+ * as a file it closes on exec takes to flush (a FUSE file of the user's
+ * own that never answers: for ever).  Checks that do not end share
+ * CHECK_STUCK_MS in the life of this process (a hook); past that each has
+ * CHECK_FLOOR_MS.  Return: 0 if it is the process wanted; -EPERM if not;
+ * -ETIMEDOUT if the check did not end (its child killed, not waited for);
+ * -errno.
+ */
+static int wanted_within(int dirfd, const struct job_proc *want)
+{
+	int64_t budget = CHECK_STUCK_MS - check_stuck_ms, t0 = mono_ns();
+	struct pollfd pf = { .events = POLLIN };
+	int status, got;
+	pid_t child;
+
+	budget = budget > CHECK_MS	 ? CHECK_MS :
+		 budget < CHECK_FLOOR_MS ? CHECK_FLOOR_MS :
+					   budget;
+	child = fork();
+	if (child < 0)
+		return -errno;
+	if (child == 0) {
+		/* Nothing of the hook's (slurmd reads its output to the
+		 * end) in a child that may be stuck. */
+		job__child_stdio(-1);
+		_exit(is_wanted_at(dirfd, want) ? 0 : 1);
+	}
+	pf.fd = pidfd_open(child, 0);
+	do
+		got = pf.fd < 0 ? -1 : poll(&pf, 1, (int)budget);
+	while (got < 0 && errno == EINTR);
+	if (pf.fd >= 0)
+		close(pf.fd);
+	if (got == 0) {
+		kill(child, SIGKILL);
+		(void)waitpid(child, &status, WNOHANG);
+		check_stuck_ms += (mono_ns() - t0) / 1000000;
+		job__err(
+			"pid %d: who it is could not be read within %lld ms (a process that waits in execve() on a file system that does not answer?): not signalled",
+			(int)want->pid, (long long)budget);
+		return -ETIMEDOUT;
+	}
+	while (waitpid(child, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : -EPERM;
+}
+
 int job__kill_checked(const struct job_proc *want, int sig)
 {
 	char path[32];
@@ -134,7 +190,7 @@ int job__kill_checked(const struct job_proc *want, int sig)
 		err = -errno;
 		goto out_close_dir;
 	}
-	err = is_wanted_at(dirfd, want) ? 0 : -EPERM;
+	err = wanted_within(dirfd, want);
 	if (!err && pidfd_send_signal(pidfd, sig, NULL, 0))
 		err = -errno;
 out_close_dir:

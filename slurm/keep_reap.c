@@ -203,8 +203,9 @@ static void send_batch(struct keep_reap *r, int64_t now)
 	memcpy(CMSG_DATA(cm), r->pending, n * sizeof(int));
 	if (sendmsg(r->sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
 		if (errno != EAGAIN)
-			log_warn("cannot hand refused connections to the reaper: %s",
-				 err_str(-errno));
+			log_warn(
+				"cannot hand refused connections to the reaper: %s",
+				err_str(-errno));
 		r->retry_at = now + RETRY_MS;
 		return;
 	}

@@ -302,9 +302,13 @@ until is_mounted "$T/hx"; do
     [ $i -lt 250 ] || fail "hangfs -s did not mount: $(cat "$T/hx.log")"
     sleep 0.02
 done
+# It says its pid and start time first (its own /proc/self/stat, read
+# before the exec): the epilog below finds it recorded as a daemon.
 runuser -u $u -- "$PYTHON" -c 'import os, sys
+st = open("/proc/self/stat").read().rsplit(")", 1)[1].split()
+print(os.getpid(), st[19], flush=True)
 os.open(sys.argv[1], os.O_RDONLY | os.O_CLOEXEC)
-os.execv("/bin/true", ["true"])' "$T/hx/file" &
+os.execv("/bin/true", ["true"])' "$T/hx/file" >"$T/hx.pid" &
 i=0
 until grep -q "FLUSH of uid $uid " "$T/hx.log"; do
     i=$((i + 1))
@@ -318,9 +322,17 @@ timeout 30 "$MOUNTCTL" job --set base="$T/base" --uid "$uid" --gid "$gid" --node
 grep -q "the look for daemons in /proc did not end within 5 s" "$T/hx-prolog.err" ||
     fail "the prolog did not say its look for daemons was cut: $(cat "$T/hx-prolog.err")"
 [ "$(runuser -u $u -- cat "$top/job30-n1/img/d/f")" = hello ] || fail "job 30: the user cannot read the mount"
+# The stuck process recorded as one of the job's daemons, as root's
+# record says of a daemon the user then makes exec (ptrace, where Yama
+# allows it): the epilog's check of who it is (its exe, its stat) waits
+# on its exec lock.  Bounded: 2 s, then it is not signalled, said.
+read -r hx_pid hx_start <"$T/hx.pid"
+echo "img $hx_pid $hx_start" >>"$top/job30-n1/.daemons"
 timeout 30 "$MOUNTCTL" job --set base="$T/base" --uid "$uid" --gid "$gid" --node n1 \
     --job 30 epilog 2>"$T/hx-epilog.err" ||
     fail "the epilog did not end within 30 s with a process stuck in execve(): $(cat "$T/hx-epilog.err")"
+grep -q "pid $hx_pid: who it is could not be read within 2000 ms" "$T/hx-epilog.err" ||
+    fail "the epilog did not say it could not check the recorded process stuck in execve(): $(cat "$T/hx-epilog.err")"
 [ ! -e "$top/job30-n1" ] || fail "the epilog left job 30"
 rc=0
 timeout 30 "$MOUNTCTL" job --set base="$T/base" --node n1 --min-age 0 check-node >"$T/node.out" 2>&1 || rc=$?

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -642,6 +644,53 @@ static const char *prolog_then_killpg(bool session, char *rec, size_t cap)
 	return out;
 }
 
+/* job__open_here(): a mount on the name is EXDEV, never entered; a
+ * symlink is not followed; what is not there is ENOENT. */
+START_TEST(test_open_here)
+{
+	char path[256];
+	struct stat st;
+	int d, fd;
+
+	/* Mounts of this test's own namespace (its child's): gone with it. */
+	ck_assert_int_eq(unshare(CLONE_NEWNS), 0);
+	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	d = open(top, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(d, 0);
+	ck_assert_int_eq(mkdirat(d, "m", 0700), 0);
+	ck_assert_int_eq(symlinkat("/etc", d, "l"), 0);
+
+	fd = job__open_here(d, "m", O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert(job__exists_here(d, "m"));
+	snprintf(path, sizeof(path), "%s/m", top);
+	ck_assert_int_eq(mount("t", path, "tmpfs", 0, "mode=0755"), 0);
+	errno = 0;
+	ck_assert_int_eq(job__open_here(d, "m", O_RDONLY | O_DIRECTORY), -1);
+	ck_assert_int_eq(errno, EXDEV);
+	ck_assert_int_eq(job__open_here(d, "m", O_PATH), -1);
+	ck_assert_int_eq(errno, EXDEV);
+	ck_assert(job__exists_here(d, "m")); /* mounted on: still there */
+
+	/* The link itself (O_PATH), never /etc; not followed otherwise. */
+	fd = job__open_here(d, "l", O_PATH);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	close(fd);
+	ck_assert_int_eq(job__open_here(d, "l", O_RDONLY | O_DIRECTORY), -1);
+	ck_assert_int_eq(job__open_here(d, "../x", O_PATH), -1);
+	ck_assert_int_eq(errno, EXDEV);
+
+	errno = 0;
+	ck_assert(!job__exists_here(d, "none"));
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(umount2(path, MNT_DETACH), 0);
+	close(d);
+}
+END_TEST
+
 START_TEST(test_fork_recorded)
 {
 	char rec[128], want[64];
@@ -685,6 +734,7 @@ int main(void)
 	tcase_add_test(tc, test_odd_trees);
 	tcase_add_test(tc, test_self_cgroup);
 	tcase_add_test(tc, test_job_dir);
+	tcase_add_test(tc, test_open_here);
 	tcase_add_test(tc, test_fork_recorded);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -70,10 +70,10 @@ START_TEST(test_closes_in_batches)
 	for (i = 0; i < N; i++) {
 		int sp[2];
 
-		ck_assert_int_eq(
-			socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
-				   sp),
-			0);
+		ck_assert_int_eq(socketpair(AF_UNIX,
+					    SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
+					    sp),
+				 0);
 		ours[i] = sp[0];
 		theirs[i] = sp[1];
 		/* Something queued on the side the reaper closes. */
@@ -93,8 +93,8 @@ START_TEST(test_closes_in_batches)
 	ck_assert_int_ge(keep_reap_fd(r), 0);
 	/* The caller's copies are closed (the reaper's were the last). */
 	for (i = 0; i < KEEP_REAP_PENDING; i++)
-		ck_assert_int_eq(fcntl(theirs[i], F_GETFD) < 0 && errno == EBADF,
-				 1);
+		ck_assert_int_eq(
+			fcntl(theirs[i], F_GETFD) < 0 && errno == EBADF, 1);
 	for (; i < N; i++)
 		ck_assert(keep_reap_take(r, theirs[i]));
 	ck_assert_int_eq(run_until_closed(r, ours, N), N);
