@@ -773,8 +773,10 @@ static void empty_as_user(struct jobdir *j, const struct job_ids *ids,
 		return;
 	}
 	child = fork();
-	if (child == 0)
+	if (child == 0) {
+		job__child_stdio(-1); /* slurmd reads the hook's to the end */
 		_exit(job__drop_to_user(ids) || empty_tree(fd, 256) ? 1 : 0);
+	}
 	close(fd);
 	if (child > 0 && job__wait_child(child, -1, -1, deadline, msg,
 					 sizeof(msg), res, sizeof(res)))

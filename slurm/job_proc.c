@@ -148,13 +148,15 @@ static int wanted_within(int dirfd, const struct job_proc *want)
 		job__child_stdio(-1);
 		_exit(is_wanted_at(dirfd, want) ? 0 : 1);
 	}
+	/* No pidfd (out of descriptors) or no poll: given up at once, not
+	 * waited for. */
 	pf.fd = pidfd_open(child, 0);
 	do
-		got = pf.fd < 0 ? -1 : poll(&pf, 1, (int)budget);
+		got = pf.fd < 0 ? 0 : poll(&pf, 1, (int)budget);
 	while (got < 0 && errno == EINTR);
 	if (pf.fd >= 0)
 		close(pf.fd);
-	if (got == 0) {
+	if (got <= 0) {
 		kill(child, SIGKILL);
 		(void)waitpid(child, &status, WNOHANG);
 		check_stuck_ms += (mono_ns() - t0) / 1000000;

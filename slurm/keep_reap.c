@@ -2,30 +2,38 @@
 /*
  * This file implements the keeper's reaper (keep_reap.h).
  *
- * The reaper is a child process of the keeper's that keeps nothing of it
- * but its end of a socket pair (SOCK_SEQPACKET).  One batch is out at a
- * time: the keeper sends a message whose descriptors are the sockets to
- * close, closes its own copies of them (not the last references: the
- * message holds them, so nothing is released there), then sends "go".
- * The reaper closes them only after "go" (had it closed them first, the
- * keeper's close could have been the last) and answers "done".
+ * The reaper is a child process forked at the keeper's start, before the
+ * keeper holds anything of a user's, so that it holds nothing but its end
+ * of a socket pair (SOCK_SEQPACKET): a process forked later would hold a
+ * copy of every descriptor the keeper has, users' included, and its end
+ * would close them (a user's FUSE file's FLUSH waits for ever, SIGKILL or
+ * not).  One batch is out at a time: the keeper sends a message whose
+ * descriptors are the sockets to close, closes its own copies of them
+ * (not the last references: the message holds them, so nothing is
+ * released there), then sends "go"; the reaper answers "done".
  *
- * A reaper whose "done" does not come within KEEP_REAP_MS is SIGKILLed:
- * a wait a user can cause in a release (a TCP socket's linger) ends with
- * it, and what it still holds is released as it ends, without waiting
- * (measured on this project's machines: a process killed in such a close,
- * or holding such a socket queued, ends at once).  Then another is forked.
- * A killed reaper that does not end (a release that waits on a hung file
- * system, not on a user) is counted until it does: KEEP_REAPERS in all.
- * Without a reaper, sockets wait in the keeper, KEEP_REAP_PENDING at most,
- * and the keeper takes no more connections until one is back.
+ * The reaper closes nothing itself either: for each batch it forks a
+ * closer, which holds the reaper's socket and the batch only, closes its
+ * own copies (after the closer has them: "go" through a pipe, so that the
+ * closer's are the last), lets the closer close the batch, and gives it
+ * KEEP_REAP_MS.  A closer still there then is SIGKILLed: a wait a user can
+ * cause in such a release (a TCP socket's linger) ends with it, and what
+ * it still holds is released as it ends, without waiting (measured on
+ * this project's machines: a process killed in such a close, or holding
+ * such a socket queued, ends at once).  One that does not end (a release
+ * that waits on a hung file system) is counted; with KEEP_REAPERS of them
+ * the reaper takes no batch until one ends, the keeper's sockets wait
+ * (KEEP_REAP_PENDING, then it takes no connection) and it says so.
  */
 #define LOG_MOD "keeper"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -36,25 +44,89 @@
 #include "util/log.h"
 
 #define BATCH 253 /* SCM_MAX_FD: descriptors in one message */
-#define RETRY_MS 1000 /* a fork or a send that failed: tried again then */
 
 enum { REAP_BATCH = 'b', REAP_GO = 'g', REAP_DONE = 'd' };
 
 struct keep_reap {
 	pid_t pid; /* the reaper, or 0 */
-	int sock; /* the keeper's end, or -1 */
+	int sock; /* the keeper's end, or -1 once the reaper is gone */
 	bool out; /* a batch is out, its "done" not come */
-	int64_t out_since; /* ms */
-	int64_t retry_at; /* ms: no fork or send before */
-	pid_t killed[KEEP_REAPERS]; /* killed, not ended */
-	unsigned int nkilled;
-	int pending[KEEP_REAP_PENDING];
-	unsigned int npending;
+	int *pending; /* sockets to send it */
+	unsigned int npending, cap;
 	bool said_full;
 };
 
-/* The reaper: close what comes, batch by batch, until the keeper's end
- * closes.  Only async-signal-safe calls: the keeper has threads. */
+/* In the reaper: one batch @fds of @n, by a closer of its own.  @stuck:
+ * closers killed and not ended, @nstuck of them. */
+static void close_batch(const int *fds, size_t n, pid_t *stuck,
+			unsigned int *nstuck)
+{
+	struct pollfd pf = { .events = POLLIN };
+	int go[2], status;
+	pid_t c;
+
+	/* Those killed before that ended since. */
+	for (unsigned int i = 0; i < *nstuck;)
+		if (waitpid(stuck[i], &status, WNOHANG) != 0)
+			stuck[i] = stuck[--*nstuck];
+		else
+			i++;
+	/* Too many that do not end: wait for one (the keeper's sockets
+	 * wait meanwhile, and it says so). */
+	while (*nstuck >= KEEP_REAPERS) {
+		c = waitpid(-1, &status, 0);
+		for (unsigned int i = 0; c > 0 && i < *nstuck; i++)
+			if (stuck[i] == c) {
+				stuck[i] = stuck[--*nstuck];
+				break;
+			}
+	}
+	if (pipe2(go, O_CLOEXEC))
+		go[0] = go[1] = -1;
+	c = go[0] >= 0 ? fork() : -1;
+	if (c == 0) {
+		char b;
+
+		close(go[1]);
+		if (read(go[0], &b, 1) != 1)
+			_exit(1);
+		for (size_t i = 0; i < n; i++)
+			close(fds[i]);
+		_exit(0);
+	}
+	/* Ours are not the last: the closer has each (if there is none,
+	 * no process but this one is left to close them). */
+	for (size_t i = 0; i < n; i++)
+		close(fds[i]);
+	if (go[0] >= 0)
+		close(go[0]);
+	if (go[1] >= 0) {
+		if (write(go[1], "g", 1) != 1)
+			(void)0; /* the closer then ends on EOF, closing all */
+		close(go[1]);
+	}
+	if (c < 0)
+		return;
+	pf.fd = pidfd_open(c, 0);
+	if (pf.fd >= 0 && poll(&pf, 1, KEEP_REAP_MS) == 0) {
+		log_warn(
+			"sockets let go of were not closed within %d ms: their closer (pid %d) is killed",
+			KEEP_REAP_MS, (int)c);
+		kill(c, SIGKILL);
+		if (poll(&pf, 1, 100) == 0) {
+			close(pf.fd);
+			stuck[(*nstuck)++] = c;
+			return;
+		}
+	}
+	if (pf.fd >= 0)
+		close(pf.fd);
+	while (waitpid(c, &status, 0) < 0 && errno == EINTR)
+		;
+}
+
+/* The reaper: batches, until the keeper's end closes.  It is forked while
+ * the keeper has no thread, and holds nothing of it. */
 static void __attribute__((noreturn)) reaper_main(int s, pid_t keeper)
 {
 	union {
@@ -62,15 +134,19 @@ static void __attribute__((noreturn)) reaper_main(int s, pid_t keeper)
 		struct cmsghdr align;
 	} u;
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	pid_t stuck[KEEP_REAPERS];
+	unsigned int nstuck = 0;
 	sigset_t none;
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != keeper)
 		_exit(0);
 	sigaction(SIGTERM, &dfl, NULL);
 	sigaction(SIGINT, &dfl, NULL);
+	sigaction(SIGPIPE, &dfl, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	/* Nothing of the keeper's: its socket as 3, every other closed. */
+	/* Nothing of the keeper's: its socket as 3, every other closed
+	 * (none is a user's yet). */
 	if (s != 3 && dup2(s, 3) != 3)
 		_exit(1);
 	close_range(4, ~0U, 0);
@@ -104,13 +180,13 @@ static void __attribute__((noreturn)) reaper_main(int s, pid_t keeper)
 			memcpy(fds + n, CMSG_DATA(cm), k * sizeof(int));
 			n += k;
 		}
+		/* "go": the keeper's copies are closed. */
 		do
 			got = recv(3, &c, 1, 0);
 		while (got < 0 && errno == EINTR);
 		if (got != 1 || c != REAP_GO)
 			_exit(got < 0);
-		for (size_t i = 0; i < n; i++)
-			close(fds[i]);
+		close_batch(fds, n, stuck, &nstuck);
 		c = REAP_DONE;
 		if (send(3, &c, 1, MSG_NOSIGNAL) != 1)
 			_exit(1);
@@ -120,68 +196,37 @@ static void __attribute__((noreturn)) reaper_main(int s, pid_t keeper)
 int keep_reap_new(struct keep_reap **rp)
 {
 	struct keep_reap *r = calloc(1, sizeof(*r));
+	pid_t keeper = getpid();
+	int sp[2], err;
 
 	if (!r)
 		return -ENOMEM;
 	r->sock = -1;
-	*rp = r;
-	return 0;
-}
-
-static void start(struct keep_reap *r, int64_t now)
-{
-	pid_t keeper = getpid();
-	int sp[2];
-
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp)) {
-		log_warn("cannot start a reaper of refused connections: %s",
-			 err_str(-errno));
-		r->retry_at = now + RETRY_MS;
-		return;
+		err = -errno;
+		goto out_free;
 	}
 	r->pid = fork();
 	if (r->pid == 0)
 		reaper_main(sp[1], keeper);
-	close(sp[1]); /* the reaper's end: nothing queued on it yet */
+	close(sp[1]);
 	if (r->pid < 0) {
-		log_warn("cannot start a reaper of refused connections: %s",
-			 err_str(-errno));
+		err = -errno;
 		close(sp[0]);
-		r->pid = 0;
-		r->retry_at = now + RETRY_MS;
-		return;
+		goto out_free;
 	}
 	r->sock = sp[0];
-	r->out = false;
-}
+	*rp = r;
+	return 0;
 
-/* Kill the reaper (or wait for one that ended).  Closing our end is
- * safe: only its "done"s are queued on it. */
-static void kill_reaper(struct keep_reap *r)
-{
-	kill(r->pid, SIGKILL);
-	close(r->sock);
-	r->killed[r->nkilled++] = r->pid;
-	r->pid = 0;
-	r->sock = -1;
-	r->out = false;
-}
-
-static void wait_killed(struct keep_reap *r)
-{
-	unsigned int n = 0;
-
-	for (unsigned int i = 0; i < r->nkilled; i++) {
-		pid_t got = waitpid(r->killed[i], NULL, WNOHANG);
-
-		if (got == 0 || (got < 0 && errno == EINTR))
-			r->killed[n++] = r->killed[i];
-	}
-	r->nkilled = n;
+out_free:
+	log_err("cannot start the reaper of connections: %s", err_str(err));
+	free(r);
+	return err;
 }
 
 /* Send one batch; our copies closed after it, then "go". */
-static void send_batch(struct keep_reap *r, int64_t now)
+static void send_batch(struct keep_reap *r)
 {
 	union {
 		char b[CMSG_SPACE(BATCH * sizeof(int))];
@@ -202,11 +247,11 @@ static void send_batch(struct keep_reap *r, int64_t now)
 	cm->cmsg_len = CMSG_LEN(n * sizeof(int));
 	memcpy(CMSG_DATA(cm), r->pending, n * sizeof(int));
 	if (sendmsg(r->sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-		if (errno != EAGAIN)
-			log_warn(
-				"cannot hand refused connections to the reaper: %s",
-				err_str(-errno));
-		r->retry_at = now + RETRY_MS;
+		/* Its queue is empty (one batch at a time): the reaper is
+		 * gone, or the kernel lacks memory; tried again later. */
+		if (errno != EAGAIN && errno != ENOBUFS && errno != ENOMEM)
+			log_warn("cannot hand sockets to the reaper: %s",
+				 err_str(-errno));
 		return;
 	}
 	for (unsigned int i = 0; i < n; i++)
@@ -214,23 +259,26 @@ static void send_batch(struct keep_reap *r, int64_t now)
 	r->npending -= n;
 	memmove(r->pending, r->pending + n, r->npending * sizeof(int));
 	r->out = true;
-	r->out_since = now;
 	c = REAP_GO;
 	if (send(r->sock, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1)
-		kill_reaper(r); /* it ends holding the batch: released then */
+		log_err("cannot tell the reaper to go on: %s", err_str(-errno));
 }
 
-bool keep_reap_take(struct keep_reap *r, int fd)
+void keep_reap_take(struct keep_reap *r, int fd)
 {
-	if (r->npending >= KEEP_REAP_PENDING) {
-		/* The caller asks keep_reap_full() first: never here.  Left
-		 * open rather than closed on the keeper's loop. */
-		log_err("a refused connection is left open: %u wait for the reaper",
-			r->npending);
-		return false;
+	if (r->npending == r->cap) {
+		unsigned int cap = r->cap ? 2 * r->cap : 64;
+		int *p = realloc(r->pending, cap * sizeof(*p));
+
+		if (!p) {
+			/* Left open rather than closed on the loop. */
+			log_err("out of memory: a connection is left open");
+			return;
+		}
+		r->pending = p;
+		r->cap = cap;
 	}
 	r->pending[r->npending++] = fd;
-	return true;
 }
 
 bool keep_reap_full(const struct keep_reap *r)
@@ -243,7 +291,7 @@ int keep_reap_fd(const struct keep_reap *r)
 	return r->sock;
 }
 
-void keep_reap_run(struct keep_reap *r, int64_t now)
+void keep_reap_run(struct keep_reap *r)
 {
 	char c;
 
@@ -256,29 +304,21 @@ void keep_reap_run(struct keep_reap *r, int64_t now)
 		}
 		if (got < 0 && (errno == EAGAIN || errno == EINTR))
 			break;
-		log_warn("the reaper of refused connections (pid %d) ended",
-			 (int)r->pid);
-		kill_reaper(r);
+		/* Our end's queue holds its "done"s only: safe to close. */
+		log_err("the reaper (pid %d) ended: the sockets of connections let go of are no longer closed",
+			(int)r->pid);
+		close(r->sock);
+		r->sock = -1;
+		(void)waitpid(r->pid, NULL, WNOHANG);
 	}
-	if (r->sock >= 0 && r->out && now - r->out_since > KEEP_REAP_MS) {
-		log_warn(
-			"refused connections were not closed within %d ms: their reaper (pid %d) is killed",
-			KEEP_REAP_MS, (int)r->pid);
-		kill_reaper(r);
-	}
-	wait_killed(r);
-	if (now >= r->retry_at && r->npending) {
-		if (r->sock < 0 && r->nkilled < KEEP_REAPERS)
-			start(r, now);
-		if (r->sock >= 0 && !r->out)
-			send_batch(r, now);
-	}
+	if (r->sock >= 0 && !r->out && r->npending)
+		send_batch(r);
 	if (keep_reap_full(r) != r->said_full) {
 		r->said_full = !r->said_full;
 		if (r->said_full)
 			log_warn(
-				"%d refused connections wait to be closed (%u reapers killed and not ended): no more connections are taken until one is",
-				KEEP_REAP_PENDING, r->nkilled);
+				"%u sockets wait for the reaper (closers that do not end?): no connection is taken until it catches up",
+				r->npending);
 		else
 			log_info("connections are taken again");
 	}
@@ -291,9 +331,10 @@ void keep_reap_free(struct keep_reap *r)
 	/* What waits goes to the reaper if it takes it now; it ends at our
 	 * end's close once it closed that.  Else it is left to our exit. */
 	if (r->sock >= 0 && !r->out && r->npending)
-		send_batch(r, r->retry_at);
+		send_batch(r);
 	if (r->sock >= 0)
 		close(r->sock);
-	wait_killed(r);
+	(void)waitpid(r->pid, NULL, WNOHANG);
+	free(r->pending);
 	free(r);
 }

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * This file declares the keeper's reaper (keep_reap.c): the child process
- * that closes the connections the keeper refuses.  A refused connection's
- * socket may hold messages a user queued before it was accepted, with
+ * This file declares the keeper's reaper (keep_reap.c): the process that
+ * closes the connections' sockets the keeper lets go of (those it refuses
+ * and those it closes).  A socket may hold messages a user queued, with
  * descriptors in them; the last close of the socket releases those, and
  * a release can wait (a TCP socket that lingers in its close waits as
  * long as its SO_LINGER says).  So the keeper's loop never closes such a
- * socket itself: it hands it to the reaper, which a SIGKILL ends when it
- * does not get through a batch within KEEP_REAP_MS.
+ * socket itself: it hands it to the reaper.
  */
 #ifndef SQC_SLURM_KEEP_REAP_H
 #define SQC_SLURM_KEEP_REAP_H
@@ -15,33 +14,37 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* A batch the reaper does not close within this long: it is killed and
- * another is started. */
-#define KEEP_REAP_MS 5000
-/* Reapers at once, those killed and not yet ended among them. */
+/* A batch's closer that has not ended within this long is killed (a
+ * linger's wait ends at SIGKILL; a closer holds nothing else). */
+#define KEEP_REAP_MS 1000
+/* Closers killed and not ended (a release that waits on a file system,
+ * not on a user): with this many, the reaper takes no batch until one
+ * ends. */
 #define KEEP_REAPERS 4
-/* Sockets waiting for a reaper, in the keeper's descriptor table. */
+/* Sockets waiting for the reaper: with this many the keeper takes no
+ * more connections. */
 #define KEEP_REAP_PENDING 256
 
 struct keep_reap;
 
 /**
- * keep_reap_new() - A reaper, started at the first keep_reap_run().
+ * keep_reap_new() - Start the reaper: a child process that holds nothing
+ * of the keeper's but its end of a socket pair.
  * @rp: set to it
  *
- * Return: 0 or -ENOMEM.
+ * Return: 0 or -errno (said).  Context: at the keeper's start, before it
+ * holds a descriptor of a user's (the child is forked with the keeper's
+ * descriptors and closes them: none may be a user's, whose close could
+ * wait).
  */
 int keep_reap_new(struct keep_reap **rp);
 
 /**
  * keep_reap_take() - Hand a socket over to be closed.
  * @r: the reaper
- * @fd: the socket; the reaper's from now on, whatever the answer
- *
- * Return: true; false if KEEP_REAP_PENDING wait already (then @fd is
- * left open in the keeper: the caller asks keep_reap_full() first).
+ * @fd: the socket; the reaper's from now on
  */
-bool keep_reap_take(struct keep_reap *r, int fd);
+void keep_reap_take(struct keep_reap *r, int fd);
 
 /* Whether KEEP_REAP_PENDING sockets wait: take no more connections. */
 bool keep_reap_full(const struct keep_reap *r);
@@ -50,19 +53,16 @@ bool keep_reap_full(const struct keep_reap *r);
 int keep_reap_fd(const struct keep_reap *r);
 
 /**
- * keep_reap_run() - Read the reaper's answers, send it what waits, kill
- * a reaper that took longer than KEEP_REAP_MS over a batch, start
- * another, wait for those killed.
+ * keep_reap_run() - Read the reaper's answers; send it what waits.
  * @r: the reaper
- * @now: CLOCK_MONOTONIC, ms
  *
  * Context: the keeper's loop; it never waits.
  */
-void keep_reap_run(struct keep_reap *r, int64_t now);
+void keep_reap_run(struct keep_reap *r);
 
 /**
  * keep_reap_free() - At the keeper's end: what waits goes to the reaper
- * if it takes it, which then ends; those killed are not waited for.
+ * if it takes it now; the reaper ends once it closed what it has.
  * @r: the reaper, or NULL
  */
 void keep_reap_free(struct keep_reap *r);

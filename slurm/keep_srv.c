@@ -21,8 +21,9 @@
  * once (their connections are not read meanwhile), KEEP_SRV_JOBS of all
  * users, and KEEP_SRV_JOB_MS for the request it serves (then its
  * connection is closed; the thread ends when the call returns, if ever,
- * still counted against its user).  A message with more than one
- * descriptor has the others dropped by the kernel, never installed.
+ * still counted against its user).  Every descriptor of a message is
+ * received (none left for the kernel to release here); those beyond the
+ * one its request names are closed by one job.
  *
  * Bounded.  A user but root has at most KEEP_SRV_USER_CONNS connections
  * and KEEP_USER_COPIES copies; the connections and copies of all fit in
@@ -30,9 +31,9 @@
  * ROOT_CONNS connections only root may take; accept() out of descriptors
  * takes and refuses one connection with a descriptor kept spare for it,
  * so the loop never spins on a listening socket it cannot serve.  A
- * refused connection may hold messages queued before it was accepted,
- * with a user's descriptors in them, which its close releases: it is
- * closed by the reaper, a child process (keep_reap.c), never here.
+ * connection's socket, refused or let go of, may hold messages a user
+ * queued, with descriptors in them, which its last close releases: it
+ * is closed by the reaper, a child process (keep_reap.c), never here.
  *
  * Site copies (--site, keep_site.c): a GET's job also tells whether the
  * image is the site's (its real path, its mount); the logic then starts
@@ -111,7 +112,6 @@ struct job {
 	bool used; /* the look's answer: a live daemon holds the copy */
 	int *more; /* more descriptors to close (a message's extras) */
 	unsigned int nmore;
-	bool conn; /* fd is a connection's socket: counted until closed */
 };
 
 /* A connection. */
@@ -377,20 +377,13 @@ static void dispose_more(struct server *sv, uid_t uid, const int *fds,
 static void close_peer(struct server *sv, struct peer *p)
 {
 	struct user *u = user_of(sv, p->uid);
-	struct job *j;
 
 	keeper_closed(sv->k, p->fd);
-	/* Closed by a job: the close releases what is still queued on the
-	 * socket, descriptors a user sent among them, which can wait.  The
-	 * connection counts against its user until then. */
-	j = job_new(sv, p->uid, p->fd, false, 0, NULL);
-	if (j) {
-		j->conn = true;
-	} else {
-		close(p->fd);
-		if (u && u->conns)
-			u->conns--;
-	}
+	/* Closed by the reaper: the close releases what is still queued on
+	 * the socket, descriptors a user sent among them, which can wait. */
+	keep_reap_take(sv->reap, p->fd);
+	if (u && u->conns)
+		u->conns--;
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	if (p->job)
@@ -581,8 +574,6 @@ static void jobs_ended(struct server *sv)
 		next = j->next;
 		if (u && u->jobs)
 			u->jobs--;
-		if (u && j->conn && u->conns)
-			u->conns--;
 		free(j->more);
 		if (j->uid != 0 && sv->jobs)
 			sv->jobs--;
@@ -817,7 +808,7 @@ static void serve(struct server *sv)
 			     accept_one(sv, now);
 			     i++)
 				;
-		keep_reap_run(sv->reap, now);
+		keep_reap_run(sv->reap);
 		flush_all(sv, now);
 		if (now >= next_tick) {
 			tick(sv, now);
@@ -923,6 +914,13 @@ int keep_serve(const struct keep_srv_opts *o)
 	if (!sv)
 		return 1;
 	sv->o = o;
+	/* First, while the keeper holds nothing of a user's and runs no
+	 * thread: the reaper is forked with what it holds. */
+	if (keep_reap_new(&sv->reap)) {
+		fprintf(stderr, "mountctl keeper: cannot start\n");
+		free(sv);
+		return 1;
+	}
 	sv->max_conns =
 		nofile > KEEP_SRV_JOBS + KEEP_REAP_PENDING + 128 +
 					4 * ROOT_CONNS ?
@@ -940,7 +938,6 @@ int keep_serve(const struct keep_srv_opts *o)
 		ko.site_arg = sv;
 	}
 	if (!sv->peers || !sv->pfd || sv->wake_fd < 0 ||
-	    keep_reap_new(&sv->reap) ||
 	    (ko.site_start && keep_site_new(&so, sv->wake_fd, &sv->site)) ||
 	    keeper_new(&ko, &sv->k) || listen_at(sv)) {
 		fprintf(stderr, "mountctl keeper: cannot start\n");

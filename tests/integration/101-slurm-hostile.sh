@@ -824,7 +824,7 @@ sleep "${1:-0}"
 EOR
 chmod 0755 "$T/bin/readkeep"
 # keeper_pid: the keeper the Prologs started on $T/keep.
-keeper_pid() { pgrep -f "^mountctl keeper --keep [^ ]* --socket $T/keep/keeper.sock" || true; }
+keeper_pid() { keepers "^mountctl keeper --keep [^ ]* --socket $T/keep/keeper.sock"; }
 case_10() {
     ks=$T/keep/keeper.sock
     # adopted NAME: what job NAME's task adopted ("none" if it read wrong).

@@ -87,7 +87,7 @@ chmod 0755 "$T/cl/hooks"/*
 
 # keeper_pid NODE: the keeper listening on NODE's socket, or nothing.
 keeper_pid() {
-    pgrep -f "^mountctl keeper --keep [^ ]* --socket $T/keep-$1/keeper.sock" || true
+    keepers "^mountctl keeper --keep [^ ]* --socket $T/keep-$1/keeper.sock"
 }
 stop_keepers() {
     for p in $(keeper_pid "$CL_N1") $(keeper_pid "$CL_N2"); do

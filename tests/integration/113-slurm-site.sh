@@ -97,7 +97,7 @@ chmod 0755 "$T/cl/hooks"/*
 : >"$T/cl/etc/plugstack.conf"
 
 keeper_pid() {
-    pgrep -f "^mountctl keeper --keep [^ ]* --socket $T/keep-$1/keeper.sock" || true
+    keepers "^mountctl keeper --keep [^ ]* --socket $T/keep-$1/keeper.sock"
 }
 stop_keepers() {
     for n in "$CL_N1" "$CL_N2"; do

@@ -43,8 +43,8 @@
 #       when the keeper closes the connection: root is still served;
 #   (j) the same socket queued on a connection the keeper refuses at
 #       accept (its user already has 64): root is still served, the
-#       reaper that closes it is killed within its budget and ends, and
-#       the next refusal is closed by another.
+#       reaper's closer of it is killed within its budget and ends, and
+#       the next refusal is closed as well.
 # Every call that could wait on a stuck keeper runs under timeout.
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -440,7 +440,8 @@ note "    root served both ways"
 note "(j) a lingering TCP socket queued on a connection refused at accept (its user at 64 connections)"
 # All 66 connections of keepc's (its first, 64 held, the lingering one)
 # wait unaccepted while the keeper is stopped: the last two are refused.
-reaper_killed="their reaper (pid [0-9]*) is killed"
+closers_killed() { grep -c "their closer (pid [0-9]*) is killed" "$T/keeper.log" || true; }
+killed0=$(closers_killed)
 kill -STOP "$KPID"
 as_bg $A "$KEEPC" "$K" linger -r 64 ping >"$T/j.out" 2>&1
 lpid=$bg
@@ -450,20 +451,22 @@ for _i in 1 2 3; do
     timeout 5 "$MOUNTCTL" status --kept --socket "$K" >/dev/null ||
         fail "(j) root's status --kept got no answer within 5 s after a refused connection held a lingering socket"
 done
-# Its close waits 600 s in the reaper: killed after 5 s (with 10 s to
-# spare on a loaded machine), and the keeper waits for it to end.
-wait_line "$T/keeper.log" "$reaper_killed" 15 "(j) the reaper closing the lingering socket was not killed"
-rpid=$(sed -n 's/.*their reaper (pid \([0-9]*\)) is killed.*/\1/p' "$T/keeper.log" | tail -n 1)
-wait_until 10 "(j) the killed reaper $rpid did not end" "[ ! -e /proc/$rpid ]"
-# Another refusal of user a's (still at 64) goes to a new reaper, which
-# closes it: keepc's connection ends, it sees "closed".
+# Its close waits 600 s in the reaper's closer: killed after 1 s (with
+# 14 s to spare on a loaded machine), and it ends.
+wait_until 15 "(j) the closer of the lingering socket was not killed" \
+    "[ \"\$(closers_killed)\" -gt $killed0 ]"
+cpid=$(sed -n 's/.*their closer (pid \([0-9]*\)) is killed.*/\1/p' "$T/keeper.log" | tail -n 1)
+wait_until 10 "(j) the killed closer $cpid did not end" "[ ! -e /proc/$cpid ]"
+# Another refusal of user a's (still at 64) is closed as well: keepc's
+# connection ends, it sees "closed"; no closer killed over it.
+killed1=$(closers_killed)
 as $A timeout 10 "$KEEPC" "$K" ping >"$T/j2.out" 2>&1 || true
 grep -q "^closed" "$T/j2.out" || fail "(j) user a's 66th connection was not refused: $(cat "$T/j2.out")"
-[ "$(grep -c "$reaper_killed" "$T/keeper.log")" = 1 ] ||
-    fail "(j) a reaper was killed over an ordinary refusal: $(grep "reaper" "$T/keeper.log")"
+[ "$(closers_killed)" = "$killed1" ] ||
+    fail "(j) a closer was killed over an ordinary refusal: $(grep "closer" "$T/keeper.log")"
 timeout 5 "$MOUNTCTL" status --kept --socket "$K" >/dev/null ||
-    fail "(j) root's status --kept got no answer after the reaper was replaced"
+    fail "(j) root's status --kept got no answer after the closer was killed"
 kill "$lpid"
-note "    root served; the reaper killed at its budget and ended; the next refusal closed"
+note "    root served; the closer killed at its budget and ended; the next refusal closed"
 
 echo "keep hostile ok"

@@ -349,6 +349,18 @@ sqc_pid() {
     done
 }
 
+# keepers PATTERN: the pids of the keepers whose command line matches
+# PATTERN (pgrep -f), not their reaper and its closers (children that
+# run with the same command line)
+keepers() {
+    _kp=$(pgrep -f "$1" || true)
+    _kl=" $(echo "$_kp" | tr '\n' ' ')"
+    for _p in $_kp; do
+        _pp=$(sed -n 's/^PPid:[[:space:]]*//p' "/proc/$_p/status" 2>/dev/null || true)
+        case "$_kl" in *" $_pp "*) ;; *) echo "$_p" ;; esac
+    done
+}
+
 # wait_gone PID SECONDS WHAT: wait for process PID to exit; fail with
 # "WHAT still running after SECONDS s" if it has not by then.
 wait_gone() {
