@@ -91,11 +91,13 @@ static int check_mounts(const struct ds_conf *c, const char *top, bool clean)
 		if (!split_under(top, v[i].path, job, name))
 			continue;
 		/* All together within a budget: a user can stack very many
-		 * mounts of that type there, each not answering. */
+		 * mounts of that type there, each not answering.  Said, not
+		 * counted: a mount whose daemon is gone answers at once
+		 * (ENOTCONN), so those that used the budget were a user's own
+		 * daemons, alive; the node is no admin's matter for them. */
 		if (rest <= 0) {
-			printf("mounts under %s: not all looked at within %d s (mounts that do not answer?)\n",
+			printf("mounts under %s: not all looked at within %d s (daemons alive that do not answer): looked at again next time\n",
 			       top, CHECK_MOUNTS_S);
-			left++;
 			break;
 		}
 		err = ctl_ping_mount(
@@ -235,6 +237,13 @@ static int check_daemons(const struct ds_conf *c, const char *top, bool clean,
 	if (job__exe_stat(false, &exe))
 		return 1;
 	left = job__each_daemon(&exe, check_daemon, &a);
+	/* Cut by a process named squashcached waiting in execve() (a user
+	 * can make one): said, not counted, or any user could drain the
+	 * node through its health check. */
+	if (left == -ETIMEDOUT) {
+		printf("daemons: not all looked at within the budget (a process named squashcached that waits in execve()?): looked at again next time\n");
+		return 0;
+	}
 	return left < 0 ? 1 : left;
 }
 

@@ -246,27 +246,26 @@ static bool daemon_mountpoint(const char *pid, char *mnt, size_t cap)
 	return true;
 }
 
-/* Is the name (comm, from /proc/@pid/stat) of the process squashcached? */
+/* Is the name (comm) of the process squashcached?  From /proc/@pid/status,
+ * which waits on nothing of the process's (its stat waits on its exec
+ * lock): so only a process so named can make the scan wait. */
 static bool named_daemon(const char *pid)
 {
-	char path[300], line[512], *open_p, *close_p;
+	char path[300], buf[256];
 	ssize_t r;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	snprintf(path, sizeof(path), "/proc/%s/status", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
-	r = read(fd, line, sizeof(line) - 1);
+	r = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (r <= 0)
 		return false;
-	line[r] = '\0';
-	open_p = strchr(line, '(');
-	close_p = strrchr(line, ')');
-	return open_p && close_p > open_p &&
-	       close_p - open_p - 1 == (ptrdiff_t)strlen("squashcached") &&
-	       !strncmp(open_p + 1, "squashcached", strlen("squashcached"));
+	buf[r] = '\0';
+	return !strncmp(buf, "Name:\tsquashcached\n",
+			strlen("Name:\tsquashcached\n"));
 }
 
 /* Is the process of /proc/@pid running the executable @exe?  Asked of
