@@ -142,10 +142,11 @@ uint64_t keep_pidns(pid_t pid);
 
 /**
  * keep_pidns_of() - As keep_pidns(), of the process a pidfd is of, asked
- * of the pidfd (PIDFD_GET_PID_NAMESPACE, Linux 6.11) and only where the
- * kernel has no such ioctl of /proc/PID/ns/pid: a /proc link of a process
- * waits on its exec lock, which a user's execve() can hold for ever (while
- * it flushes a user's FUSE file it closes).
+ * of the pidfd (PIDFD_GET_PID_NAMESPACE, Linux 6.11); where the kernel
+ * has no such ioctl, of its /proc/PID/status (one NSpid: our namespace;
+ * more: 0), never of /proc/PID/ns/pid: a /proc link of a process waits
+ * on its exec lock, which a user's execve() can hold for ever (while it
+ * flushes a user's FUSE file it closes).
  * @pidfd: the process's pidfd, or -1
  * @pid: its pid, for the fallback
  *

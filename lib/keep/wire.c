@@ -51,6 +51,42 @@ uint64_t keep_pidns(pid_t pid)
 	return stat(path, &sb) ? 0 : (uint64_t)sb.st_ino;
 }
 
+/*
+ * Without the ioctl (Linux before 6.11): not /proc/PID/ns/pid, whose
+ * link waits on the process's exec lock, but its status, which waits on
+ * nothing of it: one NSpid is a process of our /proc's pid namespace,
+ * ours; one of a namespace below it cannot be told so (0: its copies are
+ * not kept for it on such a kernel).
+ */
+static uint64_t keep_pidns_status(pid_t pid)
+{
+	char path[40], buf[4096], *p, *end;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strstr(buf, "\nNSpid:");
+	if (!p)
+		return 0;
+	p += strlen("\nNSpid:");
+	end = strchr(p, '\n');
+	if (end)
+		*end = '\0';
+	/* "\t1234" alone: one level, ours. */
+	p += strspn(p, " \t");
+	p += strcspn(p, " \t");
+	p += strspn(p, " \t");
+	return *p ? 0 : keep_pidns(0);
+}
+
 #define PIDFS_MAGIC_IOC 0xFF
 #define PIDFD_PID_NS _IO(PIDFS_MAGIC_IOC, 5) /* PIDFD_GET_PID_NAMESPACE */
 
@@ -70,7 +106,7 @@ uint64_t keep_pidns_of(int pidfd, pid_t pid)
 		if (errno != ENOTTY && errno != EINVAL)
 			return 0; /* gone, or not ours to ask */
 	}
-	return keep_pidns(pid);
+	return keep_pidns_status(pid);
 }
 
 int keep_send(int sock, struct keep_msg *m, int fd)

@@ -23,7 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/pidfd.h>
+#include <sys/wait.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -1304,6 +1308,44 @@ START_TEST(test_site_budget)
 }
 END_TEST
 
+/* keep_pidns_of(): of the pidfd; without one (the fallback of kernels
+ * before 6.11), of the status: ours for a process of our namespace, 0
+ * (unknown) for one in a namespace below, never another's inode. */
+START_TEST(test_pidns_of)
+{
+	int pidfd, p[2];
+	uint64_t ns;
+	pid_t child;
+	char c;
+
+	ck_assert_uint_ne(keep_pidns(0), 0);
+	ck_assert_uint_eq(keep_pidns_of(-1, getpid()), keep_pidns(0));
+	pidfd = pidfd_open(getpid(), 0);
+	ck_assert_int_ge(pidfd, 0);
+	ck_assert_uint_eq(keep_pidns_of(pidfd, getpid()), keep_pidns(0));
+	close(pidfd);
+	if (geteuid() != 0 || unshare(CLONE_NEWPID))
+		return; /* a namespace below needs root */
+	ck_assert_int_eq(pipe(p), 0);
+	child = fork(); /* pid 1 of the new namespace */
+	if (child == 0) {
+		close(p[1]);
+		(void)!read(p[0], &c, 1);
+		_exit(0);
+	}
+	ck_assert_int_gt(child, 0);
+	close(p[0]);
+	ck_assert_uint_eq(keep_pidns_of(-1, child), 0);
+	pidfd = pidfd_open(child, 0);
+	ck_assert_int_ge(pidfd, 0);
+	ns = keep_pidns_of(pidfd, child);
+	ck_assert_uint_ne(ns, keep_pidns(0)); /* of the pidfd: its own */
+	close(pidfd);
+	close(p[1]);
+	waitpid(child, NULL, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("keep");
@@ -1331,6 +1373,7 @@ int main(void)
 	tcase_add_test(tc, test_site_shared);
 	tcase_add_test(tc, test_site_fallback);
 	tcase_add_test(tc, test_site_budget);
+	tcase_add_test(tc, test_pidns_of);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
