@@ -897,7 +897,7 @@ int keep_serve(const struct keep_srv_opts *o)
 	struct keep_site_opts so = { .prefixes = o->site,
 				     .seal = (enum keep_site_seal)o->site_seal,
 				     .roots = o->site_roots };
-	unsigned long nofile;
+	unsigned long nofile, reserve;
 	struct server *sv;
 	unsigned int left;
 
@@ -908,7 +908,9 @@ int keep_serve(const struct keep_srv_opts *o)
 	}
 	nofile = keep_srv_nofile();
 	/* Per connection: its socket, its pidfd, a copy, an answer's dup;
-	 * plus jobs, refused connections for the reaper, the spare, the
+	 * plus jobs (a job may hold a message's every descriptor: with the
+	 * table full, a receive would leave descriptors to the kernel to
+	 * release on the loop), sockets for the reaper, the spare, the
 	 * loop's own. */
 	sv = calloc(1, sizeof(*sv));
 	if (!sv)
@@ -921,11 +923,10 @@ int keep_serve(const struct keep_srv_opts *o)
 		free(sv);
 		return 1;
 	}
-	sv->max_conns =
-		nofile > KEEP_SRV_JOBS + KEEP_REAP_PENDING + 128 +
-					4 * ROOT_CONNS ?
-			(nofile - KEEP_SRV_JOBS - KEEP_REAP_PENDING - 128) / 4 :
-			ROOT_CONNS;
+	reserve = KEEP_SRV_JOBS * KEEP_MSG_FDS + KEEP_REAP_PENDING + 128;
+	sv->max_conns = nofile > reserve + 4 * ROOT_CONNS ?
+				(nofile - reserve) / 4 :
+				ROOT_CONNS;
 	ko.max_copies = (unsigned int)sv->max_conns;
 	sv->peers = calloc(sv->max_conns, sizeof(*sv->peers));
 	sv->pfd = calloc(sv->max_conns + 3, sizeof(*sv->pfd));
