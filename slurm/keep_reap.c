@@ -101,26 +101,30 @@ static void close_batch(const int *fds, size_t n, pid_t *stuck,
 	if (go[0] >= 0)
 		close(go[0]);
 	if (go[1] >= 0) {
-		if (write(go[1], "g", 1) != 1)
-			(void)0; /* the closer then ends on EOF, closing all */
+		/* Had it failed, the closer ends at EOF, closing them all. */
+		ssize_t w = write(go[1], "g", 1);
+
+		(void)w;
 		close(go[1]);
 	}
 	if (c < 0)
 		return;
+	/* Killing a closer is never harmful (its end releases the rest
+	 * without waiting): without a pidfd to wait on, at once. */
 	pf.fd = pidfd_open(c, 0);
-	if (pf.fd >= 0 && poll(&pf, 1, KEEP_REAP_MS) == 0) {
+	if (pf.fd < 0 || poll(&pf, 1, KEEP_REAP_MS) == 0) {
 		log_warn(
 			"sockets let go of were not closed within %d ms: their closer (pid %d) is killed",
-			KEEP_REAP_MS, (int)c);
+			pf.fd < 0 ? 0 : KEEP_REAP_MS, (int)c);
 		kill(c, SIGKILL);
-		if (poll(&pf, 1, 100) == 0) {
-			close(pf.fd);
+		if (pf.fd < 0 || poll(&pf, 1, 100) == 0) {
+			if (pf.fd >= 0)
+				close(pf.fd);
 			stuck[(*nstuck)++] = c;
 			return;
 		}
 	}
-	if (pf.fd >= 0)
-		close(pf.fd);
+	close(pf.fd);
 	while (waitpid(c, &status, 0) < 0 && errno == EINTR)
 		;
 }

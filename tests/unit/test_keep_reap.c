@@ -40,7 +40,8 @@ static bool closed(int fd)
 }
 
 /* Run @r until every one of @n sockets' peers sees its end closed, 10 s
- * at most; each run must come back at once.  Return: how many did. */
+ * at most; each run must come back (not wait in a close).  Return: how
+ * many did. */
 static int run_until_closed(struct keep_reap *r, const int *ours, int n)
 {
 	int64_t end = now_ms() + 10000;
@@ -50,7 +51,9 @@ static int run_until_closed(struct keep_reap *r, const int *ours, int n)
 		int64_t t = now_ms();
 
 		keep_reap_run(r);
-		ck_assert_int_lt(now_ms() - t, 100);
+		/* A close waiting in it would take the linger's 600 s; 5 s
+		 * leave room for a loaded machine. */
+		ck_assert_int_lt(now_ms() - t, 5000);
 		done = 0;
 		for (int i = 0; i < n; i++)
 			done += closed(ours[i]);
