@@ -1310,13 +1310,14 @@ END_TEST
 
 /* keep_pidns_of(): of the pidfd; without one (the fallback of kernels
  * before 6.11), of the status: ours for a process of our namespace, 0
- * (unknown) for one in a namespace below, never another's inode. */
+ * (unknown) for one in a namespace below, never another's inode.  The
+ * namespace below is a helper's (a process that unshares it has its
+ * later children there, the sanitizers' own among them). */
 START_TEST(test_pidns_of)
 {
-	int pidfd, p[2];
+	int pidfd, go[2], said[2];
+	pid_t helper, child = 0;
 	uint64_t ns;
-	pid_t child;
-	char c;
 
 	ck_assert_uint_ne(keep_pidns(0), 0);
 	ck_assert_uint_eq(keep_pidns_of(-1, getpid()), keep_pidns(0));
@@ -1324,25 +1325,42 @@ START_TEST(test_pidns_of)
 	ck_assert_int_ge(pidfd, 0);
 	ck_assert_uint_eq(keep_pidns_of(pidfd, getpid()), keep_pidns(0));
 	close(pidfd);
-	if (geteuid() != 0 || unshare(CLONE_NEWPID))
+	if (geteuid() != 0)
 		return; /* a namespace below needs root */
-	ck_assert_int_eq(pipe(p), 0);
-	child = fork(); /* pid 1 of the new namespace */
-	if (child == 0) {
-		close(p[1]);
-		(void)!read(p[0], &c, 1);
+	ck_assert_int_eq(pipe(go), 0);
+	ck_assert_int_eq(pipe(said), 0);
+	helper = fork();
+	if (helper == 0) {
+		pid_t c;
+		char b;
+
+		close(go[1]); /* the test's alone: its close is the go */
+		close(said[0]);
+		if (unshare(CLONE_NEWPID))
+			_exit(1);
+		c = fork(); /* pid 1 of the new namespace */
+		if (c == 0) {
+			(void)!read(go[0], &b, 1);
+			_exit(0);
+		}
+		(void)!write(said[1], &c, sizeof(c));
+		waitpid(c, NULL, 0);
 		_exit(0);
 	}
+	ck_assert_int_gt(helper, 0);
+	close(go[0]);
+	close(said[1]);
+	ck_assert_int_eq(read(said[0], &child, sizeof(child)), sizeof(child));
 	ck_assert_int_gt(child, 0);
-	close(p[0]);
 	ck_assert_uint_eq(keep_pidns_of(-1, child), 0);
 	pidfd = pidfd_open(child, 0);
 	ck_assert_int_ge(pidfd, 0);
 	ns = keep_pidns_of(pidfd, child);
 	ck_assert_uint_ne(ns, keep_pidns(0)); /* of the pidfd: its own */
 	close(pidfd);
-	close(p[1]);
-	waitpid(child, NULL, 0);
+	close(go[1]);
+	close(said[0]);
+	waitpid(helper, NULL, 0);
 }
 END_TEST
 
