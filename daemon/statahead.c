@@ -310,6 +310,11 @@ static int pull(struct statahead *sa, bool all, bool names, const char *path,
 	pthread_mutex_unlock(&sa->lock);
 	if (act == PULL_SKIP)
 		return 0;
+	/* Stopping: no notify more (the unmount closes the device soon).
+	 * One already under way can still overlap that close (ThreadSanitizer
+	 * saw it once in 053): statahead is joined only after the unmount. */
+	if (atomic_load(&sa->stop))
+		return -ECANCELED;
 	if (act == PULL_RELIST)
 		sqcd_drop_listing(sa->d, ref);
 	if (atomic_load(&sa->stop))
