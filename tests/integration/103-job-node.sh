@@ -315,12 +315,8 @@ os.execv("/bin/true", ["true"])' "$T/hx/file" "$1" >"$2" &
 }
 # flushes N: until hangfs saw N FLUSHes of the user's
 flushes() {
-    i=0
-    until [ "$(grep -c "FLUSH of uid $uid " "$T/hx.log")" -ge "$1" ]; do
-        i=$((i + 1))
-        [ $i -lt 500 ] || fail "the user's exec did not wait on hangfs: $(cat "$T/hx.log")"
-        sleep 0.02
-    done
+    wait_until 10 "the user's exec did not wait on hangfs" \
+        "[ \"\$(grep -c 'FLUSH of uid $uid ' \"\$T/hx.log\")\" -ge $1 ]"
 }
 # One not named squashcached: the scan reads only the status (its name)
 # of a process so named, which waits on nothing: it is not held up.

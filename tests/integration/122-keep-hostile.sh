@@ -423,18 +423,27 @@ keeper 64M
 # on its loop.
 # The keeper is stopped while keepc sends and closes its own descriptor
 # of the socket, so that the keeper's is the last.
-for q in "" -q; do
+# linger_served CASE ARGS...: with the keeper stopped, user a's keepc
+# sends its lingering socket (keepc linger ARGS ping); once the keeper
+# goes on, root's status --kept is answered 3 times within 5 s each.
+# keepc's pid in lpid.
+linger_served() {
+    _ls_case=$1
+    shift
     kill -STOP "$KPID"
-    as_bg $A "$KEEPC" "$K" linger $q ping >"$T/i.out" 2>&1
+    as_bg $A "$KEEPC" "$K" linger "$@" ping >"$T/$_ls_case.out" 2>&1
     lpid=$bg
-    wait_line "$T/i.out" "^lingering" 10 "(i$q) keepc did not send its lingering socket"
+    wait_line "$T/$_ls_case.out" "^lingering" 10 "($_ls_case) keepc did not send its lingering socket"
     kill -CONT "$KPID"
     for _i in 1 2 3; do
         timeout 5 "$MOUNTCTL" status --kept --socket "$K" >/dev/null ||
-            fail "(i$q) root's status --kept got no answer within 5 s after a lingering socket came to the keeper"
+            fail "($_ls_case) root's status --kept got no answer within 5 s after a lingering socket came to the keeper"
     done
-    kill "$lpid"
-done
+}
+linger_served i
+kill "$lpid"
+linger_served i-q -q
+kill "$lpid"
 note "    root served both ways"
 
 note "(j) a lingering TCP socket queued on a connection refused at accept (its user at 64 connections)"
@@ -442,15 +451,7 @@ note "(j) a lingering TCP socket queued on a connection refused at accept (its u
 # wait unaccepted while the keeper is stopped: the last two are refused.
 closers_killed() { grep -c "their closer (pid [0-9]*) is killed" "$T/keeper.log" || true; }
 killed0=$(closers_killed)
-kill -STOP "$KPID"
-as_bg $A "$KEEPC" "$K" linger -r 64 ping >"$T/j.out" 2>&1
-lpid=$bg
-wait_line "$T/j.out" "^lingering" 10 "(j) keepc did not send its lingering socket"
-kill -CONT "$KPID"
-for _i in 1 2 3; do
-    timeout 5 "$MOUNTCTL" status --kept --socket "$K" >/dev/null ||
-        fail "(j) root's status --kept got no answer within 5 s after a refused connection held a lingering socket"
-done
+linger_served j -r 64
 # Its close waits 600 s in the reaper's closer: killed after 1 s (with
 # 14 s to spare on a loaded machine), and it ends.
 wait_until 15 "(j) the closer of the lingering socket was not killed" \
