@@ -94,6 +94,11 @@ struct sqcd {
 	struct pf *pf; /* readahead; NULL until started (the stager
 			  threads are img_stage(img)'s) */
 	struct fuse_session *se; /* the FUSE session */
+	/* held around every notify a thread other than a FUSE worker sends;
+	 * notify_off, set under it before the unmount, ends them: none
+	 * overlaps the unmount's close of the device (sqcd_notify_end()) */
+	pthread_mutex_t notify_lock;
+	bool notify_off;
 	uint64_t root_ref; /* root directory's inode reference */
 	atomic_bool no_open; /* the kernel skips open for files (set by init) */
 	bool no_opendir; /* and for directories */
@@ -180,9 +185,20 @@ extern const struct fuse_lowlevel_ops sqcd_ops;
  * send (FUSE notify_inval_inode; nothing happens if the kernel does not
  * hold the directory).
  *
+ * Nothing is sent once sqcd_notify_end() has returned.
+ *
  * Context: any thread but a FUSE worker answering a request on @ref.
  */
 void sqcd_drop_listing(struct sqcd *d, uint64_t ref);
+
+/**
+ * sqcd_notify_end() - Send no notify any more, and wait for the one under
+ * way (a notify does not wait on a request: it ends).
+ * @d: daemon
+ *
+ * Context: the main thread, before the unmount closes the FUSE device.
+ */
+void sqcd_notify_end(struct sqcd *d);
 
 /*
  * The bytes of a file range, ready to send (splice.c): either all of them

@@ -632,6 +632,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "squashcached: out of memory\n");
 		return 1;
 	}
+	pthread_mutex_init(&d->notify_lock, NULL);
 	if (sqcd_opts_parse(&d->o, argc, argv, &ret))
 		goto out_img;
 	set_logging(&d->o);
@@ -675,6 +676,10 @@ out_unmount:
 	/* See features[]: the order and its reasons. */
 	stop_features(d, ROUND_SERVING);
 	stop_features(d, ROUND_MOUNTED);
+	/* Listing ahead is joined only once the session is destroyed (a
+	 * listing of its may wait on a request that the unmount releases):
+	 * its notifies end here, before the unmount closes the device. */
+	sqcd_notify_end(d);
 	fuse_session_unmount(d->se);
 	stop_features(d, ROUND_UNMOUNTED);
 out_signals:
@@ -698,6 +703,7 @@ out_img:
 	ctl_srv_stop(ctl); /* still listening when the mount failed */
 	ctl_srv_free(ctl);
 	img_close(d->img);
+	pthread_mutex_destroy(&d->notify_lock);
 	free(d);
 	return ret;
 }

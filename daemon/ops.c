@@ -883,7 +883,18 @@ static void sqcd_ioctl(fuse_req_t req, fuse_ino_t node, unsigned int cmd,
 
 void sqcd_drop_listing(struct sqcd *d, uint64_t ref)
 {
-	fuse_lowlevel_notify_inval_inode(d->se, ref_to_node(d, ref), 0, 0);
+	pthread_mutex_lock(&d->notify_lock);
+	if (!d->notify_off)
+		fuse_lowlevel_notify_inval_inode(d->se, ref_to_node(d, ref), 0,
+						 0);
+	pthread_mutex_unlock(&d->notify_lock);
+}
+
+void sqcd_notify_end(struct sqcd *d)
+{
+	pthread_mutex_lock(&d->notify_lock);
+	d->notify_off = true;
+	pthread_mutex_unlock(&d->notify_lock);
 }
 
 const struct fuse_lowlevel_ops sqcd_ops = {

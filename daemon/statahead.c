@@ -310,9 +310,8 @@ static int pull(struct statahead *sa, bool all, bool names, const char *path,
 	pthread_mutex_unlock(&sa->lock);
 	if (act == PULL_SKIP)
 		return 0;
-	/* Stopping: no notify more (the unmount closes the device soon).
-	 * One already under way can still overlap that close (ThreadSanitizer
-	 * saw it once in 053): statahead is joined only after the unmount. */
+	/* Stopping: no listing more.  The notify is sent only while the
+	 * device is open (sqcd_notify_end(), before the unmount). */
 	if (atomic_load(&sa->stop))
 		return -ECANCELED;
 	if (act == PULL_RELIST)
