@@ -15,15 +15,16 @@
  * The reaper closes nothing itself either: for each batch it forks a
  * closer, which holds the reaper's socket and the batch only, closes its
  * own copies (after the closer has them: "go" through a pipe, so that the
- * closer's are the last), lets the closer close the batch, and gives it
- * KEEP_REAP_MS.  A closer still there then is SIGKILLed: a wait a user can
- * cause in such a release (a TCP socket's linger) ends with it, and what
- * it still holds is released as it ends, without waiting (measured on
- * this project's machines: a process killed in such a close, or holding
- * such a socket queued, ends at once).  One that does not end (a release
- * that waits on a hung file system) is counted; with KEEP_REAPERS of them
- * the reaper takes no batch until one ends, the keeper's sockets wait
- * (KEEP_REAP_PENDING, then it takes no connection) and it says so.
+ * closer's are the last), and lets the closer end.  The closer does not
+ * close the batch: it exits holding it, and an exit releases every socket
+ * without the waits a user can cause in a close() (a TCP socket's linger:
+ * the kernel never lingers for a process that is exiting, inet_release();
+ * measured here, test_keep_reap).  A closer still there after
+ * KEEP_REAP_MS is SIGKILLed all the same; one that does not end even then
+ * (a release that waits on a hung file system) is counted; with
+ * KEEP_REAPERS of them the reaper takes no batch until one ends, the
+ * keeper's sockets wait (KEEP_REAP_PENDING, then it takes no connection)
+ * and it says so.
  */
 #define LOG_MOD "keeper"
 
@@ -45,7 +46,8 @@
 
 #define BATCH 253 /* SCM_MAX_FD: descriptors in one message */
 
-enum { REAP_BATCH = 'b', REAP_GO = 'g', REAP_DONE = 'd' };
+/* "done" says whether the batch's closer had to be killed */
+enum { REAP_BATCH = 'b', REAP_GO = 'g', REAP_DONE = 'd', REAP_KILLED = 'k' };
 
 struct keep_reap {
 	pid_t pid; /* the reaper, or 0 */
@@ -54,14 +56,17 @@ struct keep_reap {
 	int *pending; /* sockets to send it */
 	unsigned int npending, cap;
 	bool said_full;
+	unsigned long killed; /* batches whose closer was killed */
 };
 
 /* In the reaper: one batch @fds of @n, by a closer of its own.  @stuck:
- * closers killed and not ended, @nstuck of them. */
-static void close_batch(const int *fds, size_t n, pid_t *stuck,
+ * closers killed and not ended, @nstuck of them.  Return: whether the
+ * closer had to be killed. */
+static bool close_batch(const int *fds, size_t n, pid_t *stuck,
 			unsigned int *nstuck)
 {
 	struct pollfd pf = { .events = POLLIN };
+	bool killed = false;
 	int go[2], status;
 	pid_t c;
 
@@ -88,11 +93,9 @@ static void close_batch(const int *fds, size_t n, pid_t *stuck,
 		char b;
 
 		close(go[1]);
-		if (read(go[0], &b, 1) != 1)
-			_exit(1);
-		for (size_t i = 0; i < n; i++)
-			close(fds[i]);
-		_exit(0);
+		/* Ours are the last: the exit releases them, never
+		 * lingering (the head comment). */
+		_exit(read(go[0], &b, 1) != 1);
 	}
 	/* Ours are not the last: the closer has each (if there is none,
 	 * no process but this one is left to close them). */
@@ -108,7 +111,7 @@ static void close_batch(const int *fds, size_t n, pid_t *stuck,
 		close(go[1]);
 	}
 	if (c < 0)
-		return;
+		return false;
 	/* Killing a closer is never harmful (its end releases the rest
 	 * without waiting): without a pidfd to wait on, at once. */
 	pf.fd = pidfd_open(c, 0);
@@ -121,12 +124,14 @@ static void close_batch(const int *fds, size_t n, pid_t *stuck,
 			if (pf.fd >= 0)
 				close(pf.fd);
 			stuck[(*nstuck)++] = c;
-			return;
+			return true;
 		}
+		killed = true;
 	}
 	close(pf.fd);
 	while (waitpid(c, &status, 0) < 0 && errno == EINTR)
 		;
+	return killed;
 }
 
 /* The reaper: batches, until the keeper's end closes.  It is forked while
@@ -190,8 +195,8 @@ static void __attribute__((noreturn)) reaper_main(int s, pid_t keeper)
 		while (got < 0 && errno == EINTR);
 		if (got != 1 || c != REAP_GO)
 			_exit(got < 0);
-		close_batch(fds, n, stuck, &nstuck);
-		c = REAP_DONE;
+		c = close_batch(fds, n, stuck, &nstuck) ? REAP_KILLED :
+							  REAP_DONE;
 		if (send(3, &c, 1, MSG_NOSIGNAL) != 1)
 			_exit(1);
 	}
@@ -290,6 +295,11 @@ bool keep_reap_full(const struct keep_reap *r)
 	return r->npending >= KEEP_REAP_PENDING;
 }
 
+unsigned long keep_reap_killed(const struct keep_reap *r)
+{
+	return r->killed;
+}
+
 int keep_reap_fd(const struct keep_reap *r)
 {
 	return r->sock;
@@ -302,8 +312,9 @@ void keep_reap_run(struct keep_reap *r)
 	while (r->sock >= 0) {
 		ssize_t got = recv(r->sock, &c, 1, MSG_DONTWAIT);
 
-		if (got == 1 && c == REAP_DONE) {
+		if (got == 1 && (c == REAP_DONE || c == REAP_KILLED)) {
 			r->out = false;
+			r->killed += c == REAP_KILLED;
 			continue;
 		}
 		if (got < 0 && (errno == EAGAIN || errno == EINTR))

@@ -14,8 +14,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* A batch's closer that has not ended within this long is killed (a
- * linger's wait ends at SIGKILL; a closer holds nothing else). */
+/* A batch's closer that has not ended within this long is killed (its
+ * exit releases the batch and waits on no user; this is a bound all the
+ * same, and a closer holds nothing else). */
 #define KEEP_REAP_MS 1000
 /* Closers killed and not ended (a release that waits on a file system,
  * not on a user): with this many, the reaper takes no batch until one
@@ -48,6 +49,10 @@ void keep_reap_take(struct keep_reap *r, int fd);
 
 /* Whether KEEP_REAP_PENDING sockets wait: take no more connections. */
 bool keep_reap_full(const struct keep_reap *r);
+
+/* How many batches' closers had to be killed (they did not end within
+ * KEEP_REAP_MS), as far as the reaper's answers have been read. */
+unsigned long keep_reap_killed(const struct keep_reap *r);
 
 /* The descriptor to poll for POLLIN (the reaper's answers), or -1. */
 int keep_reap_fd(const struct keep_reap *r);

@@ -4,9 +4,10 @@
  * (slurm/keep_reap.c): sockets handed to it are closed by its child
  * process, batch by batch (more than one message's 253 descriptors), not
  * in the caller, whose copies it closes; it says it is full at
- * KEEP_REAP_PENDING; keep_reap_run() never waits; a batch whose close
- * waits (a lingering TCP socket queued on a socket of it) is ended by
- * SIGKILL of its closer, and the next is closed.  The keeper's use of it
+ * KEEP_REAP_PENDING; keep_reap_run() never waits; a batch that a close
+ * would wait on (a lingering TCP socket queued on a socket of it) is
+ * released by its closer's exit, without a wait and without a kill, and
+ * the next is closed.  The keeper's use of it
  * is shown by its integration test (122, cases i and j).
  */
 #include <check.h>
@@ -67,9 +68,10 @@ static int run_until_closed(struct keep_reap *r, const int *ours, int n)
 }
 
 /* A TCP socket that lingers in its close (SO_LINGER 600 s, its window
- * full: its peer is never accepted), sent on @via (so that it is queued
- * on @via's peer) and closed here: that peer's close releases it. */
-static void queue_lingering(int via)
+ * full: its peer is not accepted yet), sent on @via (so that it is queued
+ * on @via's peer) and closed here: that peer's close releases it.
+ * Return: the listening socket its peer waits on. */
+static int queue_lingering(int via)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	struct linger lg = { 1, 600 };
@@ -104,8 +106,32 @@ static void queue_lingering(int via)
 	memcpy(CMSG_DATA(cm), &t, sizeof(int));
 	ck_assert_int_eq(sendmsg(via, &mh, 0), 1);
 	close(t);
-	/* l stays open (the test's process ends with it): t's peer is in
-	 * its backlog, never accepted, so t's window stays full. */
+	/* t's peer waits in l's backlog, not read, so t's window stays
+	 * full until the caller accepts it. */
+	return l;
+}
+
+/* Whether the TCP peer waiting on @l sees its end released: it reads the
+ * bytes queued, then EOF (or a reset), within 10 s. */
+static bool tcp_released(int l)
+{
+	static char buf[65536];
+	int64_t end = now_ms() + 10000;
+	int c = accept(l, NULL, NULL);
+	bool done = false;
+
+	ck_assert_int_ge(c, 0);
+	while (!done && now_ms() < end) {
+		struct pollfd p = { .fd = c, .events = POLLIN };
+		ssize_t got;
+
+		if (poll(&p, 1, 100) != 1)
+			continue;
+		got = read(c, buf, sizeof(buf));
+		done = got == 0 || (got < 0 && errno == ECONNRESET);
+	}
+	close(c);
+	return done;
 }
 
 START_TEST(test_closes_in_batches)
@@ -150,28 +176,28 @@ START_TEST(test_closes_in_batches)
 }
 END_TEST
 
-/* A socket whose close waits (a lingering TCP socket queued on it): the
- * caller never waits, the batch's closer is killed after KEEP_REAP_MS
- * (the next batch, sent once the reaper is done with this one, is closed
- * no sooner: the wait was real), and the next batch is closed as well.
- * (A socket's peer sees its end closed before the queue is released.) */
+/* A socket whose close would wait (a lingering TCP socket queued on it):
+ * the caller never waits, the closer's exit releases it without the
+ * linger's wait (no closer is killed: none outlived KEEP_REAP_MS), the
+ * TCP socket is really released (its peer reads EOF), and the next batch,
+ * sent once the reaper is done with this one, is closed as well. */
 START_TEST(test_lingering)
 {
 	struct keep_reap *r;
-	int a[2], b[2];
-	int64_t t0;
+	int a[2], b[2], l;
 
 	ck_assert_int_eq(keep_reap_new(&r), 0);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, a), 0);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, b), 0);
-	queue_lingering(a[0]);
-	t0 = now_ms();
+	l = queue_lingering(a[0]);
 	keep_reap_take(r, a[1]);
 	keep_reap_run(r); /* a's batch sent */
 	keep_reap_take(r, b[1]);
 	ck_assert_int_eq(run_until_closed(r, &b[0], 1), 1);
 	ck_assert(closed(a[0]));
-	ck_assert_int_ge(now_ms() - t0, KEEP_REAP_MS);
+	ck_assert_uint_eq(keep_reap_killed(r), 0);
+	ck_assert(tcp_released(l));
+	close(l);
 	close(a[0]);
 	close(b[0]);
 	keep_reap_free(r);
