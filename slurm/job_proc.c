@@ -38,6 +38,8 @@
 
 #define EACH_DAEMON_S 5 /* the look for daemons in /proc, at most */
 #define EACH_DAEMON_MAX (4 << 20) /* what it may say, at most */
+#define SCAN_CHECK_MS 2000 /* the look at one process named squashcached */
+#define SCAN_CHECKERS 64 /* such looks at once, at most */
 
 #define KILL_GRACE_S 2.0 /* waiting for a killed child */
 #define CHECK_MS 2000 /* one check of who a process is, at most */
@@ -240,9 +242,9 @@ static bool daemon_mountpoint(const char *pid, char *mnt, size_t cap)
 		return false;
 	for (char *a = buf; a < buf + r; a += strlen(a) + 1)
 		last = a;
-	if (!last || last == buf)
+	if (!last || last == buf || strlen(last) >= cap)
 		return false;
-	snprintf(mnt, cap, "%s", last);
+	memcpy(mnt, last, strlen(last) + 1);
 	return true;
 }
 
@@ -280,31 +282,138 @@ static bool runs_exe(const char *pid, const struct stat *exe)
 	       dev == exe->st_dev && ino == exe->st_ino;
 }
 
-/* In the scan's child: each daemon found, as "PID\0START\0MOUNT\0" on @out. */
-static void scan_daemons(const struct stat *exe, int out)
+/* In a checker of the scan: whether process @pid (named squashcached) is
+ * a daemon, said on @out as "PID\0START\0MOUNT\0" if it is. */
+static void __attribute__((noreturn))
+check_one(const char *pid, const struct stat *exe, int out)
 {
+	char mnt[PATH_MAX];
+	uint64_t start;
+
+	/* Its program, from /proc alone; only then its command line
+	 * (reading that takes the process's memory lock). */
+	if (!runs_exe(pid, exe) || !daemon_mountpoint(pid, mnt, sizeof(mnt)) ||
+	    proc_start_time((pid_t)atoi(pid), &start))
+		_exit(0);
+	_exit(dprintf(out, "%s%c%llu%c%s%c", pid, 0, (unsigned long long)start,
+		      0, mnt, 0) < 0);
+}
+
+/* A checker of the scan's, under way. */
+struct checker {
+	pid_t pid; /* the checker */
+	int fd; /* its pipe's read end */
+	int64_t deadline; /* mono_ns() */
+	char target[16]; /* the process it looks at */
+};
+
+/* In the scan's child: the checker @c ended, or (@late) is past its
+ * deadline: what it said goes on to @out; a late one is killed (not
+ * waited for: its wait is the kernel's, which the kill ends when it
+ * can) and said as "!PID\0". */
+static void checker_done(struct checker *c, bool late, int out)
+{
+	char buf[PATH_MAX + 64];
+	ssize_t n = 0;
+
+	if (late) {
+		kill(c->pid, SIGKILL);
+		(void)waitpid(c->pid, NULL, WNOHANG);
+		if (dprintf(out, "!%s%c", c->target, 0) < 0)
+			_exit(3);
+	} else {
+		do
+			n = read(c->fd, buf, sizeof(buf));
+		while (n < 0 && errno == EINTR);
+		(void)waitpid(c->pid, NULL, 0);
+		if (n > 0 && write(out, buf, (size_t)n) != n)
+			_exit(3);
+	}
+	close(c->fd);
+}
+
+/* In the scan's child: wait for the first of @c's @n checkers to end or
+ * pass its deadline (each one ended is taken out of @c).  Return: how
+ * many are left. */
+static unsigned int checkers_wait(struct checker *c, unsigned int n, int out)
+{
+	struct pollfd pf[SCAN_CHECKERS];
+	int64_t first = INT64_MAX, now = mono_ns();
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		/* No POLLIN: a record is whole once the checker ended. */
+		pf[i] = (struct pollfd){ .fd = c[i].fd };
+		if (c[i].deadline < first)
+			first = c[i].deadline;
+	}
+	if (poll(pf, n, first > now ? (int)((first - now) / 1000000) + 1 : 0) <
+	    0)
+		return n;
+	now = mono_ns();
+	for (i = 0; i < n;) {
+		/* POLLHUP: it ended (its record, if any, is all there). */
+		if ((pf[i].revents & (POLLHUP | POLLERR)) ||
+		    now >= c[i].deadline) {
+			checker_done(&c[i],
+				     !(pf[i].revents & (POLLHUP | POLLERR)),
+				     out);
+			c[i] = c[--n];
+			pf[i] = pf[n];
+		} else {
+			i++;
+		}
+	}
+	return n;
+}
+
+/* In the scan's child: each daemon found, as "PID\0START\0MOUNT\0" on
+ * @out; each process named squashcached that could not be looked at
+ * within SCAN_CHECK_MS, as "!PID\0".  Each is looked at by a checker of
+ * its own, SCAN_CHECKERS at once: one that waits (its /proc exe and stat
+ * wait on its exec lock, held through an execve() that a user can make
+ * wait for ever) costs its own budget, not the look at the others. */
+static void __attribute__((noreturn))
+scan_daemons(const struct stat *exe, int out)
+{
+	struct checker c[SCAN_CHECKERS];
 	DIR *d = opendir("/proc");
+	unsigned int n = 0;
 	struct dirent *e;
 
 	if (!d)
 		_exit(2);
 	while ((e = readdir(d))) {
-		char mnt[PATH_MAX];
-		uint64_t start;
+		int p[2];
 
-		/* Its name, then its program, both from /proc alone; only
-		 * then its command line (reading that takes the process's
-		 * memory lock). */
+		/* Its name first, from status, which waits on nothing. */
 		if (!isdigit((unsigned char)e->d_name[0]) ||
-		    !named_daemon(e->d_name) || !runs_exe(e->d_name, exe) ||
-		    !daemon_mountpoint(e->d_name, mnt, sizeof(mnt)) ||
-		    proc_start_time((pid_t)atoi(e->d_name), &start))
+		    strlen(e->d_name) >= sizeof(c[0].target) ||
+		    !named_daemon(e->d_name))
 			continue;
-		if (dprintf(out, "%s%c%llu%c%s%c", e->d_name, 0,
-			    (unsigned long long)start, 0, mnt, 0) < 0)
-			_exit(3);
+		while (n == SCAN_CHECKERS)
+			n = checkers_wait(c, n, out);
+		if (pipe2(p, O_CLOEXEC))
+			_exit(4);
+		c[n].pid = fork();
+		if (c[n].pid == 0) {
+			/* Nothing that tells the scan's end: a checker that
+			 * waits must not hold the hook's pipe. */
+			close(out);
+			close(p[0]);
+			check_one(e->d_name, exe, p[1]);
+		}
+		close(p[1]);
+		if (c[n].pid < 0)
+			_exit(4);
+		c[n].fd = p[0];
+		c[n].deadline = mono_ns() + (int64_t)SCAN_CHECK_MS * 1000000;
+		snprintf(c[n].target, sizeof(c[n].target), "%s", e->d_name);
+		n++;
 	}
 	closedir(d);
+	while (n)
+		n = checkers_wait(c, n, out);
 	_exit(0);
 }
 
@@ -389,6 +498,16 @@ int job__each_daemon(const struct stat *exe,
 		struct job_proc p = { .uid = JOB_ANY_USER, .exe = exe };
 		size_t a = strnlen(pid, len - i), b, c;
 
+		if (i + a + 1 > len)
+			break;
+		if (pid[0] == '!') {
+			/* Not looked at: the others were. */
+			job__err(
+				"process %s, named squashcached, could not be looked at within %d ms (it waits in execve() on a file system that does not answer?): skipped",
+				pid + 1, SCAN_CHECK_MS);
+			i += a + 1;
+			continue;
+		}
 		if (i + a + 1 >= len)
 			break;
 		start = pid + a + 1;
