@@ -188,6 +188,13 @@ static int ask(struct conn *c, struct keep_msg *m, int fd)
 {
 	int err = keep_send(c->sock, m, fd);
 
+	if (err == -EPIPE || err == -ECONNRESET) {
+		/* The keeper closed it before the request (a refusal at
+		 * accept may come first). */
+		printf("closed\n");
+		fflush(stdout);
+		return err;
+	}
 	if (err) {
 		printf("error send: %s\n", strerror(-err));
 		fflush(stdout);
