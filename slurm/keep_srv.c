@@ -719,7 +719,7 @@ static bool accept_one(struct server *sv, int64_t now)
 	len = sizeof(pidfd);
 	if (getsockopt(c, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len))
 		pidfd = (int)syscall(SYS_pidfd_open, cr.pid, 0);
-	if (keeper_open(sv->k, c, cr.uid, keep_pidns_of(pidfd, cr.pid)))
+	if (keeper_open(sv->k, c, cr.uid, keep_pidns_of(pidfd)))
 		goto out_close;
 	p = &sv->peers[sv->npeers++];
 	*p = (struct peer){ .fd = c,

@@ -143,16 +143,16 @@ uint64_t keep_pidns(pid_t pid);
 /**
  * keep_pidns_of() - As keep_pidns(), of the process a pidfd is of, asked
  * of the pidfd (PIDFD_GET_PID_NAMESPACE, Linux 6.11); where the kernel
- * has no such ioctl, of its /proc/PID/status (one NSpid: our namespace;
- * more: 0), never of /proc/PID/ns/pid: a /proc link of a process waits
- * on its exec lock, which a user's execve() can hold for ever (while it
- * flushes a user's FUSE file it closes).
- * @pidfd: the process's pidfd, or -1
- * @pid: its pid, for the fallback
+ * has no such ioctl, of the pidfd's fdinfo (one NSpid: our namespace;
+ * more: 0).  Nothing of the process itself is read: a /proc link of a
+ * process waits on its exec lock, which a user's execve() can hold for
+ * ever (while it flushes a user's FUSE file it closes), and a read of its
+ * status can be the last to let go of its memory.
+ * @pidfd: the process's pidfd, or -1 (then 0)
  *
  * Context: any thread; cannot fail (0: unknown).
  */
-uint64_t keep_pidns_of(int pidfd, pid_t pid);
+uint64_t keep_pidns_of(int pidfd);
 
 /**
  * keep_send() - Send one message, and a descriptor with it.

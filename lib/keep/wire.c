@@ -53,18 +53,22 @@ uint64_t keep_pidns(pid_t pid)
 
 /*
  * Without the ioctl (Linux before 6.11): not /proc/PID/ns/pid, whose
- * link waits on the process's exec lock, but its status, which waits on
- * nothing of it: one NSpid is a process of our /proc's pid namespace,
- * ours; one of a namespace below it cannot be told so (0: its copies are
- * not kept for it on such a kernel).
+ * link waits on the process's exec lock, nor its status, whose read
+ * takes a reference to its memory (should the process end meanwhile, the
+ * reader's would be the last, and the reader would release its mappings,
+ * which can wait on a user's file system), but the pidfd's own fdinfo
+ * (Linux 5.7), which is ours and reads only the pid: one NSpid is a
+ * process of our /proc's pid namespace, ours; one of a namespace below
+ * it cannot be told so (0: its copies are not kept for it on such a
+ * kernel).
  */
-static uint64_t keep_pidns_status(pid_t pid)
+static uint64_t keep_pidns_fdinfo(int pidfd)
 {
-	char path[40], buf[4096], *p, *end;
+	char path[64], buf[1024], *p, *end;
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
@@ -80,8 +84,10 @@ static uint64_t keep_pidns_status(pid_t pid)
 	end = strchr(p, '\n');
 	if (end)
 		*end = '\0';
-	/* "\t1234" alone: one level, ours. */
+	/* "\t1234" alone: one level, ours; -1: the process is gone. */
 	p += strspn(p, " \t");
+	if (*p == '-' || !*p)
+		return 0;
 	p += strcspn(p, " \t");
 	p += strspn(p, " \t");
 	return *p ? 0 : keep_pidns(0);
@@ -90,23 +96,23 @@ static uint64_t keep_pidns_status(pid_t pid)
 #define PIDFS_MAGIC_IOC 0xFF
 #define PIDFD_PID_NS _IO(PIDFS_MAGIC_IOC, 5) /* PIDFD_GET_PID_NAMESPACE */
 
-uint64_t keep_pidns_of(int pidfd, pid_t pid)
+uint64_t keep_pidns_of(int pidfd)
 {
 	struct stat sb;
 	int ns;
 
-	if (pidfd >= 0) {
-		ns = ioctl(pidfd, PIDFD_PID_NS, 0);
-		if (ns >= 0) {
-			uint64_t ino = fstat(ns, &sb) ? 0 : (uint64_t)sb.st_ino;
+	if (pidfd < 0)
+		return 0;
+	ns = ioctl(pidfd, PIDFD_PID_NS, 0);
+	if (ns >= 0) {
+		uint64_t ino = fstat(ns, &sb) ? 0 : (uint64_t)sb.st_ino;
 
-			close(ns); /* nsfs */
-			return ino;
-		}
-		if (errno != ENOTTY && errno != EINVAL)
-			return 0; /* gone, or not ours to ask */
+		close(ns); /* nsfs */
+		return ino;
 	}
-	return keep_pidns_status(pid);
+	if (errno != ENOTTY && errno != EINVAL)
+		return 0; /* gone, or not ours to ask */
+	return keep_pidns_fdinfo(pidfd);
 }
 
 int keep_send(int sock, struct keep_msg *m, int fd)
