@@ -304,7 +304,9 @@ static bool cg_lists(int fd, long pid)
 }
 
 /* Whether the process of /proc directory @proc is root's in every uid and
- * lives in user namespace @userns. */
+ * lives in user namespace @userns.  Its uids first, from its status: the
+ * ns/user link of a process waits on its exec lock, which a user's
+ * execve() can hold, so it is looked at only for one of root's. */
 static bool proc_is_roots(int proc, const struct stat *userns)
 {
 	unsigned int u[4];
@@ -314,9 +316,6 @@ static bool proc_is_roots(int proc, const struct stat *userns)
 	FILE *s;
 	int fd;
 
-	if (fstatat(proc, "ns/user", &its, 0) || its.st_ino != userns->st_ino ||
-	    its.st_dev != userns->st_dev)
-		return false;
 	fd = openat(proc, "status", O_RDONLY | O_CLOEXEC);
 	s = fd >= 0 ? fdopen(fd, "r") : NULL;
 	if (!s) {
@@ -329,7 +328,8 @@ static bool proc_is_roots(int proc, const struct stat *userns)
 			   &u[3]) == 4)
 			root = !(u[0] | u[1] | u[2] | u[3]);
 	fclose(s);
-	return root;
+	return root && !fstatat(proc, "ns/user", &its, 0) &&
+	       its.st_ino == userns->st_ino && its.st_dev == userns->st_dev;
 }
 
 /*
