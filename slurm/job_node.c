@@ -129,18 +129,33 @@ static double proc_age(uint64_t start)
 	return up - (double)start / (double)sysconf(_SC_CLK_TCK);
 }
 
+#define ITS_MOUNTS_MAX 65536 /* lines of a daemon's mountinfo read */
+#define DAEMONS_CHECK_S 10 /* the look at the daemons found, at most */
+
+struct at_arg {
+	const char *mnt;
+	unsigned long seen;
+};
+
 static int is_at(const struct mountinfo_entry *e, void *arg)
 {
-	return !strcmp(e->mountpoint, arg);
+	struct at_arg *a = arg;
+
+	if (!strcmp(e->mountpoint, a->mnt))
+		return 1;
+	return ++a->seen < ITS_MOUNTS_MAX ? 0 : -E2BIG;
 }
 
 /* Is @mnt mounted in the mount namespace of process @pid, when that is
  * not ours (a job's own, with job_container/tmpfs)?  Its mountinfo only
  * (in ours, @mnt is not mounted: the caller looked): not its ns/mnt link,
  * which waits on the process's exec lock (an execve() of a user's can
- * hold it for ever). */
+ * hold it for ever).  A user can make that namespace's table as long as
+ * the kernel allows: ITS_MOUNTS_MAX lines are read, and past them (or on
+ * an error) the answer is yes (not known to be an orphan). */
 static bool mounted_in_its_ns(const char *pid, const char *mnt)
 {
+	struct at_arg a = { mnt, 0 };
 	char path[300];
 	FILE *f;
 	int found;
@@ -149,9 +164,9 @@ static bool mounted_in_its_ns(const char *pid, const char *mnt)
 	f = fopen(path, "re");
 	if (!f)
 		return false;
-	found = mountinfo_scan(f, is_at, (void *)mnt);
+	found = mountinfo_scan(f, is_at, &a);
 	fclose(f);
-	return found > 0;
+	return found != 0;
 }
 
 /* The user a daemon of mount @name of job directory @job must run as:
@@ -206,6 +221,8 @@ struct orphan_arg {
 	const char *top; /* BASE/squashcache, resolved */
 	bool clean;
 	double min_age;
+	double end; /* mono_sec(): daemons past it are not looked at */
+	bool cut; /* some were not */
 };
 
 /* job__each_daemon(): one daemon, an orphan if its mount under @top is
@@ -218,8 +235,16 @@ static int check_daemon(struct job_proc *p, const char *mnt, void *arg)
 
 	snprintf(pid, sizeof(pid), "%d", (int)p->pid);
 	if (!split_under(a->top, mnt, job, name) ||
-	    (!mountinfo_find(mnt, &m) && ctl_is_sqc_mount(&m)) ||
-	    mounted_in_its_ns(pid, mnt) || proc_age(p->start) < a->min_age)
+	    proc_age(p->start) < a->min_age)
+		return 0;
+	if (a->end < 0) /* the first: the scan is over */
+		a->end = mono_sec() + DAEMONS_CHECK_S;
+	else if (mono_sec() > a->end) {
+		a->cut = true;
+		return 0;
+	}
+	if ((!mountinfo_find(mnt, &m) && ctl_is_sqc_mount(&m)) ||
+	    mounted_in_its_ns(pid, mnt))
 		return 0;
 	return orphan(a->c, a->top, mnt, p, a->clean);
 }
@@ -230,13 +255,20 @@ static int check_daemon(struct job_proc *p, const char *mnt, void *arg)
 static int check_daemons(const struct ds_conf *c, const char *top, bool clean,
 			 double min_age)
 {
-	struct orphan_arg a = { c, top, clean, min_age };
+	struct orphan_arg a = { c, top, clean, min_age, -1, false };
 	struct stat exe;
 	int left;
 
 	if (job__exe_stat(false, &exe))
 		return 1;
+	/* What each daemon found costs (its mount namespace's table, a
+	 * user's) has a budget of its own, from the scan's end. */
 	left = job__each_daemon(&exe, check_daemon, &a);
+	if (a.cut) {
+		printf("daemons: not all looked at within %d s (mount tables of users' namespaces that long?): looked at again next time\n",
+		       DAEMONS_CHECK_S);
+		return left < 0 ? 0 : left;
+	}
 	/* Cut by a process named squashcached waiting in execve() (a user
 	 * can make one): said, not counted, or any user could drain the
 	 * node through its health check. */
