@@ -195,6 +195,28 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
     kill -TERM "$PID"
     wait "$PID" || fail "USER=$u: the daemon did not exit 0 on SIGTERM"
     is_mounted "$T/pub/mnt" && fail "USER=$u: still mounted after SIGTERM"
+    # Root makes MOUNTPOINT and hands it to USER=: never through a path
+    # a user could swap (a symlink to /etc, a directory of the user's, one
+    # any user may write to), and nothing is made or handed over then.
+    mkdir -m 755 "$T/upub"
+    chown "$u" "$T/upub"
+    mkdir -m 777 "$T/open"
+    ln -s /etc "$T/pub/etc"
+    for bad in "$T/upub/mnt:$T/upub is not root's" \
+        "$T/open/mnt:$T/open may be written to by others" \
+        "$T/pub/etc:$T/pub/etc is a symlink" "$T/pub/etc/sqcmnt:$T/pub/etc is a symlink"; do
+        mp=${bad%%:*}
+        printf 'IMAGE=%s\nMOUNTPOINT=%s\nUSER=%s\n' "$T/pub/img.sqfs" "$mp" "$u" >"$T/datasets/bad.conf"
+        SQUASHCACHE_DATASETS_DIR="$T/datasets" SQUASHCACHED="$SQUASHCACHED" \
+            "$WRAPPER" start bad >"$T/out" 2>&1 && fail "USER=: MOUNTPOINT=$mp accepted"
+        grep -qF "${bad#*:}: root will not" "$T/out" || fail "USER=: MOUNTPOINT=$mp says: $(cat "$T/out")"
+        SQUASHCACHE_DATASETS_DIR="$T/datasets" "$WRAPPER" clear bad >"$T/out" 2>&1 &&
+            fail "USER=: clear of MOUNTPOINT=$mp accepted"
+    done
+    for mp in "$T/upub/mnt" "$T/open/mnt" /etc/sqcmnt; do
+        [ ! -e "$mp" ] || fail "USER=: MOUNTPOINT=$mp was refused but made all the same"
+    done
+    [ "$(stat -c %U /etc)" = root ] || fail "USER=: /etc was handed over"
     if ! grep -q '^[[:space:]]*user_allow_other' /etc/fuse.conf 2>/dev/null; then
         echo OPTIONS=allow_other >>"$T/datasets/u.conf"
         SQUASHCACHE_DATASETS_DIR="$T/datasets" SQUASHCACHED="$SQUASHCACHED" \
