@@ -13,17 +13,18 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
-/* A batch's closer that has not ended within this long is killed (its
- * exit releases the batch and waits on no user; this is a bound all the
- * same, and a closer holds nothing else). */
+/* A closer not ready this long after its fork is killed (its batch
+ * waits); one that has not ended this long after it is said. */
 #define KEEP_REAP_MS 1000
-/* Closers killed and not ended (a release that waits on a file system,
- * not on a user): with this many, the reaper takes no batch until one
- * ends. */
-#define KEEP_REAPERS 4
+/* Closers of one user's at once: more of their sockets wait in the
+ * reaper (a closer that does not end waits on a file system of that
+ * user's, and holds up that user's only). */
+#define KEEP_REAP_USER_CLOSERS 4
 /* Sockets waiting for the reaper: with this many the keeper takes no
- * more connections. */
+ * more connections (the reaper takes every batch at once: only a reaper
+ * that is gone or out of descriptors leaves them). */
 #define KEEP_REAP_PENDING 256
 
 struct keep_reap;
@@ -44,15 +45,17 @@ int keep_reap_new(struct keep_reap **rp);
  * keep_reap_take() - Hand a socket over to be closed.
  * @r: the reaper
  * @fd: the socket; the reaper's from now on
+ * @uid: its peer's (SO_PEERCRED): the closer of it runs as this user
+ * @gid: its peer's
  */
-void keep_reap_take(struct keep_reap *r, int fd);
+void keep_reap_take(struct keep_reap *r, int fd, uid_t uid, gid_t gid);
 
 /* Whether KEEP_REAP_PENDING sockets wait: take no more connections. */
 bool keep_reap_full(const struct keep_reap *r);
 
-/* How many batches' closers had to be killed (they did not end within
- * KEEP_REAP_MS), as far as the reaper's answers have been read. */
-unsigned long keep_reap_killed(const struct keep_reap *r);
+/* How many closers have ended, as far as the reaper's answers have been
+ * read (keep_reap_run()). */
+unsigned long keep_reap_ended(const struct keep_reap *r);
 
 /* The descriptor to poll for POLLIN (the reaper's answers), or -1. */
 int keep_reap_fd(const struct keep_reap *r);

@@ -118,6 +118,7 @@ struct job {
 struct peer {
 	int fd; /* the socket, also its id in the keeper */
 	uid_t uid; /* its peer's, SO_PEERCRED */
+	gid_t gid; /* its peer's, SO_PEERCRED */
 	pid_t pid; /* its peer, SO_PEERCRED */
 	int pidfd; /* its peer, or -1 */
 	uint64_t serial; /* unique: fds are reused */
@@ -144,6 +145,8 @@ struct server {
 	struct keep_site *site; /* site copies, or NULL */
 	struct keep_reap *reap; /* closes refused connections */
 	int listen_fd;
+	int root_fd; /* root's own listening socket (KEEP_ROOT_SUFFIX) */
+	char root_name[NAME_MAX + 1]; /* its name in the directory */
 	int dir_fd; /* the socket's directory, checked */
 	const char *name; /* the socket's name in it */
 	int wake_fd; /* eventfd: a job ended */
@@ -381,7 +384,7 @@ static void close_peer(struct server *sv, struct peer *p)
 	keeper_closed(sv->k, p->fd);
 	/* Closed by the reaper: the close releases what is still queued on
 	 * the socket, descriptors a user sent among them, which can wait. */
-	keep_reap_take(sv->reap, p->fd);
+	keep_reap_take(sv->reap, p->fd, p->uid, p->gid);
 	if (u && u->conns)
 		u->conns--;
 	if (p->pidfd >= 0)
@@ -680,16 +683,30 @@ static void tick(struct server *sv, int64_t now)
 	}
 }
 
-/* Take one connection.  Return: false once there is none to take. */
-static bool accept_one(struct server *sv, int64_t now)
+/* Hand a connection refused at accept to the reaper: its closer runs as
+ * the connecting user (SO_PEERCRED; nobody's if that cannot be read). */
+static void reap_refused(struct server *sv, int c)
 {
+	struct ucred cr = { .uid = 65534, .gid = 65534 };
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len))
+		cr.uid = cr.gid = 65534;
+	keep_reap_take(sv->reap, c, cr.uid, cr.gid);
+}
+
+/* Take one connection, from root's own socket (@root) or the public one.
+ * Return: false once there is none to take. */
+static bool accept_one(struct server *sv, int64_t now, bool root)
+{
+	int lfd = root ? sv->root_fd : sv->listen_fd;
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
 	struct user *u;
 	struct peer *p;
 	int c, pidfd = -1;
 
-	c = accept4(sv->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (c < 0) {
 		if (errno != EMFILE && errno != ENFILE)
 			return errno == EINTR || errno == ECONNABORTED;
@@ -700,9 +717,9 @@ static bool accept_one(struct server *sv, int64_t now)
 		sv->said_emfile = true;
 		if (sv->spare_fd >= 0)
 			close(sv->spare_fd);
-		c = accept4(sv->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (c >= 0)
-			keep_reap_take(sv->reap, c);
+			reap_refused(sv, c);
 		sv->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (sv->spare_fd < 0)
 			sv->listen_at = now + PAUSE_MS;
@@ -712,7 +729,8 @@ static bool accept_one(struct server *sv, int64_t now)
 	    setsockopt(c, SOL_SOCKET, SO_PASSCRED, &(int){ 1 }, sizeof(int)))
 		goto out_close;
 	u = user_of(sv, cr.uid);
-	if (!u || sv->npeers >= sv->max_conns ||
+	/* Root's socket is 0600: only root reaches it. */
+	if (!u || (root && cr.uid != 0) || sv->npeers >= sv->max_conns ||
 	    (cr.uid != 0 && (u->conns >= KEEP_SRV_USER_CONNS ||
 			     sv->npeers + ROOT_CONNS >= sv->max_conns)))
 		goto out_close;
@@ -724,6 +742,7 @@ static bool accept_one(struct server *sv, int64_t now)
 	p = &sv->peers[sv->npeers++];
 	*p = (struct peer){ .fd = c,
 			    .uid = cr.uid,
+			    .gid = cr.gid,
 			    .pid = cr.pid,
 			    .pidfd = pidfd,
 			    .theirs = -1,
@@ -734,7 +753,7 @@ static bool accept_one(struct server *sv, int64_t now)
 out_close:
 	if (pidfd >= 0)
 		close(pidfd);
-	keep_reap_take(sv->reap, c);
+	reap_refused(sv, c);
 	return true;
 }
 
@@ -755,11 +774,13 @@ static void serve(struct server *sv)
 
 	while (!stopping) {
 		int64_t now = now_ms();
-		nfds_t n = 3;
+		nfds_t n = 4;
 		int got;
 
 		/* Not listening while refused connections wait to be closed
-		 * (as many as keep_reap takes): connections wait unaccepted. */
+		 * (as many as keep_reap takes): connections wait unaccepted.
+		 * Root's own socket is listened on all the same: no user's
+		 * flood of connections keeps root out. */
 		sv->pfd[0] = (struct pollfd){
 			.fd = now >= sv->listen_at &&
 					      !keep_reap_full(sv->reap) ?
@@ -770,6 +791,10 @@ static void serve(struct server *sv)
 		sv->pfd[1] =
 			(struct pollfd){ .fd = sv->wake_fd, .events = POLLIN };
 		sv->pfd[2] = (struct pollfd){ .fd = keep_reap_fd(sv->reap),
+					      .events = POLLIN };
+		sv->pfd[3] = (struct pollfd){ .fd = now >= sv->listen_at ?
+							    sv->root_fd :
+							    -1,
 					      .events = POLLIN };
 		for (size_t i = 0; i < sv->npeers; i++) {
 			struct peer *p = &sv->peers[i];
@@ -790,7 +815,7 @@ static void serve(struct server *sv)
 			jobs_ended(sv);
 		for (size_t i = 0; got > 0 && i < sv->npeers; i++) {
 			struct peer *p = &sv->peers[i];
-			short re = sv->pfd[i + 3].revents;
+			short re = sv->pfd[i + 4].revents;
 
 			if (p->fd < 0 || !re)
 				continue;
@@ -802,10 +827,14 @@ static void serve(struct server *sv)
 			} else if (re & (POLLHUP | POLLERR | POLLNVAL))
 				close_peer(sv, p);
 		}
+		if (got > 0 && sv->pfd[3].revents & POLLIN)
+			for (int i = 0;
+			     i < ACCEPTS && accept_one(sv, now, true); i++)
+				;
 		if (got > 0 && sv->pfd[0].revents & POLLIN)
 			for (int i = 0;
 			     i < ACCEPTS && !keep_reap_full(sv->reap) &&
-			     accept_one(sv, now);
+			     accept_one(sv, now, false);
 			     i++)
 				;
 		keep_reap_run(sv->reap);
@@ -848,12 +877,35 @@ static void server_free(struct server *sv)
 	free(sv);
 }
 
-/* Listen at the socket, in its checked directory, mode 0666.  Return: 0
- * or -errno (said). */
-static int listen_at(struct server *sv)
+/* Listen at @name in the checked directory, with @mode.  Return: the
+ * socket, or -errno. */
+static int listen_one(struct server *sv, const char *name, mode_t mode)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int s, probe, err;
+	int s, err;
+
+	/* Bound through the checked directory's descriptor, not its path. */
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path),
+			     "/proc/self/fd/%d/%s", sv->dir_fd,
+			     name) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	unlinkat(sv->dir_fd, name, 0);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    fchmodat(sv->dir_fd, name, mode, 0) || listen(s, 128)) {
+		err = -errno;
+		if (s >= 0)
+			close(s);
+		return err;
+	}
+	return s;
+}
+
+/* Listen at the socket, in its checked directory, mode 0666, and at
+ * root's beside it, mode 0600.  Return: 0 or -errno (said). */
+static int listen_at(struct server *sv)
+{
+	int probe, err;
 
 	sv->dir_fd = keep_dir_open(sv->o->socket, true, &sv->name);
 	if (sv->dir_fd < 0) {
@@ -870,24 +922,32 @@ static int listen_at(struct server *sv)
 			sv->o->socket);
 		return -EADDRINUSE;
 	}
-	/* Bound through the checked directory's descriptor, not its path. */
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path),
-			     "/proc/self/fd/%d/%s", sv->dir_fd,
-			     sv->name) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	unlinkat(sv->dir_fd, sv->name, 0);
-	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    fchmodat(sv->dir_fd, sv->name, 0666, 0) || listen(s, 128)) {
-		err = -errno;
-		fprintf(stderr, "mountctl keeper: cannot listen at '%s': %s\n",
-			sv->o->socket, err_str(err));
-		if (s >= 0)
-			close(s);
-		return err;
+	if ((size_t)snprintf(sv->root_name, sizeof(sv->root_name), "%s%s",
+			     sv->name,
+			     KEEP_ROOT_SUFFIX) >= sizeof(sv->root_name)) {
+		err = -ENAMETOOLONG;
+		goto out_said;
 	}
-	sv->listen_fd = s;
+	/* Root's first: a root client finds it whenever the public one is
+	 * there. */
+	sv->root_fd = listen_one(sv, sv->root_name, 0600);
+	if (sv->root_fd < 0) {
+		err = sv->root_fd;
+		goto out_said;
+	}
+	sv->listen_fd = listen_one(sv, sv->name, 0666);
+	if (sv->listen_fd < 0) {
+		err = sv->listen_fd;
+		close(sv->root_fd);
+		unlinkat(sv->dir_fd, sv->root_name, 0);
+		goto out_said;
+	}
 	return 0;
+
+out_said:
+	fprintf(stderr, "mountctl keeper: cannot listen at '%s': %s\n",
+		sv->o->socket, err_str(err));
+	return err;
 }
 
 int keep_serve(const struct keep_srv_opts *o)
@@ -929,7 +989,7 @@ int keep_serve(const struct keep_srv_opts *o)
 				ROOT_CONNS;
 	ko.max_copies = (unsigned int)sv->max_conns;
 	sv->peers = calloc(sv->max_conns, sizeof(*sv->peers));
-	sv->pfd = calloc(sv->max_conns + 3, sizeof(*sv->pfd));
+	sv->pfd = calloc(sv->max_conns + 4, sizeof(*sv->pfd));
 	pthread_mutex_init(&sv->lock, NULL);
 	sv->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	sv->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -961,7 +1021,9 @@ int keep_serve(const struct keep_srv_opts *o)
 		if (sv->peers[i].fd >= 0)
 			close_peer(sv, &sv->peers[i]);
 	unlinkat(sv->dir_fd, sv->name, 0);
+	unlinkat(sv->dir_fd, sv->root_name, 0);
 	close(sv->listen_fd);
+	close(sv->root_fd);
 	keep_reap_free(sv->reap);
 	/* A job's thread may still be in a user's fstat() or close(): then
 	 * sv stays for it, and the process ends with it. */

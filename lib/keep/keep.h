@@ -27,6 +27,10 @@
 #include <sys/types.h>
 
 #define KEEP_SOCKET "/run/squashcache/keeper.sock" /* the default */
+/* Root's own socket, the public one's path with this after it: mode 0600
+ * (only root connects), always listened on, so that no user's flood of
+ * connections keeps root out. */
+#define KEEP_ROOT_SUFFIX ".root"
 #define KEEP_MAGIC 0x4b505153u /* "SQPK" */
 #define KEEP_NAME_MAX 256 /* bytes of an image name, with its NUL */
 /* Seconds a GET answered NONE holds back the same user's GETs of the
@@ -229,7 +233,8 @@ int keep_recv_fds(int sock, struct keep_msg *m, int *fds, unsigned int *n,
  * @out: set to the connection
  *
  * Only a socket that root owns is used: a keeper run by anyone else would
- * be given the user's images.
+ * be given the user's images.  Root connects to root's own socket
+ * (@path with KEEP_ROOT_SUFFIX) where there is one.
  *
  * Return: 0; -ENOENT if no keeper listens; -EPERM if the socket is not
  * root's; -ETIMEDOUT; -errno.  Context: any thread.

@@ -230,7 +230,8 @@ int keep_recv(int sock, struct keep_msg *m, int *fd)
 	return keep_recv_from(sock, m, fd, NULL);
 }
 
-int keep_connect(const char *path, int budget_ms, int *out)
+/* keep_connect() to the socket @path itself. */
+static int connect_at(const char *path, int budget_ms, int *out)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct timeval tv = { budget_ms / 1000, (budget_ms % 1000) * 1000 };
@@ -273,6 +274,23 @@ out_errno:
 	err = -errno;
 	close(s);
 	return err;
+}
+
+int keep_connect(const char *path, int budget_ms, int *out)
+{
+	char root[PATH_MAX];
+	int err;
+
+	/* Root's own socket first; a keeper without one (older) or gone
+	 * from it answers on the public one. */
+	if (geteuid() == 0 &&
+	    (size_t)snprintf(root, sizeof(root), "%s%s", path,
+			     KEEP_ROOT_SUFFIX) < sizeof(root)) {
+		err = connect_at(root, budget_ms, out);
+		if (err != -ENOENT && err != -ENAMETOOLONG)
+			return err;
+	}
+	return connect_at(path, budget_ms, out);
 }
 
 /* Decode the UTF-8 sequence at @s (@n bytes left): its code point, and

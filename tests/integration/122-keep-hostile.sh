@@ -45,7 +45,15 @@
 #       accept (its user already has 64): root is still served, and the
 #       reaper's closer releases it by its exit, which does not linger:
 #       no closer is killed, and the next refusal (a later batch) is
-#       closed as well.
+#       closed as well;
+#   (k) user a's refused connections with a written file of a hangfs -w
+#       queued on each (its last release waits for a writeback that never
+#       ends): four closers of user a's that never end, a fifth batch of
+#       theirs waits (said), and user b's refusals are still closed, root
+#       served;
+#   (l) the reaper stopped while user b's refused connections pile up: the
+#       keeper takes no connection on its public socket (said), and root
+#       is still served, on root's own socket.
 # Every call that could wait on a stuck keeper runs under timeout.
 . "$(dirname "$0")/lib.sh"
 need_root
@@ -467,5 +475,84 @@ timeout 5 "$MOUNTCTL" status --kept --socket "$K" >/dev/null ||
     fail "(j) root's status --kept got no answer after the refusals"
 kill "$lpid"
 note "    root served; the lingering refusal released with no closer killed; the next refusal closed"
+
+note "(k) user a's closers that never end hold up none of user b's"
+# A file of a hangfs -w, written to, queued on a refused connection: its
+# last release, at the closer's exit, waits for ever for the writeback
+# of what was written (hangfs answers no WRITE), and no signal reaches an
+# exiting process.
+mkdir "$T/hw"
+chown $A "$T/hw"
+as_bg $A "$TOOLS/hangfs" -w "$T/hw" 2>"$T/hangfs-w.log"
+hwpid=$bg
+_mounts="$T/hw $_mounts"
+wait_until 5 "hangfs -w did not mount: $(cat "$T/hangfs-w.log")" "is_mounted '$T/hw'"
+at_exit "hang_end '$T/hw' $hwpid"
+stuck_a() { grep -c "of sockets of uid $uid_a has not ended" "$T/keeper.log" || true; }
+# written N ARGS...: with the keeper stopped (so that the message is
+# queued before the keeper refuses the connection), user a's keepc sends
+# hangfs file N, then writes to it (keepc linger ARGS -f FILE ping).
+written() {
+    _wr_n=$1
+    shift
+    kill -STOP "$KPID"
+    as_bg $A "$KEEPC" "$K" linger "$@" -f "$T/hw/file$_wr_n" ping >"$T/k$_wr_n.out" 2>&1
+    kpids="$kpids $bg"
+    wait_line "$T/k$_wr_n.out" "^lingering" 10 "(k) keepc did not send its written file ($_wr_n)"
+    kill -CONT "$KPID"
+}
+kpids=
+written 1 -r 64
+for n in 1 2 3 4; do
+    [ "$n" = 1 ] || written "$n"
+    wait_until 15 "(k) closer $n of user a's did not stay: $(grep closer "$T/keeper.log")" \
+        "[ \"\$(stuck_a)\" -ge $n ]"
+done
+# A fifth batch of user a's waits in the reaper: their 4 closers are out.
+written 5
+wait_line "$T/keeper.log" "closers of uid $uid_a do not end" 10 "(k) the keeper did not say user a's sockets wait"
+[ "$(pgrep -u "$uid_a" -x keeper-closer | wc -l)" = 4 ] ||
+    fail "(k) user a has $(pgrep -u "$uid_a" -x keeper-closer | wc -l) closers: not 4"
+# User b: 64 connections held and a 65th refused, then one more refused:
+# each closed by a closer of user b's, at once.
+kill -STOP "$KPID"
+as_bg $B "$KEEPC" "$K" linger -r 64 ping >"$T/kb.out" 2>&1
+kbpid=$bg
+wait_line "$T/kb.out" "^lingering" 10 "(k) user b's keepc did not send"
+kill -CONT "$KPID"
+as $B timeout 10 "$KEEPC" "$K" ping >"$T/kb2.out" 2>&1 || true
+grep -q "^closed" "$T/kb2.out" ||
+    fail "(k) user b's refused connection was not closed while user a's closers wait: $(cat "$T/kb2.out")"
+timeout 5 "$MOUNTCTL" status --kept --socket "$K" >/dev/null ||
+    fail "(k) root's status --kept got no answer while user a's closers wait"
+# Once hangfs is gone, user a's closers end, and their waiting batch's.
+hang_end "$T/hw" "$hwpid"
+wait_until 15 "(k) user a's closers did not end once hangfs was aborted" \
+    "! pgrep -u $uid_a -x keeper-closer >/dev/null"
+# shellcheck disable=SC2086 # pids
+kill "$kbpid" $kpids 2>/dev/null || true
+note "    4 of user a's closers stay, its fifth batch waits; user b's refusals closed, root served"
+
+note "(l) the public socket paused by a pile of refused connections: root still served"
+rpid=$(pgrep -P "$KPID" -x keeper-reaper) || fail "(l) no reaper of keeper $KPID"
+[ -S "$K.root" ] && [ "$(stat -c '%U %a' "$K.root")" = "root 600" ] ||
+    fail "(l) no root's socket beside $K: $(ls -l "$KDIR")"
+kill -STOP "$rpid"
+at_exit "kill -CONT $rpid 2>/dev/null"
+# 64 held, then refused ones: with the reaper stopped they wait in the
+# keeper (but for the batch it sent before it saw it stopped: up to 253),
+# and past 256 it takes no connection on the public socket.
+as_bg $B timeout 60 "$KEEPC" -t 2000 "$K" linger -r 640 ping >"$T/l.out" 2>&1
+wait_line "$T/keeper.log" "sockets wait for the reaper: no connection is taken" 20 \
+    "(l) the keeper did not stop taking connections: $(cat "$T/l.out")"
+for _i in 1 2 3; do
+    timeout 5 "$MOUNTCTL" status --kept --socket "$K" >/dev/null ||
+        fail "(l) root's status --kept got no answer while the public socket is paused"
+done
+kill -CONT "$rpid"
+wait_line "$T/keeper.log" "connections are taken again" 20 "(l) the keeper did not take connections again"
+as $A timeout 10 "$KEEPC" "$K" ping >"$T/l2.out" 2>&1 ||
+    fail "(l) user a was not served once the reaper went on: $(cat "$T/l2.out")"
+note "    root served on its own socket while the public one was paused"
 
 echo "keep hostile ok"

@@ -24,10 +24,13 @@
  *   hold [-d]
  *       print "holding", then keep the connection until killed; -d: close
  *       this process's descriptor of its copy first
- *   linger [-q] [-r N] OP
+ *   linger [-q] [-r N] [-f FILE] OP
  *       request OP with two descriptors beside it: a memfd, then a TCP
  *       socket of its own that lingers in its close (SO_LINGER 600 s, its
- *       send window full: its peer is never accepted); -q sends a message
+ *       send window full: its peer is never accepted), or with -f FILE
+ *       opened for writing, and then its first page written through
+ *       another descriptor, held (on hangfs -w, the last release of the
+ *       one sent writes the page back and waits for ever); -q sends a message
  *       the keeper refuses first, so that this one is still queued when
  *       the keeper closes the connection; -r N opens N more connections
  *       (held) and sends it on one more after them, which a keeper that
@@ -93,7 +96,7 @@ static void usage(void)
 		"usage: keepc [-t MS] SOCKET STEP...\n"
 		"steps: get [-p] [-n NAME] IMAGE OFFSET [SIZE] | put [-f] [-u] [SIZE]\n"
 		"       | sendfd [-p] FILE OP | list | ping | hold [-d]\n"
-		"       | exec FILE PROGRAM | linger [-q] [-r N] OP\n"
+		"       | exec FILE PROGRAM | linger [-q] [-r N] [-f FILE] OP\n"
 		"   or: keepc [-t MS] SOCKET many [-z SIZE] N IMAGE\n"
 		"   or: keepc [-t MS] SOCKET burst N FILE\n");
 	exit(2);
@@ -395,16 +398,19 @@ static void step_hold(struct conn *c, char ***argv)
 		pause();
 }
 
-/* linger [-q] OP.  Return: -errno if it could not; else it holds. */
+/* linger [-q] [-r N] [-f FILE] OP.  Return: -errno if it could not; else
+ * it holds. */
 static int step_linger(struct conn *c, char ***argv)
 {
 	struct keep_msg m = { .op = KEEP_PING };
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	struct linger lg = { 1, 600 };
 	socklen_t len = sizeof(sa);
-	bool queued = step_flag(argv, "q");
+	bool queued = false;
+	const char *file = NULL;
+	uint64_t more = 0;
 	char buf[65536] = { 0 };
-	int l, t, fds[2], s = c->sock;
+	int l, t, f, fds[2], s = c->sock;
 	union {
 		char b[CMSG_SPACE(2 * sizeof(int))];
 		struct cmsghdr align;
@@ -416,13 +422,22 @@ static int step_linger(struct conn *c, char ***argv)
 			     .msg_controllen = sizeof(u.b) };
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
 
-	if (step_flag(argv, "r")) {
-		uint64_t n;
-		int held;
-
+	while ((f = step_flag(argv, "qrf"))) {
+		if (f == 'q') {
+			queued = true;
+			continue;
+		}
 		if (!**argv)
 			usage();
-		for (n = number(*(*argv)++); n; n--)
+		if (f == 'r')
+			more = number(*(*argv)++);
+		else
+			file = *(*argv)++;
+	}
+	if (more) {
+		int held;
+
+		for (; more; more--)
 			if (connect_keeper(&held))
 				return -ECONNREFUSED;
 		if (connect_keeper(&s))
@@ -432,20 +447,30 @@ static int step_linger(struct conn *c, char ***argv)
 		usage();
 	m.op = (uint32_t)op_of(*(*argv)++);
 	m.magic = KEEP_MAGIC;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	l = socket(AF_INET, SOCK_STREAM, 0);
-	t = socket(AF_INET, SOCK_STREAM, 0);
-	if (l < 0 || t < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    listen(l, 1) || getsockname(l, (struct sockaddr *)&sa, &len) ||
-	    connect(t, (struct sockaddr *)&sa, sizeof(sa))) {
-		perror("keepc: linger: tcp");
-		return -errno;
-	}
-	while (send(t, buf, sizeof(buf), MSG_DONTWAIT) > 0)
-		;
-	if (setsockopt(t, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg))) {
-		perror("keepc: linger: SO_LINGER");
-		return -errno;
+	if (file) {
+		t = open(file, O_RDWR | O_CLOEXEC);
+		if (t < 0) {
+			perror("keepc: linger: -f");
+			return -errno;
+		}
+	} else {
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		l = socket(AF_INET, SOCK_STREAM, 0);
+		t = socket(AF_INET, SOCK_STREAM, 0);
+		if (l < 0 || t < 0 ||
+		    bind(l, (struct sockaddr *)&sa, sizeof(sa)) ||
+		    listen(l, 1) ||
+		    getsockname(l, (struct sockaddr *)&sa, &len) ||
+		    connect(t, (struct sockaddr *)&sa, sizeof(sa))) {
+			perror("keepc: linger: tcp");
+			return -errno;
+		}
+		while (send(t, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+			;
+		if (setsockopt(t, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg))) {
+			perror("keepc: linger: SO_LINGER");
+			return -errno;
+		}
 	}
 	fds[0] = memfd_create("keepc", MFD_CLOEXEC);
 	fds[1] = t;
@@ -470,6 +495,14 @@ static int step_linger(struct conn *c, char ***argv)
 		return -errno;
 	}
 	close(t); /* the keeper's copy is the last */
+	/* The page written through a descriptor of its own, kept open (no
+	 * FLUSH writes it back): the last release of the one sent writes
+	 * the file's dirty pages back, and waits for them. */
+	if (file && ((t = open(file, O_RDWR | O_CLOEXEC)) < 0 ||
+		     pwrite(t, buf, 4096, 0) != 4096)) {
+		perror("keepc: linger: -f write");
+		return -errno;
+	}
 	printf("lingering\n");
 	fflush(stdout);
 	for (;;)

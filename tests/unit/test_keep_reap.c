@@ -6,8 +6,10 @@
  * in the caller, whose copies it closes; it says it is full at
  * KEEP_REAP_PENDING; keep_reap_run() never waits; a batch that a close
  * would wait on (a lingering TCP socket queued on a socket of it) is
- * released by its closer's exit, without a wait and without a kill, and
- * the next is closed.  The keeper's use of it
+ * released by its closer's exit, which ends at once, and the next is
+ * closed; sockets of several users are each closed (as root: by a closer
+ * of each).  That a user's closer that never ends holds up none of the
+ * others' is shown by the keeper's integration test (122, case k).  The keeper's use of it
  * is shown by its integration test (122, cases i and j).
  */
 #include <check.h>
@@ -156,11 +158,12 @@ START_TEST(test_closes_in_batches)
 	}
 	for (i = 0; i < KEEP_REAP_PENDING; i++) {
 		ck_assert(!keep_reap_full(r));
-		keep_reap_take(r, theirs[i]);
+		keep_reap_take(r, theirs[i], getuid(), getgid());
 	}
 	ck_assert(keep_reap_full(r));
 	for (; i < N; i++)
-		keep_reap_take(r, theirs[i]); /* taken all the same */
+		keep_reap_take(r, theirs[i], getuid(),
+			       getgid()); /* taken all the same */
 	/* Nothing closed yet: in the caller, take() only queues. */
 	ck_assert(!closed(ours[0]));
 	ck_assert_int_eq(run_until_closed(r, ours, N), N);
@@ -176,11 +179,26 @@ START_TEST(test_closes_in_batches)
 }
 END_TEST
 
+/* Run @r until it said that @n closers have ended, 10 s at most.
+ * Return: whether it did. */
+static bool run_until_ended(struct keep_reap *r, unsigned long n)
+{
+	int64_t end = now_ms() + 10000;
+
+	while (keep_reap_ended(r) < n && now_ms() < end) {
+		poll(&(struct pollfd){ .fd = keep_reap_fd(r),
+				       .events = POLLIN },
+		     1, 10);
+		keep_reap_run(r);
+	}
+	return keep_reap_ended(r) >= n;
+}
+
 /* A socket whose close would wait (a lingering TCP socket queued on it):
  * the caller never waits, the closer's exit releases it without the
- * linger's wait (no closer is killed: none outlived KEEP_REAP_MS), the
- * TCP socket is really released (its peer reads EOF), and the next batch,
- * sent once the reaper is done with this one, is closed as well. */
+ * linger's wait (the closer ends: a close would wait the linger's 600 s),
+ * the TCP socket is really released (its peer reads EOF), and the next
+ * batch is closed as well. */
 START_TEST(test_lingering)
 {
 	struct keep_reap *r;
@@ -190,16 +208,44 @@ START_TEST(test_lingering)
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, a), 0);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, b), 0);
 	l = queue_lingering(a[0]);
-	keep_reap_take(r, a[1]);
+	keep_reap_take(r, a[1], getuid(), getgid());
 	keep_reap_run(r); /* a's batch sent */
-	keep_reap_take(r, b[1]);
+	keep_reap_take(r, b[1], getuid(), getgid());
 	ck_assert_int_eq(run_until_closed(r, &b[0], 1), 1);
 	ck_assert(closed(a[0]));
-	ck_assert_uint_eq(keep_reap_killed(r), 0);
+	ck_assert(run_until_ended(r, 2));
 	ck_assert(tcp_released(l));
 	close(l);
 	close(a[0]);
 	close(b[0]);
+	keep_reap_free(r);
+}
+END_TEST
+
+/* Sockets of two users, taken in turns: each is closed (as root, by a
+ * closer running as each user). */
+START_TEST(test_users)
+{
+	enum { M = 40 };
+	int ours[M], theirs[M], i;
+	struct keep_reap *r;
+
+	ck_assert_int_eq(keep_reap_new(&r), 0);
+	for (i = 0; i < M; i++) {
+		int sp[2];
+
+		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp), 0);
+		ours[i] = sp[0];
+		theirs[i] = sp[1];
+		ck_assert_int_eq(send(ours[i], "x", 1, 0), 1);
+		if (geteuid() == 0 && i % 2)
+			keep_reap_take(r, theirs[i], 65534, 65534);
+		else
+			keep_reap_take(r, theirs[i], getuid(), getgid());
+	}
+	ck_assert_int_eq(run_until_closed(r, ours, M), M);
+	for (i = 0; i < M; i++)
+		close(ours[i]);
 	keep_reap_free(r);
 }
 END_TEST
@@ -214,6 +260,7 @@ int main(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_closes_in_batches);
 	tcase_add_test(tc, test_lingering);
+	tcase_add_test(tc, test_users);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
