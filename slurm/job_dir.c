@@ -9,12 +9,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/pidfd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +29,7 @@
 #include "util/mountinfo.h"
 
 #define DETACH_PASSES 8 /* mounts stacked under one job directory */
+#define DETACH_MS 2000 /* the walk to one mount and its unmount, at most */
 
 void job__dir_close(struct jobdir *j)
 {
@@ -324,17 +330,61 @@ static int open_mount_at(int dirfd, const char *rel)
 struct detach_arg {
 	struct jobdir *j;
 	const char *only; /* one mount name, or NULL for all */
+	bool walk; /* this pass walks and unmounts; else it aborts */
 	int found; /* mounts under the job directory this pass */
 };
 
-/* One mount under the job directory: abort it, then detach it. */
+/* Open @rel under @dir and detach the mount whose root it is, in a child
+ * within DETACH_MS: the walk crosses the mounts stacked on the way, and a
+ * FUSE mount of a user's there that was not aborted (mounted since, and
+ * with allow_other: else root is not let in) answers a lookup when it
+ * likes.  Return: 0 or -errno (-ETIMEDOUT: the child was killed). */
+static int detach_walk(int dir, const char *rel)
+{
+	struct pollfd pf = { .events = POLLIN };
+	int status = 0, err;
+	pid_t c = fork();
+
+	if (c == 0) {
+		char proc[64];
+		int fd;
+
+		job__child_stdio(-1);
+		fd = open_mount_at(dir, rel);
+		if (fd < 0)
+			_exit(-fd);
+		/* The descriptor is the mount's root: unmount what it
+		 * stands for. */
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		_exit(umount2(proc, MNT_DETACH) ? errno : 0);
+	}
+	if (c < 0)
+		return -errno;
+	pf.fd = pidfd_open(c, 0);
+	if (pf.fd >= 0 && poll(&pf, 1, DETACH_MS) == 0) {
+		/* Killable: a lookup's wait ends at SIGKILL. */
+		kill(c, SIGKILL);
+		(void)poll(&pf, 1, DETACH_MS);
+		close(pf.fd);
+		(void)waitpid(c, NULL, WNOHANG);
+		return -ETIMEDOUT;
+	}
+	if (pf.fd >= 0)
+		close(pf.fd);
+	while (waitpid(c, &status, 0) < 0 && errno == EINTR)
+		;
+	err = WIFEXITED(status) ? WEXITSTATUS(status) : EINTR;
+	return -err;
+}
+
+/* One mount under the job directory: abort it (the first pass of a
+ * round), or detach it (the second). */
 static int detach_one(const struct mountinfo_entry *e, void *arg)
 {
 	struct detach_arg *a = arg;
 	size_t n = strlen(a->j->path), k;
 	const char *rel = e->mountpoint + n + 1;
-	char proc[64];
-	int fd;
+	int err;
 
 	if (strncmp(e->mountpoint, a->j->path, n) || e->mountpoint[n] != '/')
 		return 0;
@@ -342,19 +392,17 @@ static int detach_one(const struct mountinfo_entry *e, void *arg)
 	if (a->only && (strlen(a->only) != k || strncmp(rel, a->only, k)))
 		return 0;
 	a->found++;
-	abort_fuse(e);
-	fd = open_mount_at(a->j->dir, rel);
-	if (fd < 0) {
-		job__err("cannot reach mount %s: %s", e->mountpoint,
-			 err_str(fd));
+	if (!a->walk) {
+		abort_fuse(e);
 		return 0;
 	}
-	/* The descriptor is the mount's root: unmount what it stands for. */
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	if (umount2(proc, MNT_DETACH))
-		job__err("cannot unmount %s: %s", e->mountpoint,
-			 err_str(errno));
-	close(fd);
+	err = detach_walk(a->j->dir, rel);
+	if (err == -ETIMEDOUT)
+		job__err(
+			"cannot reach mount %s: the walk to it did not end within %d ms (a FUSE mount stacked on the way that does not answer?)",
+			e->mountpoint, DETACH_MS);
+	else if (err)
+		job__err("cannot unmount %s: %s", e->mountpoint, err_str(err));
 	return 0;
 }
 
@@ -367,8 +415,15 @@ void job__detach_under(struct jobdir *j, const char *only)
 	struct detach_arg a = { .j = j, .only = only };
 
 	for (int pass = 0; pass < DETACH_PASSES; pass++) {
+		/* Every FUSE connection under it aborted before any walk:
+		 * the walk to a mount crosses those stacked on the way, and
+		 * an aborted one answers at once. */
+		a.walk = false;
 		a.found = 0;
 		if (mountinfo_foreach(detach_one, &a) < 0 || !a.found)
+			return;
+		a.walk = true;
+		if (mountinfo_foreach(detach_one, &a) < 0)
 			return;
 	}
 	job__err("mounts are still stacked under %s", j->path);
