@@ -47,7 +47,7 @@
 #define LOCK_S 5.0 /* another Prolog holds keeper.lock this long at most */
 #define PING_MS 2000 /* the keeper answers a ping */
 #define SCONTROL_S 5.0 /* scontrol show job answers */
-#define FORGET_S 5.0 /* a forget as a copy's user */
+#define DROPS_S 10.0 /* check-node --clean's forgets, all of them */
 #define KEEPER_LOCK "keeper.lock"
 
 _Static_assert(sizeof(DS_KEEP_SOCKET) == sizeof(KEEP_SOCKET),
@@ -332,38 +332,18 @@ int job__keep_prolog(const struct ds_conf *c, const struct job_ids *ids)
 	return 0;
 }
 
-/* Drop the kept copies named @name of @uid, as @uid (job__drop_to_user(),
- * no groups but nobody's): the keeper drops what a user forgets of their
- * own, and root's FORGET by name would drop every user's.  Return: 0 or
- * -errno. */
-static int forget_as(const char *sock, uid_t uid, const char *name)
-{
-	struct job_ids who = { .uid = uid, .gid = 65534 };
-	char msg[8], res[8];
-	pid_t child = fork();
-
-	if (child == 0) {
-		job__child_stdio(-1);
-		if (job__drop_to_user(&who))
-			_exit(126);
-		_exit(keep_ask(sock, KEEP_FORGET, name, 0, KEEP_BUDGET_MS,
-			       NULL) ?
-			      1 :
-			      0);
-	}
-	if (child < 0)
-		return -errno;
-	return job__wait_child(child, -1, -1, mono_sec() + FORGET_S, msg,
-			       sizeof(msg), res, sizeof(res)) ?
-		       -EIO :
-		       0;
-}
+/* A user's copy to drop, once the list is read. */
+struct to_drop {
+	uid_t uid;
+	char name[KEEP_NAME_MAX];
+};
 
 struct kept_check {
 	const char *sock;
 	bool clean;
-	int found; /* left for an admin: orphaned or inconsistent, not
-		      dropped */
+	int found; /* left for an admin: orphaned, not dropped */
+	struct to_drop *drop; /* with clean: orphaned or inconsistent */
+	size_t ndrop, cap;
 };
 
 /* A site copy: root's, of an image under site=, for all its readers.
@@ -437,15 +417,61 @@ static void check_one(void *arg, const struct keep_msg *e)
 		       e->flags & KEEP_F_INCONSISTENT ? "inconsistent" :
 							NULL;
 	if (what) {
-		bool dropped = k->clean && !forget_as(k->sock, e->uid, e->name);
-
 		printf(": %s", what);
-		if (k->clean)
-			printf(dropped ? ": dropped" : ": not dropped");
-		if (!dropped)
+		/* Dropped once the list is read (not within its budget):
+		 * then said, and counted if not.  An inconsistent copy of a
+		 * user is that user's doing (they write their copy): said,
+		 * not a failure of the node. */
+		if (k->clean && k->ndrop == k->cap) {
+			size_t cap = k->cap ? 2 * k->cap : 16;
+			struct to_drop *d = realloc(k->drop, cap * sizeof(*d));
+
+			if (d) {
+				k->drop = d;
+				k->cap = cap;
+			}
+		}
+		if (k->clean && k->ndrop < k->cap) {
+			k->drop[k->ndrop].uid = e->uid;
+			memcpy(k->drop[k->ndrop].name, e->name,
+			       sizeof(e->name));
+			k->ndrop++;
+		} else if (pw == NULL) {
 			k->found++;
+		}
 	}
 	printf("\n");
+}
+
+/* Drop what the list found to drop (root's FORGET of that user's copy of
+ * that name, within its budget each, DROPS_S for all); say each, and
+ * count those that were orphaned and are left. */
+static void drop_found(struct kept_check *k)
+{
+	double end = mono_sec() + DROPS_S;
+
+	for (size_t i = 0; i < k->ndrop; i++) {
+		struct to_drop *d = &k->drop[i];
+		struct passwd *pw = getpwuid(d->uid);
+		char name[KEEP_NAME_MAX];
+		double left = end - mono_sec();
+		int err = left <= 0 ?
+				  -ETIMEDOUT :
+				  keep_forget_of(k->sock, d->uid, d->name,
+						 left * 1000 < KEEP_BUDGET_MS ?
+							 (int)(left * 1000) :
+							 KEEP_BUDGET_MS);
+
+		keep_name_print(name, d->name);
+		printf("kept copy of %s for uid %u (%s): %s: %s%s\n", name,
+		       d->uid, pw ? pw->pw_name : "no such user",
+		       pw ? "inconsistent" : "orphaned",
+		       err ? "not dropped: " : "dropped",
+		       err ? err_str(err) : "");
+		if (err && !pw)
+			k->found++;
+	}
+	free(k->drop);
 }
 
 int job__keep_check(const struct ds_conf *c, bool clean)
@@ -465,7 +491,9 @@ int job__keep_check(const struct ds_conf *c, bool clean)
 			       "does not answer within its budget (stuck or stopped: restart it)" :
 			       "cannot list its copies",
 		       err_str(err));
+		free(k.drop);
 		return 1;
 	}
+	drop_found(&k);
 	return k.found;
 }

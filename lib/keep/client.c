@@ -76,27 +76,45 @@ static int open_ask(const char *path, int64_t end, struct keep_msg *m)
 	return s;
 }
 
-int keep_ask(const char *path, int op, const char *name, uint64_t a,
-	     int budget_ms, uint64_t *out)
+/* Send @m (its name set from @name, if any) and read its DONE within
+ * @budget_ms.  Return: its status, its a in *@out; -errno. */
+static int ask_done(const char *path, struct keep_msg *m, const char *name,
+		    int budget_ms, uint64_t *out)
 {
-	struct keep_msg m = { .op = (uint32_t)op, .a = a };
 	int64_t end = mono_ms() + budget_ms;
 	int s, err;
 
 	if (name)
-		snprintf(m.name, sizeof(m.name), "%s", name);
-	s = open_ask(path, end, &m);
+		snprintf(m->name, sizeof(m->name), "%s", name);
+	s = open_ask(path, end, m);
 	if (s < 0)
 		return s;
-	err = recv_by(s, end, &m);
+	err = recv_by(s, end, m);
 	close(s);
 	if (err)
 		return err;
-	if (m.op != KEEP_DONE)
+	if (m->op != KEEP_DONE)
 		return -EPROTO;
 	if (out)
-		*out = m.a;
-	return m.status;
+		*out = m->a;
+	return m->status;
+}
+
+int keep_ask(const char *path, int op, const char *name, uint64_t a,
+	     int budget_ms, uint64_t *out)
+{
+	struct keep_msg m = { .op = (uint32_t)op, .a = a };
+
+	return ask_done(path, &m, name, budget_ms, out);
+}
+
+int keep_forget_of(const char *path, uid_t uid, const char *name, int budget_ms)
+{
+	struct keep_msg m = { .op = KEEP_FORGET,
+			      .uid = (uint32_t)uid,
+			      .flags = KEEP_F_OF_UID };
+
+	return ask_done(path, &m, name, budget_ms, NULL);
 }
 
 int keep_list(const char *path, int budget_ms,

@@ -67,7 +67,8 @@ enum keep_op {
 		     Answer DONE */
 	KEEP_LIST, /* answer: ENTRY per copy, then DONE (a: copies) */
 	KEEP_FORGET, /* name: the image, "" for all; a: KEEP_F_SITE for
-			the site copies only (root).  DONE, a: copies */
+			the site copies only (root); flags KEEP_F_OF_UID:
+			of user uid only (root).  DONE, a: copies */
 	KEEP_EVICT, /* a: bytes to free (root).  DONE, a: bytes freed */
 	/* answers */
 	KEEP_COPY, /* fd: the copy; a: its complete bytes */
@@ -99,6 +100,7 @@ enum keep_op {
  * (no seal), and b its range's bytes. */
 #define KEEP_F_SITE 8u
 #define KEEP_F_STAGING 16u /* ENTRY: root is still staging it */
+#define KEEP_F_OF_UID 32u /* FORGET: copies of uid only (root) */
 
 struct keep_msg {
 	uint32_t magic; /* KEEP_MAGIC */
@@ -106,8 +108,8 @@ struct keep_msg {
 	int32_t status; /* answers: 0 or -errno */
 	uint32_t in_use; /* ENTRY: connections using the copy */
 	uint64_t a, b, c, d; /* as enum keep_op says */
-	uint32_t uid; /* ENTRY: the owner */
-	uint32_t flags; /* ENTRY: KEEP_F_*; else 0 */
+	uint32_t uid; /* ENTRY: the owner; FORGET with KEEP_F_OF_UID: whose */
+	uint32_t flags; /* ENTRY, FORGET: KEEP_F_*; else 0 */
 	char name[KEEP_NAME_MAX]; /* NUL-terminated */
 };
 
@@ -240,6 +242,21 @@ int keep_recv_fds(int sock, struct keep_msg *m, int *fds, unsigned int *n,
  * root's; -ETIMEDOUT; -errno.  Context: any thread.
  */
 int keep_connect(const char *path, int budget_ms, int *out);
+
+/**
+ * keep_forget_of() - Root's FORGET of one user's copies of one image
+ * (KEEP_F_OF_UID), within a budget: not the same name's copies of other
+ * users, which root's FORGET by name alone drops too.
+ * @path: the keeper's socket (NULL: KEEP_SOCKET)
+ * @uid: whose
+ * @name: the image, as LIST named it
+ * @budget_ms: for all of it, connect included
+ *
+ * Return: its status; -ETIMEDOUT if the keeper did not answer in time;
+ * -errno.  Context: any thread, as root.
+ */
+int keep_forget_of(const char *path, uid_t uid, const char *name,
+		   int budget_ms);
 
 /**
  * keep_ask() - One request to the keeper answered DONE, within a budget.

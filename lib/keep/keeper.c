@@ -813,6 +813,8 @@ static int on_forget(struct keeper *k, struct conn *c, const struct keep_msg *m)
 		next = p->next;
 		if (!visible(p, c->uid) || (name[0] && strcmp(p->name, name)) ||
 		    (m->a & KEEP_F_SITE && !p->site) ||
+		    (m->flags & KEEP_F_OF_UID &&
+		     (p->site || p->uid != m->uid)) ||
 		    (p->site && p->site_state == SITE_MAKING))
 			continue;
 		n++;

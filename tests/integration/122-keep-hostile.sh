@@ -29,7 +29,9 @@
 #   (e) 200 copies (64 of user a, 64 of user b, 72 of root's): all are in
 #       status --kept and in check-node's report, which exits 0;
 #   (f) a mount with stage=meta leaves a partial copy: check-node exits 0
-#       and says it is partial;
+#       and says it is partial; a copy its user wrote over is said to be
+#       inconsistent, not counted, and dropped by --clean (that user's
+#       alone, not user b's of the same name);
 #   (g) an O_PATH image descriptor is refused, so is a copy sealed without
 #       F_SEAL_SEAL, and an image name with a raw 0x9B and a UTF-8 U+009B
 #       is shown with '?' for each, by the keeper and by status --kept;
@@ -363,6 +365,28 @@ check_node
 [ "$rc" = 0 ] || fail "(f) check-node exits $rc after an ordinary partial copy: $(cat "$T/node.out")"
 grep -q "^kept copy of $IMG for uid $uid_a ($A): .*, partial$" "$T/node.out" ||
     fail "(f) check-node does not say the copy is partial: $(cat "$T/node.out")"
+# A copy its user wrote over once it was kept (its trailer): said, not a
+# failure of the node (any user can make one); --clean drops it, as root,
+# that user's copy of that name alone.
+as $A timeout 30 "$KEEPC" "$K" get "$T/tiny" 0 8192 put scribble >"$T/f2.out" 2>&1 ||
+    fail "(f) $(cat "$T/f2.out")"
+as $B timeout 30 "$KEEPC" "$K" get "$T/tiny" 0 8192 put >"$T/f3.out" 2>&1 || fail "(f) $(cat "$T/f3.out")"
+wait_kept "[e['inconsistent'] for e in v if e['image'] == '$T/tiny' and e['uid'] == $uid_a]" "[True]" 10 \
+    "(f) the written-over copy is not inconsistent"
+[ "$(kept "[e['inconsistent'] for e in v if e['image'] == '$T/tiny' and e['uid'] == $uid_b]")" = "[False]" ] ||
+    fail "(f) user b's copy is not kept, or inconsistent: $(cat "$T/kept.json")"
+check_node
+[ "$rc" = 0 ] || fail "(f) check-node exits $rc for a user's inconsistent copy: $(cat "$T/node.out")"
+grep -q "^kept copy of $T/tiny for uid $uid_a ($A): .*: inconsistent$" "$T/node.out" ||
+    fail "(f) check-node does not say the copy is inconsistent: $(cat "$T/node.out")"
+rc=0
+timeout 30 "$MOUNTCTL" job --set base="$T/base" --set keep=64M --set keep_socket="$K" \
+    --node n1 --min-age 0 --clean check-node >"$T/node.out" 2>&1 || rc=$?
+[ "$rc" = 0 ] || fail "(f) check-node --clean exits $rc: $(cat "$T/node.out")"
+grep -q "^kept copy of $T/tiny for uid $uid_a ($A): inconsistent: dropped$" "$T/node.out" ||
+    fail "(f) check-node --clean did not drop the inconsistent copy: $(cat "$T/node.out")"
+[ "$(kept "[e['uid'] for e in v if e['image'] == '$T/tiny']")" = "[$uid_b]" ] ||
+    fail "(f) --clean dropped more than user a's copy: $(cat "$T/kept.json")"
 
 note "(g) O_PATH, F_SEAL_SEAL, names"
 keeper 64M

@@ -16,6 +16,9 @@
  *       of SIZE bytes: -f writes bytes over its range (memory it holds,
  *       where a copy made empty is sparse); -u seals it without
  *       F_SEAL_SEAL.  This process keeps its descriptor, as a daemon does
+ *   scribble
+ *       write 0xff over the last 4096 bytes of the copy given or put (its
+ *       trailer), as a user may do to their own copy once it is kept
  *   sendfd [-p] FILE OP
  *       request OP (get, put, list, ping, forget, evict, or a number),
  *       FILE's descriptor beside it (-p: O_PATH)
@@ -340,6 +343,25 @@ static int step_get(struct conn *c, char ***argv)
 	err = ask(c, &m, fd);
 	close(fd);
 	return err;
+}
+
+/* scribble: 0xff over the copy's last 4096 bytes.  Return: 0 or -errno. */
+static int step_scribble(struct conn *c)
+{
+	unsigned char junk[4096];
+	struct stat sb;
+
+	memset(junk, 0xff, sizeof(junk));
+	if (c->copy < 0 || fstat(c->copy, &sb) ||
+	    sb.st_size < (off_t)sizeof(junk) ||
+	    pwrite(c->copy, junk, sizeof(junk),
+		   sb.st_size - (off_t)sizeof(junk)) != (ssize_t)sizeof(junk)) {
+		perror("keepc: scribble");
+		return -EINVAL;
+	}
+	printf("scribbled\n");
+	fflush(stdout);
+	return 0;
 }
 
 static int step_put(struct conn *c, char ***argv)
@@ -681,6 +703,8 @@ int main(int argc, char **argv)
 			err = step_put(&c, &argv);
 		else if (!strcmp(step, "sendfd"))
 			err = step_sendfd(&c, &argv);
+		else if (!strcmp(step, "scribble"))
+			err = step_scribble(&c);
 		else if (!strcmp(step, "list"))
 			err = ask(&c, &(struct keep_msg){ .op = KEEP_LIST },
 				  -1);
