@@ -72,9 +72,6 @@
  * two looks (a DONE of that chunk wakes it). */
 #define FOLLOW_WINDOW 4096u /* chunks: 512 MiB */
 #define FOLLOW_POLL_MS 20
-/* pages of words a copy may hold beyond a 32nd of what it holds: claims
- * under way, whose chunks hold nothing yet (scan_words()) */
-#define WORDS_SLACK (256u * PAGE)
 /* The mapper maps an adopted copy in this many bytes at a time, so that
  * stopping waits for one step at most. */
 #define MAP_STEP (1u << 20)
@@ -215,21 +212,14 @@ static uint64_t complete_bytes(const uint32_t *s, uint64_t first, size_t n,
 	return sum;
 }
 
-/* Bytes of the complete chunks of the copy @fd of a range of @size, which
- * holds @held bytes in all: only the words in pages that hold data are
- * read (a hole is empty chunks), and no more of them than a copy that
- * holds @held could need.  A page of words is written once one of its
- * 1,024 chunks is claimed, whose 128 KiB the copy then holds (but for the
- * claims under way), so a copy's words hold at most a 32nd of what it
- * holds, and WORDS_SLACK more; one whose words hold more (a user's memfd
- * with zeros written there, read on every LIST) is refused.
- * Return: 0 or -errno (-EBADMSG: a word is none, or the words hold too
- * much). */
-static int scan_words(int fd, uint64_t size, uint64_t held, uint64_t *complete)
+/* Bytes of the complete chunks of the copy @fd of a range of @size: only
+ * the words in pages that hold data are read (a hole is empty chunks).
+ * Return: 0 or -errno (-EBADMSG: a word is none). */
+static int scan_words(int fd, uint64_t size, uint64_t *complete)
 {
 	enum { STEP = 16384 }; /* words a read */
 	uint64_t start = round_page(size), end = start + nchunks_of(size) * 4;
-	uint64_t at = start, sum = 0, read_max = held / 32 + WORDS_SLACK;
+	uint64_t at = start, sum = 0;
 	uint32_t *s = malloc(STEP * sizeof(*s));
 	int err = 0;
 
@@ -261,11 +251,6 @@ static int scan_words(int fd, uint64_t size, uint64_t held, uint64_t *complete)
 				at = MIN((uint64_t)hole, end);
 				break;
 			}
-			if (n * 4 > read_max) {
-				err = -EBADMSG;
-				goto out_free;
-			}
-			read_max -= n * 4;
 			if (pread(fd, s, n * 4, (off_t)at) !=
 			    (ssize_t)(n * 4)) {
 				err = -EBADMSG;
@@ -308,7 +293,7 @@ int stage_backing_check(int fd, uint64_t *size, const void *key, size_t key_len,
 	*size = t.size;
 	if (!complete)
 		return 0;
-	return scan_words(fd, t.size, (uint64_t)sb.st_blocks * 512, complete);
+	return scan_words(fd, t.size, complete);
 }
 
 /* Mark the chunks the backing holds complete as staged. */

@@ -963,35 +963,6 @@ START_TEST(test_keep_complete_bounded)
 }
 END_TEST
 
-/* A copy whose words hold more than a copy of what it holds could need
- * (8 MiB of zeros written there, and no chunk's bytes: each LIST would
- * read them all) is refused, not read to its end. */
-START_TEST(test_keep_words_bounded)
-{
-	uint64_t size = 1ull << 40, range = 0, complete = 1;
-	static char zeros[1 << 20];
-	int fd;
-
-	ck_assert_int_eq(stage_backing_new(size, "k", 1, "t", &fd), 0);
-	for (int i = 0; i < 8; i++)
-		ck_assert_int_eq(
-			pwrite(fd, zeros, sizeof(zeros),
-			       (off_t)(size + (uint64_t)i * sizeof(zeros))),
-			(ssize_t)sizeof(zeros));
-	ck_assert_int_eq(stage_backing_check(fd, &range, NULL, 0, &complete),
-			 -EBADMSG);
-	/* As many zeros among 256 MiB of chunks' bytes: a copy may. */
-	for (int i = 0; i < 256; i++)
-		ck_assert_int_eq(pwrite(fd, zeros, sizeof(zeros),
-					(off_t)((uint64_t)i * sizeof(zeros))),
-				 (ssize_t)sizeof(zeros));
-	ck_assert_int_eq(stage_backing_check(fd, &range, NULL, 0, &complete),
-			 0);
-	ck_assert_uint_eq(complete, 0);
-	close(fd);
-}
-END_TEST
-
 /* Site copies: what the server was asked (site_start, site_stop). */
 struct site_rec {
 	unsigned int starts, stops;
@@ -1417,7 +1388,6 @@ int main(void)
 	tcase_add_test(tc, test_keep_put_checked);
 	tcase_add_test(tc, test_keep_name_shown);
 	tcase_add_test(tc, test_keep_complete_bounded);
-	tcase_add_test(tc, test_keep_words_bounded);
 	tcase_add_test(tc, test_site_shared);
 	tcase_add_test(tc, test_site_fallback);
 	tcase_add_test(tc, test_site_budget);
