@@ -361,16 +361,18 @@ static int detach_walk(int dir, const char *rel)
 	if (c < 0)
 		return -errno;
 	pf.fd = pidfd_open(c, 0);
-	if (pf.fd >= 0 && poll(&pf, 1, DETACH_MS) == 0) {
-		/* Killable: a lookup's wait ends at SIGKILL. */
+	if (pf.fd < 0 || poll(&pf, 1, DETACH_MS) != 1) {
+		/* Not ended within its budget (or no way to wait for it
+		 * with one): killed; a lookup's wait ends at SIGKILL. */
 		kill(c, SIGKILL);
-		(void)poll(&pf, 1, DETACH_MS);
-		close(pf.fd);
+		if (pf.fd >= 0) {
+			(void)poll(&pf, 1, DETACH_MS);
+			close(pf.fd);
+		}
 		(void)waitpid(c, NULL, WNOHANG);
 		return -ETIMEDOUT;
 	}
-	if (pf.fd >= 0)
-		close(pf.fd);
+	close(pf.fd);
 	while (waitpid(c, &status, 0) < 0 && errno == EINTR)
 		;
 	err = WIFEXITED(status) ? WEXITSTATUS(status) : EINTR;

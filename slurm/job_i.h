@@ -214,7 +214,9 @@ int job__kill_checked(const struct job_proc *want, int sig);
  * What a command line says is only a hint of which mount a process
  * serves: job__kill_checked() checks who it is.
  *
- * Return: the sum of what @fn returned, or -errno if /proc is not there.
+ * Return: the sum of what @fn returned; -ETIMEDOUT if the look did not end
+ * within its budget (@fn was called for those found before); or -errno if
+ * /proc is not there.
  */
 int job__each_daemon(const struct stat *exe,
 		     int (*fn)(struct job_proc *p, const char *mnt, void *arg),

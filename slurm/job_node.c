@@ -223,6 +223,7 @@ struct orphan_arg {
 	double min_age;
 	double end; /* mono_sec(): daemons past it are not looked at */
 	bool cut; /* some were not */
+	int left; /* orphans left, as check_daemon() said */
 };
 
 /* job__each_daemon(): one daemon, an orphan if its mount under @top is
@@ -232,6 +233,7 @@ static int check_daemon(struct job_proc *p, const char *mnt, void *arg)
 	struct orphan_arg *a = arg;
 	char job[128], name[DS_NAME_MAX], pid[16];
 	struct mountinfo_mount m;
+	int n;
 
 	snprintf(pid, sizeof(pid), "%d", (int)p->pid);
 	if (!split_under(a->top, mnt, job, name) ||
@@ -246,7 +248,9 @@ static int check_daemon(struct job_proc *p, const char *mnt, void *arg)
 	if ((!mountinfo_find(mnt, &m) && ctl_is_sqc_mount(&m)) ||
 	    mounted_in_its_ns(pid, mnt))
 		return 0;
-	return orphan(a->c, a->top, mnt, p, a->clean);
+	n = orphan(a->c, a->top, mnt, p, a->clean);
+	a->left += n;
+	return n;
 }
 
 /* Orphan daemons of mounts under @top: processes of the squashcached
@@ -255,7 +259,7 @@ static int check_daemon(struct job_proc *p, const char *mnt, void *arg)
 static int check_daemons(const struct ds_conf *c, const char *top, bool clean,
 			 double min_age)
 {
-	struct orphan_arg a = { c, top, clean, min_age, -1, false };
+	struct orphan_arg a = { c, top, clean, min_age, -1, false, 0 };
 	struct stat exe;
 	int left;
 
@@ -274,7 +278,7 @@ static int check_daemons(const struct ds_conf *c, const char *top, bool clean,
 	 * node through its health check. */
 	if (left == -ETIMEDOUT) {
 		printf("daemons: not all looked at within the budget (a process named squashcached that waits in execve()?): looked at again next time\n");
-		return 0;
+		return a.left; /* those found before the cut */
 	}
 	return left < 0 ? 1 : left;
 }

@@ -478,20 +478,21 @@ int job__each_daemon(const struct stat *exe,
 	}
 	close(out[0]);
 	if (err) {
-		/* Stuck in a wait of the kernel's: killed, not waited for. */
+		/* Stuck in a wait of the kernel's: killed, not waited for.
+		 * What it found so far is still looked at (a record cut off
+		 * at the end is left out below). */
 		kill(child, SIGKILL);
 		(void)waitpid(child, &status, WNOHANG);
 		job__err(
 			"the look for daemons in /proc did not end within %d s (a process that waits in execve() on a file system that does not answer?): %s",
 			EACH_DAEMON_S, err_str(err));
-		free(buf);
-		return err;
-	}
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-		free(buf);
-		return -ENOENT;
+	} else {
+		while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+			;
+		if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+			free(buf);
+			return -ENOENT;
+		}
 	}
 	for (size_t i = 0; i < len;) {
 		const char *pid = buf + i, *start, *mnt;
@@ -524,7 +525,7 @@ int job__each_daemon(const struct stat *exe,
 		i += a + b + c + 3;
 	}
 	free(buf);
-	return sum;
+	return err ? err : sum;
 }
 
 /* Open the job directory's record @name (root's, 0600, a file). */

@@ -17,10 +17,12 @@
  * The reaper closes nothing itself either.  For each user with sockets
  * queued it forks a closer, KEEP_REAP_USER_CLOSERS of a user's at once:
  * the closer closes every descriptor but its batch (none of those is the
- * last: the reaper still has each), drops to that user
- * (job__drop_to_user(), so the user pays for it and root does not) and
- * says it is ready; the reaper then closes its own copies (the closer's
- * are now the last) and says "go"; the closer exits holding the batch.
+ * last: the reaper still has each) and says it is ready; the reaper then
+ * closes its own copies (the closer's are now the last: it is still
+ * root, so no user can kill it first and leave the last close to the
+ * reaper) and says "go"; the closer drops to that user
+ * (job__drop_to_user(), so the user pays for what follows and root does
+ * not) and exits holding the batch.
  * An exit releases every socket without the wait a user can cause in a
  * close() (a TCP socket's linger: the kernel never lingers for a process
  * that is exiting, inet_release(); test_keep_reap).  A release can still
@@ -177,14 +179,15 @@ static bool start_closer(struct reaper *rp, struct who *w, unsigned int n)
 		qsort(keep, n + 1, sizeof(int), cmp_int);
 		/* None of these is the last: the reaper has each. */
 		close_all_but(keep, n + 1);
-		if (job__drop_to_user(&ids))
-			_exit(1);
 		prctl(PR_SET_NAME, "keeper-closer");
-		if (send(sp[1], "r", 1, MSG_NOSIGNAL) != 1)
+		/* Still root until "go": no user can signal it, so the
+		 * reaper's close of its copies is never the last. */
+		if (send(sp[1], "r", 1, MSG_NOSIGNAL) != 1 ||
+		    read(sp[1], &b, 1) != 1)
 			_exit(1);
 		/* Ours are the last now: the exit releases them, never
-		 * lingering (the head comment). */
-		_exit(read(sp[1], &b, 1) != 1);
+		 * lingering (the head comment), as that user. */
+		_exit(job__drop_to_user(&ids) ? 1 : 0);
 	}
 	close(sp[1]);
 	if (c < 0) {
@@ -246,7 +249,8 @@ static void closer_ended(struct reaper *rp, unsigned int i)
 		close(rp->c[i].pidfd);
 	rp->c[i].w->live--;
 	rp->c[i] = rp->c[--rp->nc];
-	(void)send(3, &e, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (!rp->last) /* else 3 is closed, or another descriptor */
+		(void)send(3, &e, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 /* Take one batch from the keeper into its user's queue.  Return: false
@@ -324,15 +328,21 @@ static bool take_batch(struct reaper *rp)
 static void __attribute__((noreturn)) reaper_main(int s, pid_t keeper)
 {
 	static struct reaper rp;
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	struct sigaction dfl = { .sa_handler = SIG_DFL },
+			 ign = { .sa_handler = SIG_IGN };
 	struct pollfd pf[1 + CLOSERS_MAX];
 	struct rlimit rl;
 	sigset_t none;
 
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != keeper)
+	/* Not killed with the keeper, nor by a stop's SIGTERM to the whole
+	 * service: it ends once it has handed out what it holds (the
+	 * keeper's end closes when the keeper ends, whatever the cause).
+	 * Its exit would release what it still holds, as root. */
+	if (getppid() != keeper)
 		_exit(0);
-	sigaction(SIGTERM, &dfl, NULL);
-	sigaction(SIGINT, &dfl, NULL);
+	sigaction(SIGTERM, &ign, NULL);
+	sigaction(SIGINT, &ign, NULL);
+	sigaction(SIGHUP, &ign, NULL);
 	sigaction(SIGPIPE, &dfl, NULL);
 	sigaction(SIGCHLD, &dfl, NULL);
 	sigemptyset(&none);
@@ -357,7 +367,7 @@ static void __attribute__((noreturn)) reaper_main(int s, pid_t keeper)
 		/* A batch only while there is room for it (a message's
 		 * descriptors that find none are released here). */
 		pf[0] = (struct pollfd){
-			.fd = 3,
+			.fd = rp.last ? -1 : 3,
 			.events = 8 + rp.held + rp.nc + BATCH + FD_SLACK <
 						  rp.fd_max ?
 					  POLLIN :
@@ -377,17 +387,24 @@ static void __attribute__((noreturn)) reaper_main(int s, pid_t keeper)
 				timeout = left > 0 ? (int)(left / 1000000) + 1 :
 						     0;
 		}
+		/* What waits is tried again at least this often (a closer
+		 * that could not start, a cap lifted). */
+		if (rp.held && (timeout < 0 || timeout > 100))
+			timeout = 100;
 		if (poll(pf, n, timeout) < 0 && errno != EINTR)
 			_exit(1);
-		if ((pf[0].revents & (POLLIN | POLLHUP | POLLERR)) &&
+		if (!rp.last &&
+		    (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) &&
 		    !take_batch(&rp)) {
 			/* The keeper is gone: what waits goes to closers
-			 * all the same (a user's cap lifted), so that none is
-			 * released at this process's exit. */
+			 * all the same (a user's cap lifted), as room
+			 * among them comes, so that none is released at
+			 * this process's exit. */
 			rp.last = true;
-			dispatch(&rp);
-			_exit(0);
+			close(3);
 		}
+		if (rp.last && !rp.held)
+			_exit(0);
 		now = mono_ns();
 		for (i = rp.nc; i-- > 0;) {
 			struct closer *c = &rp.c[i];
@@ -399,6 +416,11 @@ static void __attribute__((noreturn)) reaper_main(int s, pid_t keeper)
 			}
 			if (!c->said &&
 			    now - c->since >= (int64_t)KEEP_REAP_MS * 1000000) {
+				/* A closer its user stopped ends at this; one
+				 * that waits in its exit's release does not. */
+				if (c->pidfd >= 0)
+					pidfd_send_signal(c->pidfd, SIGKILL,
+							  NULL, 0);
 				log_warn(
 					"the closer (pid %d) of sockets of uid %u has not ended in %d ms (a release that waits on a file system of theirs?)",
 					(int)c->pid, (unsigned int)c->w->uid,

@@ -84,9 +84,10 @@ static uint64_t keep_pidns_fdinfo(int pidfd)
 	end = strchr(p, '\n');
 	if (end)
 		*end = '\0';
-	/* "\t1234" alone: one level, ours; -1: the process is gone. */
+	/* "\t1234" alone: one level, ours; -1: the process is gone; 0: not
+	 * in our /proc's namespace (a keeper in a namespace below). */
 	p += strspn(p, " \t");
-	if (*p == '-' || !*p)
+	if (*p == '-' || *p == '0' || !*p)
 		return 0;
 	p += strcspn(p, " \t");
 	p += strspn(p, " \t");
