@@ -356,7 +356,14 @@ keepers() {
     _kp=$(pgrep -f "$1" || true)
     _kl=" $(echo "$_kp" | tr '\n' ' ')"
     for _p in $_kp; do
-        _pp=$(sed -n 's/^PPid:[[:space:]]*//p' "/proc/$_p/status" 2>/dev/null || true)
+        _st=$(cat "/proc/$_p/status" 2>/dev/null || true)
+        _pp=$(echo "$_st" | sed -n 's/^PPid:[[:space:]]*//p')
+        # Gone since pgrep saw it (a closer of the reaper's ends at once),
+        # or the reaper or a closer by name (either outlives the keeper
+        # while it hands out what it holds): not a keeper.
+        case "$(echo "$_st" | sed -n 's/^Name:[[:space:]]*//p')" in
+        '' | keeper-reaper | keeper-closer) continue ;;
+        esac
         case "$_kl" in *" $_pp "*) ;; *) echo "$_p" ;; esac
     done
 }
