@@ -7,7 +7,7 @@
  * of a socket pair (SOCK_SEQPACKET): a process forked later would hold a
  * copy of every descriptor the keeper has, users' included, and its end
  * would close them (a user's FUSE file's FLUSH waits for ever, SIGKILL or
- * not).  One batch is out at a time, all of one user's (the uid and gid
+ * not).  One batch is out at a time, all of one user's (the uid
  * the keeper read with SO_PEERCRED): the keeper sends a message whose
  * descriptors are the sockets to close, closes its own copies of them
  * (not the last references: the message holds them, so nothing is
@@ -64,14 +64,12 @@ enum { REAP_BATCH = 'b', REAP_GO = 'g', REAP_DONE = 'd', REAP_ENDED = 'e' };
 struct reap_hdr {
 	char op;
 	uid_t uid;
-	gid_t gid;
 };
 
 /* A socket waiting to go to the reaper, in the keeper. */
 struct pend {
 	int fd;
 	uid_t uid;
-	gid_t gid;
 };
 
 struct keep_reap {
@@ -91,7 +89,6 @@ struct keep_reap {
 /* A user's sockets waiting for a closer, in the reaper. */
 struct who {
 	uid_t uid;
-	gid_t gid;
 	int *fds;
 	unsigned int n, cap;
 	unsigned int live; /* closers of theirs not ended */
@@ -117,7 +114,7 @@ struct reaper {
 	bool last; /* the keeper is gone: no cap of a user's */
 };
 
-static struct who *who_of(struct reaper *rp, uid_t uid, gid_t gid)
+static struct who *who_of(struct reaper *rp, uid_t uid)
 {
 	struct who **p, *w;
 
@@ -132,7 +129,6 @@ static struct who *who_of(struct reaper *rp, uid_t uid, gid_t gid)
 	if (!w)
 		return NULL;
 	w->uid = uid;
-	w->gid = gid;
 	rp->who[rp->nwho++] = w;
 	return w;
 }
@@ -172,7 +168,9 @@ static bool start_closer(struct reaper *rp, struct who *w, unsigned int n)
 		return false;
 	c = fork();
 	if (c == 0) {
-		struct job_ids ids = { .uid = w->uid, .gid = w->gid };
+		/* That uid, no group of anyone's: a peer's gid may be
+		 * a setgid program's, root's included. */
+		struct job_ids ids = { .uid = w->uid, .gid = 65534 };
 
 		memcpy(keep, w->fds, n * sizeof(int));
 		keep[n] = sp[1];
@@ -296,7 +294,7 @@ static bool take_batch(struct reaper *rp)
 	while (got < 0 && errno == EINTR);
 	if (got != 1 || c != REAP_GO)
 		return false;
-	w = who_of(rp, h.uid, h.gid);
+	w = who_of(rp, h.uid);
 	if (w && w->n + n > w->cap) {
 		unsigned int cap = w->cap ? 2 * w->cap : 256;
 		int *p;
@@ -476,8 +474,7 @@ static void send_batch(struct keep_reap *r)
 		char b[CMSG_SPACE(BATCH * sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct reap_hdr h = { REAP_BATCH, r->pending[0].uid,
-			      r->pending[0].gid };
+	struct reap_hdr h = { REAP_BATCH, r->pending[0].uid };
 	struct iovec iov = { &h, sizeof(h) };
 	int fds[BATCH];
 	unsigned int n = 0, i, j;
@@ -517,7 +514,7 @@ static void send_batch(struct keep_reap *r)
 		log_err("cannot tell the reaper to go on: %s", err_str(-errno));
 }
 
-void keep_reap_take(struct keep_reap *r, int fd, uid_t uid, gid_t gid)
+void keep_reap_take(struct keep_reap *r, int fd, uid_t uid)
 {
 	if (r->npending == r->cap) {
 		unsigned int cap = r->cap ? 2 * r->cap : 64;
@@ -531,7 +528,7 @@ void keep_reap_take(struct keep_reap *r, int fd, uid_t uid, gid_t gid)
 		r->pending = p;
 		r->cap = cap;
 	}
-	r->pending[r->npending++] = (struct pend){ fd, uid, gid };
+	r->pending[r->npending++] = (struct pend){ fd, uid };
 }
 
 bool keep_reap_full(const struct keep_reap *r)

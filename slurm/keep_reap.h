@@ -46,9 +46,8 @@ int keep_reap_new(struct keep_reap **rp);
  * @r: the reaper
  * @fd: the socket; the reaper's from now on
  * @uid: its peer's (SO_PEERCRED): the closer of it runs as this user
- * @gid: its peer's
  */
-void keep_reap_take(struct keep_reap *r, int fd, uid_t uid, gid_t gid);
+void keep_reap_take(struct keep_reap *r, int fd, uid_t uid);
 
 /* Whether KEEP_REAP_PENDING sockets wait: take no more connections. */
 bool keep_reap_full(const struct keep_reap *r);

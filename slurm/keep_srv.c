@@ -118,7 +118,6 @@ struct job {
 struct peer {
 	int fd; /* the socket, also its id in the keeper */
 	uid_t uid; /* its peer's, SO_PEERCRED */
-	gid_t gid; /* its peer's, SO_PEERCRED */
 	pid_t pid; /* its peer, SO_PEERCRED */
 	int pidfd; /* its peer, or -1 */
 	uint64_t serial; /* unique: fds are reused */
@@ -384,7 +383,7 @@ static void close_peer(struct server *sv, struct peer *p)
 	keeper_closed(sv->k, p->fd);
 	/* Closed by the reaper: the close releases what is still queued on
 	 * the socket, descriptors a user sent among them, which can wait. */
-	keep_reap_take(sv->reap, p->fd, p->uid, p->gid);
+	keep_reap_take(sv->reap, p->fd, p->uid);
 	if (u && u->conns)
 		u->conns--;
 	if (p->pidfd >= 0)
@@ -687,12 +686,12 @@ static void tick(struct server *sv, int64_t now)
  * the connecting user (SO_PEERCRED; nobody's if that cannot be read). */
 static void reap_refused(struct server *sv, int c)
 {
-	struct ucred cr = { .uid = 65534, .gid = 65534 };
+	struct ucred cr = { .uid = 65534 };
 	socklen_t len = sizeof(cr);
 
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len))
-		cr.uid = cr.gid = 65534;
-	keep_reap_take(sv->reap, c, cr.uid, cr.gid);
+		cr.uid = 65534;
+	keep_reap_take(sv->reap, c, cr.uid);
 }
 
 /* Take one connection, from root's own socket (@root) or the public one.
@@ -742,7 +741,6 @@ static bool accept_one(struct server *sv, int64_t now, bool root)
 	p = &sv->peers[sv->npeers++];
 	*p = (struct peer){ .fd = c,
 			    .uid = cr.uid,
-			    .gid = cr.gid,
 			    .pid = cr.pid,
 			    .pidfd = pidfd,
 			    .theirs = -1,

@@ -158,12 +158,11 @@ START_TEST(test_closes_in_batches)
 	}
 	for (i = 0; i < KEEP_REAP_PENDING; i++) {
 		ck_assert(!keep_reap_full(r));
-		keep_reap_take(r, theirs[i], getuid(), getgid());
+		keep_reap_take(r, theirs[i], getuid());
 	}
 	ck_assert(keep_reap_full(r));
 	for (; i < N; i++)
-		keep_reap_take(r, theirs[i], getuid(),
-			       getgid()); /* taken all the same */
+		keep_reap_take(r, theirs[i], getuid()); /* taken all the same */
 	/* Nothing closed yet: in the caller, take() only queues. */
 	ck_assert(!closed(ours[0]));
 	ck_assert_int_eq(run_until_closed(r, ours, N), N);
@@ -208,9 +207,9 @@ START_TEST(test_lingering)
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, a), 0);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, b), 0);
 	l = queue_lingering(a[0]);
-	keep_reap_take(r, a[1], getuid(), getgid());
+	keep_reap_take(r, a[1], getuid());
 	keep_reap_run(r); /* a's batch sent */
-	keep_reap_take(r, b[1], getuid(), getgid());
+	keep_reap_take(r, b[1], getuid());
 	ck_assert_int_eq(run_until_closed(r, &b[0], 1), 1);
 	ck_assert(closed(a[0]));
 	ck_assert(run_until_ended(r, 2));
@@ -239,9 +238,9 @@ START_TEST(test_users)
 		theirs[i] = sp[1];
 		ck_assert_int_eq(send(ours[i], "x", 1, 0), 1);
 		if (geteuid() == 0 && i % 2)
-			keep_reap_take(r, theirs[i], 65534, 65534);
+			keep_reap_take(r, theirs[i], 65534);
 		else
-			keep_reap_take(r, theirs[i], getuid(), getgid());
+			keep_reap_take(r, theirs[i], getuid());
 	}
 	ck_assert_int_eq(run_until_closed(r, ours, M), M);
 	for (i = 0; i < M; i++)
